@@ -1,0 +1,530 @@
+"""Configuration schemas, their range checks, and loading.
+
+Every Hydra config group under ``conf/`` is backed by a dataclass registered in Hydra's
+ConfigStore, so the YAML files extend a typed schema: wrong types and unknown keys are refused
+while composing, and ``__post_init__`` range checks run when ``OmegaConf.to_object`` builds the
+dataclasses. All quantities are SI (m, kg, s, N, rad) unless the key name says otherwise
+(``*_deg``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional  # noqa: UP035 - OmegaConf reads these
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
+TENDON_MAPS = ("balanced", "legacy")
+BACKENDS = ("sequential", "loky", "threading", "dask")
+ENGINES = ("auto", "serial", "batch")
+
+
+class ConfigError(ValueError):
+    """A configuration value outside what quadarm accepts.
+
+    The message is a single line that names the dotted key, the value given and what is
+    allowed, e.g. ``arm.segments=0: must be an integer >= 1``.
+    """
+
+    def __init__(self, key: str, value: Any, allowed: str) -> None:
+        self.key, self.value, self.allowed = key, value, allowed
+        super().__init__(f"{key}={_show(value)}: {allowed}")
+
+    def prefixed(self, prefix: str) -> ConfigError:
+        return ConfigError(f"{prefix}.{self.key}", self.value, self.allowed)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _positive(key: str, value: Any) -> None:
+    if not (_real(value) and value > 0):
+        raise ConfigError(key, value, "must be a finite number > 0")
+
+
+def _non_negative(key: str, value: Any) -> None:
+    if not (_real(value) and value >= 0):
+        raise ConfigError(key, value, "must be a finite number >= 0")
+
+
+def _in_range(key: str, value: Any, lo: float, hi: float) -> None:
+    if not (_real(value) and lo <= value <= hi):
+        raise ConfigError(key, value, f"must be a number in [{lo:g}, {hi:g}]")
+
+
+def _vector(key: str, value: Any, n: int, check: Any = None) -> None:
+    if len(value) != n or not all(_real(v) for v in value):
+        raise ConfigError(key, list(value), f"must be a list of {n} finite numbers")
+    if check is not None:
+        for i, v in enumerate(value):
+            check(f"{key}[{i}]", v)
+
+
+def _integer(key: str, value: Any, lo: int) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool) and value >= lo):
+        raise ConfigError(key, value, f"must be an integer >= {lo}")
+
+
+def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(key, value, f"must be one of {', '.join(allowed)}")
+
+
+# --------------------------------------------------------------------------------------------
+# Physical system
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RotorConfig:
+    """One rotor: hub position in the body xy-plane (m) and spin direction (+1 or -1)."""
+
+    pos: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    spin: int = 1
+
+    def __post_init__(self) -> None:
+        _vector("pos", self.pos, 2)
+        if self.spin not in (1, -1):
+            raise ConfigError("spin", self.spin, "must be +1 or -1")
+
+
+def _x_rotors() -> list[RotorConfig]:
+    a = 0.177
+    return [
+        RotorConfig([a, a], 1),
+        RotorConfig([-a, a], -1),
+        RotorConfig([-a, -a], 1),
+        RotorConfig([a, -a], -1),
+    ]
+
+
+@dataclass
+class AirframeConfig:
+    """The multirotor: a rigid body with rotor thrust/drag actuators (Table I)."""
+
+    mass: float = 1.06  # kg, frame + rotors + flange
+    inertia: list[float] = field(default_factory=lambda: [6.7e-3, 6.7e-3, 12.9e-3])  # kg m^2
+    rotors: list[RotorConfig] = field(default_factory=_x_rotors)
+    kappa: float = 0.016  # m, reaction torque per newton of thrust
+    thrust_max: float = 8.0  # N per rotor
+    flange_depth: float = 0.034  # m below the hub centre
+    hub_half_size: list[float] = field(default_factory=lambda: [0.06, 0.06, 0.02])  # m
+    boom_radius: float = 0.01  # m
+    prop_radius: float = 0.1  # m, visual only
+
+    def __post_init__(self) -> None:
+        _positive("mass", self.mass)
+        _vector("inertia", self.inertia, 3, _positive)
+        i = sorted(self.inertia)
+        if i[0] + i[1] < i[2] * (1 - 1e-9):
+            raise ConfigError(
+                "inertia", list(self.inertia), "principal moments must satisfy the triangle rule"
+            )
+        if len(self.rotors) < 3:
+            raise ConfigError("rotors", len(self.rotors), "must list at least 3 rotors")
+        for j, r in enumerate(self.rotors):
+            if math.hypot(*r.pos) <= 0:
+                raise ConfigError(f"rotors[{j}].pos", list(r.pos), "must be off the body axis")
+        _positive("kappa", self.kappa)
+        _positive("thrust_max", self.thrust_max)
+        _positive("flange_depth", self.flange_depth)
+        _vector("hub_half_size", self.hub_half_size, 3, _positive)
+        _positive("boom_radius", self.boom_radius)
+        _positive("prop_radius", self.prop_radius)
+
+
+@dataclass
+class ArmConfig:
+    """The pseudo-rigid-body continuum arm and its three tendons (Table I)."""
+
+    segments: int = 12
+    segment_length: float = 0.040  # m
+    segment_radius: float = 0.012  # m
+    segment_mass: float = 0.015  # kg
+    tip_mass: float = 0.020  # kg
+    tip_radius: float = 0.012  # m
+    stiffness: float = 0.06  # N m / rad, each hinge
+    damping: float = 0.01  # N m s / rad, each hinge
+    joint_range: float = 0.6  # rad, symmetric
+    tendon_offset: float = 0.016  # m from the backbone
+    tendon_angles_deg: list[float] = field(default_factory=lambda: [0.0, 120.0, 240.0])
+    tension_max: float = 6.0  # N
+
+    def __post_init__(self) -> None:
+        _integer("segments", self.segments, 1)
+        for key in ("segment_length", "segment_radius", "segment_mass", "tip_mass",
+                    "tip_radius", "stiffness", "tension_max", "tendon_offset"):
+            _positive(key, getattr(self, key))
+        _non_negative("damping", self.damping)
+        _in_range("joint_range", self.joint_range, 1e-6, math.pi)
+        _vector("tendon_angles_deg", self.tendon_angles_deg, 3)
+
+
+@dataclass
+class GainsConfig:
+    """Geometric SE(3) controller gains (diagonal entries, SI)."""
+
+    kp: list[float] = field(default_factory=lambda: [6.0, 6.0, 10.0])  # 1/s^2
+    kd: list[float] = field(default_factory=lambda: [4.0, 4.0, 6.0])  # 1/s
+    ki: list[float] = field(default_factory=lambda: [1.0, 1.0, 2.0])  # 1/s^3
+    kr: list[float] = field(default_factory=lambda: [4.0, 4.0, 0.8])  # N m / rad
+    kw: list[float] = field(default_factory=lambda: [0.4, 0.4, 0.15])  # N m s / rad
+    integral_limit: float = 1.0  # m s, per axis
+    tilt_max_deg: float = 35.0
+
+    def __post_init__(self) -> None:
+        for key in ("kp", "kd", "ki", "kr", "kw"):
+            _vector(key, getattr(self, key), 3, _non_negative)
+        _non_negative("integral_limit", self.integral_limit)
+        if not (_real(self.tilt_max_deg) and 0 < self.tilt_max_deg < 90):
+            raise ConfigError("tilt_max_deg", self.tilt_max_deg, "must be a number in (0, 90)")
+
+
+@dataclass
+class SimConfig:
+    """Physics options. ``log_every`` decimates the stored time series (metrics use every step);
+    ``max_distance`` is the half-size (m) of the box around the start outside which a run is
+    declared diverged."""
+
+    timestep: float = 0.002  # s
+    integrator: str = "implicitfast"
+    gravity: list[float] = field(default_factory=lambda: [0.0, 0.0, -9.81])  # m/s^2
+    air_density: float = 1.2  # kg/m^3
+    air_viscosity: float = 1.8e-5  # Pa s
+    log_every: int = 1
+    max_distance: float = 100.0  # m
+
+    def __post_init__(self) -> None:
+        _in_range("timestep", self.timestep, 1e-6, 0.05)
+        if self.timestep <= 1e-6:
+            raise ConfigError("timestep", self.timestep, "must be a number in (1e-06, 0.05]")
+        _choice("integrator", self.integrator, INTEGRATORS)
+        _vector("gravity", self.gravity, 3)
+        _non_negative("air_density", self.air_density)
+        _non_negative("air_viscosity", self.air_viscosity)
+        _integer("log_every", self.log_every, 1)
+        _positive("max_distance", self.max_distance)
+
+
+# --------------------------------------------------------------------------------------------
+# Scenarios: one schema per study, all sharing ``duration`` and ``altitude``.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScenarioConfig:
+    """Fields every scenario has: the run length (s) and the hover altitude (m). The vehicle
+    starts at rest at (0, 0, altitude) with the arm hanging straight."""
+
+    duration: float = 5.0
+    altitude: float = 1.0
+
+    @property
+    def kind(self) -> str:
+        raise NotImplementedError
+
+    def __post_init__(self) -> None:
+        _positive("duration", self.duration)
+        _positive("altitude", self.altitude)
+
+
+@dataclass
+class HoverScenario(ScenarioConfig):
+    """Hold position at ``altitude`` for ``duration``."""
+
+    @property
+    def kind(self) -> str:
+        return "hover"
+
+
+@dataclass
+class BendScenario(ScenarioConfig):
+    """Hover while a constant bend command (mu, beta) is ramped in with sigma over ``ramp`` s."""
+
+    duration: float = 5.0
+    altitude: float = 1.6
+    mu: float = 1.0
+    beta_deg: float = 0.0
+    ramp: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _in_range("mu", self.mu, 0.0, 1.0)
+        if not _real(self.beta_deg):
+            raise ConfigError("beta_deg", self.beta_deg, "must be a finite number (degrees)")
+        _non_negative("ramp", self.ramp)
+
+
+@dataclass
+class WorkspaceScenario(BendScenario):
+    """Tip position in the body frame at the end of a held bend (paper Sec. IV-C)."""
+
+    @property
+    def kind(self) -> str:
+        return "workspace"
+
+
+@dataclass
+class HeldBendScenario(BendScenario):
+    """Position drift while a bend is held (paper Sec. IV-A); reported at ``report_times``."""
+
+    duration: float = 30.0
+    report_times: list[float] = field(default_factory=lambda: [5.0, 15.0, 30.0])
+
+    @property
+    def kind(self) -> str:
+        return "held_bend"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for i, t in enumerate(self.report_times):
+            _in_range(f"report_times[{i}]", t, 0.0, self.duration)
+
+
+@dataclass
+class DisturbanceScenario(ScenarioConfig):
+    """A force pulse on the distal link's centre of mass while hovering (paper Sec. IV-D)."""
+
+    duration: float = 10.0
+    altitude: float = 1.0
+    force: float = 2.0  # N
+    direction: list[float] = field(default_factory=lambda: [1.0, 0.0, 0.0])  # world frame
+    start: float = 1.0  # s
+    length: float = 0.2  # s
+    recovery_tol: float = 0.01  # m
+
+    @property
+    def kind(self) -> str:
+        return "disturbance"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _non_negative("force", self.force)
+        _vector("direction", self.direction, 3)
+        if math.hypot(*self.direction) == 0:
+            raise ConfigError("direction", list(self.direction), "must be a non-zero 3-vector")
+        _in_range("start", self.start, 0.0, self.duration)
+        _positive("length", self.length)
+        _positive("recovery_tol", self.recovery_tol)
+
+
+@dataclass
+class MissionScenario(ScenarioConfig):
+    """The paper's demonstration mission (Table II): hover, climb, figure-eight, tendon sweep,
+    return. ``duration`` is the sum of the phase times; leave it unset or give that sum."""
+
+    duration: Optional[float] = None  # noqa: UP045
+    altitude: float = 1.0  # start and end altitude, m
+    hover_time: float = 3.0
+    climb_time: float = 3.0
+    figure_eight_time: float = 16.0
+    sweep_time: float = 10.0
+    return_time: float = 4.0
+    cruise_altitude: float = 1.6  # m
+    eight_amplitude: float = 1.2  # m, x amplitude A
+    eight_ratio: float = 0.6  # y amplitude / x amplitude
+    eight_period: float = 8.0  # s, 2 pi / Omega
+    eight_ramp: float = 2.0  # s, amplitude blend at each end
+    sweep_rate: float = 0.2  # rev/s of the bending direction
+    sweep_mu: float = 1.0
+    sweep_ramp: float = 1.5  # s, mu blend at each end
+    after_time: float = 24.0  # s, start of the ``after_24s`` window
+
+    @property
+    def kind(self) -> str:
+        return "mission"
+
+    @property
+    def phase_times(self) -> list[float]:
+        return [self.hover_time, self.climb_time, self.figure_eight_time, self.sweep_time,
+                self.return_time]
+
+    def __post_init__(self) -> None:
+        for key in ("hover_time", "climb_time", "figure_eight_time", "sweep_time",
+                    "return_time", "cruise_altitude", "eight_period"):
+            _positive(key, getattr(self, key))
+        for key in ("eight_amplitude", "eight_ratio", "sweep_rate"):
+            _non_negative(key, getattr(self, key))
+        _in_range("sweep_mu", self.sweep_mu, 0.0, 1.0)
+        _in_range("eight_ramp", self.eight_ramp, 0.0, self.figure_eight_time / 2)
+        _in_range("sweep_ramp", self.sweep_ramp, 0.0, self.sweep_time / 2)
+        total = sum(self.phase_times)
+        if self.duration is None:
+            self.duration = total
+        elif not (_real(self.duration) and abs(self.duration - total) < 1e-9):
+            raise ConfigError("duration", self.duration,
+                              f"must equal the sum of the phase times ({total:g} s) or be null")
+        super().__post_init__()
+        _non_negative("after_time", self.after_time)
+
+
+SCENARIOS: dict[str, type[ScenarioConfig]] = {
+    "mission": MissionScenario,
+    "workspace": WorkspaceScenario,
+    "disturbance": DisturbanceScenario,
+    "held_bend": HeldBendScenario,
+    "hover": HoverScenario,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Control options, runner and the root config
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ControlConfig:
+    """``tendon_map``: ``balanced`` (saturation-free, paper eq. 8) or ``legacy`` (max(c, 0))."""
+
+    tendon_map: str = "balanced"
+
+    def __post_init__(self) -> None:
+        _choice("tendon_map", self.tendon_map, TENDON_MAPS)
+
+
+@dataclass
+class RunnerConfig:
+    """How the trials of one job are generated and dispatched.
+
+    ``grid`` maps dotted config keys to lists of values (their Cartesian product is run);
+    ``randomize`` maps dotted keys to distributions (``{dist: normal, rel_std: 0.1}``,
+    ``{dist: uniform, low: .., high: ..}``, ...), drawn ``trials`` times per grid point with
+    seeds from ``numpy.random.SeedSequence(seed).spawn``. ``n_jobs`` worker processes (or Dask
+    workers with ``backend: dask``) run them; ``timeseries`` says which trials keep their logs.
+    """
+
+    n_jobs: int = 1
+    backend: str = "loky"
+    address: Optional[str] = None  # noqa: UP045  # Dask scheduler, e.g. tcp://127.0.0.1:8786; None: LocalCluster
+    trials: int = 1
+    grid: Dict[str, List[Any]] = field(default_factory=dict)  # noqa: UP006
+    randomize: Dict[str, Any] = field(default_factory=dict)  # noqa: UP006
+    engine: str = "auto"
+    batch_min_trials: int = 8
+    batch_threads: int = 0  # 0: one per core
+    progress: bool = True
+    timeseries: str = "auto"  # all | first | none | auto (all when <= 64 trials, else none)
+    resume: bool = True
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.n_jobs, int) and (self.n_jobs >= 1 or self.n_jobs == -1)):
+            raise ConfigError("n_jobs", self.n_jobs, "must be an integer >= 1, or -1 for all cores")
+        _choice("backend", self.backend, BACKENDS)
+        _integer("trials", self.trials, 1)
+        _choice("engine", self.engine, ENGINES)
+        _integer("batch_min_trials", self.batch_min_trials, 1)
+        _integer("batch_threads", self.batch_threads, 0)
+        _choice("timeseries", self.timeseries, ("all", "first", "none", "auto"))
+        for key, values in self.grid.items():
+            if not isinstance(values, list | tuple) or len(values) == 0:
+                raise ConfigError(f"grid.{key}", values, "must be a non-empty list of values")
+
+
+@dataclass
+class Config:
+    """The root config: one of each group plus ``seed``."""
+
+    airframe: AirframeConfig = MISSING
+    arm: ArmConfig = MISSING
+    gains: GainsConfig = MISSING
+    sim: SimConfig = MISSING
+    scenario: Any = MISSING
+    control: ControlConfig = field(default_factory=ControlConfig)
+    runner: RunnerConfig = field(default_factory=RunnerConfig)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0):
+            raise ConfigError("seed", self.seed, "must be an integer >= 0")
+
+
+GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner")
+
+
+def register_configs() -> None:
+    """Put the schemas in Hydra's ConfigStore (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(name="quadarm_schema", node=Config)
+    for name, schema in SCENARIOS.items():
+        cs.store(group="scenario", name=f"{name}_schema", node=schema)
+
+
+register_configs()
+
+
+def to_config(cfg: DictConfig | Config) -> Config:
+    """Build and range-check the typed :class:`Config` from a composed DictConfig.
+
+    Raises :class:`ConfigError` naming the dotted key of the first invalid value.
+    """
+    if isinstance(cfg, Config):
+        return cfg
+    built: dict[str, Any] = {}
+    for f in fields(Config):
+        node = cfg.get(f.name) if f.name in cfg else None
+        if f.name == "seed":
+            continue
+        if node is None:
+            raise ConfigError(f.name, None, "is required (choose a config group option)")
+        try:
+            obj = OmegaConf.to_object(node)
+        except ConfigError as err:
+            raise err.prefixed(f.name) from None
+        except (ValueError, TypeError) as err:
+            raise ConfigError(f.name, "?", str(err).splitlines()[0]) from None
+        if f.name == "scenario" and not isinstance(obj, ScenarioConfig):
+            raise ConfigError(
+                "scenario", type(obj).__name__,
+                "must extend one of the scenario schemas (defaults: [<kind>_schema, _self_]), "
+                f"kinds: {', '.join(SCENARIOS)}",
+            )
+        built[f.name] = obj
+    _check_rotor_rank(built["airframe"])
+    return Config(**built, seed=cfg.get("seed", 0))
+
+
+def _check_rotor_rank(airframe: AirframeConfig) -> None:
+    import numpy as np
+
+    a = np.array(
+        [[1.0, r.pos[1], -r.pos[0], r.spin * airframe.kappa] for r in airframe.rotors]
+    ).T
+    if np.linalg.matrix_rank(a, tol=1e-9) < 4:
+        raise ConfigError(
+            "airframe.rotors", [list(r.pos) + [r.spin] for r in airframe.rotors],
+            "rotor positions and spins must give an allocation matrix of full rank 4",
+        )
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Flatten a config (dataclass or DictConfig) into dotted keys; lists become tuples of
+    scalars when they hold scalars, else JSON-like strings."""
+    import json
+
+    container = OmegaConf.to_container(OmegaConf.structured(obj) if not isinstance(
+        obj, DictConfig | dict) else obj, resolve=True)
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, key: str) -> None:
+        if isinstance(node, dict):
+            if not node and key:
+                out[key] = "{}"
+            for k, v in node.items():
+                walk(v, f"{key}.{k}" if key else str(k))
+        elif isinstance(node, list):
+            out[key] = json.dumps(node)
+        else:
+            out[key] = node
+
+    walk(container, prefix)
+    return out

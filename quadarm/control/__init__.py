@@ -1,0 +1,1 @@
+"""Control: rotor allocation, the geometric SE(3) controller, tendon allocation, references."""

@@ -1,0 +1,193 @@
+"""MjSpec builders: the quadrotor, the pseudo-rigid-body arm with its tendons, and the scene.
+
+Every number comes from the config dataclasses; every element is named (see
+:mod:`quadarm.model.names`). Frames: the quadrotor body frame has its origin at the hub centre,
+z up; link ``k``'s body origin is its proximal end and the link extends along its local -z.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from quadarm.config import AirframeConfig, ArmConfig, SimConfig
+from quadarm.model import names
+
+# Collision bitmasks: the arm touches the ground and the frame, never itself (neighbouring
+# capsules overlap at their caps, so arm-arm contacts would be spurious).
+ARM_CONTYPE, ARM_CONAFFINITY = 2, 1
+FRAME_CONTYPE, FRAME_CONAFFINITY = 1, 2
+GROUND_CONTYPE, GROUND_CONAFFINITY = 1, 3
+
+_INTEGRATORS = {
+    "Euler": mujoco.mjtIntegrator.mjINT_EULER,
+    "RK4": mujoco.mjtIntegrator.mjINT_RK4,
+    "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
+    "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+}
+
+
+@dataclass(frozen=True)
+class BuiltModel:
+    """A compiled model with the spec it came from and the ids the simulation needs."""
+
+    spec: mujoco.MjSpec
+    model: mujoco.MjModel
+    quad_body: int
+    tip_site: int
+    distal_link_body: int
+    rotor_actuators: np.ndarray  # (n_rotors,) actuator ids
+    tendon_actuators: np.ndarray  # (3,) actuator ids
+
+    def xml(self) -> str:
+        """The MJCF of exactly this model (loads in plain MuJoCo)."""
+        return self.spec.to_xml()
+
+
+def _add_airframe(spec: mujoco.MjSpec, frame: AirframeConfig, start: tuple[float, float, float]
+                  ) -> mujoco.MjsBody:
+    quad = spec.worldbody.add_body(name=names.QUAD_BODY, pos=list(start))
+    quad.add_freejoint(name=names.ROOT_JOINT)
+    # The frame's mass and inertia are given at the hub (Table I), not derived from geoms.
+    quad.explicitinertial = True
+    quad.mass = frame.mass
+    quad.ipos = [0.0, 0.0, 0.0]
+    quad.inertia = list(frame.inertia)
+    solid = dict(contype=FRAME_CONTYPE, conaffinity=FRAME_CONAFFINITY, group=0)
+    quad.add_geom(name=names.HUB_GEOM, type=mujoco.mjtGeom.mjGEOM_BOX,
+                  size=list(frame.hub_half_size), rgba=[0.25, 0.25, 0.3, 1], mass=0, **solid)
+    for j, rotor in enumerate(frame.rotors):
+        x, y = rotor.pos
+        quad.add_geom(name=names.boom_geom(j), type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+                      fromto=[0, 0, 0, x, y, 0], size=[frame.boom_radius, 0, 0],
+                      rgba=[0.3, 0.3, 0.35, 1], mass=0, **solid)
+        # Propeller discs are visual only: they would otherwise catch the swinging arm.
+        quad.add_geom(name=names.prop_geom(j), type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+                      pos=[x, y, 0.012], size=[frame.prop_radius, 0.002, 0], contype=0,
+                      conaffinity=0, group=1, mass=0,
+                      rgba=[0.8, 0.2, 0.2, 0.4] if rotor.spin > 0 else [0.2, 0.5, 0.8, 0.4])
+        quad.add_site(name=names.rotor_site(j), pos=[x, y, 0.0], size=[0.01, 0, 0])
+    flange_top = frame.hub_half_size[2]
+    quad.add_geom(name=names.FLANGE_GEOM, type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+                  fromto=[0, 0, -flange_top, 0, 0, -frame.flange_depth],
+                  size=[0.025, 0, 0], rgba=[0.5, 0.5, 0.5, 1], mass=0, **solid)
+    return quad
+
+
+def _add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeConfig, arm: ArmConfig
+             ) -> tuple[mujoco.MjsBody, list[str]]:
+    r = arm.tendon_offset
+    phis = [math.radians(a) for a in arm.tendon_angles_deg]
+    offsets = [(r * math.cos(p), r * math.sin(p)) for p in phis]
+    z0 = -frame.flange_depth
+    for i, (x, y) in enumerate(offsets):
+        quad.add_site(name=names.tendon_anchor(i), pos=[x, y, z0], size=[0.003, 0, 0])
+
+    ell = arm.segment_length
+    solid = dict(contype=ARM_CONTYPE, conaffinity=ARM_CONAFFINITY)
+    parent, pos = quad, [0.0, 0.0, z0]
+    joint_names: list[str] = []
+    for k in range(arm.segments):
+        link = parent.add_body(name=names.link_body(k), pos=pos)
+        for axis, vec in (("x", [1, 0, 0]), ("y", [0, 1, 0])):
+            jname = names.link_joint(k, axis)
+            link.add_joint(name=jname, type=mujoco.mjtJoint.mjJNT_HINGE, axis=vec,
+                           stiffness=[arm.stiffness, 0, 0], damping=arm.damping,
+                           springref=0.0, limited=mujoco.mjtLimited.mjLIMITED_TRUE,
+                           range=[-arm.joint_range, arm.joint_range])
+            joint_names.append(jname)
+        shade = 0.55 + 0.35 * k / max(arm.segments - 1, 1)
+        link.add_geom(name=names.link_geom(k), type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+                      fromto=[0, 0, 0, 0, 0, -ell], size=[arm.segment_radius, 0, 0],
+                      mass=arm.segment_mass, rgba=[0.95, shade * 0.7, 0.2, 1], **solid)
+        for i, (x, y) in enumerate(offsets):
+            link.add_site(name=names.tendon_via(i, k), pos=[x, y, -ell], size=[0.002, 0, 0])
+        parent, pos = link, [0.0, 0.0, -ell]
+
+    # The end-effector ball is its own (welded) body so that the distal link's centre of mass,
+    # where the disturbance study pushes, is the capsule's.
+    tip = parent.add_body(name=names.TIP_BODY, pos=[0.0, 0.0, -ell - arm.tip_radius])
+    tip.add_geom(name=names.TIP_GEOM, type=mujoco.mjtGeom.mjGEOM_SPHERE,
+                 size=[arm.tip_radius, 0, 0], mass=arm.tip_mass, rgba=[0.9, 0.9, 0.2, 1],
+                 **solid)
+    tip.add_site(name=names.TIP_SITE, pos=[0, 0, 0], size=[0.005, 0, 0])
+
+    for i in range(len(offsets)):
+        t = spec.add_tendon(name=names.tendon(i), rgba=[0.1, 0.1, 0.1, 1], width=0.0015)
+        t.wrap_site(names.tendon_anchor(i))
+        for k in range(arm.segments):
+            t.wrap_site(names.tendon_via(i, k))
+    return parent, joint_names
+
+
+def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
+               start: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> mujoco.MjSpec:
+    """The MjSpec of the whole scene, without the hover keyframe (see :func:`build`)."""
+    spec = mujoco.MjSpec()
+    spec.modelname = "quadarm"
+    spec.compiler.autolimits = True
+    opt = spec.option
+    opt.timestep = sim.timestep
+    opt.integrator = _INTEGRATORS[sim.integrator]
+    opt.gravity = list(sim.gravity)
+    opt.density = sim.air_density
+    opt.viscosity = sim.air_viscosity
+    spec.visual.global_.offwidth = 1280
+    spec.visual.global_.offheight = 960
+
+    spec.worldbody.add_light(name="sun", pos=[0, 0, 6], dir=[0, 0, -1],
+                              type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL)
+    spec.worldbody.add_geom(name=names.GROUND, type=mujoco.mjtGeom.mjGEOM_PLANE,
+                            size=[0, 0, 0.05], rgba=[0.85, 0.87, 0.9, 1],
+                            contype=GROUND_CONTYPE, conaffinity=GROUND_CONAFFINITY)
+    spec.worldbody.add_camera(name="chase", pos=[2.6, -2.6, 2.4], xyaxes=[1, 1, 0, -0.4, 0.4, 1])
+
+    quad = _add_airframe(spec, frame, start)
+    _add_arm(spec, quad, frame, arm)
+
+    for j, rotor in enumerate(frame.rotors):
+        spec.add_actuator(name=names.rotor_actuator(j), target=names.rotor_site(j),
+                          trntype=mujoco.mjtTrn.mjTRN_SITE,
+                          gear=[0, 0, 1, 0, 0, rotor.spin * frame.kappa],
+                          ctrlrange=[0.0, frame.thrust_max])
+    for i in range(len(arm.tendon_angles_deg)):
+        # gear -1: a positive tension shortens the tendon.
+        spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
+                          trntype=mujoco.mjtTrn.mjTRN_TENDON, gear=[-1, 0, 0, 0, 0, 0],
+                          ctrlrange=[0.0, arm.tension_max])
+    return spec
+
+
+def build(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
+          start: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> BuiltModel:
+    """Build and compile the model, with a ``hover`` keyframe at ``start``.
+
+    The keyframe's rotor controls are the allocation of a pure thrust m_total*|g| (they sum to
+    m_total*|g|), its tendon controls are zero and the arm hangs straight.
+    """
+    from quadarm.control.allocation import hover_controls
+
+    spec = build_spec(frame, arm, sim, start)
+    model = spec.compile()
+    rotors = np.array([model.actuator(names.rotor_actuator(j)).id
+                       for j in range(len(frame.rotors))])
+    tendons = np.array([model.actuator(names.tendon_actuator(i)).id for i in range(3)])
+    ctrl = np.zeros(model.nu)
+    ctrl[rotors] = hover_controls(model)
+    key = spec.add_key(name=names.HOVER_KEY)
+    key.qpos = model.qpos0.tolist()
+    key.qvel = [0.0] * model.nv
+    key.ctrl = ctrl.tolist()
+    model = spec.compile()
+    return BuiltModel(
+        spec=spec,
+        model=model,
+        quad_body=model.body(names.QUAD_BODY).id,
+        tip_site=model.site(names.TIP_SITE).id,
+        distal_link_body=model.body(names.link_body(arm.segments - 1)).id,
+        rotor_actuators=rotors,
+        tendon_actuators=tendons,
+    )

@@ -1,0 +1,62 @@
+"""Names of the model's elements: the only place they are spelled out.
+
+Everything else finds elements by these names, so a builder change cannot silently desynchronise
+the controller, the scenarios or the renderer.
+"""
+
+from __future__ import annotations
+
+QUAD_BODY = "quad"
+ROOT_JOINT = "root"
+GROUND = "ground"
+HUB_GEOM = "hub"
+FLANGE_GEOM = "flange"
+TIP_BODY = "tip"
+TIP_SITE = "tip"
+TIP_GEOM = "tip_ball"
+HOVER_KEY = "hover"
+TENDON_LETTERS = "abc"
+
+
+def rotor_site(j: int) -> str:
+    return f"rotor{j}"
+
+
+def rotor_actuator(j: int) -> str:
+    return f"rotor{j}_thrust"
+
+
+def boom_geom(j: int) -> str:
+    return f"boom{j}"
+
+
+def prop_geom(j: int) -> str:
+    return f"prop{j}"
+
+
+def link_body(k: int) -> str:
+    return f"link{k}"
+
+
+def link_geom(k: int) -> str:
+    return f"link{k}_capsule"
+
+
+def link_joint(k: int, axis: str) -> str:
+    return f"link{k}_bend_{axis}"
+
+
+def tendon(i: int) -> str:
+    return f"tendon_{TENDON_LETTERS[i]}"
+
+
+def tendon_anchor(i: int) -> str:
+    return f"tendon_{TENDON_LETTERS[i]}_anchor"
+
+
+def tendon_via(i: int, k: int) -> str:
+    return f"tendon_{TENDON_LETTERS[i]}_via{k}"
+
+
+def tendon_actuator(i: int) -> str:
+    return f"tendon_{TENDON_LETTERS[i]}_tension"

@@ -1,0 +1,1 @@
+"""Running trials: one episode, and many in parallel."""

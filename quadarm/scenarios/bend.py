@@ -1,0 +1,23 @@
+"""Hover while a constant bend command is ramped in: shared by the workspace and held-bend
+studies."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quadarm.config import BendScenario, Config
+from quadarm.control.reference import constant, sigma
+from quadarm.control.tendons import tensions as allocate
+from quadarm.scenarios.common import Plan, times
+
+
+def bend_plan(cfg: Config) -> Plan:
+    sc: BendScenario = cfg.scenario
+    t = times(sc.duration, cfg.sim.timestep)
+    start = np.array([0.0, 0.0, sc.altitude])
+    level = sigma(t / sc.ramp) if sc.ramp > 0 else np.ones_like(t)
+    phi = np.radians(cfg.arm.tendon_angles_deg)
+    tension = allocate(sc.mu * level, np.radians(sc.beta_deg), phi, cfg.arm.tension_max,
+                       cfg.control.tendon_map)
+    return Plan(t=t, ref=constant(start, len(t)), start=start, tensions=tension,
+                phases={"all": (0.0, sc.duration)})

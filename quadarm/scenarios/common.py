@@ -1,0 +1,122 @@
+"""What every scenario shares: the plan an episode executes and the log it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from quadarm.control.reference import Reference
+
+Metric = tuple[str, str, float]  # (phase, metric, value)
+
+
+@dataclass(frozen=True)
+class Pulse:
+    """A constant world-frame force (N), (3,), on a body's centre of mass for steps
+    [start, stop)."""
+
+    body: int
+    force: np.ndarray
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything an episode needs, sampled at t_k = k dt for k = 0..n (n + 1 samples).
+
+    ``tensions`` (n + 1, 3) are tendon commands (N) or None for slack tendons.
+    """
+
+    t: np.ndarray
+    ref: Reference
+    start: np.ndarray  # (3,) initial hub position, m
+    tensions: np.ndarray | None = None
+    pulses: tuple[Pulse, ...] = ()
+    phases: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        return len(self.t) - 1
+
+
+@dataclass
+class Log:
+    """Signals at every sample t_k (row k): state and the commands computed from it.
+
+    Shapes: t (n+1,), qpos (n+1, nq), qvel (n+1, nv), tip (n+1, 3) world tip-site position,
+    ctrl (n+1, nu). ``rotor_ids``/``tendon_ids`` index the ctrl columns.
+    """
+
+    t: np.ndarray
+    qpos: np.ndarray
+    qvel: np.ndarray
+    tip: np.ndarray
+    ctrl: np.ndarray
+    rotor_ids: np.ndarray
+    tendon_ids: np.ndarray
+
+    @property
+    def position(self) -> np.ndarray:
+        return self.qpos[:, :3]
+
+    def rotation(self) -> np.ndarray:
+        """Body-to-world rotation matrices, (n+1, 3, 3)."""
+        return quat_to_mat(self.qpos[:, 3:7])
+
+    def tilt_deg(self) -> np.ndarray:
+        """Angle between body z and world z (deg), (n+1,)."""
+        qx, qy = self.qpos[:, 4], self.qpos[:, 5]
+        return np.degrees(np.arccos(np.clip(1.0 - 2.0 * (qx * qx + qy * qy), -1.0, 1.0)))
+
+    def tip_lateral(self) -> np.ndarray:
+        """World-horizontal distance from hub to tip (m), (n+1,)."""
+        d = self.tip[:, :2] - self.position[:, :2]
+        return np.hypot(d[:, 0], d[:, 1])
+
+    def tip_body(self) -> np.ndarray:
+        """Tip position relative to the hub in the body frame (m), (n+1, 3)."""
+        rel = self.tip - self.position
+        return np.einsum("nji,nj->ni", self.rotation(), rel)
+
+    def truncated(self, rows: int) -> Log:
+        return Log(self.t[:rows], self.qpos[:rows], self.qvel[:rows], self.tip[:rows],
+                   self.ctrl[:rows], self.rotor_ids, self.tendon_ids)
+
+
+def quat_to_mat(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) from unit quaternions (..., 4) in (w, x, y, z) order."""
+    w, x, y, z = np.moveaxis(np.asarray(q, dtype=float), -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1),
+    ], -2)
+
+
+def times(duration: float, dt: float) -> np.ndarray:
+    """Sample times 0, dt, ..., n dt with n = round(duration / dt)."""
+    n = int(round(duration / dt))
+    return np.arange(n + 1) * dt
+
+
+def error_m(log: Log, plan: Plan) -> np.ndarray:
+    """Position error norm |p_d - p| (m), (n+1,)."""
+    return np.linalg.norm(plan.ref.p[: len(log.t)] - log.position, axis=1)
+
+
+def tracking_metrics(log: Log, plan: Plan, phase: str, mask: np.ndarray) -> list[Metric]:
+    """Table II's statistics over the samples in ``mask``."""
+    if not mask.any():
+        return []
+    e = error_m(log, plan)[mask] * 100.0
+    u = log.ctrl[mask][:, log.rotor_ids]
+    return [
+        (phase, "rms_cm", float(np.sqrt(np.mean(e * e)))),
+        (phase, "max_cm", float(e.max())),
+        (phase, "tilt_max_deg", float(log.tilt_deg()[mask].max())),
+        (phase, "tip_lateral_max_cm", float(log.tip_lateral()[mask].max() * 100.0)),
+        (phase, "thrust_min_n", float(u.min())),
+        (phase, "thrust_max_n", float(u.max())),
+    ]

@@ -1,0 +1,45 @@
+"""The demonstration mission (paper Sec. IV-A, Table II): hover, climb, figure-eight with slack
+tendons, tendon sweep while hovering, return to the start."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quadarm.config import Config, MissionScenario
+from quadarm.control.reference import differentiate, mission_position, ramp_up_down
+from quadarm.control.tendons import tensions as allocate
+from quadarm.model import BuiltModel
+from quadarm.scenarios.common import Log, Metric, Plan, times, tracking_metrics
+
+PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return")
+
+
+def plan(cfg: Config, built: BuiltModel) -> Plan:
+    sc: MissionScenario = cfg.scenario
+    dt = cfg.sim.timestep
+    t = times(sc.duration, dt)
+    ref = differentiate(lambda s: mission_position(s, sc), t, dt)
+    edges = np.concatenate([[0.0], np.cumsum(sc.phase_times)])
+    tau = t - edges[3]
+    mu = sc.sweep_mu * ramp_up_down(tau, sc.sweep_time, sc.sweep_ramp)
+    beta = 2.0 * np.pi * sc.sweep_rate * tau
+    phi = np.radians(cfg.arm.tendon_angles_deg)
+    tension = allocate(mu, beta, phi, cfg.arm.tension_max, cfg.control.tendon_map)
+    phases = {name: (edges[i], edges[i + 1]) for i, name in enumerate(PHASES)}
+    return Plan(t=t, ref=ref, start=np.array([0.0, 0.0, sc.altitude]), tensions=tension,
+                phases=phases)
+
+
+def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
+    sc: MissionScenario = cfg.scenario
+    t = log.t
+    last = len(PHASES) - 1
+    out: list[Metric] = []
+    for i, name in enumerate(PHASES):
+        lo, hi = plan.phases[name]
+        # Phases are half-open except the last, which keeps the final sample.
+        mask = (t >= lo - 1e-9) & ((t < hi - 1e-9) if i < last else (t <= hi + 1e-9))
+        out += tracking_metrics(log, plan, name, mask)
+    out += tracking_metrics(log, plan, "whole", np.ones_like(t, dtype=bool))
+    out += tracking_metrics(log, plan, "after_24s", t > sc.after_time)
+    return out
