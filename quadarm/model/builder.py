@@ -129,6 +129,7 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
     spec = mujoco.MjSpec()
     spec.modelname = "quadarm"
     spec.compiler.autolimits = True
+    spec.compiler.degree = False  # all angles in radians
     opt = spec.option
     opt.timestep = sim.timestep
     opt.integrator = _INTEGRATORS[sim.integrator]
