@@ -31,7 +31,8 @@ class ConfigError(ValueError):
 
     def __init__(self, key: str, value: Any, allowed: str) -> None:
         self.key, self.value, self.allowed = key, value, allowed
-        super().__init__(f"{key}={_show(value)}: {allowed}")
+        shown = "" if value is None or value == "" else f"={_show(value)}"
+        super().__init__(f"{key}{shown}: {allowed}")
 
     def prefixed(self, prefix: str) -> ConfigError:
         return ConfigError(f"{prefix}.{self.key}", self.value, self.allowed)
@@ -469,6 +470,10 @@ def to_config(cfg: DictConfig | Config) -> Config:
     """
     if isinstance(cfg, Config):
         return cfg
+    known = {f.name for f in fields(Config)}
+    unknown = sorted(set(cfg.keys()) - known - {"hydra"})
+    if unknown:
+        raise ConfigError(unknown[0], None, f"unknown key; the root has: {', '.join(sorted(known))}")
     built: dict[str, Any] = {}
     for f in fields(Config):
         node = cfg.get(f.name) if f.name in cfg else None

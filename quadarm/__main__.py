@@ -1,0 +1,4 @@
+from quadarm.cli import cli
+
+if __name__ == "__main__":
+    cli()

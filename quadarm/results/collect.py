@@ -1,0 +1,66 @@
+"""Merge the tables of any set of run or sweep directories into one.
+
+Job directories are found by their ``runs.parquet`` (the per-trial parts under ``trials/`` and
+tables that are themselves collections are skipped). A trial that appears more than once (a
+rerun, or a sweep collected twice) is kept once: the most recently written copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from quadarm.results import io
+
+COLLECTED_KEY = "quadarm.collected"
+
+
+def job_dirs(roots: Iterable[Path | str]) -> list[Path]:
+    """Directories under ``roots`` holding a job's ``runs.parquet`` (not collections)."""
+    found: list[Path] = []
+    for root in map(Path, roots):
+        if not root.exists():
+            raise FileNotFoundError(f"{root}: no such run or sweep directory")
+        candidates = [root / io.RUNS] if (root / io.RUNS).exists() else []
+        candidates += sorted(root.rglob(io.RUNS))
+        for f in candidates:
+            if "trials" in f.relative_to(root).parts[:-1]:
+                continue
+            if io.read_metadata(f).get(COLLECTED_KEY) == "1":
+                continue
+            if f.parent not in found:
+                found.append(f.parent)
+    return found
+
+
+def collect(roots: Iterable[Path | str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The merged (runs, metrics) frames of every job under ``roots``; runs get a ``source``
+    column (the job directory)."""
+    dirs = job_dirs(roots)
+    if not dirs:
+        raise FileNotFoundError("no runs.parquet found under " + ", ".join(map(str, roots)))
+    runs, metrics = [], []
+    for d in sorted(dirs, key=lambda p: (p / io.RUNS).stat().st_mtime):
+        r = io.read_runs(d)
+        r["source"] = str(d)
+        runs.append(r)
+        metrics.append(io.read_metrics(d))
+    all_runs = pd.concat(runs, ignore_index=True).drop_duplicates("run_id", keep="last")
+    all_metrics = pd.concat(metrics, ignore_index=True).drop_duplicates(
+        ["run_id", "phase", "metric"], keep="last")
+    return all_runs.reset_index(drop=True), all_metrics.reset_index(drop=True)
+
+
+def write_collection(roots: Iterable[Path | str], out_dir: Path | str) -> tuple[Path, Path]:
+    """Collect ``roots`` and write ``runs.parquet`` and ``metrics.parquet`` into ``out_dir``."""
+    roots = list(roots)
+    runs, metrics = collect(roots)
+    sources = sorted({str(Path(d)) for d in runs["source"]})
+    first = Path(sources[0]) / io.RUNS
+    meta = io.read_metadata(first)
+    meta.update({COLLECTED_KEY: "1", "quadarm.sources": "\n".join(sources)})
+    out_dir = Path(out_dir)
+    return (io.write_table(out_dir / io.RUNS, runs, meta),
+            io.write_table(out_dir / io.METRICS, metrics, meta))

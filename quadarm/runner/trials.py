@@ -1,0 +1,173 @@
+"""Expanding a job into trials: grids, Monte-Carlo draws, seeds and stable trial ids.
+
+A job's config may carry ``runner.grid`` (dotted key -> list of values, Cartesian product) and
+``runner.randomize`` (dotted key -> distribution). Each grid point is repeated ``runner.trials``
+times when something is randomised. Monte-Carlo trials get their own seed from
+``numpy.random.SeedSequence(seed).spawn``; the drawn values end up in the trial's config and so
+in the flattened columns of ``runs.parquet``.
+
+Distributions (the nominal value is the key's value in the composed config):
+- ``{dist: normal, std: s}`` or ``{dist: normal, rel_std: r}`` (std = r |nominal|), ``mean``
+  optional;
+- ``{dist: uniform, low: a, high: b}`` or ``{dist: uniform, rel: r}`` (nominal (1 +- r));
+- ``{dist: lognormal, sigma: s}``: nominal * exp(N(0, s^2));
+- ``{dist: choice, values: [...]}``;
+- ``{dist: circle}``: a unit vector (cos t, sin t, 0), t uniform on [0, 2 pi) (e.g. a push
+  direction).
+List-valued keys are drawn element-wise (``circle`` excepted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from quadarm.config import Config, ConfigError, flatten, to_config
+
+DISTRIBUTIONS = {
+    "normal": ({"std", "rel_std", "mean"}, set()),
+    "uniform": ({"low", "high", "rel"}, set()),
+    "lognormal": ({"sigma"}, {"sigma"}),
+    "choice": ({"values"}, {"values"}),
+    "circle": (set(), set()),
+}
+
+
+@dataclass
+class Trial:
+    """One simulation: its index in the job, stable id, seed, the values that make it differ
+    from the job config, and its validated config."""
+
+    index: int
+    run_id: str
+    seed: int
+    overrides: dict[str, Any] = field(default_factory=dict)
+    cfg: Config | None = None
+
+
+def _lookup(node: DictConfig, key: str, where: str) -> Any:
+    try:
+        value = OmegaConf.select(node, key, throw_on_missing=True, default=KeyError)
+    except OmegaConfBaseException:
+        value = KeyError
+    if value is KeyError:
+        raise ConfigError(where, key, "names a config key that does not exist")
+    return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
+
+
+def check_distributions(node: DictConfig, randomize: dict[str, Any]) -> None:
+    """Refuse unknown distributions, missing parameters and keys that do not exist."""
+    for key, spec in randomize.items():
+        where = f"runner.randomize.{key}"
+        _lookup(node, key, f"runner.randomize.{key}")
+        if not isinstance(spec, dict) or spec.get("dist") not in DISTRIBUTIONS:
+            raise ConfigError(f"{where}.dist", spec.get("dist") if isinstance(spec, dict)
+                              else spec, f"must be one of {', '.join(DISTRIBUTIONS)}")
+        allowed, required = DISTRIBUTIONS[spec["dist"]]
+        extra = set(spec) - allowed - {"dist"}
+        if extra:
+            raise ConfigError(f"{where}.{sorted(extra)[0]}", spec[sorted(extra)[0]],
+                              f"is not a parameter of {spec['dist']}; allowed: "
+                              f"{', '.join(sorted(allowed)) or 'none'}")
+        missing = required - set(spec)
+        if spec["dist"] == "normal" and not ({"std", "rel_std"} & set(spec)):
+            missing = {"std or rel_std"}
+        if spec["dist"] == "uniform" and not ({"low", "high"} <= set(spec) or "rel" in spec):
+            missing = {"low and high, or rel"}
+        if missing:
+            raise ConfigError(where, spec, f"needs {', '.join(sorted(missing))}")
+
+
+def draw(spec: dict[str, Any], nominal: Any, rng: np.random.Generator) -> Any:
+    """One value of ``spec`` around ``nominal`` (a number or a list of numbers)."""
+    kind = spec["dist"]
+    if kind == "circle":
+        angle = rng.uniform(0.0, 2.0 * np.pi)
+        return [float(np.cos(angle)), float(np.sin(angle)), 0.0]
+    if kind == "choice":
+        values = list(spec["values"])
+        return values[int(rng.integers(len(values)))]
+    base = np.asarray(nominal, dtype=float)
+    if kind == "normal":
+        mean = np.asarray(spec.get("mean", base), dtype=float)
+        std = spec["std"] if "std" in spec else spec["rel_std"] * np.abs(mean)
+        value = rng.normal(mean, std, size=base.shape)
+    elif kind == "uniform":
+        if "rel" in spec:
+            low, high = base * (1 - spec["rel"]), base * (1 + spec["rel"])
+        else:
+            low, high = spec["low"], spec["high"]
+        value = rng.uniform(low, high, size=base.shape)
+    else:  # lognormal
+        value = base * np.exp(rng.normal(0.0, spec["sigma"], size=base.shape))
+    return value.tolist() if value.ndim else float(value)
+
+
+def trial_id(cfg: Config) -> str:
+    """A stable id: hash of the trial's resolved config (runner options excluded) and seed."""
+    flat = {k: v for k, v in flatten(cfg).items() if not k.startswith("runner.")}
+    blob = json.dumps(flat, sort_keys=True, default=str).encode()
+    return hashlib.sha1(blob).hexdigest()[:16]
+
+
+def apply(node: DictConfig, overrides: dict[str, Any]) -> Config:
+    """A validated copy of ``node`` with dotted-key ``overrides`` applied."""
+    node = node.copy()
+    for key, value in overrides.items():
+        try:
+            OmegaConf.update(node, key, value, merge=False)
+        except OmegaConfBaseException as err:
+            raise ConfigError(key, value, str(err).splitlines()[0]) from None
+    return to_config(node)
+
+
+def expand(job: Config) -> list[Trial]:
+    """The job's trials in a fixed order. Invalid grid values are refused here (before any
+    simulation); a Monte-Carlo draw outside a key's range becomes an ``error`` trial later."""
+    node = OmegaConf.structured(job)
+    runner = job.runner
+    for key in runner.grid:
+        _lookup(node, key, f"runner.grid.{key}")
+    check_distributions(node, runner.randomize)
+    keys = list(runner.grid)
+    points = [dict(zip(keys, combo, strict=True))
+              for combo in itertools.product(*(runner.grid[k] for k in keys))]
+    repeats = runner.trials if runner.randomize else 1
+    children = np.random.SeedSequence(job.seed).spawn(len(points) * repeats)
+    nominal = {k: _lookup(node, k, f"runner.randomize.{k}") for k in runner.randomize}
+    trials: list[Trial] = []
+    for g, point in enumerate(points):
+        base = apply(node, point) if point else job
+        for r in range(repeats):
+            index = g * repeats + r
+            overrides = dict(point)
+            seed = job.seed
+            if runner.randomize:
+                child = children[index]
+                seed = int(child.generate_state(1, dtype=np.uint32)[0])
+                rng = np.random.default_rng(child)
+                for key, spec in runner.randomize.items():
+                    overrides[key] = draw(spec, nominal[key], rng)
+                overrides["seed"] = seed
+            trial = Trial(index=index, run_id="", seed=seed, overrides=overrides)
+            try:
+                trial.cfg = apply(node, overrides) if runner.randomize else base
+                trial.run_id = trial_id(trial.cfg)
+            except ConfigError as err:
+                if not runner.randomize:
+                    raise
+                # A draw outside the key's range: recorded as an error trial, not fatal.
+                trial.cfg = None
+                blob = json.dumps({"job": trial_id(job), "overrides": overrides}, sort_keys=True,
+                                  default=str)
+                trial.run_id = hashlib.sha1(blob.encode()).hexdigest()[:16]
+                trial.overrides["__error__"] = str(err)
+            trials.append(trial)
+    return trials
