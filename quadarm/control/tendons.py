@@ -26,7 +26,9 @@ def tensions(mu: np.ndarray | float, beta: np.ndarray | float, phi: np.ndarray, 
     beta = np.asarray(beta, dtype=float)[..., None]
     c = np.cos(beta - np.asarray(phi, dtype=float))
     if mapping == "balanced":
-        return mu * t_max / SQRT3 * (c - c.min(axis=-1, keepdims=True))
+        t = mu * t_max / SQRT3 * (c - c.min(axis=-1, keepdims=True))
+        # The spread of c is at most sqrt(3): this bound only removes round-off (~1e-15 N).
+        return np.minimum(t, mu * t_max)
     if mapping == "legacy":
         return mu * t_max * np.maximum(c, 0.0)
     raise ValueError(f"control.tendon_map={mapping}: must be one of balanced, legacy")

@@ -1,0 +1,31 @@
+"""Shared fixtures: the paper's nominal configuration as typed dataclasses."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pytest
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from quadarm.config import (  # noqa: E402 - MUJOCO_GL must be set before mujoco loads
+    AirframeConfig,
+    ArmConfig,
+    Config,
+    GainsConfig,
+    MissionScenario,
+    SimConfig,
+)
+
+
+def nominal(**groups) -> Config:
+    """The paper's configuration (schema defaults), with whole groups replaced by ``groups``."""
+    base = Config(airframe=AirframeConfig(), arm=ArmConfig(), gains=GainsConfig(),
+                  sim=SimConfig(), scenario=MissionScenario())
+    return replace(base, **groups)
+
+
+@pytest.fixture
+def cfg() -> Config:
+    return nominal()
