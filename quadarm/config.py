@@ -473,7 +473,8 @@ def to_config(cfg: DictConfig | Config) -> Config:
     known = {f.name for f in fields(Config)}
     unknown = sorted(set(cfg.keys()) - known - {"hydra"})
     if unknown:
-        raise ConfigError(unknown[0], None, f"unknown key; the root has: {', '.join(sorted(known))}")
+        raise ConfigError(unknown[0], None,
+                          f"unknown key; the root has: {', '.join(sorted(known))}")
     built: dict[str, Any] = {}
     for f in fields(Config):
         node = cfg.get(f.name) if f.name in cfg else None

@@ -16,7 +16,8 @@ def test_sigma_is_a_minimum_jerk_blend():
     assert y[0] == 0 and y[-1] == 1
     assert np.all(np.diff(y) >= 0)
     assert np.allclose(y + y[::-1], 1.0)  # point-symmetric about (0.5, 0.5)
-    h = 1e-4  # sigma'(s) = 30 s^2 (1 - s)^2, so the one-sided slopes over [0, h] and [1 - h, 1] are 10 h^2
+    # sigma'(s) = 30 s^2 (1 - s)^2: the mean slope over [0, h] (and [1 - h, 1]) is 10 h^2.
+    h = 1e-4
     assert (sigma(h) - sigma(0)) / h == pytest.approx(10 * h**2, rel=1e-3)
     assert (sigma(1) - sigma(1 - h)) / h == pytest.approx(10 * h**2, rel=1e-3)
     assert sigma(-3.0) == 0 and sigma(7.0) == 1  # clamped
