@@ -10,6 +10,7 @@ dataclasses. All quantities are SI (m, kg, s, N, rad) unless the key name says o
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional  # noqa: UP035 - OmegaConf reads these
 
@@ -93,10 +94,12 @@ class RotorConfig:
     pos: list[float] = field(default_factory=lambda: [0.0, 0.0])
     spin: int = 1
 
-    def __post_init__(self) -> None:
-        _vector("pos", self.pos, 2)
+    def check(self, key: str) -> None:
+        """Range checks, reported under ``key`` (e.g. ``rotors[2]``). Called by
+        :class:`AirframeConfig` rather than ``__post_init__`` so the message names the rotor."""
+        _vector(f"{key}.pos", self.pos, 2)
         if self.spin not in (1, -1):
-            raise ConfigError("spin", self.spin, "must be +1 or -1")
+            raise ConfigError(f"{key}.spin", self.spin, "must be +1 or -1")
 
 
 def _x_rotors() -> list[RotorConfig]:
@@ -134,6 +137,7 @@ class AirframeConfig:
         if len(self.rotors) < 3:
             raise ConfigError("rotors", len(self.rotors), "must list at least 3 rotors")
         for j, r in enumerate(self.rotors):
+            r.check(f"rotors[{j}]")
             if math.hypot(*r.pos) <= 0:
                 raise ConfigError(f"rotors[{j}].pos", list(r.pos), "must be off the body axis")
         _positive("kappa", self.kappa)
@@ -416,6 +420,10 @@ class RunnerConfig:
     progress: bool = True
     timeseries: str = "auto"  # all | first | none | auto (all when <= 64 trials, else none)
     resume: bool = True
+    # Trial store: finished trials are kept in <store>/<run_id>/ and reused by later commands.
+    # None: the command line uses outputs/trials under the launch directory; a direct call of
+    # quadarm.runner.study.run uses <out_dir>/trials. Relative paths: from the launch directory.
+    store: Optional[str] = None  # noqa: UP045
 
     def __post_init__(self) -> None:
         if not (isinstance(self.n_jobs, int) and (self.n_jobs >= 1 or self.n_jobs == -1)):
@@ -426,6 +434,16 @@ class RunnerConfig:
         _integer("batch_min_trials", self.batch_min_trials, 1)
         _integer("batch_threads", self.batch_threads, 0)
         _choice("timeseries", self.timeseries, ("all", "first", "none", "auto"))
+        if self.address is not None:
+            if self.backend != "dask":
+                raise ConfigError("address", self.address,
+                                  "is only used with backend dask (runner=dask)")
+            if not re.fullmatch(r"(tcp|tls|ucx|ws|wss|inproc)://[^\s/:]+(:\d+)?|[^\s/:]+:\d+",
+                                str(self.address)):
+                raise ConfigError("address", self.address,
+                                  "must be a Dask scheduler address like tcp://host:8786")
+        if self.store is not None and not str(self.store).strip():
+            raise ConfigError("store", self.store, "must be a directory path or null")
         for key, values in self.grid.items():
             if not isinstance(values, list | tuple) or len(values) == 0:
                 raise ConfigError(f"grid.{key}", values, "must be a non-empty list of values")
@@ -475,6 +493,7 @@ def to_config(cfg: DictConfig | Config) -> Config:
     if unknown:
         raise ConfigError(unknown[0], None,
                           f"unknown key; the root has: {', '.join(sorted(known))}")
+    _check_known_keys(cfg, "")
     built: dict[str, Any] = {}
     for f in fields(Config):
         node = cfg.get(f.name) if f.name in cfg else None
@@ -497,6 +516,31 @@ def to_config(cfg: DictConfig | Config) -> Config:
         built[f.name] = obj
     _check_rotor_rank(built["airframe"])
     return Config(**built, seed=cfg.get("seed", 0))
+
+
+def _check_known_keys(node: Any, prefix: str) -> None:
+    """Refuse keys that a typed node's schema does not have. Hydra's ``+key=value`` appends
+    keys even to typed nodes, and ``OmegaConf.to_object`` would silently drop them."""
+    from dataclasses import is_dataclass
+
+    from omegaconf import ListConfig
+
+    if isinstance(node, ListConfig):
+        for i, item in enumerate(node):
+            _check_known_keys(item, f"{prefix}[{i}]")
+        return
+    if not isinstance(node, DictConfig):
+        return
+    schema = OmegaConf.get_type(node)
+    names = [f.name for f in fields(schema)] if is_dataclass(schema) else None
+    for key in node.keys():
+        if key == "hydra" and not prefix:
+            continue
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if names is not None and key not in names:
+            raise ConfigError(path, None, f"unknown key; {prefix or 'the root'} has: "
+                              f"{', '.join(names)}")
+        _check_known_keys(node._get_node(key), path)
 
 
 def _check_rotor_rank(airframe: AirframeConfig) -> None:

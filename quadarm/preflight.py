@@ -1,12 +1,18 @@
 """Compose and validate every job of a command before anything runs or is written.
 
 Hydra reports composition errors in several lines with a hint about stack traces; here each
-becomes one :class:`ConfigError` line naming the key, the value and what is allowed.
+becomes one :class:`ConfigError` line naming the key, the value and what is allowed. Checked per
+job (every point of a ``-m`` sweep): the ``--config-dir`` exists and its YAML files parse, group
+options exist, keys exist in their typed schema (also keys appended with ``+``), values have the
+schema's type and range, and the trial expansion (``runner.grid`` values, ``runner.randomize``
+distributions and their parameters) is valid.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import typing
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -16,19 +22,21 @@ from hydra.errors import HydraException, MissingConfigException
 from omegaconf import OmegaConf
 from omegaconf.errors import (
     ConfigAttributeError,
+    ConfigIndexError,
     ConfigKeyError,
     OmegaConfBaseException,
     ValidationError,
 )
+from yaml import YAMLError
 
-from quadarm.config import ConfigError, to_config
+from quadarm.config import Config, ConfigError, to_config
 
 # Flags after which Hydra prints information instead of running: nothing to validate.
 _INFO_FLAGS = {"-h", "--help", "--hydra-help", "--version", "-i", "--info", "-c", "--cfg",
                "-sc", "--shell-completion", "--experimental-rerun"}
 _VALUE_FLAGS = {"-cd", "--config-dir", "-cp", "--config-path", "-cn", "--config-name",
                 "-p", "--package"}
-MAX_JOBS = 1000
+MAX_JOBS = 1000  # a larger sweep is validated on its first MAX_JOBS jobs
 
 
 def _split(args: list[str]) -> tuple[dict[str, str], bool, list[str]] | None:
@@ -62,9 +70,42 @@ def jobs(overrides: list[str], multirun: bool) -> list[list[str]]:
     return [job for batch in batches for job in batch]
 
 
-def explain(err: Exception, overrides: list[str]) -> ConfigError:
+def _schema_paths() -> dict[str, str]:
+    """Dotted path (``airframe.rotors[]``) of every nested dataclass in the root schema, by
+    class name: OmegaConf reports unknown keys of list items without their parents."""
+    paths: dict[str, str] = {}
+
+    def walk(cls: type, prefix: str) -> None:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            hint = hints.get(f.name)
+            inner = typing.get_args(hint)
+            suffix = ""
+            if inner and typing.get_origin(hint) in (list, typing.List):  # noqa: UP006
+                hint, suffix = inner[0], "[]"
+            if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+                path = f"{prefix}{f.name}{suffix}"
+                paths.setdefault(hint.__name__, path)
+                walk(hint, path + ".")
+
+    walk(Config, "")
+    return paths
+
+
+def _yaml_error(err: YAMLError) -> ConfigError:
+    mark = getattr(err, "problem_mark", None)
+    where = f"line {mark.line + 1}" if mark is not None else "?"
+    name = getattr(mark, "name", None) or "config file"
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return ConfigError(str(name), None, f"is not valid YAML ({where}: {problem})")
+
+
+def explain(err: Exception, overrides: list[str], extra: list[str] | None = None
+            ) -> ConfigError:
     """Turn a Hydra/OmegaConf composition error into a one-line ConfigError."""
-    cause = err
+    if isinstance(err, YAMLError):
+        return _yaml_error(err)
+    cause: BaseException = err
     while cause.__cause__ is not None and not isinstance(cause, OmegaConfBaseException):
         cause = cause.__cause__
     text = str(err)
@@ -76,33 +117,83 @@ def explain(err: Exception, overrides: list[str]) -> ConfigError:
         options = [o for o in options if not o.endswith("_schema")]
         return ConfigError(group or "config", option,
                            f"unknown option; available: {', '.join(options) or 'none'}")
+    if not isinstance(cause, OmegaConfBaseException) and isinstance(
+            err.__context__, OmegaConfBaseException):
+        # Errors while merging a YAML file come with the file in the text, the OmegaConf
+        # error only as the context.
+        cause = err.__context__
+    source = re.match(r"In '([^']+)':", text)
+    in_file = f" (in {source.group(1)}.yaml)" if source else ""
     if isinstance(cause, OmegaConfBaseException):
-        key = getattr(cause, "full_key", None) or "?"
-        msg = getattr(cause, "msg", str(cause)).splitlines()[0]
+        key = str(getattr(cause, "full_key", None) or "?")
+        obj = getattr(cause, "object_type", None)
+        parent_path = _schema_paths().get(getattr(obj, "__name__", ""), "")
+        if parent_path and not key.startswith(parent_path.split("[")[0] + "."):
+            key = f"{parent_path}.{key}"
+        msg = str(getattr(cause, "msg", None) or cause).splitlines()[0]
+        if isinstance(cause, ConfigIndexError):
+            return ConfigError(key, None, f"index out of range{in_file}")
         if isinstance(cause, ConfigKeyError | ConfigAttributeError):
-            parent, _, leaf = str(key).rpartition(".")
-            allowed = _keys_of(parent, overrides)
-            return ConfigError(str(key), "", f"unknown key; {parent or 'the root'} has: "
-                               f"{', '.join(allowed)}" if allowed else "unknown key")
+            parent = key.rpartition(".")[0]
+            if obj is not None and dataclasses.is_dataclass(obj):
+                allowed = [f.name for f in dataclasses.fields(obj)]
+            else:
+                allowed = _keys_of(parent, overrides, extra or [])
+            where = parent or "the root"
+            return ConfigError(key, None, f"unknown key{in_file}; {where} has: "
+                               f"{', '.join(allowed)}" if allowed else f"unknown key{in_file}")
         if isinstance(cause, ValidationError):
-            value = getattr(cause, "value", "?") if hasattr(cause, "value") else "?"
             m = re.search(r"Value '([^']*)'.*?converted to (\w+)", msg)
             if m:
-                return ConfigError(str(key), m.group(1), f"must be of type {m.group(2)}")
-            return ConfigError(str(key), value, msg)
-        return ConfigError(str(key), "?", msg)
+                return ConfigError(key, m.group(1), f"must be of type {m.group(2)}{in_file}")
+            return ConfigError(key, None, msg + in_file)
+        return ConfigError(key, None, msg + in_file)
     first = next((line for line in text.splitlines() if line.strip()), text)
     return ConfigError("override", " ".join(overrides), first)
 
 
-def _keys_of(parent: str, overrides: list[str]) -> list[str]:
+def _keys_of(parent: str, overrides: list[str], extra: list[str]) -> list[str]:
     try:
-        cfg = compose(config_name="config",
-                      overrides=[o for o in overrides if "=" in o and "." not in o.split("=")[0]])
+        cfg = compose(config_name="config", overrides=[
+            *[o for o in overrides if "=" in o and "." not in o.split("=")[0]], *extra])
         node = OmegaConf.select(cfg, parent) if parent else cfg
         return [k for k in node.keys() if k != "hydra"] if node is not None else []
-    except (HydraException, OmegaConfBaseException):
+    except (HydraException, OmegaConfBaseException, YAMLError):
         return []
+
+
+def _user_dir(flags: dict[str, str]) -> Path | None:
+    given = flags.get("-cd") or flags.get("--config-dir")
+    if given is None:
+        return None
+    path = Path(given).expanduser()
+    if not path.is_dir():
+        raise ConfigError("--config-dir", given, "must be an existing directory")
+    return path.resolve()
+
+
+def check_job(job: list[str], name: str = "config", extra: list[str] | None = None) -> Config:
+    """Compose one job (inside an initialised Hydra context) and return its validated config."""
+    extra = extra or []
+    try:
+        cfg = compose(config_name=name, overrides=[*job, *extra])
+    except (HydraException, OmegaConfBaseException, YAMLError) as err:
+        raise explain(err, job, extra) from None
+    cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    try:
+        job_cfg = to_config(cfg)
+    except OmegaConfBaseException as err:
+        raise explain(err, job, extra) from None
+    from quadarm.runner.trials import expand
+
+    try:
+        expand(job_cfg)
+    except ConfigError:
+        raise
+    except (ValueError, TypeError, OmegaConfBaseException) as err:  # defensive: one line
+        raise ConfigError("runner", None, f"cannot expand the trials: "
+                          f"{str(err).splitlines()[0]}") from None
+    return job_cfg
 
 
 def preflight(args: list[str], conf_dir: str) -> int:
@@ -114,9 +205,9 @@ def preflight(args: list[str], conf_dir: str) -> int:
     if split is None:
         return 0
     flags, multirun, overrides = split
-    user_dir = flags.get("-cd") or flags.get("--config-dir")
+    user_dir = _user_dir(flags)
     name = flags.get("-cn") or flags.get("--config-name") or "config"
-    extra = [f"hydra.searchpath=[file://{Path(user_dir).resolve()}]"] if user_dir else []
+    extra = [f"hydra.searchpath=[file://{user_dir}]"] if user_dir else []
     try:
         job_list = jobs(overrides, multirun)
     except HydraException as err:
@@ -124,20 +215,12 @@ def preflight(args: list[str], conf_dir: str) -> int:
                           str(err).splitlines()[0]) from None
     GlobalHydra.instance().clear()
     checked = 0
-    with initialize_config_dir(config_dir=conf_dir, version_base="1.3", job_name="preflight"):
-        for job in job_list[:MAX_JOBS]:
-            try:
-                cfg = compose(config_name=name, overrides=[*job, *extra])
-            except (HydraException, OmegaConfBaseException) as err:
-                raise explain(err, job) from None
-            cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-            try:
-                job_cfg = to_config(cfg)
-            except OmegaConfBaseException as err:
-                raise explain(err, job) from None
-            from quadarm.runner.trials import expand
-
-            expand(job_cfg)
-            checked += 1
-    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=conf_dir, version_base="1.3",
+                                   job_name="preflight"):
+            for job in job_list[:MAX_JOBS]:
+                check_job(job, name, extra)
+                checked += 1
+    finally:
+        GlobalHydra.instance().clear()
     return checked

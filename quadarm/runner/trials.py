@@ -62,11 +62,68 @@ def _lookup(node: DictConfig, key: str, where: str) -> Any:
     return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
 
 
+def _varied_key(node: DictConfig, key: str, where: str) -> Any:
+    """The nominal value of a key that a grid or a distribution varies; refuses keys that do
+    not exist, runner options (they steer the job, they are not part of a trial) and whole
+    config groups (switching groups is what ``-m group=a,b`` is for)."""
+    if key == "runner" or key.startswith("runner."):
+        raise ConfigError(where, None, "runner options cannot vary between the trials of a job")
+    value = _lookup(node, key, where)
+    if isinstance(value, dict):
+        raise ConfigError(where, None, f"{key} is a config group or section; vary one of its "
+                          f"keys, or sweep group options with -m {key}=a,b")
+    return value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value)
+
+
+def _numeric(value: Any) -> bool:
+    return _number(value) or (isinstance(value, list) and len(value) > 0
+                              and all(_number(v) for v in value))
+
+
+def _check_parameters(where: str, spec: dict[str, Any], nominal: Any) -> None:
+    """Parameter ranges of one distribution (after the names were checked)."""
+    kind = spec["dist"]
+    if kind == "choice":
+        values = spec["values"]
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{where}.values", values, "must be a non-empty list")
+        return
+    if kind == "circle":
+        if not (isinstance(nominal, list) and len(nominal) == 3):
+            raise ConfigError(where, spec["dist"], "circle draws a 3-vector; the key must hold "
+                              "a list of 3 numbers (e.g. scenario.direction)")
+        return
+    if not _numeric(nominal):
+        raise ConfigError(where, spec["dist"], f"{kind} needs a numeric key (a number or a list "
+                          f"of numbers); the key holds {nominal!r}")
+    for name in ("std", "rel_std", "sigma", "rel"):
+        if name in spec and not (_number(spec[name]) and spec[name] >= 0):
+            raise ConfigError(f"{where}.{name}", spec[name], "must be a finite number >= 0")
+    for name in ("mean", "low", "high"):
+        if name in spec:
+            value = spec[name]
+            ok = _number(value) or (isinstance(value, list) and isinstance(nominal, list)
+                                    and len(value) == len(nominal)
+                                    and all(_number(v) for v in value))
+            if not ok:
+                raise ConfigError(f"{where}.{name}", value,
+                                  "must be a finite number (or a list as long as the key's)")
+    if kind == "uniform" and "low" in spec:
+        low, high = np.asarray(spec["low"], float), np.asarray(spec["high"], float)
+        if np.any(low > high):
+            raise ConfigError(f"{where}.high", spec["high"], f"must be >= low ({spec['low']})")
+
+
 def check_distributions(node: DictConfig, randomize: dict[str, Any]) -> None:
-    """Refuse unknown distributions, missing parameters and keys that do not exist."""
+    """Refuse unknown distributions, missing or out-of-range parameters, and keys that do not
+    exist or cannot be drawn."""
     for key, spec in randomize.items():
         where = f"runner.randomize.{key}"
-        _lookup(node, key, f"runner.randomize.{key}")
+        nominal = _varied_key(node, key, where)
         if not isinstance(spec, dict) or spec.get("dist") not in DISTRIBUTIONS:
             raise ConfigError(f"{where}.dist", spec.get("dist") if isinstance(spec, dict)
                               else spec, f"must be one of {', '.join(DISTRIBUTIONS)}")
@@ -83,6 +140,7 @@ def check_distributions(node: DictConfig, randomize: dict[str, Any]) -> None:
             missing = {"low and high, or rel"}
         if missing:
             raise ConfigError(where, spec, f"needs {', '.join(sorted(missing))}")
+        _check_parameters(where, spec, nominal)
 
 
 def draw(spec: dict[str, Any], nominal: Any, rng: np.random.Generator) -> Any:
@@ -134,7 +192,7 @@ def expand(job: Config) -> list[Trial]:
     node = OmegaConf.structured(job)
     runner = job.runner
     for key in runner.grid:
-        _lookup(node, key, f"runner.grid.{key}")
+        _varied_key(node, key, f"runner.grid.{key}")
     check_distributions(node, runner.randomize)
     keys = list(runner.grid)
     points = [dict(zip(keys, combo, strict=True))
@@ -144,11 +202,15 @@ def expand(job: Config) -> list[Trial]:
     nominal = {k: _lookup(node, k, f"runner.randomize.{k}") for k in runner.randomize}
     trials: list[Trial] = []
     for g, point in enumerate(points):
-        base = apply(node, point) if point else job
+        try:
+            base = apply(node, point) if point else job
+        except ConfigError as err:
+            # Name the grid entry that produced the bad value.
+            raise ConfigError(f"runner.grid.{err.key}", err.value, err.allowed) from None
         for r in range(repeats):
             index = g * repeats + r
             overrides = dict(point)
-            seed = job.seed
+            seed = base.seed  # a grid may vary the seed itself
             if runner.randomize:
                 child = children[index]
                 seed = int(child.generate_state(1, dtype=np.uint32)[0])
