@@ -1,22 +1,126 @@
 """Geometric tracking controller on SE(3) (Lee, Leok & McClamroch 2010) with a PID position loop.
 
-The per-step path works on plain Python floats: for one vehicle that is several times cheaper
-than numpy on 3-vectors, and it keeps the closed loop close to the cost of ``mj_step``.
-:func:`control_batch` is the same law vectorised over many vehicles with numpy; the two agree
-to round-off.
+The law is written once, in :func:`law`, on scalars: plain Python runs it on lists (for one
+vehicle several times cheaper than numpy on 3-vectors) and numba compiles the same source when it
+is installed (:mod:`quadarm.runner.native`). :func:`law_batch` repeats its operations in the same
+order on numpy columns for n vehicles, so all three give the same numbers; :func:`control_batch`
+is the convenience front end that takes gains objects.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from quadarm.config import GainsConfig
 
+Floats = list[float] | np.ndarray  # what law() indexes: lists in Python, arrays under numba
+
+# Layout of the flat parameter vector that :func:`law` reads (see :func:`law_params`).
+KP, KD, KI, KR, KW = 0, 3, 6, 9, 12  # first index of each 3-vector of gains
+ILIM, TAN_TILT, MASS, GRAV, DT, U_MIN, U_MAX, COS_YAW, SIN_YAW = range(15, 24)
+N_PARAMS = 24
+
+
+def law_params(gains: GainsConfig, mass: float, gravity: float, u_min: float, u_max: float,
+               dt: float, yaw: float = 0.0) -> list[float]:
+    """The flat parameter vector of :func:`law`, (N_PARAMS,): gains, integral limit (m s),
+    tan of the tilt limit, total mass (kg), |g| (m/s^2), control period (s), rotor command
+    limits (N) and the heading's cos/sin."""
+    prm = [float(v) for k in (gains.kp, gains.kd, gains.ki, gains.kr, gains.kw) for v in k]
+    prm += [float(gains.integral_limit), math.tan(math.radians(gains.tilt_max_deg)),
+            float(mass), float(gravity), float(dt), float(u_min), float(u_max),
+            math.cos(yaw), math.sin(yaw)]
+    return prm
+
+
+def law(prm: Floats, mix: Floats, integ: Floats, qpos: Floats, qvel: Floats, p_d: Floats,
+        v_d: Floats, a_d: Floats, out: Floats) -> None:
+    """One step of the control law, written once for two callers.
+
+    Plain Python on lists (the controller's fallback path) and numba's nopython mode on float64
+    arrays (:mod:`quadarm.runner.native`) run this same source, so both give the same numbers:
+    only scalar indexing, ``+ - * /``, ``sqrt`` and ``min``/``max``, in a fixed order.
+
+    Args:
+        prm: parameters, (N_PARAMS,), laid out as by :func:`law_params`.
+        mix: row-major mixer, (4 n_rotors,): u_j = sum_k mix[4 j + k] [f, tau_x, tau_y, tau_z]_k.
+        integ: position-error integral (m s), (3,); updated in place.
+        qpos: free-joint position (x, y, z (m), qw, qx, qy, qz), (>= 7,).
+        qvel: free-joint velocity (v world (m/s), omega body (rad/s)), (>= 6,).
+        p_d, v_d, a_d: reference position (m), velocity (m/s), acceleration (m/s^2), (3,).
+        out: rotor commands (N), (n_rotors,); written.
+    """
+    x, y, z = qpos[0], qpos[1], qpos[2]
+    qw, qx, qy, qz = qpos[3], qpos[4], qpos[5], qpos[6]
+    vx, vy, vz = qvel[0], qvel[1], qvel[2]
+    wx, wy, wz = qvel[3], qvel[4], qvel[5]
+    dt, lim, g = prm[DT], prm[ILIM], prm[GRAV]
+
+    # Position loop.
+    ex, ey, ez = p_d[0] - x, p_d[1] - y, p_d[2] - z
+    ix = min(max(integ[0] + ex * dt, -lim), lim)
+    iy = min(max(integ[1] + ey * dt, -lim), lim)
+    iz = min(max(integ[2] + ez * dt, -lim), lim)
+    integ[0], integ[1], integ[2] = ix, iy, iz
+    ax = prm[KP] * ex + prm[KD] * (v_d[0] - vx) + prm[KI] * ix + a_d[0]
+    ay = prm[KP + 1] * ey + prm[KD + 1] * (v_d[1] - vy) + prm[KI + 1] * iy + a_d[1]
+    az = prm[KP + 2] * ez + prm[KD + 2] * (v_d[2] - vz) + prm[KI + 2] * iz + a_d[2]
+    # Keep the commanded tilt below tilt_max: |a_h| <= (a_z + g) tan(tilt_max). (sqrt rather
+    # than hypot: CPython's hypot and libm's may differ in the last bit.)
+    ah = math.sqrt(ax * ax + ay * ay)
+    ah_max = max(az + g, 0.0) * prm[TAN_TILT]
+    if ah > ah_max:
+        scale = ah_max / ah
+        ax, ay = ax * scale, ay * scale
+    mass = prm[MASS]
+    fx, fy, fz = mass * ax, mass * ay, mass * (az + g)
+
+    # Attitude from the quaternion (w, x, y, z).
+    r00 = 1 - 2 * (qy * qy + qz * qz)
+    r01 = 2 * (qx * qy - qw * qz)
+    r02 = 2 * (qx * qz + qw * qy)
+    r10 = 2 * (qx * qy + qw * qz)
+    r11 = 1 - 2 * (qx * qx + qz * qz)
+    r12 = 2 * (qy * qz - qw * qx)
+    r20 = 2 * (qx * qz - qw * qy)
+    r21 = 2 * (qy * qz + qw * qx)
+    r22 = 1 - 2 * (qx * qx + qy * qy)
+
+    # Desired attitude: b3d along F_d, heading from yaw.
+    fn = math.sqrt(fx * fx + fy * fy + fz * fz)
+    b3x, b3y, b3z = fx / fn, fy / fn, fz / fn
+    c1x, c1y = prm[COS_YAW], prm[SIN_YAW]
+    b2x, b2y, b2z = -b3z * c1y, b3z * c1x, b3x * c1y - b3y * c1x  # b3d x b1c
+    n2 = math.sqrt(b2x * b2x + b2y * b2y + b2z * b2z)
+    b2x, b2y, b2z = b2x / n2, b2y / n2, b2z / n2
+    b1x = b2y * b3z - b2z * b3y  # b2d x b3d
+    b1y = b2z * b3x - b2x * b3z
+    b1z = b2x * b3y - b2y * b3x
+
+    # M = R_d^T R; e_R = 0.5 vee(M - M^T).
+    m01 = b1x * r01 + b1y * r11 + b1z * r21
+    m02 = b1x * r02 + b1y * r12 + b1z * r22
+    m10 = b2x * r00 + b2y * r10 + b2z * r20
+    m12 = b2x * r02 + b2y * r12 + b2z * r22
+    m20 = b3x * r00 + b3y * r10 + b3z * r20
+    m21 = b3x * r01 + b3y * r11 + b3z * r21
+    erx, ery, erz = 0.5 * (m21 - m12), 0.5 * (m02 - m20), 0.5 * (m10 - m01)
+
+    f = fx * r02 + fy * r12 + fz * r22
+    tx = -prm[KR] * erx - prm[KW] * wx
+    ty = -prm[KR + 1] * ery - prm[KW + 1] * wy
+    tz = -prm[KR + 2] * erz - prm[KW + 2] * wz
+    lo, hi = prm[U_MIN], prm[U_MAX]
+    for j in range(len(out)):
+        u = mix[4 * j] * f + mix[4 * j + 1] * tx + mix[4 * j + 2] * ty + mix[4 * j + 3] * tz
+        out[j] = min(max(u, lo), hi)
+
 
 class GeometricController:
-    """Position PID + geometric attitude PD + rotor mixer for one vehicle.
+    """Position PID + geometric attitude PD + rotor mixer for one vehicle, on plain floats.
 
     Args:
         gains: controller gains.
@@ -29,6 +133,7 @@ class GeometricController:
 
     def __init__(self, gains: GainsConfig, mass: float, gravity: float, mixer: np.ndarray,
                  u_min: float, u_max: float, dt: float) -> None:
+        self.gains = gains
         self.kp = [float(v) for v in gains.kp]
         self.kd = [float(v) for v in gains.kd]
         self.ki = [float(v) for v in gains.ki]
@@ -39,6 +144,8 @@ class GeometricController:
         self.mass, self.g, self.dt = float(mass), float(gravity), float(dt)
         self.mix = [[float(v) for v in row] for row in np.asarray(mixer)]
         self.u_min, self.u_max = float(u_min), float(u_max)
+        self.params = law_params(gains, self.mass, self.g, self.u_min, self.u_max, self.dt)
+        self.mix_flat = [v for row in self.mix for v in row]
         self.integral = [0.0, 0.0, 0.0]
 
     def reset(self) -> None:
@@ -51,115 +158,110 @@ class GeometricController:
         ``qpos`` = (x, y, z, qw, qx, qy, qz) and ``qvel`` = (v world (m/s), omega body (rad/s)),
         i.e. the first 7 and 6 entries of MuJoCo's free joint.
         """
-        x, y, z, qw, qx, qy, qz = qpos[:7]
-        vx, vy, vz, wx, wy, wz = qvel[:6]
-        kp, kd, ki, integ, lim = self.kp, self.kd, self.ki, self.integral, self.ilim
-
-        # Position loop.
-        ex, ey, ez = p_d[0] - x, p_d[1] - y, p_d[2] - z
-        ix = min(max(integ[0] + ex * self.dt, -lim), lim)
-        iy = min(max(integ[1] + ey * self.dt, -lim), lim)
-        iz = min(max(integ[2] + ez * self.dt, -lim), lim)
-        self.integral = [ix, iy, iz]
-        ax = kp[0] * ex + kd[0] * (v_d[0] - vx) + ki[0] * ix + a_d[0]
-        ay = kp[1] * ey + kd[1] * (v_d[1] - vy) + ki[1] * iy + a_d[1]
-        az = kp[2] * ez + kd[2] * (v_d[2] - vz) + ki[2] * iz + a_d[2]
-        # Keep the commanded tilt below tilt_max: |a_h| <= (a_z + g) tan(tilt_max).
-        ah = math.hypot(ax, ay)
-        ah_max = max(az + self.g, 0.0) * self.tan_tilt
-        if ah > ah_max:
-            scale = ah_max / ah
-            ax, ay = ax * scale, ay * scale
-        fx, fy, fz = self.mass * ax, self.mass * ay, self.mass * (az + self.g)
-
-        # Attitude from the quaternion (w, x, y, z).
-        r00 = 1 - 2 * (qy * qy + qz * qz)
-        r01 = 2 * (qx * qy - qw * qz)
-        r02 = 2 * (qx * qz + qw * qy)
-        r10 = 2 * (qx * qy + qw * qz)
-        r11 = 1 - 2 * (qx * qx + qz * qz)
-        r12 = 2 * (qy * qz - qw * qx)
-        r20 = 2 * (qx * qz - qw * qy)
-        r21 = 2 * (qy * qz + qw * qx)
-        r22 = 1 - 2 * (qx * qx + qy * qy)
-
-        # Desired attitude: b3d along F_d, heading from yaw.
-        fn = math.sqrt(fx * fx + fy * fy + fz * fz)
-        b3x, b3y, b3z = fx / fn, fy / fn, fz / fn
-        c1x, c1y = math.cos(yaw), math.sin(yaw)
-        b2x, b2y, b2z = -b3z * c1y, b3z * c1x, b3x * c1y - b3y * c1x  # b3d x b1c
-        n2 = math.sqrt(b2x * b2x + b2y * b2y + b2z * b2z)
-        b2x, b2y, b2z = b2x / n2, b2y / n2, b2z / n2
-        b1x = b2y * b3z - b2z * b3y  # b2d x b3d
-        b1y = b2z * b3x - b2x * b3z
-        b1z = b2x * b3y - b2y * b3x
-
-        # M = R_d^T R; e_R = 0.5 vee(M - M^T).
-        m01 = b1x * r01 + b1y * r11 + b1z * r21
-        m02 = b1x * r02 + b1y * r12 + b1z * r22
-        m10 = b2x * r00 + b2y * r10 + b2z * r20
-        m12 = b2x * r02 + b2y * r12 + b2z * r22
-        m20 = b3x * r00 + b3y * r10 + b3z * r20
-        m21 = b3x * r01 + b3y * r11 + b3z * r21
-        erx, ery, erz = 0.5 * (m21 - m12), 0.5 * (m02 - m20), 0.5 * (m10 - m01)
-
-        kr, kw = self.kr, self.kw
-        f = fx * r02 + fy * r12 + fz * r22
-        tx = -kr[0] * erx - kw[0] * wx
-        ty = -kr[1] * ery - kw[1] * wy
-        tz = -kr[2] * erz - kw[2] * wz
-        lo, hi = self.u_min, self.u_max
-        return [min(max(m[0] * f + m[1] * tx + m[2] * ty + m[3] * tz, lo), hi)
-                for m in self.mix]
+        prm = self.params
+        if yaw != 0.0:
+            prm = prm[:COS_YAW] + [math.cos(yaw), math.sin(yaw)]
+        out = [0.0] * len(self.mix)
+        law(prm, self.mix_flat, self.integral, qpos, qvel, p_d, v_d, a_d, out)
+        return out
 
 
-def control_batch(gains: GainsConfig, mass: np.ndarray, gravity: float, mixer: np.ndarray,
-                  u_min: float, u_max: float, dt: float, integral: np.ndarray,
+def law_batch(prm: np.ndarray, mix: np.ndarray, integ: np.ndarray, qpos: np.ndarray,
+              qvel: np.ndarray, p_d: np.ndarray, v_d: np.ndarray, a_d: np.ndarray,
+              out: np.ndarray | None = None) -> np.ndarray:
+    """:func:`law` for n vehicles at once in numpy, with the same operations in the same order,
+    so that each row equals the scalar law's result exactly.
+
+    Shapes: prm (N_PARAMS,) or (n, N_PARAMS); mix (4 n_rotors,) or (n, 4 n_rotors); integ
+    (n, 3) (updated in place); qpos (n, >=7); qvel (n, >=6); p_d, v_d, a_d (n, 3). Returns
+    the rotor commands (N), (n, n_rotors) (into ``out`` when given).
+    """
+    prm = np.asarray(prm, dtype=float)
+    col = (lambda i: prm[i]) if prm.ndim == 1 else (lambda i: prm[:, i])
+    x, y, z = qpos[:, 0], qpos[:, 1], qpos[:, 2]
+    qw, qx, qy, qz = qpos[:, 3], qpos[:, 4], qpos[:, 5], qpos[:, 6]
+    vx, vy, vz = qvel[:, 0], qvel[:, 1], qvel[:, 2]
+    wx, wy, wz = qvel[:, 3], qvel[:, 4], qvel[:, 5]
+    dt, lim, g = col(DT), col(ILIM), col(GRAV)
+
+    ex, ey, ez = p_d[:, 0] - x, p_d[:, 1] - y, p_d[:, 2] - z
+    ix = np.minimum(np.maximum(integ[:, 0] + ex * dt, -lim), lim)
+    iy = np.minimum(np.maximum(integ[:, 1] + ey * dt, -lim), lim)
+    iz = np.minimum(np.maximum(integ[:, 2] + ez * dt, -lim), lim)
+    integ[:, 0], integ[:, 1], integ[:, 2] = ix, iy, iz
+    ax = col(KP) * ex + col(KD) * (v_d[:, 0] - vx) + col(KI) * ix + a_d[:, 0]
+    ay = col(KP + 1) * ey + col(KD + 1) * (v_d[:, 1] - vy) + col(KI + 1) * iy + a_d[:, 1]
+    az = col(KP + 2) * ez + col(KD + 2) * (v_d[:, 2] - vz) + col(KI + 2) * iz + a_d[:, 2]
+    ah = np.sqrt(ax * ax + ay * ay)
+    ah_max = np.maximum(az + g, 0.0) * col(TAN_TILT)
+    over = ah > ah_max
+    scale = np.where(over, ah_max / np.where(over, ah, 1.0), 1.0)
+    ax, ay = np.where(over, ax * scale, ax), np.where(over, ay * scale, ay)
+    mass = col(MASS)
+    fx, fy, fz = mass * ax, mass * ay, mass * (az + g)
+
+    r00 = 1 - 2 * (qy * qy + qz * qz)
+    r01 = 2 * (qx * qy - qw * qz)
+    r02 = 2 * (qx * qz + qw * qy)
+    r10 = 2 * (qx * qy + qw * qz)
+    r11 = 1 - 2 * (qx * qx + qz * qz)
+    r12 = 2 * (qy * qz - qw * qx)
+    r20 = 2 * (qx * qz - qw * qy)
+    r21 = 2 * (qy * qz + qw * qx)
+    r22 = 1 - 2 * (qx * qx + qy * qy)
+
+    fn = np.sqrt(fx * fx + fy * fy + fz * fz)
+    b3x, b3y, b3z = fx / fn, fy / fn, fz / fn
+    c1x, c1y = col(COS_YAW), col(SIN_YAW)
+    b2x, b2y, b2z = -b3z * c1y, b3z * c1x, b3x * c1y - b3y * c1x
+    n2 = np.sqrt(b2x * b2x + b2y * b2y + b2z * b2z)
+    b2x, b2y, b2z = b2x / n2, b2y / n2, b2z / n2
+    b1x = b2y * b3z - b2z * b3y
+    b1y = b2z * b3x - b2x * b3z
+    b1z = b2x * b3y - b2y * b3x
+
+    m01 = b1x * r01 + b1y * r11 + b1z * r21
+    m02 = b1x * r02 + b1y * r12 + b1z * r22
+    m10 = b2x * r00 + b2y * r10 + b2z * r20
+    m12 = b2x * r02 + b2y * r12 + b2z * r22
+    m20 = b3x * r00 + b3y * r10 + b3z * r20
+    m21 = b3x * r01 + b3y * r11 + b3z * r21
+    erx, ery, erz = 0.5 * (m21 - m12), 0.5 * (m02 - m20), 0.5 * (m10 - m01)
+
+    f = fx * r02 + fy * r12 + fz * r22
+    tx = -col(KR) * erx - col(KW) * wx
+    ty = -col(KR + 1) * ery - col(KW + 1) * wy
+    tz = -col(KR + 2) * erz - col(KW + 2) * wz
+    mix = np.asarray(mix, dtype=float)
+    rotors = mix.shape[-1] // 4
+    if out is None:
+        out = np.empty((len(qpos), rotors))
+    for j in range(rotors):
+        mj = (lambda k, j=j: mix[4 * j + k]) if mix.ndim == 1 else \
+             (lambda k, j=j: mix[:, 4 * j + k])
+        u = mj(0) * f + mj(1) * tx + mj(2) * ty + mj(3) * tz
+        out[:, j] = np.minimum(np.maximum(u, col(U_MIN)), col(U_MAX))
+    return out
+
+
+def control_batch(gains: GainsConfig | Sequence[GainsConfig], mass: np.ndarray,
+                  gravity: float, mixer: np.ndarray, u_min: float | np.ndarray,
+                  u_max: float | np.ndarray, dt: float | np.ndarray, integral: np.ndarray,
                   qpos: np.ndarray, qvel: np.ndarray, p_d: np.ndarray, v_d: np.ndarray,
                   a_d: np.ndarray, yaw: float = 0.0) -> np.ndarray:
     """The same law as :class:`GeometricController` for n vehicles at once.
 
-    Shapes: mass (n,), mixer (n_rotors, 4) or (n, n_rotors, 4), integral (n, 3) (updated in
-    place), qpos (n, >=7), qvel (n, >=6), p_d, v_d, a_d (n, 3). Returns rotor commands
-    (n, n_rotors) in N.
+    ``gains`` is one set for all vehicles or one per vehicle; ``u_min``, ``u_max`` (N) and
+    ``dt`` (s) are scalars or (n,). Shapes: mass (n,) (kg), mixer (n_rotors, 4) or
+    (n, n_rotors, 4), integral (n, 3) (updated in place), qpos (n, >=7), qvel (n, >=6), p_d,
+    v_d, a_d (n, 3). Returns rotor commands (n, n_rotors) in N.
     """
-    kp, kd, ki = (np.asarray(k, dtype=float) for k in (gains.kp, gains.kd, gains.ki))
-    kr, kw = np.asarray(gains.kr, dtype=float), np.asarray(gains.kw, dtype=float)
-    p, quat = qpos[:, :3], qpos[:, 3:7]
-    v, w = qvel[:, :3], qvel[:, 3:6]
-    e = p_d - p
-    np.clip(integral + e * dt, -gains.integral_limit, gains.integral_limit, out=integral)
-    a = kp * e + kd * (v_d - v) + ki * integral + a_d
-    ah = np.hypot(a[:, 0], a[:, 1])
-    ah_max = np.maximum(a[:, 2] + gravity, 0.0) * math.tan(math.radians(gains.tilt_max_deg))
-    scale = np.where(ah > ah_max, ah_max / np.where(ah > 0, ah, 1.0), 1.0)
-    a[:, :2] *= scale[:, None]
-    force = np.asarray(mass, dtype=float)[:, None] * (a + np.array([0.0, 0.0, gravity]))
-
-    qw, qx, qy, qz = quat.T
-    rot = np.empty((len(qpos), 3, 3))
-    rot[:, 0, 0] = 1 - 2 * (qy * qy + qz * qz)
-    rot[:, 0, 1] = 2 * (qx * qy - qw * qz)
-    rot[:, 0, 2] = 2 * (qx * qz + qw * qy)
-    rot[:, 1, 0] = 2 * (qx * qy + qw * qz)
-    rot[:, 1, 1] = 1 - 2 * (qx * qx + qz * qz)
-    rot[:, 1, 2] = 2 * (qy * qz - qw * qx)
-    rot[:, 2, 0] = 2 * (qx * qz - qw * qy)
-    rot[:, 2, 1] = 2 * (qy * qz + qw * qx)
-    rot[:, 2, 2] = 1 - 2 * (qx * qx + qy * qy)
-
-    b3 = force / np.linalg.norm(force, axis=1, keepdims=True)
-    b1c = np.array([math.cos(yaw), math.sin(yaw), 0.0])
-    b2 = np.cross(b3, b1c)
-    b2 /= np.linalg.norm(b2, axis=1, keepdims=True)
-    b1 = np.cross(b2, b3)
-    rd = np.stack([b1, b2, b3], axis=-1)
-    m = np.einsum("nji,njk->nik", rd, rot)
-    e_r = 0.5 * np.stack([m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0],
-                          m[:, 1, 0] - m[:, 0, 1]], axis=1)
-    f = np.einsum("ni,ni->n", force, rot[:, :, 2])
-    tau = -kr * e_r - kw * w
-    wrench = np.concatenate([f[:, None], tau], axis=1)
+    n = len(qpos)
+    sets = [gains] * n if isinstance(gains, GainsConfig) else list(gains)
+    mass = np.broadcast_to(np.asarray(mass, dtype=float), (n,))
+    lo, hi, step = (np.broadcast_to(np.asarray(v, dtype=float), (n,)) for v in (u_min, u_max, dt))
+    prm = np.array([law_params(sets[i], mass[i], gravity, lo[i], hi[i], step[i], yaw)
+                    for i in range(n)])
     mix = np.asarray(mixer, dtype=float)
-    u = wrench @ mix.T if mix.ndim == 2 else np.einsum("nrk,nk->nr", mix, wrench)
-    return np.clip(u, u_min, u_max)
+    mix = mix.reshape(n, -1) if mix.ndim == 3 else mix.reshape(-1)
+    return law_batch(prm, mix, integral, qpos, qvel, p_d, v_d, a_d)

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from types import ModuleType
 
 import mujoco
 import numpy as np
 
 from quadarm import scenarios
 from quadarm.config import Config
+from quadarm.control import geometric
 from quadarm.control.allocation import mixer, total_mass
 from quadarm.control.geometric import GeometricController
 from quadarm.model import BuiltModel, build
-from quadarm.scenarios.common import Log, Metric, Plan
+from quadarm.scenarios.common import Log, Metric, Plan, Pulse
 
 CHECK_EVERY = 50  # steps between divergence checks
 _UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
@@ -79,8 +81,51 @@ def _slice(ids: np.ndarray) -> slice | np.ndarray:
     return ids
 
 
+def native_kernels() -> ModuleType | None:
+    """:mod:`quadarm.runner.native` when numba is installed and not disabled
+    (``QUADARM_NUMBA=0``), else None (the pure-Python loop)."""
+    global _NATIVE
+    if _NATIVE is None:
+        try:
+            from quadarm.runner import native
+        except ImportError:
+            native = False
+        _NATIVE = native
+    return _NATIVE if _NATIVE and _NATIVE.enabled() else None
+
+
+_NATIVE: ModuleType | bool | None = None
+
+
+def chunk_edges(n: int, pulses: tuple[Pulse, ...] | list[Pulse]) -> list[int]:
+    """Sample indices where the loop returns to Python: after every step k with
+    k % CHECK_EVERY == 0 (divergence check) and where a force pulse starts or stops."""
+    edges = {0, n + 1}
+    edges.update(k + 1 for k in range(0, n, CHECK_EVERY))
+    edges.update(k for p in pulses for k in (p.start, p.stop) if 0 <= k <= n)
+    return sorted(edges)
+
+
+def apply_pulses(xfrc: np.ndarray, pulses: tuple[Pulse, ...] | list[Pulse], k: int) -> None:
+    """Before step k: remove the pulses that stop at k, then apply those that start at k
+    (each sets its body's world force; ``xfrc`` is (nbody, 6))."""
+    for p in pulses:
+        if p.stop == k:
+            xfrc[p.body, :3] = 0.0
+    for p in pulses:
+        if p.start == k:
+            xfrc[p.body, :3] = p.force
+
+
 def fly(cfg: Config, built: BuiltModel, plan: Plan) -> tuple[Log, Diverged | None]:
-    """Run the closed loop over ``plan``. Returns the log (up to the failure, if any)."""
+    """Run the closed loop over ``plan``. Returns the log (up to the failure, if any).
+
+    At every sample k = 0..n: log the state, compute the rotor commands from it and the
+    reference, set the tendon commands, log the commands, then step (k < n) or compute the
+    kinematics (k = n) and log the tip. The steps run in chunks between the divergence checks
+    and force pulses, compiled (:mod:`quadarm.runner.native`) or in plain Python; the two
+    give identical numbers.
+    """
     m = built.model
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
@@ -89,44 +134,67 @@ def fly(cfg: Config, built: BuiltModel, plan: Plan) -> tuple[Log, Diverged | Non
     ctl = make_controller(cfg, built)
 
     n = plan.steps
-    ref_p, ref_v, ref_a = (x.tolist() for x in (plan.ref.p, plan.ref.v, plan.ref.a))
-    tensions = plan.tensions
-    rotors, tendons = _slice(built.rotor_actuators), _slice(built.tendon_actuators)
-    tip = built.tip_site
-    pulses = {p.start: p for p in plan.pulses}
-    pulse_ends = {p.stop: p for p in plan.pulses}
-
     qpos_log = np.empty((n + 1, m.nq))
     qvel_log = np.empty((n + 1, m.nv))
     tip_log = np.empty((n + 1, 3))
     ctrl_log = np.zeros((n + 1, m.nu))
+    logs = (qpos_log, qvel_log, tip_log, ctrl_log)
+    # Live views of the MjData buffers, made once (each attribute access builds a new array).
+    qpos, qvel, ctrl, xfrc = d.qpos, d.qvel, d.ctrl, d.xfrc_applied
+    tip = built.tip_site
+    kern = native_kernels()
+    if kern is not None:
+        f64 = np.ascontiguousarray
+        prm, mix, integ = f64(ctl.params), f64(ctl.mix_flat), np.zeros(3)
+        refs = tuple(f64(x, dtype=float) for x in (plan.ref.p, plan.ref.v, plan.ref.a))
+        tensions = (np.zeros((0, built.tendon_actuators.size)) if plan.tensions is None
+                    else f64(plan.tensions, dtype=float))
+        rotors = f64(built.rotor_actuators, dtype=np.int64)
+        tendons = f64(built.tendon_actuators, dtype=np.int64)
+        u = np.zeros(rotors.size)
+        site_xpos = d.site_xpos
+
+        def chunk(k0: int, k1: int) -> None:
+            kern.fly_chunk(m._address, d._address, k0, k1, n, prm, mix, integ, qpos, qvel,
+                           ctrl, site_xpos, tip, rotors, tendons, tensions, *refs, u, *logs)
+    else:
+        ref_p, ref_v, ref_a = (x.tolist() for x in (plan.ref.p, plan.ref.v, plan.ref.a))
+        prm, mix, integ = ctl.params, ctl.mix_flat, ctl.integral
+        rotors, tendons = _slice(built.rotor_actuators), _slice(built.tendon_actuators)
+        tensions = plan.tensions
+        q7, v6, tipx = qpos[:7], qvel[:6], d.site_xpos[tip]
+        law, step = geometric.law, mujoco.mj_step
+
+        def chunk(k0: int, k1: int) -> None:
+            u = [0.0] * len(ctl.mix)
+            for k in range(k0, k1):
+                qpos_log[k] = qpos
+                qvel_log[k] = qvel
+                law(prm, mix, integ, q7.tolist(), v6.tolist(), ref_p[k], ref_v[k], ref_a[k], u)
+                ctrl[rotors] = u
+                if tensions is not None:
+                    ctrl[tendons] = tensions[k]
+                ctrl_log[k] = ctrl
+                if k == n:
+                    mujoco.mj_kinematics(m, d)
+                    tip_log[k] = tipx
+                    break
+                step(m, d)
+                # mj_step computed the kinematics of state k before integrating.
+                tip_log[k] = tipx
+
     failure: Diverged | None = None
     rows = n + 1
-    step = mujoco.mj_step
-    for k in range(n + 1):
-        qpos_log[k] = d.qpos
-        qvel_log[k] = d.qvel
-        d.ctrl[rotors] = ctl.update(d.qpos[:7].tolist(), d.qvel[:6].tolist(),
-                                    ref_p[k], ref_v[k], ref_a[k])
-        if tensions is not None:
-            d.ctrl[tendons] = tensions[k]
-        if k in pulses:
-            d.xfrc_applied[pulses[k].body, :3] = pulses[k].force
-        if k in pulse_ends:
-            d.xfrc_applied[pulse_ends[k].body, :3] = 0.0
-        ctrl_log[k] = d.ctrl
-        if k == n:
-            mujoco.mj_kinematics(m, d)
-            tip_log[k] = d.site_xpos[tip]
-            break
-        step(m, d)
-        # mj_step computed the kinematics of state k before integrating.
-        tip_log[k] = d.site_xpos[tip]
-        if k % CHECK_EVERY == 0:
+    edges = chunk_edges(n, plan.pulses)
+    for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
+        apply_pulses(xfrc, plan.pulses, k0)
+        chunk(k0, k1)
+        last = k1 - 1
+        if last < n and last % CHECK_EVERY == 0:
             try:
                 _check(d, plan.start, cfg.sim.max_distance)
             except Diverged as err:
-                failure, rows = err, k + 1
+                failure, rows = err, k1
                 break
     log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, tip_log, ctrl_log,
               built.rotor_actuators, built.tendon_actuators)
