@@ -1,0 +1,61 @@
+# quadarm: thin entry points; the commands themselves live in experiments/*.sh.
+# `make help` lists the targets. Variables: PYTHON, OUT (results root), JOBS (processes),
+# RESUME (true: reuse finished trials from the trial store).
+
+PYTHON ?= $(shell test -x .venv/bin/python && echo .venv/bin/python || echo python3)
+OUT ?= outputs
+JOBS ?= 2
+RESUME ?= false
+export PYTHON OUT JOBS RESUME
+
+.DEFAULT_GOAL := help
+.PHONY: help install test lint mission table2 table3 workspace disturbance drift \
+	monte-carlo paper readme bench clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+install: ## create .venv (if missing) and install quadarm with its dev tools into it
+	test -x .venv/bin/python || python3 -m venv .venv
+	.venv/bin/python -m pip install -e '.[dev]'
+
+test: ## run the test suite (the CI command)
+	$(PYTHON) -m pytest -q
+
+lint: ## ruff
+	$(PYTHON) -m ruff check .
+
+mission: ## fly the 36 s mission once -> outputs/mission
+	bash experiments/mission.sh
+
+table2: ## Table II (+ Figs. 2-3) -> outputs/table2
+	bash experiments/table2.sh
+
+table3: ## Table III: multirun over the four gain sets -> outputs/table3
+	bash experiments/table3.sh
+
+workspace: ## workspace mu and beta grids, table and Fig. 4 -> outputs/workspace
+	bash experiments/workspace.sh
+
+disturbance: ## tip disturbance table and Fig. 5 -> outputs/disturbance
+	bash experiments/disturbance.sh
+
+drift: ## held-bend drift table and plot -> outputs/drift
+	bash experiments/drift.sh
+
+monte-carlo: ## Monte-Carlo disturbance study, 32 trials -> outputs/monte_carlo
+	bash experiments/monte_carlo.sh
+
+paper: ## all studies, tables (MD + CSV), Figs. 1-5, reproduction.md -> outputs/paper
+	bash experiments/paper.sh
+
+readme: ## `make paper` and refresh the reproduction table in README.md
+	bash experiments/paper.sh --readme README.md
+
+bench: ## cost per step: closed loop vs bare mj_step
+	$(PYTHON) -m quadarm.bench
+
+clean: ## delete generated results (outputs/) and caches
+	rm -rf outputs .pytest_cache .ruff_cache
+	find . -name __pycache__ -type d -prune -not -path "./.venv/*" -exec rm -rf {} +

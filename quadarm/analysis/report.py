@@ -1,0 +1,136 @@
+"""Build every table and figure from result directories and write them to one folder.
+
+Used by ``python -m quadarm.analysis`` (any run or sweep directories) and by
+``python -m quadarm.paper`` (after it has run the paper's studies). Everything here is read
+from Parquet; nothing is simulated.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from quadarm.analysis import figures, tables
+from quadarm.analysis.data import Results
+from quadarm.analysis.tables import Table
+
+README_START = "<!-- reproduction:start -->"
+README_END = "<!-- reproduction:end -->"
+FIGURE_FILES = {
+    "fig2": "fig2_tracking.png",
+    "fig3": "fig3_path.png",
+    "fig4": "fig4_workspace.png",
+    "fig5": "fig5_disturbance.png",
+    "drift": "fig_drift.png",
+}
+
+
+@dataclass
+class Report:
+    """What was written: the tables (with their checks) and every output file."""
+
+    tables: list[Table]
+    files: list[Path] = field(default_factory=list)
+
+    def table(self, name: str) -> Table:
+        for t in self.tables:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+
+def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[Path]:
+    """The figures whose data is present (time series for Figs. 2, 3, 5 and drift; the
+    workspace table for Fig. 4)."""
+    written: list[Path] = []
+    if "table2" in built:
+        rid = res.first_with_series(tables.mission_runs(res.runs))
+        if rid is not None:
+            ts = res.timeseries(rid, ["x", "y", "z", "x_ref", "y_ref", "z_ref", "tip_x", "tip_y",
+                                      "err_cm", "tip_lateral_cm"])
+            run = res.run(rid)
+            written.append(figures.fig2_tracking(ts, run, out_dir / FIGURE_FILES["fig2"]))
+            written.append(figures.fig3_path(ts, run, out_dir / FIGURE_FILES["fig3"]))
+    if "workspace" in built:
+        ws = built["workspace"].data
+        written.append(figures.fig4_workspace(ws["mu"], ws["beta"],
+                                              out_dir / FIGURE_FILES["fig4"]))
+    if "disturbance" in built:
+        rid = res.first_with_series(tables.successful(res.runs, "disturbance"))
+        if rid is not None:
+            m = res.metrics
+            rec = m[(m["run_id"] == rid) & (m["metric"] == "recovery_s")]["value"]
+            ts = res.timeseries(rid, ["err_cm", "tilt_deg", "tip_lateral_cm"])
+            written.append(figures.fig5_disturbance(
+                ts, res.run(rid), out_dir / FIGURE_FILES["fig5"],
+                float(rec.iloc[0]) if len(rec) else math.nan))
+    if "drift" in built:
+        rid = res.first_with_series(tables.successful(res.runs, "held_bend"))
+        if rid is not None:
+            m = res.metrics[res.metrics["run_id"] == rid]
+            reported = {float(k.split("_")[1].rstrip("s")): float(v)
+                        for k, v in zip(m["metric"], m["value"], strict=True)
+                        if k.startswith("drift_")}
+            written.append(figures.fig_drift(res.timeseries(rid, ["err_cm"]), res.run(rid),
+                                             out_dir / FIGURE_FILES["drift"], reported))
+    return written
+
+
+def write_report(roots: Iterable[Path | str], out_dir: Path | str,
+                 names: Iterable[str] | None = None, with_figures: bool = True) -> Report:
+    """Read the results under ``roots``, write each table (Markdown + CSV), the figures and
+    ``reproduction.md``/``reproduction.csv`` into ``out_dir``."""
+    out_dir = Path(out_dir)
+    res = Results.load(roots)
+    built = tables.build_all(res.runs, res.metrics, names)
+    report = Report(built)
+    for t in built:
+        report.files += tables.write(t, out_dir)
+    if with_figures:
+        report.files += build_figures(res, {t.name: t for t in built}, out_dir)
+    report.files += [out_dir / "reproduction.md", out_dir / "reproduction.csv"]
+    write_reproduction(report, out_dir)
+    return report
+
+
+def write_reproduction(report: Report, out_dir: Path | str) -> None:
+    """Write ``reproduction.md`` (paper vs ours vs tolerance, and an index of
+    ``report.files``) and ``reproduction.csv``."""
+    out_dir = Path(out_dir)
+    (out_dir / "reproduction.md").write_text(
+        tables.reproduction_markdown(report.tables) + "\n" + file_index(report, out_dir))
+    tables.reproduction(report.tables).to_csv(out_dir / "reproduction.csv", index=False)
+
+
+def file_index(report: Report, out_dir: Path) -> str:
+    """A Markdown list of the report's files, linked relative to ``out_dir``."""
+    lines = ["## Files", ""]
+    for f in report.files:
+        try:
+            lines.append(f"- [{f.name}]({f.relative_to(out_dir)})")
+        except ValueError:
+            lines.append(f"- {f}")
+    return "\n".join(lines) + "\n"
+
+
+def readme_block(built: Iterable[Table], command: str) -> str:
+    """The generated reproduction table for the README (between the markers)."""
+    return (f"_Generated by `{command}` from the Parquet files of that run._\n\n"
+            + tables.reproduction_markdown(list(built), heading=False))
+
+
+def update_readme(readme: Path | str, block: str) -> bool:
+    """Replace the text between ``README_START`` and ``README_END`` in ``readme`` with
+    ``block``. Returns False (file untouched) when the markers are missing."""
+    path = Path(readme)
+    text = path.read_text()
+    pattern = re.compile(re.escape(README_START) + r".*?" + re.escape(README_END), re.S)
+    if not pattern.search(text):
+        return False
+    new = pattern.sub(lambda _: f"{README_START}\n{block.strip()}\n{README_END}", text, count=1)
+    if new != text:
+        path.write_text(new)
+    return True
