@@ -4,15 +4,21 @@
 it, so a bad key, value or group option stops the command with one line and exit code 2 before
 Hydra creates any output directory. ``main(cfg)`` is the Hydra task: it builds the typed config
 and hands it to :func:`quadarm.runner.study.run`, which tests call directly.
+
+Exit codes: 0 every trial ``ok``; 1 the command could not run (e.g. no Dask scheduler at
+``runner.address``, or a worker process died); 2 invalid configuration, nothing written; 3 the
+command ran but some trials ended ``diverged`` or ``error`` (the summary says how many);
+130 interrupted (Ctrl-C). In cases 1 and 130 every trial that finished is kept in the trial
+store and the same command resumes.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import hydra
-import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
@@ -20,9 +26,16 @@ from omegaconf import DictConfig
 from quadarm.config import ConfigError, to_config
 from quadarm.preflight import preflight
 
+if TYPE_CHECKING:  # pandas is imported lazily: a refused config should exit fast
+    import pandas as pd
+
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
+EXIT_ERROR = 1
 EXIT_BAD_CONFIG = 2
 EXIT_FAILED_TRIALS = 3
+EXIT_INTERRUPTED = 130
+MAX_LISTED = 20  # failed trials listed one per line on stderr
 
 
 def summary_table(runs: pd.DataFrame, metrics: pd.DataFrame) -> str:
@@ -37,10 +50,16 @@ def summary_table(runs: pd.DataFrame, metrics: pd.DataFrame) -> str:
     return wide.to_string(float_format=lambda v: f"{v:.3f}")
 
 
+def status_line(counts: dict[str, int]) -> str:
+    """``7 ok, 1 diverged, 0 error``."""
+    return ", ".join(f"{n} {status}" for status, n in counts.items())
+
+
 @hydra.main(version_base="1.3", config_path=CONF_DIR,
             config_name="config")
 def main(cfg: DictConfig) -> None:
-    from quadarm.runner.study import run
+    from quadarm.runner.backends import BackendError
+    from quadarm.runner.study import StudyInterrupted, resolve_store, run
 
     try:
         config = to_config(cfg)
@@ -51,21 +70,44 @@ def main(cfg: DictConfig) -> None:
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
     # Inside a parallel multirun each job runs its trials serially: the launcher already uses
-    # the cores, and nested pools would multiply processes.
-    n_jobs = 1 if multirun and hc.launcher.get("n_jobs", 1) not in (1, None) else None
-    result = run(config, out_dir, n_jobs=n_jobs)
-    print(f"\n{config.scenario.kind}: {len(result.runs)} trial(s), {result.failed} failed, "
-          f"{result.skipped} reused -> {out_dir}")
+    # the cores, and nested pools would multiply processes (a Dask cluster is not local).
+    n_jobs = None
+    if (multirun and hc.launcher.get("n_jobs", 1) not in (1, None)
+            and config.runner.backend != "dask"):
+        n_jobs = 1
+    # One trial store for every command, relative to where the command was launched, so that
+    # rerunning it (into a new timestamped directory) reuses what already finished.
+    store = resolve_store(config, out_dir, config.runner.store or DEFAULT_STORE,
+                          base=hc.runtime.cwd)
+    try:
+        result = run(config, out_dir, n_jobs=n_jobs, store=store)
+    except BackendError as err:
+        print(f"quadarm: error: {err}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR) from None
+    except StudyInterrupted as err:
+        print(f"quadarm: {err}", file=sys.stderr)
+        interrupted = isinstance(err.cause, KeyboardInterrupt)
+        raise SystemExit(EXIT_INTERRUPTED if interrupted else EXIT_ERROR) from None
+    counts = result.counts()
+    print(f"\n{config.scenario.kind}: {len(result.runs)} trial(s): {status_line(counts)}; "
+          f"{result.skipped} reused from {result.store} -> {out_dir}")
     print(summary_table(result.runs, result.metrics))
     bad = result.runs[result.runs["status"] != "ok"]
-    for _, r in bad.iterrows():
+    for _, r in bad.head(MAX_LISTED).iterrows():
         print(f"  {r['status']}: {r['run_id']} {r['message']}", file=sys.stderr)
-    if result.failed and not multirun:
-        raise SystemExit(EXIT_FAILED_TRIALS)
+    if len(bad) > MAX_LISTED:
+        print(f"  ... and {len(bad) - MAX_LISTED} more (see runs.parquet)", file=sys.stderr)
+    if result.failed:
+        print(f"quadarm: {result.failed} of {len(result.runs)} trial(s) failed "
+              f"({counts['diverged']} diverged, {counts['error']} error)", file=sys.stderr)
+        if not multirun:
+            raise SystemExit(EXIT_FAILED_TRIALS)
 
 
 def cli(argv: list[str] | None = None) -> None:
     """Entry point of ``python -m quadarm`` and the ``quadarm`` script."""
+    from quadarm.results import callback
+
     args = sys.argv[1:] if argv is None else argv
     try:
         preflight(args, CONF_DIR)
@@ -73,4 +115,13 @@ def cli(argv: list[str] | None = None) -> None:
         print(f"quadarm: error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_CONFIG) from None
     sys.argv = [sys.argv[0], *args]
-    main()
+    callback.LAST_SWEEP.clear()
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("quadarm: interrupted; finished trials are kept in the trial store, rerun the "
+              "same command to resume", file=sys.stderr)
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    sweep = callback.LAST_SWEEP
+    if sweep.get("failed") or sweep.get("missing"):
+        raise SystemExit(EXIT_FAILED_TRIALS)

@@ -1,15 +1,27 @@
 """Run a job: expand it into trials, run them (in parallel when asked), write the tables.
 
-Each finished trial is written at once, atomically, under ``<out>/trials/<run_id>/``; the
-job-level ``runs.parquet``, ``metrics.parquet`` and ``timeseries.parquet`` are assembled from
-those parts at the end. A rerun into the same directory (``runner.resume``) skips the trials
-whose parts are complete, so an interrupted study loses nothing and duplicates nothing.
+Trial store. Every finished trial is written at once, atomically, into its own folder
+``<store>/<run_id>/`` (``runs.parquet`` with its one row, ``metrics.parquet``, and when kept
+``timeseries.parquet`` and ``model.xml``). ``run_id`` is a hash of the trial's resolved config
+and seed (:func:`quadarm.runner.trials.trial_id`), so the folder is content-addressed: any later
+job that contains the same trial finds it there and does not compute it again
+(``runner.resume``, default on). The job-level ``runs.parquet``, ``metrics.parquet``,
+``timeseries.parquet`` and ``model.xml`` in the output directory are assembled from the store at
+the end of the job.
+
+The command line keeps one store for every command, ``outputs/trials`` under the launch
+directory (``runner.store`` to move it), so rerunning an interrupted command - which Hydra gives a
+new, timestamped output directory - computes only the trials that had not finished. Called from
+Python, :func:`run` keeps the store inside the output directory unless told otherwise.
+
+A trial's ``runs.parquet`` is written last: a folder without it (a process killed mid-trial) is
+incomplete and is recomputed. Trials that ended ``ok`` or ``diverged`` count as finished; an
+``error`` is retried by the next run.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,18 +39,42 @@ from quadarm.runner.trials import Trial, expand
 DONE = ("ok", "diverged")  # statuses a resumed study does not recompute
 
 
+class StudyInterrupted(RuntimeError):
+    """The dispatch of a job stopped early (Ctrl-C, a killed worker process, a lost cluster).
+
+    Every trial that finished before is in the store; rerunning the same command computes the
+    rest. ``finished`` and ``total`` count the job's trials, ``cause`` is the original error.
+    """
+
+    def __init__(self, finished: int, total: int, store: Path, cause: BaseException) -> None:
+        self.finished, self.total, self.store, self.cause = finished, total, store, cause
+        first = (str(cause).splitlines() or [""])[0]
+        what = ("interrupted" if isinstance(cause, KeyboardInterrupt)
+                else f"stopped by {type(cause).__name__}: {first}")
+        super().__init__(f"{what}; {finished} of {total} trial(s) finished and are kept in "
+                         f"{store}; rerun the same command to compute the rest")
+
+
 @dataclass
 class StudyResult:
-    """Where the tables are, and the assembled runs and metrics frames."""
+    """Where the tables are, and the assembled runs and metrics frames. ``skipped`` trials
+    were found finished in ``store`` and not computed again."""
 
     out_dir: Path
     runs: pd.DataFrame
     metrics: pd.DataFrame
     skipped: int
+    store: Path | None = None
 
     @property
     def failed(self) -> int:
+        """Trials whose status is not ``ok`` (diverged or error)."""
         return int((self.runs["status"] != "ok").sum())
+
+    def counts(self) -> dict[str, int]:
+        """Number of trials per status, e.g. ``{"ok": 7, "diverged": 1, "error": 0}``."""
+        found = self.runs["status"].value_counts()
+        return {s: int(found.get(s, 0)) for s in ("ok", "diverged", "error")}
 
 
 def config_yaml(cfg: Config) -> str:
@@ -93,42 +129,64 @@ def run_row(trial: Trial, ep: Episode | None, status: str, message: str, wall_s:
     return row
 
 
-def run_trial(trial: Trial, out_dir: Path, keep_timeseries: bool, meta: dict[str, str]
-              ) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Run one trial and write its parts; returns its runs row and metrics frame."""
-    part = out_dir / "trials" / trial.run_id
-    if trial.cfg is None:
-        row = run_row(trial, None, "error", trial.overrides.get("__error__", ""), 0.0, 0)
-        ep = None
-    else:
-        ep = run_episode(trial.cfg)
-        row = run_row(trial, ep, ep.status, ep.message, ep.wall_s, ep.steps)
-    metrics = pd.DataFrame(ep.metrics if ep else [], columns=["phase", "metric", "value"])
-    metrics.insert(0, "run_id", trial.run_id)
+def part_dir(store: Path, run_id: str) -> Path:
+    """The folder of one trial in the store."""
+    return Path(store) / run_id
+
+
+def record(trial: Trial, ep: Episode | None, store: Path, keep_timeseries: bool,
+           meta: dict[str, str]) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Write one trial's parts into the store (``ep`` None: the trial never ran, e.g. a
+    Monte-Carlo draw outside its key's range). Returns its runs row and metrics frame.
+
+    Anything that fails while turning the episode into tables is recorded as ``error`` too: one
+    trial never stops the others. The batched engine calls this for each of its trials.
+    """
+    part = part_dir(store, trial.run_id)
     trial_meta = dict(meta)
     if trial.cfg is not None:
         trial_meta["quadarm.config"] = config_yaml(trial.cfg)
-    if ep is not None and ep.built is not None:
-        io.write_text(part / io.MODEL_XML, ep.built.xml())
-    if keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t):
-        io.write_table(part / io.TIMESERIES, timeseries_frame(ep, trial.run_id,
-                                                               trial.cfg.sim.log_every),
-                       trial_meta)
+    try:
+        if ep is None:
+            row = run_row(trial, None, "error", trial.overrides.get("__error__", ""), 0.0, 0)
+        else:
+            row = run_row(trial, ep, ep.status, ep.message, ep.wall_s, ep.steps)
+        metrics = pd.DataFrame(ep.metrics if ep else [], columns=["phase", "metric", "value"])
+        metrics.insert(0, "run_id", trial.run_id)
+        if ep is not None and ep.built is not None:
+            io.write_text(part / io.MODEL_XML, ep.built.xml())
+        if keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t):
+            io.write_table(part / io.TIMESERIES, timeseries_frame(
+                ep, trial.run_id, trial.cfg.sim.log_every), trial_meta)
+    except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
+        row = run_row(trial, None, "error", f"{type(err).__name__} while recording: {err}",
+                      ep.wall_s if ep else 0.0, ep.steps if ep else 0)
+        metrics = pd.DataFrame(columns=["run_id", "phase", "metric", "value"])
     io.write_table(part / io.METRICS, metrics, trial_meta)
     # The runs row goes last: its presence marks the trial as complete.
     io.write_table(part / io.RUNS, pd.DataFrame([row]), trial_meta)
     return row, metrics
 
 
-def _completed(out_dir: Path, trials: list[Trial]) -> set[str]:
-    done = set()
-    for t in trials:
-        f = out_dir / "trials" / t.run_id / io.RUNS
-        if f.exists():
-            status = pd.read_parquet(f, columns=["status"])["status"].iloc[0]
-            if status in DONE:
-                done.add(t.run_id)
-    return done
+def run_trial(trial: Trial, store: Path, keep_timeseries: bool, meta: dict[str, str]
+              ) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Run one trial and write its parts into ``store``; returns its runs row and metrics
+    frame. Runs in the worker process (loky, Dask), so the parts are written there."""
+    ep = run_episode(trial.cfg) if trial.cfg is not None else None
+    return record(trial, ep, store, keep_timeseries, meta)
+
+
+def finished(store: Path, run_id: str, keep_timeseries: bool) -> bool:
+    """Whether the store holds a finished (``ok`` or ``diverged``) copy of the trial, with its
+    time series when this job keeps them."""
+    part = part_dir(store, run_id)
+    try:
+        status = pd.read_parquet(part / io.RUNS, columns=["status"])["status"].iloc[0]
+    except (OSError, ValueError, KeyError, IndexError):  # absent or unreadable: recompute
+        return False
+    if status not in DONE:
+        return False
+    return not keep_timeseries or (part / io.TIMESERIES).exists()
 
 
 def _keep_timeseries(mode: str, n: int) -> list[bool]:
@@ -139,11 +197,14 @@ def _keep_timeseries(mode: str, n: int) -> list[bool]:
     return [False] * n
 
 
-def _dispatch(cfg: Config, todo: list[tuple[Trial, bool]], out_dir: Path, meta: dict[str, str],
+def _dispatch(cfg: Config, todo: list[tuple[Trial, bool]], store: Path, meta: dict[str, str],
               n_jobs: int) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
-    if n_jobs == 1 or len(todo) <= 1:
+    """Run ``todo`` (trial, keep its time series) and yield each outcome as it finishes.
+    ``store`` is the folder that receives one sub-folder per trial."""
+    dask = cfg.runner.backend == "dask"
+    if not dask and (n_jobs == 1 or len(todo) <= 1):
         for trial, keep in todo:
-            yield run_trial(trial, out_dir, keep, meta)
+            yield run_trial(trial, store, keep, meta)
         return
     from joblib import Parallel, delayed
 
@@ -151,7 +212,7 @@ def _dispatch(cfg: Config, todo: list[tuple[Trial, bool]], out_dir: Path, meta: 
 
     with parallel_backend(cfg.runner):
         yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-            delayed(run_trial)(trial, out_dir, keep, meta) for trial, keep in todo)
+            delayed(run_trial)(trial, store, keep, meta) for trial, keep in todo)
 
 
 def _progress(items: Iterable, total: int, enabled: bool) -> Iterable:
@@ -163,44 +224,93 @@ def _progress(items: Iterable, total: int, enabled: bool) -> Iterable:
 
 
 def effective_jobs(cfg: Config) -> int:
+    """Worker count for joblib: ``sequential`` runs in-process; ``-1`` means every core (or,
+    with Dask, every worker of the cluster)."""
     n = cfg.runner.n_jobs
     if cfg.runner.backend == "sequential":
         return 1
+    if cfg.runner.backend == "dask":
+        return n
     return (os.cpu_count() or 1) if n == -1 else n
 
 
-def run(cfg: Config, out_dir: Path | str, n_jobs: int | None = None) -> StudyResult:
+def resolve_store(cfg: Config, out_dir: Path, store: Path | str | None = None,
+                  base: Path | str | None = None) -> Path:
+    """The absolute trial store: ``store`` if given, else ``runner.store``, else
+    ``<out_dir>/trials``. Relative paths are taken from ``base`` (default: the working
+    directory). Absolute, because Dask workers may run elsewhere."""
+    chosen = store if store is not None else cfg.runner.store
+    if chosen is None:
+        return (Path(out_dir) / "trials").resolve()
+    path = Path(chosen).expanduser()
+    if not path.is_absolute():
+        path = Path(base or os.getcwd()) / path
+    return path.resolve()
+
+
+def unique(trials: list[Trial]) -> list[Trial]:
+    """The trials with distinct ids, in order (a grid that lists a value twice, or a grid
+    point equal to another, gives the same trial twice)."""
+    seen: set[str] = set()
+    out = []
+    for t in trials:
+        if t.run_id not in seen:
+            seen.add(t.run_id)
+            out.append(t)
+    return out
+
+
+def run(cfg: Config, out_dir: Path | str, n_jobs: int | None = None,
+        store: Path | str | None = None) -> StudyResult:
     """Run every trial of the job ``cfg`` and write the tables into ``out_dir``.
 
     ``n_jobs`` overrides ``cfg.runner.n_jobs`` (the CLI passes 1 inside a parallel multirun so
-    that launcher and runner parallelism never multiply).
+    that launcher and runner parallelism never multiply). ``store`` overrides
+    ``cfg.runner.store`` (see the module docstring). Raises :class:`StudyInterrupted` when the
+    dispatch stops early; the finished trials stay in the store.
     """
     out_dir = Path(out_dir)
-    trials = expand(cfg)
+    store_dir = resolve_store(cfg, out_dir, store)
+    trials = unique(expand(cfg))
     meta = io.provenance(config_yaml(cfg))
     keep = _keep_timeseries(cfg.runner.timeseries, len(trials))
-    done = _completed(out_dir, trials) if cfg.runner.resume else set()
-    todo = [(t, k) for t, k in zip(trials, keep, strict=True) if t.run_id not in done]
+    todo = [(t, k) for t, k in zip(trials, keep, strict=True)
+            if not (cfg.runner.resume and finished(store_dir, t.run_id, k))]
+    skipped = len(trials) - len(todo)
     jobs = effective_jobs(cfg) if n_jobs is None else n_jobs
-    for _ in _progress(_dispatch(cfg, todo, out_dir, meta, jobs), len(todo),
-                       cfg.runner.progress):
-        pass
-    return assemble(out_dir, trials, meta, skipped=len(done))
+    done = 0
+    try:
+        for _ in _progress(_dispatch(cfg, todo, store_dir, meta, jobs), len(todo),
+                           cfg.runner.progress):
+            done += 1
+    except (KeyboardInterrupt, Exception) as err:
+        # Worker deaths (loky's TerminatedWorkerError), a lost Dask scheduler, Ctrl-C: the
+        # trials that finished are in the store; say so and let the caller decide the exit.
+        # Count from the store: workers may have finished trials the generator never yielded.
+        kept = sum(finished(store_dir, t.run_id, k) for t, k in zip(trials, keep, strict=True))
+        raise StudyInterrupted(max(kept, skipped + done), len(trials), store_dir, err) from err
+    return assemble(store_dir, out_dir, trials, meta, skipped=skipped, keep=keep)
 
 
-def assemble(out_dir: Path, trials: list[Trial], meta: dict[str, str], skipped: int = 0
-             ) -> StudyResult:
-    """Write the job-level tables from the trials' parts (in trial order)."""
-    parts = [out_dir / "trials" / t.run_id for t in trials]
+def assemble(store: Path, out_dir: Path, trials: list[Trial], meta: dict[str, str],
+             skipped: int = 0, keep: list[bool] | None = None) -> StudyResult:
+    """Write the job-level tables into ``out_dir`` from the trials' parts in ``store`` (in
+    trial order; ``trial`` is this job's index even for a trial first computed by another).
+    ``keep`` says whose time series go into the job's ``timeseries.parquet`` (default all)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    parts = [part_dir(store, t.run_id) for t in trials]
+    keep = [True] * len(trials) if keep is None else keep
     runs = pd.concat([pd.read_parquet(p / io.RUNS) for p in parts], ignore_index=True)
+    runs["trial"] = [t.index for t in trials]
     metrics = pd.concat([pd.read_parquet(p / io.METRICS) for p in parts], ignore_index=True)
     io.write_table(out_dir / io.RUNS, runs, meta)
     io.write_table(out_dir / io.METRICS, metrics, meta)
-    series = [p / io.TIMESERIES for p in parts if (p / io.TIMESERIES).exists()]
+    series = [p / io.TIMESERIES for p, k in zip(parts, keep, strict=True)
+              if k and (p / io.TIMESERIES).exists()]
     if series:
         io.write_table(out_dir / io.TIMESERIES,
                        pd.concat([pd.read_parquet(s) for s in series], ignore_index=True), meta)
     models = [p / io.MODEL_XML for p in parts if (p / io.MODEL_XML).exists()]
     if models:
-        shutil.copyfile(models[0], out_dir / io.MODEL_XML)
-    return StudyResult(out_dir, runs, metrics, skipped)
+        io.write_text(out_dir / io.MODEL_XML, models[0].read_text())
+    return StudyResult(out_dir, runs, metrics, skipped, store)
