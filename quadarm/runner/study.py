@@ -21,6 +21,7 @@ incomplete and is recomputed. Trials that ended ``ok`` or ``diverged`` count as 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -126,7 +127,20 @@ def run_row(trial: Trial, ep: Episode | None, status: str, message: str, wall_s:
     }
     if trial.cfg is not None:
         row.update({k: v for k, v in flatten(trial.cfg).items() if not k.startswith("runner.")})
+    else:
+        # A trial without a valid config (a draw outside its key's range): keep the values
+        # that made it, so the failure can be traced to them.
+        row.update({k: json.dumps(v) if isinstance(v, list | tuple) else v
+                    for k, v in trial.overrides.items() if not k.startswith("__") and k != "seed"})
     return row
+
+
+def metrics_frame(run_id: str, values: list[tuple[str, str, float]]) -> pd.DataFrame:
+    """One trial's tidy metrics with fixed dtypes (strings, float64) even when empty, so that a
+    failed trial's empty part does not turn the job's ``value`` column into objects."""
+    frame = pd.DataFrame(values, columns=["phase", "metric", "value"])
+    frame.insert(0, "run_id", run_id)
+    return frame.astype({"run_id": "str", "phase": "str", "metric": "str", "value": "float64"})
 
 
 def part_dir(store: Path, run_id: str) -> Path:
@@ -151,8 +165,7 @@ def record(trial: Trial, ep: Episode | None, store: Path, keep_timeseries: bool,
             row = run_row(trial, None, "error", trial.overrides.get("__error__", ""), 0.0, 0)
         else:
             row = run_row(trial, ep, ep.status, ep.message, ep.wall_s, ep.steps)
-        metrics = pd.DataFrame(ep.metrics if ep else [], columns=["phase", "metric", "value"])
-        metrics.insert(0, "run_id", trial.run_id)
+        metrics = metrics_frame(trial.run_id, ep.metrics if ep else [])
         if ep is not None and ep.built is not None:
             io.write_text(part / io.MODEL_XML, ep.built.xml())
         if keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t):
@@ -161,7 +174,7 @@ def record(trial: Trial, ep: Episode | None, store: Path, keep_timeseries: bool,
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
         row = run_row(trial, None, "error", f"{type(err).__name__} while recording: {err}",
                       ep.wall_s if ep else 0.0, ep.steps if ep else 0)
-        metrics = pd.DataFrame(columns=["run_id", "phase", "metric", "value"])
+        metrics = metrics_frame(trial.run_id, [])
     io.write_table(part / io.METRICS, metrics, trial_meta)
     # The runs row goes last: its presence marks the trial as complete.
     io.write_table(part / io.RUNS, pd.DataFrame([row]), trial_meta)
@@ -201,6 +214,13 @@ def _dispatch(cfg: Config, todo: list[tuple[Trial, bool]], store: Path, meta: di
               n_jobs: int) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
     """Run ``todo`` (trial, keep its time series) and yield each outcome as it finishes.
     ``store`` is the folder that receives one sub-folder per trial."""
+    if cfg.runner.engine != "serial":
+        # Many trials of one model structure: step them together (quadarm.runner.batch).
+        from quadarm.runner import batch
+
+        batched, todo = batch.split(cfg.runner, todo)
+        for trial, keep, ep in batch.episodes(cfg.runner, batched):
+            yield record(trial, ep, store, keep, meta)
     dask = cfg.runner.backend == "dask"
     if not dask and (n_jobs == 1 or len(todo) <= 1):
         for trial, keep in todo:

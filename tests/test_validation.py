@@ -1,0 +1,226 @@
+"""Bad configurations are refused before anything runs: one line naming the key, the value and
+what is allowed, exit code 2, nothing written.
+
+Most cases go through :func:`quadarm.preflight.preflight` in-process (what the CLI calls first);
+a representative set goes through the real command line in subprocesses.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from quadarm.cli import CONF_DIR
+from quadarm.config import ConfigError
+from quadarm.preflight import preflight
+
+X_ROTORS = """rotors:
+  - {pos: [0.177, 0.177], spin: 1}
+  - {pos: [-0.177, 0.177], spin: -1}
+  - {pos: [-0.177, -0.177], spin: SPIN}
+  - {pos: [0.177, -0.177], spin: -1}
+"""
+
+# User config files (--config-dir): group/option -> YAML text.
+FILES = {
+    "airframe/neg_mass": "mass: -1.0\n",
+    "airframe/extra_key": "mass: 1.0\nwingspan: 2.0\n",
+    "airframe/str_mass": "mass: heavy\n",
+    "airframe/flat_inertia": "inertia: [1.0e-3, 1.0e-3]\n",
+    "airframe/zero_spin": X_ROTORS.replace("SPIN", "0"),
+    "airframe/same_spin": X_ROTORS.replace("-1", "1").replace("SPIN", "1"),
+    "airframe/collinear": "rotors:\n" + "".join(
+        f"  - {{pos: [{x}, 0.0], spin: {s}}}\n" for x, s in
+        ((0.2, 1), (0.1, -1), (-0.1, 1), (-0.2, -1))),
+    "airframe/rotor_key": "rotors:\n  - {pos: [0.2, 0.2], spin: 1, dir: 2}\n",
+    "airframe/two_rotors": "rotors:\n  - {pos: [0.2, 0.0], spin: 1}\n"
+                           "  - {pos: [-0.2, 0.0], spin: -1}\n",
+    "arm/broken": "segments: [1, 2\n",
+    "arm/zero_segments": "segments: 0\n",
+    "arm/neg_damping": "damping: -0.1\n",
+    "gains/neg_kp": "kp: [-1.0, 6.0, 10.0]\n",
+    "sim/big_step": "timestep: 0.1\n",
+    "scenario/no_schema": "duration: 2.0\n",
+    "scenario/bad_mu": "defaults:\n  - workspace_schema\n  - _self_\nmu: 1.5\n",
+    "airframe/good_frame": "mass: 1.2\nkappa: 0.02\n" + X_ROTORS.replace("SPIN", "1"),
+}
+
+# (arguments, text the one-line message must contain: the key, and the value where it has one)
+BAD: list[tuple[str, str]] = [
+    # user config files
+    ("airframe=neg_mass", "airframe.mass=-1"),
+    ("airframe=extra_key", "airframe.wingspan"),
+    ("airframe=str_mass", "airframe.mass=heavy"),
+    ("airframe=flat_inertia", "airframe.inertia"),
+    ("airframe=zero_spin", "airframe.rotors[2].spin=0"),
+    ("airframe=same_spin", "airframe.rotors"),
+    ("airframe=collinear", "full rank"),
+    ("airframe=rotor_key", "dir"),
+    ("airframe=two_rotors", "airframe.rotors"),
+    ("arm=broken", "broken.yaml"),
+    ("arm=zero_segments", "arm.segments=0"),
+    ("arm=neg_damping", "arm.damping=-0.1"),
+    ("gains=neg_kp", "gains.kp[0]=-1"),
+    ("sim=big_step", "sim.timestep=0.1"),
+    ("scenario=no_schema", "scenario"),
+    ("scenario=bad_mu", "scenario.mu=1.5"),
+    # ranges and types
+    ("arm.segments=0", "arm.segments=0"),
+    ("arm.segments=1.5", "arm.segments=1.5"),
+    ("arm.stiffness=0", "arm.stiffness=0"),
+    ("arm.segment_mass=-0.01", "arm.segment_mass=-0.01"),
+    ("arm.tension_max=0", "arm.tension_max=0"),
+    ("arm.joint_range=4", "arm.joint_range=4"),
+    ("arm.tendon_angles_deg=[0,120]", "arm.tendon_angles_deg"),
+    ("airframe.thrust_max=0", "airframe.thrust_max=0"),
+    ("airframe.mass=abc", "airframe.mass=abc"),
+    ("airframe.inertia=[1,1,5]", "airframe.inertia"),
+    ("airframe.rotors.0.spin=2", "airframe.rotors[0].spin=2"),
+    ("gains.kd=[1,-1,1]", "gains.kd[1]=-1"),
+    ("gains.kp=[1,2]", "gains.kp"),
+    ("sim.timestep=0", "sim.timestep=0"),
+    ("sim.integrator=RK5", "sim.integrator=RK5"),
+    ("sim.gravity=[0,0]", "sim.gravity"),
+    ("sim.air_density=-1", "sim.air_density=-1"),
+    ("scenario=workspace scenario.mu=1.5", "scenario.mu=1.5"),
+    ("scenario=workspace scenario.mu=nan", "scenario.mu=nan"),
+    ("scenario=hover scenario.duration=0", "scenario.duration=0"),
+    ("scenario=disturbance scenario.length=0", "scenario.length=0"),
+    ("scenario=disturbance scenario.direction=[0,0,0]", "scenario.direction"),
+    ("scenario=held_bend scenario.report_times=[5,40]", "scenario.report_times[1]=40"),
+    ("scenario=mission scenario.hover_time=-1", "scenario.hover_time=-1"),
+    ("scenario=mission scenario.duration=10", "scenario.duration=10"),
+    ("seed=-1", "seed=-1"),
+    ("control.tendon_map=foo", "control.tendon_map=foo"),
+    # unknown keys and group options
+    ("scenario=nope", "scenario=nope"),
+    ("airframe=nope", "airframe=nope"),
+    ("hydra/launcher=nope", "hydra/launcher=nope"),
+    ("arm.bogus=1", "arm.bogus"),
+    ("+arm.bogus=1", "arm.bogus"),
+    ("+foo=1", "foo"),
+    ("scenario=hover scenario.mu=0.5", "scenario.mu"),
+    ("arm.segments=[1,", "arm.segments=[1,"),
+    # runner
+    ("runner.n_jobs=0", "runner.n_jobs=0"),
+    ("runner.backend=mpi", "runner.backend=mpi"),
+    ("runner.trials=0", "runner.trials=0"),
+    ("runner.address=tcp://h:1", "runner.address=tcp://h:1"),
+    ("runner=dask runner.address=not-an-address", "runner.address=not-an-address"),
+    ("runner=nope", "runner=nope"),
+    ("++runner.grid={arm.bogus:[1,2]}", "runner.grid.arm.bogus"),
+    ("++runner.grid={arm.segments:[2,0]}", "runner.grid.arm.segments=0"),
+    ("++runner.grid={gains:[soft]}", "runner.grid.gains"),
+    ("++runner.grid={arm.segments:[]}", "runner.grid.arm.segments"),
+    ("++runner.randomize={arm.stiffness:{dist:gamma}}", "runner.randomize.arm.stiffness.dist"),
+    ("++runner.randomize={arm.stiffness:{dist:normal}}", "runner.randomize.arm.stiffness"),
+    ("++runner.randomize={arm.stiffness:{dist:normal,std:-1}}",
+     "runner.randomize.arm.stiffness.std=-1"),
+    ("++runner.randomize={arm.stiffness:{dist:uniform,low:2,high:1}}",
+     "runner.randomize.arm.stiffness.high=1"),
+    ("++runner.randomize={arm.stiffness:{dist:normal,rel_std:0.1,scale:2}}",
+     "runner.randomize.arm.stiffness.scale=2"),
+    ("++runner.randomize={sim.integrator:{dist:normal,std:1}}",
+     "runner.randomize.sim.integrator"),
+    ("++runner.randomize={arm.stiffness:{dist:circle}}", "runner.randomize.arm.stiffness"),
+    ("++runner.randomize={arm.nope:{dist:normal,std:1}}", "runner.randomize.arm.nope"),
+    # a sweep whose second job is invalid
+    ("-m arm.segments=2,0", "arm.segments=0"),
+    ("-m scenario=hover,workspace scenario.mu=0.5", "scenario.mu"),
+]
+
+GOOD = [
+    "scenario=workspace scenario.mu=0.5",
+    "-m gains=soft,stiff scenario=hover",
+    "airframe=good_frame scenario=hover",
+    "airframe=hex_x scenario=hover",
+    "scenario=disturbance ++runner.randomize={scenario.direction:{dist:circle},"
+    "arm.stiffness:{dist:normal,rel_std:0.1}} runner.trials=4",
+    "runner=dask runner.address=tcp://127.0.0.1:8786",
+    "++runner.grid={arm.segments:[8,12],seed:[0,1]}",
+]
+
+
+@pytest.fixture(scope="module")
+def conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("user_conf")
+    for name, text in FILES.items():
+        path = root / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _args(case: str, conf_dir: Path) -> list[str]:
+    return ["--config-dir", str(conf_dir), *case.split()]
+
+
+def test_enough_cases() -> None:
+    files = [a for a, _ in BAD if a.split("=")[1] in {n.split("/")[1] for n in FILES}]
+    assert len(BAD) >= 30 and len(files) >= 10
+
+
+@pytest.mark.parametrize(("case", "expected"), BAD, ids=[a for a, _ in BAD])
+def test_refused_in_preflight(case: str, expected: str, conf_dir: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        preflight(_args(case, conf_dir), CONF_DIR)
+    message = str(info.value)
+    assert "\n" not in message
+    assert expected in message, message
+    assert len(message) < 400
+
+
+@pytest.mark.parametrize("case", GOOD)
+def test_accepted(case: str, conf_dir: Path) -> None:
+    assert preflight(_args(case, conf_dir), CONF_DIR) >= 1
+
+
+def test_missing_config_dir(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"--config-dir=.*must be an existing directory"):
+        preflight(["--config-dir", str(tmp_path / "nowhere"), "scenario=hover"], CONF_DIR)
+
+
+def test_sweep_expands_every_job(conf_dir: Path) -> None:
+    """A multirun is validated job by job (the count proves every point was composed)."""
+    assert preflight(_args("-m gains=soft,stiff seed=0,1,2", conf_dir), CONF_DIR) == 6
+
+
+# A representative set through the real command line: exit 2, one line, nothing written.
+CLI_CASES = [
+    ("airframe=extra_key", "airframe.wingspan"),
+    ("arm=broken", "broken.yaml"),
+    ("airframe=same_spin", "airframe.rotors"),
+    ("airframe=zero_spin", "airframe.rotors[2].spin=0"),
+    ("scenario=nope", "scenario=nope"),
+    ("arm.bogus=1", "arm.bogus"),
+    ("airframe.mass=abc", "airframe.mass=abc"),
+    ("scenario=workspace scenario.mu=1.5", "scenario.mu=1.5"),
+    ("-m scenario=hover arm.segments=3,0", "arm.segments=0"),
+    ("++runner.grid={arm.bogus:[1,2]}", "runner.grid.arm.bogus"),
+    ("++runner.randomize={arm.stiffness:{dist:normal,std:-1}}", "std=-1"),
+    ("--config-dir=missing scenario=hover", "--config-dir=missing"),
+]
+
+
+def test_cli_refuses_bad_configs(conf_dir: Path, tmp_path: Path) -> None:
+    before = sorted(p.relative_to(conf_dir) for p in conf_dir.rglob("*"))
+    procs = []
+    for i, (case, expected) in enumerate(CLI_CASES):
+        cwd = tmp_path / f"case{i}"
+        cwd.mkdir()
+        args = case.split() if case.startswith("--config-dir=") else _args(case, conf_dir)
+        procs.append((case, expected, cwd, subprocess.Popen(
+            [sys.executable, "-m", "quadarm", *args], cwd=cwd, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)))
+    for case, expected, cwd, proc in procs:
+        out, err = proc.communicate(timeout=120)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert proc.returncode == 2, (case, out, err)
+        assert len(lines) == 1, (case, err)
+        assert lines[0].startswith("quadarm: error: ") and expected in lines[0], (case, err)
+        assert "Traceback" not in out + err
+        assert list(cwd.iterdir()) == [], f"{case}: wrote {list(cwd.iterdir())}"
+    assert sorted(p.relative_to(conf_dir) for p in conf_dir.rglob("*")) == before
