@@ -41,6 +41,7 @@ from quadarm.results import io  # noqa: E402
 
 BACKENDS = ("egl", "osmesa")
 FREE_COLUMNS = ("x", "y", "z", "qw", "qx", "qy", "qz")
+DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
 MISSION_KEYS = ("scenario.hover_time", "scenario.climb_time", "scenario.figure_eight_time",
                 "scenario.sweep_time", "scenario.return_time")
 
@@ -85,10 +86,14 @@ class Replay:
     """The stored state of one trial, posed in its stored model.
 
     ``run_dir`` is a run (job) directory; ``run_id`` picks a trial when the job has several
-    (default: the first trial that has a time series).
+    (default: the first trial that has a time series). The trial's own ``model.xml`` is taken
+    from ``model`` if given, else from the trial store (``RUN_DIR/trials/<run_id>/`` for jobs
+    run from Python, ``outputs/trials/<run_id>/`` under the working directory for the command
+    line's store), else the job's ``model.xml`` (the first trial's model).
     """
 
-    def __init__(self, run_dir: Path | str, run_id: str | None = None) -> None:
+    def __init__(self, run_dir: Path | str, run_id: str | None = None,
+                 model: Path | str | None = None) -> None:
         self.run_dir = Path(run_dir)
         series = self.run_dir / io.TIMESERIES
         if not series.exists():
@@ -99,9 +104,12 @@ class Replay:
 
             run_id = str(pq.read_table(series, columns=["run_id"]).column("run_id")[0])
         self.run_id = run_id
-        part = self.run_dir / "trials" / run_id / io.MODEL_XML
-        xml = part if part.exists() else self.run_dir / io.MODEL_XML
-        self.model = mujoco.MjModel.from_xml_path(str(xml))
+        candidates = [Path(model)] if model is not None else [
+            self.run_dir / "trials" / run_id / io.MODEL_XML,
+            Path(DEFAULT_STORE) / run_id / io.MODEL_XML,
+            self.run_dir / io.MODEL_XML]
+        self.model_path = next((c for c in candidates if c.exists()), candidates[-1])
+        self.model = mujoco.MjModel.from_xml_path(str(self.model_path))
         self.data = mujoco.MjData(self.model)
         self.series = pd.read_parquet(series, filters=[("run_id", "==", run_id)]).sort_values(
             "t", ignore_index=True)
@@ -246,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run_dir", type=Path, help="a run directory (with model.xml and "
                    "timeseries.parquet)")
     p.add_argument("--run-id", default=None, help="trial of a multi-trial job")
+    p.add_argument("--model", type=Path, default=None,
+                   help="the trial's model.xml (default: found in the trial store)")
     p.add_argument("--frames", default=None,
                    help="comma-separated times (s); default: Fig. 1's moments of a mission")
     p.add_argument("--panel", type=Path, default=None,
@@ -257,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--height", type=int, default=480)
     args = p.parse_args(args_in)
     try:
-        replay = Replay(args.run_dir, args.run_id)
+        replay = Replay(args.run_dir, args.run_id, args.model)
         if args.frames:
             times = [float(v) for v in args.frames.split(",") if v.strip()]
             moments = [(f"({chr(97 + i)})", t) for i, t in enumerate(times)]

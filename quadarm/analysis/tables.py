@@ -484,3 +484,40 @@ def reproduction_markdown(tables: Sequence[Table], heading: bool = True) -> str:
     lines += [f"{ok} of {len(rows)} values within the tolerances of SPEC section 5.", "",
               checks_markdown(rows, with_table=True), ""]
     return "\n".join(lines)
+
+
+def compact_reproduction(built: Sequence[Table]) -> pd.DataFrame:
+    """The reproduction rows folded for a README: a Table III gain set on one line
+    (RMS / max / RMS t > 24 s / tilt), a Table II thrust range on one line (min–max)."""
+    rows = reproduction(built)
+    out: list[dict[str, Any]] = []
+    labels = {"table2": "Table II", "table3": "Table III", "workspace": "Workspace",
+              "disturbance": "Disturbance", "drift": "Drift", "cost": "Cost"}
+
+    def joined(g: pd.DataFrame, sep: str) -> tuple[str, str]:
+        return (sep.join(g["paper_text"]), sep.join(fmt(v) for v in g["ours"]))
+
+    for (table, item), g in rows.groupby(["table", "item"], sort=False):
+        study = labels.get(table, table)
+        if table == "table3":
+            paper_s, ours_s = joined(g, " / ")
+            out.append({"study": study, "quantity": f"{item}: RMS / max / RMS t>24 s [cm], "
+                        "tilt [deg]", "paper": paper_s, "ours": ours_s,
+                        "tolerance": g["tolerance"].iloc[0], "within": bool(g["within"].all())})
+            continue
+        thrust = g[g["metric"].isin(["thrust_min_n", "thrust_max_n"])]
+        for _, r in g.drop(thrust.index).iterrows():
+            out.append({"study": study, "quantity": f"{r['quantity']} [{r['unit']}]",
+                        "paper": r["paper_text"], "ours": fmt(r["ours"]),
+                        "tolerance": r["tolerance"], "within": bool(r["within"])})
+        if len(thrust):
+            paper_s, ours_s = joined(thrust, "–")
+            phase = paper.PHASE_LABELS.get(str(item), str(item))
+            out.append({"study": study, "quantity": f"{phase}: rotor command range [N]",
+                        "paper": paper_s, "ours": ours_s,
+                        "tolerance": thrust["tolerance"].iloc[0],
+                        "within": bool(thrust["within"].all())})
+    frame = pd.DataFrame(out, columns=["study", "quantity", "paper", "ours", "tolerance",
+                                       "within"])
+    frame["within"] = frame["within"].map(lambda w: "yes" if w else "NO")
+    return frame
