@@ -35,7 +35,7 @@ import mujoco.batch
 import numpy as np
 
 from quadarm import scenarios
-from quadarm.config import Config
+from quadarm.config import Config, RunnerConfig
 from quadarm.control.geometric import law_batch
 from quadarm.model import BuiltModel
 from quadarm.runner.episode import (
@@ -49,6 +49,7 @@ from quadarm.runner.episode import (
     native_kernels,
     run_episode,
 )
+from quadarm.runner.trials import Trial
 from quadarm.scenarios.common import Log, Plan
 
 log = logging.getLogger(__name__)
@@ -191,10 +192,34 @@ class Outcome:
     error: str
 
 
-def fly_batch(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
-    """Fly ``preps`` (same model structure) together; the batched twin of
-    :func:`quadarm.runner.episode.fly`. Raises :class:`Incompatible` before any step if their
-    models cannot share a batch."""
+def fly_batch(preps: Sequence[Prepared], nthread: int, split: bool = True) -> list[Outcome]:
+    """Fly ``preps`` (same model structure) together on ``nthread`` threads; the batched twin
+    of :func:`quadarm.runner.episode.fly`. Raises :class:`Incompatible` before any step if
+    their models cannot share a batch.
+
+    With ``split`` (the default) the trials are dealt to ``nthread`` Python threads, each
+    stepping its own single-threaded ``Batch`` (the controller kernel and ``Batch.step``
+    release the GIL): the threads never wait for each other, which on a loaded machine (a core
+    shared with other work) is much faster than the lock-step of one ``Batch`` on ``nthread``
+    threads (``split=False``), and as fast on an idle one. Results are identical either way.
+    """
+    if nthread > 1 and len(preps) > 1 and split:
+        from concurrent.futures import ThreadPoolExecutor
+
+        parts = [list(ix) for ix in np.array_split(np.arange(len(preps)), nthread) if ix.size]
+        differing_fields([p.built.model for p in preps])  # refuse before starting any thread
+        with ThreadPoolExecutor(len(parts)) as pool:
+            done = list(pool.map(lambda ix: _fly([preps[i] for i in ix], 1), parts))
+        out: list[Outcome | None] = [None] * len(preps)
+        for ix, outcomes in zip(parts, done, strict=True):
+            for i, o in zip(ix, outcomes, strict=True):
+                out[i] = o
+        return out  # type: ignore[return-value]
+    return _fly(preps, nthread)
+
+
+def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
+    """:func:`fly_batch` in one ``Batch`` on ``nthread`` of its own threads."""
     ns = len(preps)
     models = [p.built.model for p in preps]
     base = models[0]
@@ -412,3 +437,32 @@ def run_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_B
     for i, ep in iter_batched(cfgs, nthread, budget):
         out[i] = ep
     return out  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------
+# The runner's entry points (quadarm.runner.study._dispatch)
+# --------------------------------------------------------------------------------------------
+
+
+def split(runner: RunnerConfig, todo: list[tuple[Trial, bool]]
+          ) -> tuple[list[tuple[Trial, bool]], list[tuple[Trial, bool]]]:
+    """``todo`` (trial, keep its time series) divided into the trials for the batched engine
+    and the rest, by ``runner.engine``: ``serial`` none; ``batch`` every runnable trial;
+    ``auto`` the trials of each model structure that has at least ``runner.batch_min_trials``
+    of them, unless the trials go to a Dask cluster."""
+    runnable = [(t, k) for t, k in todo if t.cfg is not None]
+    if runner.engine == "auto" and runner.backend == "dask":
+        return [], todo
+    flags = wants_batch(runner.engine, runner.batch_min_trials, [t.cfg for t, _ in runnable])
+    chosen = {id(t) for (t, _), f in zip(runnable, flags, strict=True) if f}
+    return ([(t, k) for t, k in todo if id(t) in chosen],
+            [(t, k) for t, k in todo if id(t) not in chosen])
+
+
+def episodes(runner: RunnerConfig, batched: list[tuple[Trial, bool]]
+             ) -> Iterator[tuple[Trial, bool, Episode]]:
+    """Run ``batched`` on ``runner.batch_threads`` threads; yields (trial, keep, episode) as
+    each batch finishes."""
+    for i, ep in iter_batched([t.cfg for t, _ in batched], runner.batch_threads):
+        trial, keep = batched[i]
+        yield trial, keep, ep

@@ -1,0 +1,310 @@
+"""Benchmark: what a simulated step costs, against a bare ``mj_step`` of the same model.
+
+``python -m quadarm.bench [--out bench.json] [--repeat 5] [--nsim 16] [--paper]``
+
+In one process, for the paper's physics (``sim=default``, ``implicitfast``) and ``sim=fast``
+(``Euler``), it measures, each ``--repeat`` times with the measurements interleaved, and reports
+medians:
+
+- ``bare``: a Python loop of ``mujoco.mj_step`` replaying the nominal mission's rotor and tendon
+  commands from its start, i.e. the very states the closed loop visits (never from rest, where a
+  step costs less), and ``bare_c``: the same replay in MuJoCo's own C loop (``mujoco.rollout``);
+- ``closed``: the closed-loop mission (:func:`quadarm.runner.episode.fly`: controller, reference,
+  tendon commands, logging, divergence checks), compiled (numba) and in plain Python;
+- ``batch``: the batched engine (:mod:`quadarm.runner.batch`) on ``--nsim`` trials of the
+  bending-workspace sweep, on 1 and 2 threads, per simulated step, and the bare single-thread
+  replay of the same trials for comparison;
+- MuJoCo's own timers for the bare step (``mjTIMER_*``), the real-time factors and the ratios the
+  performance targets are stated in: closed / bare <= 1.2 and batch (2 threads) >= 1.8 x bare.
+
+The table goes to stdout, everything to ``--out`` as JSON. Timings on a shared machine are noisy:
+the load average before and after is recorded with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import numpy as np
+from mujoco import rollout
+
+from quadarm import scenarios
+from quadarm.config import Config, to_config
+from quadarm.runner import batch, episode
+
+PRESETS = {"implicitfast": "default", "fast": "fast"}  # label -> sim config option
+TIMERS = ("mjTIMER_STEP", "mjTIMER_FORWARD", "mjTIMER_POSITION", "mjTIMER_VELOCITY",
+          "mjTIMER_ACTUATION", "mjTIMER_CONSTRAINT", "mjTIMER_ADVANCE")
+TARGET_CLOSED = 1.2
+TARGET_BATCH = 1.8
+
+
+def compose(overrides: list[str]) -> Config:
+    """The validated config of the command-line ``overrides`` (Hydra's composition)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from quadarm.cli import CONF_DIR
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        return to_config(hydra_compose("config", overrides=overrides))
+
+
+def _start(m: mujoco.MjModel, plan: Any) -> mujoco.MjData:
+    """The state an episode starts from (as :func:`quadarm.runner.episode.fly` sets it)."""
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
+    d.qpos[:3] = plan.start
+    mujoco.mj_forward(m, d)
+    return d
+
+
+def bare_replay(m: mujoco.MjModel, plan: Any, ctrl: np.ndarray, timers: bool = False
+                ) -> tuple[float, dict[str, float]]:
+    """Seconds of a Python ``mj_step`` loop replaying ``ctrl`` (n, nu) from the plan's start
+    (with its force pulses), and the mean of MuJoCo's step timers (us) when asked."""
+    d = _start(m, plan)
+    c, xfrc, step = d.ctrl, d.xfrc_applied, mujoco.mj_step
+    edges = episode.chunk_edges(len(ctrl) - 1, plan.pulses) if plan.pulses else [0, len(ctrl)]
+    t0 = time.perf_counter()
+    for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
+        episode.apply_pulses(xfrc, plan.pulses, k0)
+        for k in range(k0, min(k1, len(ctrl))):
+            c[:] = ctrl[k]
+            step(m, d)
+    wall = time.perf_counter() - t0
+    out = {}
+    if timers:
+        for name in TIMERS:
+            t = d.timer[getattr(mujoco.mjtTimer, name)]
+            out[name[8:].lower()] = t.duration / t.number * 1e6 if t.number else 0.0
+    return wall, out
+
+
+def bare_rollout(m: mujoco.MjModel, plan: Any, ctrl: np.ndarray) -> float:
+    """Seconds of the same replay in ``mujoco.rollout`` (no Python per step)."""
+    d = _start(m, plan)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state = np.empty(mujoco.mj_stateSize(m, spec))
+    mujoco.mj_getState(m, d, state, spec)
+    t0 = time.perf_counter()
+    rollout.rollout(m, d, state[None], ctrl[None], control_spec=mujoco.mjtState.mjSTATE_CTRL)
+    return time.perf_counter() - t0
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _with_kernels(enabled: bool, fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` with the numba kernels on or off (``QUADARM_NUMBA``)."""
+    old = os.environ.get("QUADARM_NUMBA")
+    os.environ["QUADARM_NUMBA"] = "1" if enabled else "0"
+    try:
+        return fn()
+    finally:
+        if old is None:
+            del os.environ["QUADARM_NUMBA"]
+        else:
+            os.environ["QUADARM_NUMBA"] = old
+
+
+def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2),
+            python_loop: bool = True) -> dict[str, Any]:
+    """All figures for one physics preset (``label`` in PRESETS), medians of ``repeat``."""
+    cfg = compose([f"sim={PRESETS[label]}"])
+    built = episode.build_model(cfg)
+    plan = scenarios.get("mission").plan(cfg, built)
+    m, n, dt = built.model, plan.steps, cfg.sim.timestep
+    native = episode.native_kernels() is not None
+    log, failure = episode.fly(cfg, built, plan)  # warm-up: caches, numba's compiled code
+    if failure is not None:
+        raise RuntimeError(f"the nominal mission diverged with sim={PRESETS[label]}: {failure}")
+    ctrl = log.ctrl[:n].copy()
+
+    # The batch workload: a bending-workspace sweep (each trial bends the arm and tilts the
+    # vehicle: in motion), nsim trials of different beta.
+    wcfgs = [compose([f"sim={PRESETS[label]}", "scenario=workspace",
+                      f"scenario.beta_deg={360.0 * i / nsim:.6g}"]) for i in range(nsim)]
+    preps = [batch._prepare(c) for c in wcfgs]
+    batch.fly_batch(preps[:2], 1)  # warm-up
+    serial_ctrl = [episode.fly(p.cfg, p.built, p.plan)[0].ctrl[:p.plan.steps].copy()
+                   for p in preps]
+    batch_steps = sum(p.plan.steps for p in preps)
+
+    samples: dict[str, list[float]] = {k: [] for k in ("bare", "bare_c", "closed",
+                                                       "closed_python", "batch_bare")}
+    for t in threads:
+        samples[f"batch_{t}"] = []
+    timers: dict[str, list[float]] = {}
+    for r in range(repeat):
+        wall, tm = bare_replay(m, plan, ctrl, timers=True)
+        samples["bare"].append(wall / n * 1e6)
+        for k, v in tm.items():
+            timers.setdefault(k, []).append(v)
+        samples["bare_c"].append(bare_rollout(m, plan, ctrl) / n * 1e6)
+        samples["closed"].append(_timed(lambda: episode.fly(cfg, built, plan)) / n * 1e6)
+        if python_loop and native:
+            wall = _with_kernels(False, lambda: _timed(lambda: episode.fly(cfg, built, plan)))
+            samples["closed_python"].append(wall / n * 1e6)
+        wall = sum(bare_replay(p.built.model, p.plan, u)[0] for p, u in zip(preps, serial_ctrl,
+                                                                             strict=True))
+        samples["batch_bare"].append(wall / batch_steps * 1e6)
+        for t in threads:
+            wall = _timed(lambda t=t: batch.fly_batch(preps, t))
+            samples[f"batch_{t}"].append(wall / batch_steps * 1e6)
+            if t > 1:
+                wall = _timed(lambda t=t: batch.fly_batch(preps, t, split=False))
+                samples.setdefault(f"batch_{t}_pool", []).append(wall / batch_steps * 1e6)
+        print(f"  {label}: repeat {r + 1}/{repeat} done", file=sys.stderr)
+
+    med = {k: statistics.median(v) for k, v in samples.items() if v}
+    if not native:
+        med["closed_python"] = med["closed"]
+    out: dict[str, Any] = {
+        "integrator": cfg.sim.integrator,
+        "timestep_s": dt,
+        "mission_steps": n,
+        "batch_trials": nsim,
+        "batch_steps": batch_steps,
+        "numba": native,
+        "us_per_step": med,
+        "samples_us": samples,
+        "mujoco_timers_us": {k: statistics.median(v) for k, v in timers.items()},
+        "realtime_factor": {k: dt / (v * 1e-6) for k, v in med.items()},
+        "ratio_closed_over_bare": med["closed"] / med["bare"],
+        "ratio_closed_python_over_bare": med["closed_python"] / med["bare"],
+    }
+    for t in threads:
+        # Simulated steps per second of the batch over those of one bare loop.
+        out[f"batch_{t}thread_speedup_vs_bare"] = med["batch_bare"] / med[f"batch_{t}"]
+        if f"batch_{t}_pool" in med:
+            pool = med[f"batch_{t}_pool"]
+            out[f"batch_{t}thread_pool_speedup_vs_bare"] = med["batch_bare"] / pool
+    return out
+
+
+def time_paper() -> dict[str, Any]:
+    """Wall-clock seconds of ``python -m quadarm.paper`` (if that module exists)."""
+    import importlib.util
+
+    if importlib.util.find_spec("quadarm.paper") is None:
+        return {"available": False}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "quadarm.paper"], capture_output=True,
+                          text=True, check=False)
+    return {"available": True, "seconds": time.perf_counter() - t0, "returncode": proc.returncode,
+            "stderr_tail": proc.stderr[-2000:]}
+
+
+def table(results: dict[str, Any]) -> str:
+    """The human-readable summary of :func:`run`'s results."""
+    rows = [("bare mj_step loop (mission replay)", "bare"),
+            ("bare, MuJoCo's C loop (rollout)", "bare_c"),
+            ("closed-loop mission", "closed"),
+            ("closed-loop mission, pure Python", "closed_python"),
+            ("bare loop, workspace trials", "batch_bare")]
+    labels = list(results["presets"])
+    first = results["presets"][labels[0]]
+    rows += [(f"batched engine, {t} thread(s)", f"batch_{t}")
+             for t in (1, 2) if f"batch_{t}" in first["us_per_step"]]
+    if "batch_2_pool" in first["us_per_step"]:
+        rows += [("batched engine, 2 threads in one Batch", "batch_2_pool")]
+    head = f"{'us per simulated step (median)':42s}" + "".join(
+        f"{lab:>16s}{'x real time':>13s}" for lab in labels)
+    lines = [head, "-" * len(head)]
+    for text, key in rows:
+        line = f"{text:42s}"
+        for lab in labels:
+            r = results["presets"][lab]
+            line += f"{r['us_per_step'][key]:16.1f}{r['realtime_factor'][key]:13.1f}"
+        lines.append(line)
+    lines.append("-" * len(head))
+    ratios = [("closed / bare (target <= 1.2)", "ratio_closed_over_bare"),
+              ("closed, pure Python / bare", "ratio_closed_python_over_bare"),
+              ("batch 1 thread: steps/s vs bare", "batch_1thread_speedup_vs_bare"),
+              ("batch 2 threads: steps/s vs bare (>= 1.8)", "batch_2thread_speedup_vs_bare"),
+              ("  the same, one Batch on 2 threads", "batch_2thread_pool_speedup_vs_bare")]
+    for text, key in ratios:
+        if key in first:
+            lines.append(f"{text:42s}" + "".join(f"{results['presets'][lab][key]:16.2f}{'':13s}"
+                                                 for lab in labels))
+    lines.append("MuJoCo timers of the bare step (us): " + "; ".join(
+        f"{lab}: " + ", ".join(f"{k} {v:.1f}" for k, v in
+                                results["presets"][lab]["mujoco_timers_us"].items()
+                                if k in ("step", "forward", "advance"))
+        for lab in labels))
+    if results.get("paper", {}).get("available"):
+        lines.append(f"python -m quadarm.paper: {results['paper']['seconds']:.1f} s "
+                     f"(exit {results['paper']['returncode']})")
+    lines.append(f"load average before/after: {results['machine']['loadavg_before']} / "
+                 f"{results['machine']['loadavg_after']}")
+    return "\n".join(lines)
+
+
+def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfast", "fast"),
+        paper: bool = False) -> dict[str, Any]:
+    """Measure everything; returns the JSON-ready results."""
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+    results: dict[str, Any] = {"presets": {}}
+    for label in presets:
+        results["presets"][label] = measure(label, repeat, nsim)
+    if paper:
+        results["paper"] = time_paper()
+    try:
+        import numba
+
+        numba_version = numba.__version__
+    except ImportError:
+        numba_version = None
+    results["machine"] = {
+        "python": platform.python_version(),
+        "mujoco": mujoco.__version__,
+        "numpy": np.__version__,
+        "numba": numba_version,
+        "cpu_count": os.cpu_count(),
+        "processor": platform.processor() or platform.machine(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "repeat": repeat,
+    }
+    results["targets"] = {"closed_over_bare_max": TARGET_CLOSED,
+                          "batch_2thread_speedup_min": TARGET_BATCH}
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m quadarm.bench", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("bench.json"), help="JSON results")
+    parser.add_argument("--repeat", type=int, default=5, help="repeats (medians reported)")
+    parser.add_argument("--nsim", type=int, default=16, help="trials in the batch benchmark")
+    parser.add_argument("--preset", choices=list(PRESETS), action="append",
+                        help="physics preset(s) to measure (default: all)")
+    parser.add_argument("--paper", action="store_true", help="also time python -m quadarm.paper")
+    args = parser.parse_args(argv)
+    if args.repeat < 1 or args.nsim < 2:
+        parser.error("--repeat must be >= 1 and --nsim >= 2")
+    results = run(args.repeat, args.nsim, tuple(args.preset or PRESETS), args.paper)
+    print(table(results))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, default=float))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
