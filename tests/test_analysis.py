@@ -234,6 +234,13 @@ def test_writers_round_trip(res: Results, tmp_path: Path) -> None:
     assert repro["within"].map(lambda w: w is not None).all()
     assert len(repro) == sum(int(t.checks["within"].map(lambda w: w is not None).sum())
                              for t in built)
+    # The README form folds a gain set (4 values) and a thrust range (2 values) into a line.
+    compact = tables.compact_reproduction(built)
+    sets = compact[compact["study"] == "Table III"]
+    assert len(sets) == 2 and sets["ours"].str.count(" / ").eq(3).all()
+    thrust = compact[compact["quantity"].str.contains("rotor command range")]
+    assert len(thrust) == len(paper.PHASES) and thrust["ours"].str.count("–").eq(1).all()
+    assert len(compact) == len(repro) - 2 * 3 - len(paper.PHASES)
 
 
 def test_figures_are_drawn_from_the_series(res: Results, tmp_path: Path) -> None:
