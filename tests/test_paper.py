@@ -47,6 +47,7 @@ def _paper(args: list[str]) -> subprocess.CompletedProcess:
                           text=True, timeout=900)
 
 
+@pytest.mark.slow  # ~30 s on 2 cores: every study of the paper
 def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     out = tmp_path / "paper"
     readme = tmp_path / "README.md"
