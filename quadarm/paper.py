@@ -123,8 +123,10 @@ def run_studies(jobs: list[Job], n_jobs: int, log=print) -> None:
 def start_render(run_dir: Path, png: Path) -> subprocess.Popen | None:
     """Render Fig. 1 from a stored mission run in a separate process (MuJoCo picks its
     OpenGL backend at import, so a fresh process can choose a headless one)."""
+    png.unlink(missing_ok=True)  # never leave the frames of an earlier run behind
     if not (run_dir / "timeseries.parquet").exists():
         return None
+    png.parent.mkdir(parents=True, exist_ok=True)
     return subprocess.Popen([sys.executable, "-m", "quadarm.render", str(run_dir), "--panel",
                              str(png)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
@@ -172,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
             report.files.append(out / FIG1)
             reporting.write_reproduction(report, out)  # index the rendered frames too
         else:
-            print(f"quadarm.paper: Fig. 1 not rendered:\n{log.strip()}", file=sys.stderr)
+            last = log.strip().splitlines()[-1] if log.strip() else f"exit {render.returncode}"
+            print(f"quadarm.paper: Fig. 1 not rendered: {last}", file=sys.stderr)
     checks = reporting.tables.reproduction(report.tables)
     within = int(checks["within"].map(bool).sum())
     for _, r in checks[~checks["within"].map(bool)].iterrows():
