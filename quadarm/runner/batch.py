@@ -45,8 +45,11 @@ from quadarm.runner.episode import (
     Episode,
     apply_pulses,
     build_model,
+    checked,
     make_controller,
     native_kernels,
+    no_autoreset,
+    onset,
     run_episode,
 )
 from quadarm.runner.trials import Trial
@@ -230,6 +233,8 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
                 or not np.array_equal(p.built.tendon_actuators, tendon_ids)
                 or p.built.tip_site != tip):
             raise Incompatible("actuator or site ids differ")
+    for p in preps:
+        no_autoreset(p.built)
     batch = make_batch(models, nthread)
 
     last = np.array([p.plan.steps for p in preps], dtype=np.int64)
@@ -293,8 +298,11 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         rows[i] = k + 1
         failures[i], errors[i] = err, message
 
+    unchecked = np.ones(ns, dtype=np.int64)  # each simulation's first state not yet checked
+
     def check(k: int) -> None:
-        idx = np.flatnonzero(live & (last > k))
+        due = np.array([checked(k, int(n)) for n in last])
+        idx = np.flatnonzero(live & (last > k) & due)
         if not idx.size:
             return
         warn = batch.warning[idx][:, [int(w) for w in _UNSTABLE], 1] > 0
@@ -311,8 +319,16 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
             elif away[j]:
                 reason = f"left the {max_distance[i]:g} m box around the start"
             if reason:
-                fail(int(i), Diverged(float(sim_time[i]), reason), "", k)
+                u0 = int(unchecked[i])
+                err = onset(Diverged(float(sim_time[i]), reason), preps[i].plan.t[u0:k + 2],
+                            np.vstack([qpos_log[i, u0:k + 1], qpos[i]]),
+                            np.vstack([qvel_log[i, u0:k + 1], qvel[i]]), starts[i],
+                            float(max_distance[i]))
+                fail(int(i), err, "", k)
+            else:
+                unchecked[i] = k + 2
 
+    last_but_one = {int(v) - 1 for v in last}
     ids: np.ndarray | None = None
     stale = True  # recompute which simulations step
     for k in range(big + 1):
@@ -341,7 +357,7 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
             tip_log[:, k] = site_xpos[:, tip]
         else:
             tip_log[ids, k] = site_xpos[ids, tip]
-        if k % CHECK_EVERY == 0:
+        if k % CHECK_EVERY == 0 or k in last_but_one:
             before = live.sum()
             check(k)
             stale = stale or live.sum() != before

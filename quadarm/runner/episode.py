@@ -74,6 +74,33 @@ def _check(d: mujoco.MjData, start: np.ndarray, max_distance: float) -> None:
         raise Diverged(d.time, f"left the {max_distance:g} m box around the start")
 
 
+def checked(k: int, n: int) -> bool:
+    """Whether the state after step k (of n) is checked: every CHECK_EVERY steps and the
+    last one."""
+    return k % CHECK_EVERY == 0 or k == n - 1
+
+
+def onset(err: Diverged, t: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
+          start: np.ndarray, max_distance: float) -> Diverged:
+    """``err`` dated at the first of the unchecked states (qpos (m, nq), qvel (m, nv), at times
+    t (m,) s) that is non-finite or outside the box, if any: the blow-up happened then, not at
+    the check that found it."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1))
+        bad |= np.abs(qpos[:, :3] - start).max(axis=1) > max_distance
+    first = np.flatnonzero(bad)
+    return Diverged(float(t[first[0]]), err.reason) if first.size else err
+
+
+def no_autoreset(built: BuiltModel) -> None:
+    """Keep a blown-up state visible: MuJoCo's default auto-reset would silently restart the
+    simulation from the reference pose at t = 0 (it only acts on bad values, so healthy runs
+    are unchanged). Set in the spec too, so that ``model.xml`` says so."""
+    flag = int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
+    built.model.opt.disableflags |= flag
+    built.spec.option.disableflags |= flag
+
+
 def _slice(ids: np.ndarray) -> slice | np.ndarray:
     """A slice when the ids are contiguous (cheaper to assign in the loop)."""
     if ids.size and np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size)):
@@ -98,10 +125,12 @@ _NATIVE: ModuleType | bool | None = None
 
 
 def chunk_edges(n: int, pulses: tuple[Pulse, ...] | list[Pulse]) -> list[int]:
-    """Sample indices where the loop returns to Python: after every step k with
-    k % CHECK_EVERY == 0 (divergence check) and where a force pulse starts or stops."""
+    """Sample indices where the loop returns to Python: after every checked step k (see
+    :func:`checked`) and where a force pulse starts or stops."""
     edges = {0, n + 1}
     edges.update(k + 1 for k in range(0, n, CHECK_EVERY))
+    if n > 0:
+        edges.add(n)
     edges.update(k for p in pulses for k in (p.start, p.stop) if 0 <= k <= n)
     return sorted(edges)
 
@@ -127,6 +156,7 @@ def fly(cfg: Config, built: BuiltModel, plan: Plan) -> tuple[Log, Diverged | Non
     give identical numbers.
     """
     m = built.model
+    no_autoreset(built)
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
     d.qpos[:3] = plan.start
@@ -185,17 +215,24 @@ def fly(cfg: Config, built: BuiltModel, plan: Plan) -> tuple[Log, Diverged | Non
 
     failure: Diverged | None = None
     rows = n + 1
+    unchecked = 1  # the first state no check has passed yet
     edges = chunk_edges(n, plan.pulses)
     for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
         apply_pulses(xfrc, plan.pulses, k0)
         chunk(k0, k1)
         last = k1 - 1
-        if last < n and last % CHECK_EVERY == 0:
+        if last < n and checked(last, n):
             try:
                 _check(d, plan.start, cfg.sim.max_distance)
             except Diverged as err:
-                failure, rows = err, k1
+                # States unchecked..last are in the log, state last + 1 is in d.
+                failure = onset(err, plan.t[unchecked:k1 + 1],
+                                np.vstack([qpos_log[unchecked:k1], qpos]),
+                                np.vstack([qvel_log[unchecked:k1], qvel]),
+                                plan.start, cfg.sim.max_distance)
+                rows = k1
                 break
+            unchecked = k1 + 1
     log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, tip_log, ctrl_log,
               built.rotor_actuators, built.tendon_actuators)
     return (log.truncated(rows) if rows < n + 1 else log), failure
