@@ -1,6 +1,6 @@
 """Benchmark: what a simulated step costs, against a bare ``mj_step`` of the same model.
 
-``python -m quadarm.bench [--out bench.json] [--repeat 5] [--nsim 16] [--paper]``
+``python -m quadarm.bench [--out outputs/bench.json] [--repeat 5] [--nsim 16] [--paper]``
 
 In one process, for the paper's physics (``sim=default``, ``implicitfast``) and ``sim=fast``
 (``Euler``), it measures, each ``--repeat`` times with the measurements interleaved, and reports
@@ -197,16 +197,22 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     return out
 
 
-def time_paper() -> dict[str, Any]:
-    """Wall-clock seconds of ``python -m quadarm.paper`` (if that module exists)."""
+def time_paper(jobs: int = 2) -> dict[str, Any]:
+    """Wall-clock seconds of ``python -m quadarm.paper`` into a fresh folder (every study
+    simulated, nothing reused), if that module exists."""
     import importlib.util
+    import tempfile
 
     if importlib.util.find_spec("quadarm.paper") is None:
         return {"available": False}
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "quadarm.paper"], capture_output=True,
-                          text=True, check=False)
-    return {"available": True, "seconds": time.perf_counter() - t0, "returncode": proc.returncode,
+    with tempfile.TemporaryDirectory(prefix="quadarm-bench-paper-") as tmp:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "quadarm.paper", "--out", tmp,
+                               "--jobs", str(jobs)], capture_output=True, text=True,
+                              check=False)
+        seconds = time.perf_counter() - t0
+    return {"available": True, "seconds": seconds, "jobs": jobs,
+            "returncode": proc.returncode, "stdout_tail": proc.stdout[-2000:],
             "stderr_tail": proc.stderr[-2000:]}
 
 
@@ -289,7 +295,8 @@ def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfa
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m quadarm.bench", description=__doc__.split(
         "\n\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("bench.json"), help="JSON results")
+    parser.add_argument("--out", type=Path, default=Path("outputs/bench.json"),
+                        help="JSON results (default outputs/bench.json)")
     parser.add_argument("--repeat", type=int, default=5, help="repeats (medians reported)")
     parser.add_argument("--nsim", type=int, default=16, help="trials in the batch benchmark")
     parser.add_argument("--preset", choices=list(PRESETS), action="append",
