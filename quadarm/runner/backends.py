@@ -44,7 +44,7 @@ def dask_client(runner: RunnerConfig) -> Iterator[object]:
         else:
             workers = runner.n_jobs if runner.n_jobs > 0 else None
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                   host="127.0.0.1", dashboard_address=None)
+                                   host="127.0.0.1", dashboard_address=":0")
             client = Client(cluster)
     except OSError as err:  # includes timeouts: the scheduler is not reachable
         if cluster is not None:

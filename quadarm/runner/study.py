@@ -21,6 +21,7 @@ incomplete and is recomputed. Trials that ended ``ok`` or ``diverged`` count as 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -30,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from omegaconf import OmegaConf
+import yaml
+from omegaconf._utils import get_omega_conf_dumper
 
-from quadarm.config import Config, flatten
+from quadarm.config import Config
 from quadarm.results import io
+from quadarm.runner.backends import BackendError
 from quadarm.runner.episode import Episode, run_episode
-from quadarm.runner.trials import Trial, expand
+from quadarm.runner.trials import Trial, expand, flat_config
 
 DONE = ("ok", "diverged")  # statuses a resumed study does not recompute
 
@@ -79,7 +82,10 @@ class StudyResult:
 
 
 def config_yaml(cfg: Config) -> str:
-    return OmegaConf.to_yaml(OmegaConf.structured(cfg))
+    """The resolved config as YAML, as ``OmegaConf.to_yaml`` writes it (built from
+    ``dataclasses.asdict``: much cheaper than a structured OmegaConf node)."""
+    return yaml.dump(dataclasses.asdict(cfg), Dumper=get_omega_conf_dumper(),
+                     default_flow_style=False, allow_unicode=True, sort_keys=False)
 
 
 def timeseries_frame(ep: Episode, run_id: str, every: int) -> pd.DataFrame:
@@ -126,7 +132,8 @@ def run_row(trial: Trial, ep: Episode | None, status: str, message: str, wall_s:
         "trial": trial.index,
     }
     if trial.cfg is not None:
-        row.update({k: v for k, v in flatten(trial.cfg).items() if not k.startswith("runner.")})
+        row.update({k: v for k, v in flat_config(trial.cfg).items()
+                    if not k.startswith("runner.")})
     else:
         # A trial without a valid config (a draw outside its key's range): keep the values
         # that made it, so the failure can be traced to them.
@@ -303,6 +310,8 @@ def run(cfg: Config, out_dir: Path | str, n_jobs: int | None = None,
         for _ in _progress(_dispatch(cfg, todo, store_dir, meta, jobs), len(todo),
                            cfg.runner.progress):
             done += 1
+    except BackendError:
+        raise  # nothing ran: not an interruption
     except (KeyboardInterrupt, Exception) as err:
         # Worker deaths (loky's TerminatedWorkerError), a lost Dask scheduler, Ctrl-C: the
         # trials that finished are in the store; say so and let the caller decide the exit.

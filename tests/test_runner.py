@@ -1,0 +1,105 @@
+"""The runner's pieces: trial ids, expansion order and seeds, the trial store's location, the
+time-series choice, dispatch sizes, and the fast config flattening and YAML it relies on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from quadarm.cli import CONF_DIR
+from quadarm.config import Config, flatten, to_config
+from quadarm.results import io
+from quadarm.runner import study
+from quadarm.runner.trials import expand, flat_config, trial_id
+
+
+def compose_cfg(*overrides: str) -> Config:
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return to_config(compose("config", overrides=list(overrides)))
+
+
+def test_trial_id_is_the_config_not_the_runner() -> None:
+    base = compose_cfg("scenario=hover")
+    same = compose_cfg("scenario=hover", "runner.n_jobs=2", "runner.timeseries=none",
+                       "runner.store=/elsewhere", "runner=dask")
+    assert trial_id(base) == trial_id(same)
+    assert len(trial_id(base)) == 16
+    for other in (["seed=1"], ["arm.stiffness=0.07"], ["gains=soft"], ["scenario=workspace"]):
+        assert trial_id(compose_cfg("scenario=hover", *other)) != trial_id(base)
+
+
+def test_grid_order_and_seeds() -> None:
+    cfg = compose_cfg("scenario=hover", "++runner.grid={seed:[3,4],arm.segments:[8,12]}")
+    trials = expand(cfg)
+    assert [t.index for t in trials] == [0, 1, 2, 3]
+    assert [(t.cfg.seed, t.cfg.arm.segments) for t in trials] == [(3, 8), (3, 12), (4, 8),
+                                                                   (4, 12)]
+    assert [t.seed for t in trials] == [3, 3, 4, 4]  # a grid over the seed sets the trial's
+    assert len({t.run_id for t in trials}) == 4
+
+
+def test_monte_carlo_seeds_are_spawned_and_stable() -> None:
+    spec = "++runner.randomize={arm.stiffness:{dist:lognormal,sigma:0.2}}"
+    a = expand(compose_cfg("scenario=hover", spec, "runner.trials=5"))
+    b = expand(compose_cfg("scenario=hover", spec, "runner.trials=7"))
+    assert len({t.seed for t in a}) == 5
+    # the first draws do not depend on how many follow
+    assert [t.run_id for t in a] == [t.run_id for t in b[:5]]
+    assert all(t.cfg.arm.stiffness == t.overrides["arm.stiffness"] > 0 for t in a)
+
+
+@pytest.mark.parametrize("overrides", [
+    ["scenario=mission"],
+    ["scenario=disturbance", "airframe=hex_x", "++runner.grid={seed:[0,1]}"],
+    ["scenario=held_bend", "++runner.randomize={scenario.mu:{dist:uniform,low:0,high:1}}",
+     "runner.trials=2"],
+])
+def test_fast_flatten_and_yaml_match_omegaconf(overrides: list[str]) -> None:
+    for t in expand(compose_cfg(*overrides)):
+        assert flat_config(t.cfg) == flatten(t.cfg)
+        assert study.config_yaml(t.cfg) == OmegaConf.to_yaml(OmegaConf.structured(t.cfg))
+
+
+def test_store_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = compose_cfg("scenario=hover")
+    out = tmp_path / "job"
+    assert study.resolve_store(cfg, out) == (out / "trials").resolve()
+    monkeypatch.chdir(tmp_path)
+    rel = compose_cfg("scenario=hover", "runner.store=shared/trials")
+    assert study.resolve_store(rel, out) == tmp_path / "shared" / "trials"
+    assert study.resolve_store(rel, out, base=tmp_path / "x") == tmp_path / "x/shared/trials"
+    assert study.resolve_store(cfg, out, "/abs/store") == Path("/abs/store")
+
+
+def test_timeseries_choice() -> None:
+    assert study._keep_timeseries("all", 100) == [True] * 100
+    assert study._keep_timeseries("none", 3) == [False] * 3
+    assert study._keep_timeseries("first", 3) == [True, False, False]
+    assert study._keep_timeseries("auto", 64) == [True] * 64
+    assert study._keep_timeseries("auto", 65) == [False] * 65
+
+
+def test_effective_jobs() -> None:
+    assert study.effective_jobs(compose_cfg("runner.backend=sequential",
+                                            "runner.n_jobs=4")) == 1
+    assert study.effective_jobs(compose_cfg("runner.n_jobs=3")) == 3
+    assert study.effective_jobs(compose_cfg("runner.n_jobs=-1")) >= 1
+    assert study.effective_jobs(compose_cfg("runner=dask")) == -1  # every cluster worker
+
+
+def test_job_tables_follow_trial_order(tmp_path: Path) -> None:
+    cfg = compose_cfg("scenario=hover", "scenario.duration=0.1", "runner.progress=false",
+                      "runner.engine=serial", "++runner.grid={seed:[5,2,9]}")
+    result = study.run(cfg, tmp_path)
+    runs = io.read_runs(tmp_path)
+    assert list(runs["seed"]) == [5, 2, 9] and list(runs["trial"]) == [0, 1, 2]
+    assert list(pd.unique(io.read_metrics(tmp_path)["run_id"])) == list(runs["run_id"])
+    assert result.counts() == {"ok": 3, "diverged": 0, "error": 0} and result.failed == 0
+    assert (tmp_path / io.MODEL_XML).read_text().startswith("<mujoco")
+    # every part carries its own trial's config as provenance
+    part = study.part_dir(result.store, runs["run_id"][1]) / io.RUNS
+    assert OmegaConf.create(io.read_metadata(part)["quadarm.config"]).seed == 2
