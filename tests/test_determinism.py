@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,8 +18,6 @@ from quadarm.config import Config, to_config
 from quadarm.results import io
 from quadarm.runner import study
 from quadarm.runner.trials import expand
-
-distributed = pytest.importorskip("distributed")
 
 # Four short pushes: two forces x two attitude gain sets. engine=serial: this file tests the
 # dispatch backends (the batched engine has its own equivalence tests).
@@ -41,8 +40,10 @@ def compose_cfg(*overrides: str) -> Config:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[distributed.LocalCluster]:
-    """A real two-worker Dask cluster on 127.0.0.1, reached through its TCP address."""
+def cluster() -> Iterator[Any]:
+    """A real two-worker Dask cluster on 127.0.0.1, reached through its TCP address (the
+    optional ``dask`` extra; the Monte-Carlo test below does not need it)."""
+    distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=":0") as c:
         yield c
@@ -62,8 +63,7 @@ def assert_identical(a: Path, b: Path) -> None:
         pd.testing.assert_frame_equal(x, y, check_exact=True)
 
 
-def test_serial_loky_and_dask_are_bit_identical(tmp_path: Path,
-                                                cluster: distributed.LocalCluster) -> None:
+def test_serial_loky_and_dask_are_bit_identical(tmp_path: Path, cluster: Any) -> None:
     serial = study.run(compose_cfg(*GRID), tmp_path / "serial", n_jobs=1)
     loky = study.run(compose_cfg(*GRID, "runner.n_jobs=2"), tmp_path / "loky")
     dask = study.run(compose_cfg(*GRID, "runner=dask",
