@@ -103,3 +103,11 @@ def test_job_tables_follow_trial_order(tmp_path: Path) -> None:
     # every part carries its own trial's config as provenance
     part = study.part_dir(result.store, runs["run_id"][1]) / io.RUNS
     assert OmegaConf.create(io.read_metadata(part)["quadarm.config"]).seed == 2
+
+
+def test_grid_over_mission_phases_recomputes_the_duration() -> None:
+    trials = expand(compose_cfg("scenario=mission",
+                                "++runner.grid={scenario.hover_time:[2.0,3.0]}"))
+    assert [t.cfg.scenario.duration for t in trials] == [35.0, 36.0]
+    # the nominal point is the same trial as the job without a grid
+    assert trials[1].run_id == trial_id(compose_cfg("scenario=mission"))

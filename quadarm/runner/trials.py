@@ -30,7 +30,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from quadarm.config import Config, ConfigError, to_config
+from quadarm.config import Config, ConfigError, MissionScenario, to_config
 
 DISTRIBUTIONS = {
     "normal": ({"std", "rel_std", "mean"}, set()),
@@ -212,6 +212,10 @@ def expand(job: Config) -> list[Trial]:
     """The job's trials in a fixed order. Invalid grid values are refused here (before any
     simulation); a Monte-Carlo draw outside a key's range becomes an ``error`` trial later."""
     node = OmegaConf.structured(job)
+    if isinstance(job.scenario, MissionScenario):
+        # The mission's duration is derived from its phase times: let each trial recompute
+        # it, so that a grid or a draw may vary the phases.
+        node.scenario.duration = None
     runner = job.runner
     for key in runner.grid:
         _varied_key(node, key, f"runner.grid.{key}")
