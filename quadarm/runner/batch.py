@@ -250,18 +250,20 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     prm = np.array([c.params for c in ctls])
     mix = np.array([c.mix_flat for c in ctls])
     integ = np.zeros((ns, 3))
-    ref_p, ref_v, ref_a = (np.stack([_pad(getattr(p.plan.ref, a), big + 1) for p in preps])
-                           for a in "pva")
+    # Time-major (K + 1, nsim, ...): sample k of every simulation is one contiguous block, so a
+    # step touches a few cache lines rather than one page per simulation and array.
+    ref_p, ref_v, ref_a = (np.stack([_pad(getattr(p.plan.ref, a), big + 1) for p in preps],
+                                    axis=1) for a in "pva")
     nt = tendon_ids.size
     slack = np.array([p.plan.tensions is None for p in preps])
     tensions = np.stack([np.zeros((big + 1, nt)) if p.plan.tensions is None
                          else _pad(np.asarray(p.plan.tensions, dtype=float), big + 1)
-                         for p in preps])
+                         for p in preps], axis=1)
     tense = np.flatnonzero(~slack)
-    qpos_log = np.empty((ns, big + 1, base.nq))
-    qvel_log = np.empty((ns, big + 1, base.nv))
-    tip_log = np.empty((ns, big + 1, 3))
-    ctrl_log = np.zeros((ns, big + 1, base.nu))
+    qpos_log = np.empty((big + 1, ns, base.nq))
+    qvel_log = np.empty((big + 1, ns, base.nv))
+    tip_log = np.empty((big + 1, ns, 3))
+    ctrl_log = np.zeros((big + 1, ns, base.nu))
     u = np.zeros((ns, rotor_ids.size))
     live = np.ones(ns, dtype=bool)
     rows = last + 1
@@ -284,14 +286,14 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
             return
         # numpy: every simulation (finished or failed ones too: harmless, never stepped or
         # read again), the same operations as the scalar law.
-        qpos_log[:, k] = qpos
-        qvel_log[:, k] = qvel
+        qpos_log[k] = qpos
+        qvel_log[k] = qvel
         with np.errstate(all="ignore"):
-            law_batch(prm, mix, integ, qpos, qvel, ref_p[:, k], ref_v[:, k], ref_a[:, k], u)
+            law_batch(prm, mix, integ, qpos, qvel, ref_p[k], ref_v[k], ref_a[k], u)
         ctrl[:, rotor_ids] = u
         if tense.size:
-            ctrl[tense[:, None], tendon_ids] = tensions[tense, k]
-        ctrl_log[:, k] = ctrl
+            ctrl[tense[:, None], tendon_ids] = tensions[k, tense]
+        ctrl_log[k] = ctrl
 
     def fail(i: int, err: Diverged | None, message: str, k: int) -> None:
         live[i] = False
@@ -321,25 +323,26 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
             if reason:
                 u0 = int(unchecked[i])
                 err = onset(Diverged(float(sim_time[i]), reason), preps[i].plan.t[u0:k + 2],
-                            np.vstack([qpos_log[i, u0:k + 1], qpos[i]]),
-                            np.vstack([qvel_log[i, u0:k + 1], qvel[i]]), starts[i],
+                            np.vstack([qpos_log[u0:k + 1, i], qpos[i]]),
+                            np.vstack([qvel_log[u0:k + 1, i], qvel[i]]), starts[i],
                             float(max_distance[i]))
                 fail(int(i), err, "", k)
             else:
                 unchecked[i] = k + 2
 
     last_but_one = {int(v) - 1 for v in last}
+    finishing = {int(v) for v in last}
     ids: np.ndarray | None = None
     stale = True  # recompute which simulations step
     for k in range(big + 1):
         for i in pulse_steps.get(k, ()):
             apply_pulses(xfrc[i], preps[i].plan.pulses, k)
         control(k)
-        done = np.flatnonzero(live & (last == k))
-        if done.size:
+        done = np.flatnonzero(live & (last == k)) if k in finishing else ()
+        if len(done):
             # The last sample needs only the kinematics of the final state.
             batch.forward(done, stage=mujoco.mjtStage.mjSTAGE_POS)
-            tip_log[done, k] = site_xpos[done, tip]
+            tip_log[k, done] = site_xpos[done, tip]
             stale = True
         if stale:
             stepping = live & (last > k)
@@ -354,9 +357,9 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
                 fail(int(i), None, f"MuJoCo error: {batch.error(int(i))}", k)
             stale = True
         if ids is None:
-            tip_log[:, k] = site_xpos[:, tip]
+            tip_log[k] = site_xpos[:, tip]
         else:
-            tip_log[ids, k] = site_xpos[ids, tip]
+            tip_log[k, ids] = site_xpos[ids, tip]
         if k % CHECK_EVERY == 0 or k in last_but_one:
             before = live.sum()
             check(k)
@@ -365,8 +368,8 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     out = []
     for i, p in enumerate(preps):
         r = int(rows[i])
-        lg = Log(p.plan.t[:r].copy(), qpos_log[i, :r], qvel_log[i, :r], tip_log[i, :r],
-                 ctrl_log[i, :r], p.built.rotor_actuators, p.built.tendon_actuators)
+        own = (np.ascontiguousarray(x[:r, i]) for x in (qpos_log, qvel_log, tip_log, ctrl_log))
+        lg = Log(p.plan.t[:r].copy(), *own, p.built.rotor_actuators, p.built.tendon_actuators)
         out.append(Outcome(lg, failures[i], errors[i]))
     return out
 

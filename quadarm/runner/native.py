@@ -90,21 +90,22 @@ def batch_control(k: int, last: np.ndarray, live: np.ndarray, prm: np.ndarray, m
                   ref_a: np.ndarray, u: np.ndarray, qpos_log: np.ndarray, qvel_log: np.ndarray,
                   ctrl_log: np.ndarray) -> None:  # pragma: no cover - compiled
     """Sample k of every live simulation of the batched engine: log its state, compute and
-    write its commands, log them. Arrays are (nsim, ...) (logs (nsim, K + 1, ...), references
-    and tensions padded to K + 1 rows); ``last`` (nsim,) is each simulation's final sample."""
+    write its commands, log them. State arrays are (nsim, ...); logs, references and tensions
+    are time-major (K + 1, nsim, ...), padded to K + 1 samples; ``last`` (nsim,) is each
+    simulation's final sample."""
     for i in range(qpos.shape[0]):
         if not live[i] or k > last[i]:
             continue
-        qpos_log[i, k, :] = qpos[i]
-        qvel_log[i, k, :] = qvel[i]
-        law(prm[i], mix[i], integ[i], qpos[i], qvel[i], ref_p[i, k], ref_v[i, k], ref_a[i, k],
+        qpos_log[k, i, :] = qpos[i]
+        qvel_log[k, i, :] = qvel[i]
+        law(prm[i], mix[i], integ[i], qpos[i], qvel[i], ref_p[k, i], ref_v[k, i], ref_a[k, i],
             u[i])
         for j in range(rotors.shape[0]):
             ctrl[i, rotors[j]] = u[i, j]
         if not slack[i]:
             for j in range(tendons.shape[0]):
-                ctrl[i, tendons[j]] = tensions[i, k, j]
-        ctrl_log[i, k, :] = ctrl[i]
+                ctrl[i, tendons[j]] = tensions[k, i, j]
+        ctrl_log[k, i, :] = ctrl[i]
 
 
 def enabled() -> bool:
