@@ -34,11 +34,11 @@ import pandas as pd
 import yaml
 from omegaconf._utils import get_omega_conf_dumper
 
-from quadarm.config import Config
+from quadarm.config import Config, flatten
 from quadarm.results import io
 from quadarm.runner.backends import BackendError
 from quadarm.runner.episode import Episode, run_episode
-from quadarm.runner.trials import Trial, expand, flat_config
+from quadarm.runner.trials import Trial, expand
 
 DONE = ("ok", "diverged")  # statuses a resumed study does not recompute
 
@@ -132,7 +132,7 @@ def run_row(trial: Trial, ep: Episode | None, status: str, message: str, wall_s:
         "trial": trial.index,
     }
     if trial.cfg is not None:
-        row.update({k: v for k, v in flat_config(trial.cfg).items()
+        row.update({k: v for k, v in flatten(trial.cfg).items()
                     if not k.startswith("runner.")})
     else:
         # A trial without a valid config (a draw outside its key's range): keep the values

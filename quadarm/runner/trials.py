@@ -19,7 +19,6 @@ List-valued keys are drawn element-wise (``circle`` excepted).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import json
@@ -30,7 +29,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from quadarm.config import Config, ConfigError, MissionScenario, to_config
+from quadarm.config import Config, ConfigError, MissionScenario, flatten, to_config
 
 DISTRIBUTIONS = {
     "normal": ({"std", "rel_std", "mean"}, set()),
@@ -169,30 +168,9 @@ def draw(spec: dict[str, Any], nominal: Any, rng: np.random.Generator) -> Any:
     return value.tolist() if value.ndim else float(value)
 
 
-def flat_config(cfg: Config) -> dict[str, Any]:
-    """:func:`quadarm.config.flatten` of a typed config, computed from
-    ``dataclasses.asdict`` (same keys and values; OmegaConf's structured conversion costs tens
-    of milliseconds, which adds up over thousands of trials)."""
-    out: dict[str, Any] = {}
-
-    def walk(node: Any, key: str) -> None:
-        if isinstance(node, dict):
-            if not node and key:
-                out[key] = "{}"
-            for k, v in node.items():
-                walk(v, f"{key}.{k}" if key else str(k))
-        elif isinstance(node, list | tuple):
-            out[key] = json.dumps(list(node))
-        else:
-            out[key] = node
-
-    walk(dataclasses.asdict(cfg), "")
-    return out
-
-
 def trial_id(cfg: Config) -> str:
     """A stable id: hash of the trial's resolved config (runner options excluded) and seed."""
-    flat = {k: v for k, v in flat_config(cfg).items() if not k.startswith("runner.")}
+    flat = {k: v for k, v in flatten(cfg).items() if not k.startswith("runner.")}
     blob = json.dumps(flat, sort_keys=True, default=str).encode()
     return hashlib.sha1(blob).hexdigest()[:16]
 
