@@ -136,6 +136,9 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
     opt.gravity = list(sim.gravity)
     opt.density = sim.air_density
     opt.viscosity = sim.air_viscosity
+    # Keep a blown-up state visible: MuJoCo's auto-reset would silently restart a diverging
+    # simulation from the reference pose (it acts only on bad values; healthy runs are equal).
+    opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
     spec.visual.global_.offwidth = 1280
     spec.visual.global_.offheight = 960
 

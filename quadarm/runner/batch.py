@@ -48,7 +48,6 @@ from quadarm.runner.episode import (
     checked,
     make_controller,
     native_kernels,
-    no_autoreset,
     onset,
     run_episode,
 )
@@ -233,8 +232,6 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
                 or not np.array_equal(p.built.tendon_actuators, tendon_ids)
                 or p.built.tip_site != tip):
             raise Incompatible("actuator or site ids differ")
-    for p in preps:
-        no_autoreset(p.built)
     batch = make_batch(models, nthread)
 
     last = np.array([p.plan.steps for p in preps], dtype=np.int64)

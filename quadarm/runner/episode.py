@@ -94,15 +94,6 @@ def onset(err: Diverged, t: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
     return Diverged(float(t[first[0]]), err.reason) if first.size else err
 
 
-def no_autoreset(built: BuiltModel) -> None:
-    """Keep a blown-up state visible: MuJoCo's default auto-reset would silently restart the
-    simulation from the reference pose at t = 0 (it only acts on bad values, so healthy runs
-    are unchanged). Set in the spec too, so that ``model.xml`` says so."""
-    flag = int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
-    built.model.opt.disableflags |= flag
-    built.spec.option.disableflags |= flag
-
-
 def _slice(ids: np.ndarray) -> slice | np.ndarray:
     """A slice when the ids are contiguous (cheaper to assign in the loop)."""
     if ids.size and np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size)):
@@ -158,7 +149,6 @@ def fly(cfg: Config, built: BuiltModel, plan: Plan) -> tuple[Log, Diverged | Non
     give identical numbers.
     """
     m = built.model
-    no_autoreset(built)
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
     d.qpos[:3] = plan.start
