@@ -15,6 +15,7 @@ store and the same command resumes.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,18 +70,18 @@ def main(cfg: DictConfig) -> None:
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     multirun = hc.mode == RunMode.MULTIRUN
-    # Inside a parallel multirun each job runs its trials serially: the launcher already uses
-    # the cores, and nested pools would multiply processes (a Dask cluster is not local).
-    n_jobs = None
+    # Inside a parallel multirun each job runs its trials on one core: the launcher already
+    # uses the cores, and nested pools or batch threads would multiply (a Dask cluster is not
+    # local, so it keeps its workers).
     if (multirun and hc.launcher.get("n_jobs", 1) not in (1, None)
             and config.runner.backend != "dask"):
-        n_jobs = 1
+        config = replace(config, runner=replace(config.runner, n_jobs=1, batch_threads=1))
     # One trial store for every command, relative to where the command was launched, so that
     # rerunning it (into a new timestamped directory) reuses what already finished.
     store = resolve_store(config, out_dir, config.runner.store or DEFAULT_STORE,
                           base=hc.runtime.cwd)
     try:
-        result = run(config, out_dir, n_jobs=n_jobs, store=store)
+        result = run(config, out_dir, store=store)
     except BackendError as err:
         print(f"quadarm: error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_ERROR) from None
