@@ -40,7 +40,7 @@ import numpy as np
 from mujoco import rollout
 
 from quadarm import scenarios
-from quadarm.config import Config, to_config
+from quadarm.config import load
 from quadarm.runner import batch, episode
 
 PRESETS = {"implicitfast": "default", "fast": "fast"}  # label -> sim config option
@@ -48,17 +48,6 @@ TIMERS = ("mjTIMER_STEP", "mjTIMER_FORWARD", "mjTIMER_POSITION", "mjTIMER_VELOCI
           "mjTIMER_ACTUATION", "mjTIMER_CONSTRAINT", "mjTIMER_ADVANCE")
 TARGET_CLOSED = 1.2
 TARGET_BATCH = 1.8
-
-
-def compose(overrides: list[str]) -> Config:
-    """The validated config of the command-line ``overrides`` (Hydra's composition)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    from quadarm.cli import CONF_DIR
-
-    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        return to_config(hydra_compose("config", overrides=overrides))
 
 
 def _start(m: mujoco.MjModel, plan: Any) -> mujoco.MjData:
@@ -125,7 +114,7 @@ def _with_kernels(enabled: bool, fn: Callable[[], Any]) -> Any:
 def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2),
             python_loop: bool = True) -> dict[str, Any]:
     """All figures for one physics preset (``label`` in PRESETS), medians of ``repeat``."""
-    cfg = compose([f"sim={PRESETS[label]}"])
+    cfg = load([f"sim={PRESETS[label]}"])
     built = episode.build_model(cfg)
     plan = scenarios.get("mission").plan(cfg, built)
     m, n, dt = built.model, plan.steps, cfg.sim.timestep
@@ -137,7 +126,7 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
 
     # The batch workload: a bending-workspace sweep (each trial bends the arm and tilts the
     # vehicle: in motion), nsim trials of different beta.
-    wcfgs = [compose([f"sim={PRESETS[label]}", "scenario=workspace",
+    wcfgs = [load([f"sim={PRESETS[label]}", "scenario=workspace",
                       f"scenario.beta_deg={360.0 * i / nsim:.6g}"]) for i in range(nsim)]
     preps = [batch._prepare(c) for c in wcfgs]
     batch.fly_batch(preps[:2], 1)  # warm-up

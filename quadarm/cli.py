@@ -24,13 +24,12 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from quadarm.config import ConfigError, to_config
+from quadarm.config import CONF_DIR, ConfigError, to_config
 from quadarm.preflight import preflight
 
 if TYPE_CHECKING:  # pandas is imported lazily: a refused config should exit fast
     import pandas as pd
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
 EXIT_ERROR = 1
 EXIT_BAD_CONFIG = 2

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Dict, List, Optional  # noqa: UP035 - OmegaConf reads these
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
+
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")  # the shipped config groups
 
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
 TENDON_MAPS = ("balanced", "legacy")
@@ -541,6 +545,28 @@ def _check_known_keys(node: Any, prefix: str) -> None:
             raise ConfigError(path, None, f"unknown key; {prefix or 'the root'} has: "
                               f"{', '.join(names)}")
         _check_known_keys(node._get_node(key), path)
+
+
+def compose(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR,
+            job_name: str = "quadarm") -> DictConfig:
+    """Hydra's composition of ``conf_dir``'s primary config with command-line style
+    ``overrides``, the ``hydra`` node included (for sweeper parameters and the like)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=conf_dir, version_base="1.3", job_name=job_name):
+        cfg = hydra_compose(config_name="config", overrides=list(overrides),
+                            return_hydra_config=True)
+    GlobalHydra.instance().clear()
+    return cfg
+
+
+def load(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> Config:
+    """The validated :class:`Config` of ``overrides``, as ``python -m quadarm`` would run it."""
+    cfg = compose(overrides, conf_dir)
+    return to_config(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))
 
 
 def _check_rotor_rank(airframe: AirframeConfig) -> None:

@@ -29,13 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
 
 from quadarm.analysis import report as reporting
-from quadarm.cli import CONF_DIR
-from quadarm.config import Config, to_config
+from quadarm.config import CONF_DIR, Config, compose, to_config
 from quadarm.results.collect import write_collection
 
 # Settings every study of this command shares: fresh results, no per-study progress bars.
@@ -67,10 +64,7 @@ class Job:
 
 def compose_job(overrides: list[str], conf_dir: str = CONF_DIR) -> tuple[Config, DictConfig]:
     """The validated job config for ``overrides`` and the composed ``hydra`` node."""
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=conf_dir, version_base="1.3", job_name="paper"):
-        cfg = compose(config_name="config", overrides=overrides, return_hydra_config=True)
-    GlobalHydra.instance().clear()
+    cfg = compose(overrides, conf_dir, job_name="paper")
     job = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
     return to_config(job), cfg.hydra
 

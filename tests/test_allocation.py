@@ -62,13 +62,9 @@ def test_allocation_is_about_the_centre_of_mass():
 
 
 def test_hexarotor_uses_the_pseudo_inverse():
-    from hydra import compose, initialize_config_dir
+    from quadarm.config import load
 
-    from quadarm.cli import CONF_DIR
-    from quadarm.config import to_config
-
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = to_config(compose("config", overrides=["airframe=hex_x", "scenario=hover"]))
+    cfg = load(["airframe=hex_x", "scenario=hover"])
     m = build(cfg.airframe, cfg.arm, cfg.sim).model
     assert rotor_actuators(m).size == 6
     a, mix = allocation_matrix(m), mixer(m)

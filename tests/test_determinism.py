@@ -11,10 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 
-from quadarm.cli import CONF_DIR
-from quadarm.config import Config, to_config
+from quadarm.config import Config, load
 from quadarm.results import io
 from quadarm.runner import study
 from quadarm.runner.trials import expand
@@ -35,8 +33,7 @@ MONTE_CARLO = ["scenario=disturbance", "scenario.duration=0.4", "scenario.start=
 
 
 def compose_cfg(*overrides: str) -> Config:
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return to_config(compose("config", overrides=list(overrides)))
+    return load(overrides)
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 
-from quadarm.cli import CONF_DIR, EXIT_FAILED_TRIALS
-from quadarm.config import Config, to_config
+from quadarm.cli import EXIT_FAILED_TRIALS
+from quadarm.config import Config, load
 from quadarm.results import io
 from quadarm.runner import study
 from quadarm.runner.episode import run_episode
@@ -28,8 +27,7 @@ STEPS = 500
 
 
 def compose_cfg(*overrides: str) -> Config:
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return to_config(compose("config", overrides=list(overrides)))
+    return load(overrides)
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,8 @@ figures by far less than the 0.5 % allowed here.
 from __future__ import annotations
 
 import pytest
-from hydra import compose, initialize_config_dir
 
-from quadarm.cli import CONF_DIR
-from quadarm.config import to_config
+from quadarm.config import load
 from quadarm.runner.episode import run_episode
 
 # Table II's tracking figures, each with an absolute floor (cm or deg) for the phases where
@@ -21,24 +19,19 @@ PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return", "whole")
 REL = 0.005
 
 
-def _compose(overrides: list[str]):
-    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        return to_config(compose("config", overrides=overrides))
-
-
 @pytest.fixture(scope="module")
 def missions():
     """The nominal mission flown once with each integrator."""
     out = {}
     for preset in ("default", "fast"):
-        ep = run_episode(_compose([f"sim={preset}"]))
+        ep = run_episode(load([f"sim={preset}"]))
         assert ep.status == "ok", ep.message
         out[preset] = ep
     return out
 
 
 def test_fast_preset_is_the_paper_model_with_euler():
-    default, fast = _compose([]).sim, _compose(["sim=fast"]).sim
+    default, fast = load([]).sim, load(["sim=fast"]).sim
     assert default.integrator == "implicitfast" and fast.integrator == "Euler"
     assert fast.timestep == default.timestep
     assert fast.air_density == default.air_density

@@ -14,10 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from hydra import compose, initialize_config_dir
 
-from quadarm.cli import CONF_DIR, EXIT_ERROR, EXIT_INTERRUPTED
-from quadarm.config import Config, to_config
+from quadarm.cli import EXIT_ERROR, EXIT_INTERRUPTED
+from quadarm.config import Config, load
 from quadarm.results import io
 from quadarm.runner import study
 from quadarm.runner.trials import expand
@@ -29,8 +28,7 @@ COMMAND = ["scenario=hover", "scenario.duration=3.0", "runner.progress=false",
 
 
 def compose_cfg(*overrides: str) -> Config:
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return to_config(compose("config", overrides=list(overrides)))
+    return load(overrides)
 
 
 def stamps(store: Path) -> dict[str, float]:

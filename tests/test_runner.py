@@ -7,19 +7,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from quadarm.cli import CONF_DIR
-from quadarm.config import Config, flatten, to_config
+from quadarm.config import Config, flatten, load
 from quadarm.results import io
 from quadarm.runner import study
 from quadarm.runner.trials import expand, trial_id
 
 
 def compose_cfg(*overrides: str) -> Config:
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return to_config(compose("config", overrides=list(overrides)))
+    return load(overrides)
 
 
 def test_trial_id_is_the_config_not_the_runner() -> None:

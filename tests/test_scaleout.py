@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hydra import compose, initialize_config_dir
 
 from quadarm.cli import CONF_DIR
-from quadarm.config import Config, to_config
+from quadarm.config import Config, load
 from quadarm.preflight import preflight
 from quadarm.results import io
 from quadarm.runner import backends, study
@@ -27,8 +26,7 @@ SMALL = ["scenario=hover", "scenario.duration=0.2", "runner.progress=false",
 
 
 def compose_cfg(*overrides: str) -> Config:
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        return to_config(compose("config", overrides=list(overrides)))
+    return load(overrides)
 
 
 @pytest.fixture(scope="module")
