@@ -4,4 +4,4 @@
 # refresh the README's reproduction table.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-"$PYTHON" -m quadarm.paper --out "$OUT/paper" --jobs "$JOBS" "$@"
+"$PYTHON" -m quadarm.reproduce --out "$OUT/paper" --jobs "$JOBS" "$@"

@@ -187,16 +187,16 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
 
 
 def time_paper(jobs: int = 2) -> dict[str, Any]:
-    """Wall-clock seconds of ``python -m quadarm.paper`` into a fresh folder (every study
+    """Wall-clock seconds of ``python -m quadarm.reproduce`` into a fresh folder (every study
     simulated, nothing reused), if that module exists."""
     import importlib.util
     import tempfile
 
-    if importlib.util.find_spec("quadarm.paper") is None:
+    if importlib.util.find_spec("quadarm.reproduce") is None:
         return {"available": False}
     with tempfile.TemporaryDirectory(prefix="quadarm-bench-paper-") as tmp:
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "quadarm.paper", "--out", tmp,
+        proc = subprocess.run([sys.executable, "-m", "quadarm.reproduce", "--out", tmp,
                                "--jobs", str(jobs)], capture_output=True, text=True,
                               check=False)
         seconds = time.perf_counter() - t0
@@ -243,7 +243,7 @@ def table(results: dict[str, Any]) -> str:
                                 if k in ("step", "forward", "advance"))
         for lab in labels))
     if results.get("paper", {}).get("available"):
-        lines.append(f"python -m quadarm.paper: {results['paper']['seconds']:.1f} s "
+        lines.append(f"python -m quadarm.reproduce: {results['paper']['seconds']:.1f} s "
                      f"(exit {results['paper']['returncode']})")
     lines.append(f"load average before/after: {results['machine']['loadavg_before']} / "
                  f"{results['machine']['loadavg_after']}")
@@ -290,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nsim", type=int, default=16, help="trials in the batch benchmark")
     parser.add_argument("--preset", choices=list(PRESETS), action="append",
                         help="physics preset(s) to measure (default: all)")
-    parser.add_argument("--paper", action="store_true", help="also time python -m quadarm.paper")
+    parser.add_argument("--paper", action="store_true",
+                        help="also time python -m quadarm.reproduce")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.nsim < 2:
         parser.error("--repeat must be >= 1 and --nsim >= 2")

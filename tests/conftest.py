@@ -16,7 +16,14 @@ from quadarm.config import (  # noqa: E402 - MUJOCO_GL must be set before mujoco
     GainsConfig,
     MissionScenario,
     SimConfig,
+    load,
 )
+
+
+def cfg_of(*overrides: str) -> Config:
+    """The validated config of command-line style ``overrides`` (``python -m quadarm`` would
+    run it)."""
+    return load(overrides)
 
 
 def nominal(**groups) -> Config:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis import paper
+from quadarm.analysis import published
 
 DPI = 130
 PHASE_ORDER = ("hover", "climb", "figure_eight", "tendon_sweep", "return")
@@ -38,7 +38,7 @@ def _shade(ax, phases: dict[str, tuple[float, float]], label: bool) -> None:
         if i % 2 == 0:
             ax.axvspan(lo, hi, color="0.92", zorder=0, lw=0)
         if label:
-            ax.text((lo + hi) / 2, 1.02, paper.PHASE_LABELS.get(name, name), ha="center",
+            ax.text((lo + hi) / 2, 1.02, published.PHASE_LABELS.get(name, name), ha="center",
                     va="bottom", fontsize=7, transform=ax.get_xaxis_transform())
 
 
@@ -114,7 +114,7 @@ def fig4_workspace(mu: pd.DataFrame, beta: pd.DataFrame, path: Path | str) -> Pa
     """Fig. 4: (a) tip lateral deflection and depth vs mu at beta = 0, (b) the tip in the body
     x-z plane along the mu sweep, (c) the tip in the body x-y plane over the beta sweep at
     mu = 1 with the mean-radius circle and the paper's radius band."""
-    ref = paper.WORKSPACE
+    ref = published.WORKSPACE
     fig = Figure(figsize=(12.0, 4.0), layout="constrained")
     a, b, c = fig.subplots(1, 3)
     if not mu.empty:
@@ -193,8 +193,8 @@ def fig_drift(ts: pd.DataFrame, run: pd.Series, path: Path | str,
     fig = Figure(figsize=(7.0, 3.2), layout="constrained")
     ax = fig.subplots()
     ax.plot(ts["t"], ts["err_cm"], color=OURS, lw=1.0, label="ours")
-    times = [float(k.split("_")[1].rstrip("s")) for k in paper.DRIFT]
-    ax.plot(times, list(paper.DRIFT.values()), "x", color=PAPER, ms=8, label="paper")
+    times = [float(k.split("_")[1].rstrip("s")) for k in published.DRIFT]
+    ax.plot(times, list(published.DRIFT.values()), "x", color=PAPER, ms=8, label="paper")
     if reported:
         ax.plot(list(reported), list(reported.values()), "o", color=OURS, ms=4, mfc="none")
     ax.set_xlabel("time [s]")

@@ -1,7 +1,7 @@
 """Build every table and figure from result directories and write them to one folder.
 
 Used by ``python -m quadarm.analysis`` (any run or sweep directories) and by
-``python -m quadarm.paper`` (after it has run the paper's studies). Everything here is read
+``python -m quadarm.reproduce`` (after it has run the paper's studies). Everything here is read
 from Parquet; nothing is simulated.
 """
 

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from quadarm.analysis import paper
-from quadarm.analysis.paper import Tolerance
+from quadarm.analysis import published
+from quadarm.analysis.published import Tolerance
 
 CHECK_COLUMNS = ("table", "item", "metric", "quantity", "unit", "paper", "paper_text", "ours",
                  "deviation", "deviation_pct", "tolerance", "within", "n")
@@ -146,7 +146,7 @@ def mission_runs(runs: pd.DataFrame, nominal_only: bool = True) -> pd.DataFrame:
     if nominal_only and not sel.empty and "gains.kr" in sel:
         kr = sel["gains.kr"].map(first)
         if kr.nunique() > 1:
-            sel = sel[np.isclose(kr, paper.NOMINAL_KR)].reset_index(drop=True)
+            sel = sel[np.isclose(kr, published.NOMINAL_KR)].reset_index(drop=True)
     return sel
 
 
@@ -159,15 +159,15 @@ def table2(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     mean = wide.mean()
     n = len(wide)
     rows, display = [], []
-    for phase in paper.PHASES:
-        ref = paper.TABLE2[phase]
-        label = paper.PHASE_LABELS[phase]
-        for m in paper.TABLE2_METRICS:
-            quantity, unit = paper.METRIC_LABELS[m]
+    for phase in published.PHASES:
+        ref = published.TABLE2[phase]
+        label = published.PHASE_LABELS[phase]
+        for m in published.TABLE2_METRICS:
+            quantity, unit = published.METRIC_LABELS[m]
             rows.append(check_row("table2", phase, m, f"{label}: {quantity}", unit, ref[m],
                                   mean.get((phase, m), math.nan),
-                                  paper.TABLE2_TOL.get((phase, m)), n,
-                                  paper.TABLE2_TEXT.get((phase, m), "")))
+                                  published.TABLE2_TOL.get((phase, m)), n,
+                                  published.TABLE2_TEXT.get((phase, m), "")))
 
         def get(metric: str, phase: str = phase) -> float:
             return float(mean.get((phase, metric), math.nan))
@@ -182,8 +182,8 @@ def table2(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
                                 f"({fmt(ref['thrust_min_n'])}–{fmt(ref['thrust_max_n'])})",
         })
     per_phase = pd.DataFrame([
-        {"phase": p, **{m: float(mean.get((p, m), math.nan)) for m in paper.TABLE2_METRICS}}
-        for p in (*paper.PHASES, "after_24s")])
+        {"phase": p, **{m: float(mean.get((p, m), math.nan)) for m in published.TABLE2_METRICS}}
+        for p in (*published.PHASES, "after_24s")])
     return Table("table2", "Table II: mission statistics per phase (nominal gains)",
                  {"display": pd.DataFrame(display), "phases": per_phase}, checks_frame(rows),
                  [f"Cells: ours (paper). Mean of {n} trial(s)." if n > 1
@@ -211,22 +211,22 @@ def table3(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
             "rms_after_cm": values.get(("after_24s", "rms_cm"), math.nan),
             "tilt_max_deg": values.get(("whole", "tilt_max_deg"), math.nan),
         }
-        ref = paper.gain_set(float(kr))
+        ref = published.gain_set(float(kr))
         name = ref.name if ref else f"kr={kr:g}"
         kw = float(group["kw_xy"].iloc[0])
         n = len(group)
         data.append({"set": name, "kr_xy": float(kr), "kw_xy": kw, "n": n,
                      **{k: float(v) for k, v in ours.items()}})
         cells = {"set": name, "K_R,xy": fmt(float(kr)), "K_w,xy": fmt(kw)}
-        for m, head in zip(paper.TABLE3_METRICS,
+        for m, head in zip(published.TABLE3_METRICS,
                            ("RMS [cm]", "max [cm]", "RMS t>24 s [cm]", "tilt max [deg]"),
                            strict=True):
             pv = getattr(ref, m) if ref else None
             cells[head] = _pair(float(ours[m]), pv, 1 if m == "tilt_max_deg" else 2)
             if ref is not None:
-                quantity, unit = paper.METRIC_LABELS[m]
+                quantity, unit = published.METRIC_LABELS[m]
                 rows.append(check_row("table3", name, m, f"{name}: {quantity}", unit, pv,
-                                      ours[m], paper.TABLE3_TOL, n))
+                                      ours[m], published.TABLE3_TOL, n))
         display.append(cells)
     return Table("table3", "Table III: mission performance versus roll/pitch attitude gains",
                  {"display": pd.DataFrame(display), "sets": pd.DataFrame(data)},
@@ -283,7 +283,7 @@ def workspace(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     beta = workspace_beta(runs, metrics)
     if mu.empty and beta.empty:
         _require(mu, "workspace")
-    ref = paper.WORKSPACE
+    ref = published.WORKSPACE
     rows = []
 
     def at_mu(value: float, col: str) -> tuple[float, int]:
@@ -298,7 +298,7 @@ def workspace(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
             ours, n = at_mu(m_val, col)
             if n:
                 rows.append(check_row("workspace", f"mu={m_val:g}", key, label, "cm", ref[key],
-                                      ours, paper.WORKSPACE_TOL.get(key), n))
+                                      ours, published.WORKSPACE_TOL.get(key), n))
         rows.append(check_row("workspace", "mu sweep", "tilt_max_deg", "max vehicle tilt",
                               "deg", ref["tilt_max_deg"], float(mu["tilt_deg"].abs().max()),
                               None, int(mu["n"].sum()), "< 0.03"))
@@ -314,8 +314,8 @@ def workspace(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
         spread_row = check_row("workspace", "beta sweep", "radius_spread_pct",
                                "max deviation of the radius from its mean", "%",
                                ref["radius_spread_pct"], spread, None, n, "± 1.2")
-        spread_row["tolerance"] = f"≤ {paper.RADIUS_SPREAD_MAX_PCT:g} % (SPEC)"
-        spread_row["within"] = spread <= paper.RADIUS_SPREAD_MAX_PCT
+        spread_row["tolerance"] = f"≤ {published.RADIUS_SPREAD_MAX_PCT:g} % (SPEC)"
+        spread_row["within"] = spread <= published.RADIUS_SPREAD_MAX_PCT
         rows.append(spread_row)
     notes = ["mu sweep at beta = 0; beta sweep at mu = 1; tip in the body frame after 5 s."]
     return Table("workspace", "Bending workspace (Fig. 4)", {"mu": mu, "beta": beta},
@@ -350,15 +350,15 @@ def _scalar_study(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str, name
 def disturbance(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     """The tip disturbance: max tip swing, max tilt, max deviation, recovery time."""
     return _scalar_study(runs, metrics, "disturbance", "disturbance",
-                         "Tip disturbance (Fig. 5)", paper.DISTURBANCE, paper.DISTURBANCE_TOL,
-                         paper.DISTURBANCE_LABELS)
+                         "Tip disturbance (Fig. 5)", published.DISTURBANCE,
+                         published.DISTURBANCE_TOL, published.DISTURBANCE_LABELS)
 
 
 def drift(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     """The held-bend drift: position error at 5, 15 and 30 s with mu = 1 held."""
-    labels = {m: (f"position error at {m.split('_')[1]}", "cm") for m in paper.DRIFT}
+    labels = {m: (f"position error at {m.split('_')[1]}", "cm") for m in published.DRIFT}
     return _scalar_study(runs, metrics, "held_bend", "drift", "Held-bend drift (Sec. IV-A)",
-                         paper.DRIFT, paper.DRIFT_TOL, labels)
+                         published.DRIFT, published.DRIFT_TOL, labels)
 
 
 def cost(runs: pd.DataFrame) -> Table:
@@ -373,10 +373,10 @@ def cost(runs: pd.DataFrame) -> Table:
     n = len(sel)
     rows = [
         check_row("cost", "mission", "us_per_step", "wall time per step (closed loop)", "us",
-                  paper.COST["us_per_step"], float(np.median(us)),
-                  paper.COST_TOL["us_per_step"], n),
+                  published.COST["us_per_step"], float(np.median(us)),
+                  published.COST_TOL["us_per_step"], n),
         check_row("cost", "mission", "real_time_factor", "real-time factor", "x",
-                  paper.COST["real_time_factor"], float(np.median(rtf)), None, n),
+                  published.COST["real_time_factor"], float(np.median(rtf)), None, n),
     ]
     return Table("cost", "Computational cost", {"runs": pd.DataFrame(
         {"run_id": sel["run_id"], "us_per_step": us, "real_time_factor": rtf})},
@@ -512,7 +512,7 @@ def compact_reproduction(built: Sequence[Table]) -> pd.DataFrame:
                         "tolerance": r["tolerance"], "within": bool(r["within"])})
         if len(thrust):
             paper_s, ours_s = joined(thrust, "–")
-            phase = paper.PHASE_LABELS.get(str(item), str(item))
+            phase = published.PHASE_LABELS.get(str(item), str(item))
             out.append({"study": study, "quantity": f"{phase}: rotor command range [N]",
                         "paper": paper_s, "ours": ours_s,
                         "tolerance": thrust["tolerance"].iloc[0],

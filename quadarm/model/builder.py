@@ -15,6 +15,7 @@ import numpy as np
 
 from quadarm.config import AirframeConfig, ArmConfig, SimConfig
 from quadarm.model import names
+from quadarm.model.allocation import hover_controls
 
 # Collision bitmasks: the arm touches the ground and the frame, never itself (neighbouring
 # capsules overlap at their caps, so arm-arm contacts would be spurious).
@@ -177,8 +178,6 @@ def build(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
     The keyframe's rotor controls are the allocation of a pure thrust m_total*|g| (they sum to
     m_total*|g|), its tendon controls are zero and the arm hangs straight.
     """
-    from quadarm.control.allocation import hover_controls
-
     spec = build_spec(frame, arm, sim, start)
     model = spec.compile()
     rotors = np.array([model.actuator(names.rotor_actuator(j)).id

@@ -1,5 +1,8 @@
 """Merge the tables of any set of run or sweep directories into one.
 
+``python -m quadarm.results.collect DIR... [-o OUT]`` does it from the shell (default OUT: the
+first DIR).
+
 Job directories are found by their ``runs.parquet`` (the per-trial parts under ``trials/`` and
 tables that are themselves collections are skipped). A trial that appears more than once (a
 rerun, or a sweep collected twice) is kept once: the most recently written copy.
@@ -7,6 +10,8 @@ rerun, or a sweep collected twice) is kept once: the most recently written copy.
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -64,3 +69,24 @@ def write_collection(roots: Iterable[Path | str], out_dir: Path | str) -> tuple[
     out_dir = Path(out_dir)
     return (io.write_table(out_dir / io.RUNS, runs, meta),
             io.write_table(out_dir / io.METRICS, metrics, meta))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The shell command; returns its exit code (2: no run or sweep directory found)."""
+    p = argparse.ArgumentParser(prog="python -m quadarm.results.collect",
+                                description="Merge run and sweep directories into one "
+                                            "runs.parquet + metrics.parquet.")
+    p.add_argument("dirs", nargs="+", help="run or sweep directories (searched recursively)")
+    p.add_argument("-o", "--out", help="output directory (default: the first DIR)")
+    args = p.parse_args(argv)
+    try:
+        runs, metrics = write_collection(args.dirs, args.out or args.dirs[0])
+    except FileNotFoundError as err:
+        print(f"quadarm.results.collect: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {runs} and {metrics}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

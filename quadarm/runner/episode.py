@@ -20,9 +20,9 @@ import numpy as np
 from quadarm import scenarios
 from quadarm.config import Config
 from quadarm.control import geometric
-from quadarm.control.allocation import mixer, total_mass
 from quadarm.control.geometric import GeometricController
 from quadarm.model import BuiltModel, build
+from quadarm.model.allocation import mixer, total_mass
 from quadarm.scenarios.common import Log, Metric, Plan, Pulse
 
 CHECK_EVERY = 50  # steps between divergence checks

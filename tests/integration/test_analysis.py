@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quadarm.analysis import paper, tables
+from quadarm.analysis import published, tables
 from quadarm.analysis.data import Results
-from quadarm.analysis.paper import Tolerance
+from quadarm.analysis.published import Tolerance
 from quadarm.analysis.report import (
     README_END,
     README_START,
@@ -125,12 +125,12 @@ def test_table2_is_the_nominal_mission_from_metrics(res: Results) -> None:
     t2 = tables.table2(res.runs, res.metrics)
     missions = tables.successful(res.runs, "mission")
     nominal = missions[missions["gains.kr"].map(tables.first) == 4.0]["run_id"].item()
-    assert len(t2.checks) == len(paper.PHASES) * len(paper.TABLE2_METRICS)
+    assert len(t2.checks) == len(published.PHASES) * len(published.TABLE2_METRICS)
     for _, row in t2.checks.iterrows():
         assert row["ours"] == pytest.approx(_metric(res, nominal, row["item"], row["metric"]))
         assert row["deviation"] == pytest.approx(row["ours"] - row["paper"]) or row[
             "paper_text"].startswith("<")
-        tol = paper.TABLE2_TOL.get((row["item"], row["metric"]))
+        tol = published.TABLE2_TOL.get((row["item"], row["metric"]))
         if tol is None:
             assert row["within"] is None
         elif tol.kind == "abs":
@@ -179,7 +179,7 @@ def test_workspace_tables_follow_the_bend_command(res: Results) -> None:
     ws = tables.workspace(res.runs, res.metrics)
     spread = ws.checks.set_index("metric").loc["radius_spread_pct"]
     assert spread["ours"] == pytest.approx(beta["radius_dev_pct"].abs().max())
-    assert spread["within"] == (spread["ours"] <= paper.RADIUS_SPREAD_MAX_PCT)
+    assert spread["within"] == (spread["ours"] <= published.RADIUS_SPREAD_MAX_PCT)
 
 
 def test_failed_and_repeated_trials(res: Results) -> None:
@@ -239,8 +239,8 @@ def test_writers_round_trip(res: Results, tmp_path: Path) -> None:
     sets = compact[compact["study"] == "Table III"]
     assert len(sets) == 2 and sets["ours"].str.count(" / ").eq(3).all()
     thrust = compact[compact["quantity"].str.contains("rotor command range")]
-    assert len(thrust) == len(paper.PHASES) and thrust["ours"].str.count("–").eq(1).all()
-    assert len(compact) == len(repro) - 2 * 3 - len(paper.PHASES)
+    assert len(thrust) == len(published.PHASES) and thrust["ours"].str.count("–").eq(1).all()
+    assert len(compact) == len(repro) - 2 * 3 - len(published.PHASES)
 
 
 def test_figures_are_drawn_from_the_series(res: Results, tmp_path: Path) -> None:

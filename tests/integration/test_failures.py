@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import cfg_of
 
 from quadarm.cli import EXIT_FAILED_TRIALS
-from quadarm.config import Config, load
+from quadarm.config import Config
 from quadarm.results import io
 from quadarm.runner import study
 from quadarm.runner.episode import run_episode
@@ -25,9 +26,6 @@ PUSH = ["scenario=disturbance", "scenario.duration=1.0", "scenario.start=0.1",
         "runner.progress=false", "runner.engine=serial"]
 STEPS = 500
 
-
-def compose_cfg(*overrides: str) -> Config:
-    return load(overrides)
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +43,7 @@ def _time(message: str) -> float:
 def test_diverging_trials_next_to_a_healthy_one(tmp_path: Path) -> None:
     """A grid with a healthy trial, one that leaves a 2 cm box and two whose 10 kN push blows
     the simulation up: the failures are recorded, the healthy trial is unaffected."""
-    cfg = compose_cfg(*PUSH, "++runner.grid={scenario.force:[2.0,1.0e4],"
+    cfg = cfg_of(*PUSH, "++runner.grid={scenario.force:[2.0,1.0e4],"
                              "sim.max_distance:[100.0,0.02]}")
     result = study.run(cfg, tmp_path / "grid")
     runs = result.runs.set_index(["scenario.force", "sim.max_distance"])
@@ -81,7 +79,7 @@ def test_diverging_trials_next_to_a_healthy_one(tmp_path: Path) -> None:
     assert first_out == pytest.approx(t_box, abs=1e-9)
 
     # The healthy trial gives the numbers it gives on its own.
-    alone = study.run(compose_cfg(*PUSH), tmp_path / "alone")
+    alone = study.run(cfg_of(*PUSH), tmp_path / "alone")
     pd.testing.assert_frame_equal(
         alone.metrics.reset_index(drop=True),
         metrics.reset_index(drop=True), check_exact=True)
@@ -97,7 +95,7 @@ def test_python_error_in_a_trial_is_recorded(tmp_path: Path,
         return original(cfg, plan, log)
 
     monkeypatch.setattr(disturbance, "metrics", fragile)
-    cfg = compose_cfg(*PUSH, "scenario.duration=0.4", "++runner.grid={scenario.force:[2.0,3.0]}")
+    cfg = cfg_of(*PUSH, "scenario.duration=0.4", "++runner.grid={scenario.force:[2.0,3.0]}")
     result = study.run(cfg, tmp_path)
     runs = result.runs.set_index("scenario.force")
     assert runs.loc[2.0, "status"] == "ok"
@@ -114,7 +112,7 @@ def test_error_while_recording_is_recorded(tmp_path: Path,
         raise RuntimeError("disk says no")
 
     monkeypatch.setattr(study, "timeseries_frame", broken)
-    cfg = compose_cfg("scenario=hover", "scenario.duration=0.2", "runner.progress=false",
+    cfg = cfg_of("scenario=hover", "scenario.duration=0.2", "runner.progress=false",
                       "runner.engine=serial", "++runner.grid={seed:[0,1]}")
     result = study.run(cfg, tmp_path)
     assert list(result.runs["status"]) == ["error", "error"]
@@ -124,7 +122,7 @@ def test_error_while_recording_is_recorded(tmp_path: Path,
 def test_draws_outside_the_range_become_error_trials(tmp_path: Path) -> None:
     """A normal draw of a stiffness can be negative: that trial is an ``error`` naming the key
     and keeping the drawn value; the others run."""
-    cfg = compose_cfg("scenario=hover", "scenario.duration=0.2", "runner.progress=false",
+    cfg = cfg_of("scenario=hover", "scenario.duration=0.2", "runner.progress=false",
                       "runner.engine=serial", "runner.trials=12",
                       "++runner.randomize={arm.stiffness:{dist:normal,std:0.1}}")
     result = study.run(cfg, tmp_path)
@@ -140,7 +138,7 @@ def test_draws_outside_the_range_become_error_trials(tmp_path: Path) -> None:
 def test_divergence_in_the_last_steps_is_detected() -> None:
     """RK4 at 20 ms blows up within a few steps; the run is 50 steps long, so the only
     periodic check after step 0 falls on the last sample."""
-    cfg = compose_cfg("scenario=hover", "scenario.duration=1.0", "sim.timestep=0.02",
+    cfg = cfg_of("scenario=hover", "scenario.duration=1.0", "sim.timestep=0.02",
                       "sim.integrator=RK4")
     assert run_episode(cfg).status == "diverged"
 
@@ -148,7 +146,7 @@ def test_divergence_in_the_last_steps_is_detected() -> None:
 def test_divergence_time_is_when_it_happened() -> None:
     """Nothing moves before the 10 kN push at 0.1 s, so the blow-up cannot be reported before
     it."""
-    ep = run_episode(compose_cfg(*PUSH, "scenario.force=1.0e4"))
+    ep = run_episode(cfg_of(*PUSH, "scenario.force=1.0e4"))
     assert ep.status == "diverged"
     assert 0.1 <= _time(ep.message) <= 0.1 + 50 * 0.002
 

@@ -14,9 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from conftest import cfg_of
 
 from quadarm.cli import EXIT_ERROR, EXIT_INTERRUPTED
-from quadarm.config import Config, load
+from quadarm.config import Config
 from quadarm.results import io
 from quadarm.runner import study
 from quadarm.runner.trials import expand
@@ -26,9 +27,6 @@ SEEDS = list(range(10))
 COMMAND = ["scenario=hover", "scenario.duration=3.0", "runner.progress=false",
            "runner.engine=serial", f"++runner.grid={{seed:{SEEDS}}}".replace(" ", "")]
 
-
-def compose_cfg(*overrides: str) -> Config:
-    return load(overrides)
 
 
 def stamps(store: Path) -> dict[str, float]:
@@ -44,7 +42,7 @@ def all_parquet_readable(root: Path) -> int:
 
 
 def short(*extra: str) -> Config:
-    return compose_cfg("scenario=hover", "scenario.duration=0.2", "runner.progress=false",
+    return cfg_of("scenario=hover", "scenario.duration=0.2", "runner.progress=false",
                        "runner.engine=serial", *extra)
 
 

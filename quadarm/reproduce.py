@@ -1,6 +1,6 @@
 """Reproduce the paper: run every study, then build all tables and figures from the Parquet.
 
-    python -m quadarm.paper [--out outputs/paper] [--jobs 2] [--readme README.md]
+    python -m quadarm.reproduce [--out outputs/paper] [--jobs 2] [--readme README.md]
 
 Each study's configuration is composed with Hydra from ``conf/`` exactly as the command line
 would compose it (``+experiment=<study>``, see ``conf/experiment/``), so the YAML files are
@@ -129,7 +129,7 @@ def start_render(run_dir: Path, png: Path) -> subprocess.Popen | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m quadarm.paper",
+    p = argparse.ArgumentParser(prog="python -m quadarm.reproduce",
                                 description="Run the paper's studies and build its tables "
                                             "and figures.")
     p.add_argument("--out", type=Path, default=Path("outputs/paper"))
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs = plan_jobs(data)
         for study in {j.study for j in jobs}:
             shutil.rmtree(data / study, ignore_errors=True)  # every number from this run
-        print(f"quadarm.paper: {len(jobs)} jobs, {sum(j.trials for j in jobs)} trials, "
+        print(f"quadarm.reproduce: {len(jobs)} jobs, {sum(j.trials for j in jobs)} trials, "
               f"{args.jobs} process(es) -> {data}")
         # Grids after the single missions, Fig. 1 rendered meanwhile.
         run_studies([j for j in jobs if j.trials == 1], args.jobs)
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         write_collection(table3, data / "table3")
         render = None if args.no_render else start_render(data / "table2", out / FIG1)
         run_studies([j for j in jobs if j.trials > 1], args.jobs)
-        print(f"quadarm.paper: simulations done in {time.perf_counter() - t0:.1f} s")
+        print(f"quadarm.reproduce: simulations done in {time.perf_counter() - t0:.1f} s")
     else:
         if not data.exists():
             p.error(f"--no-run: {data} does not exist")
@@ -171,21 +171,21 @@ def main(argv: list[str] | None = None) -> int:
             reporting.write_reproduction(report, out)  # index the rendered frames too
         else:
             last = log.strip().splitlines()[-1] if log.strip() else f"exit {render.returncode}"
-            print(f"quadarm.paper: Fig. 1 not rendered: {last}", file=sys.stderr)
+            print(f"quadarm.reproduce: Fig. 1 not rendered: {last}", file=sys.stderr)
     missing = sorted(set(EXPECTED) - {t.name for t in report.tables})
     if missing:  # a study whose trials all failed leaves no table
-        print(f"quadarm.paper: no successful trials for {', '.join(missing)}", file=sys.stderr)
+        print(f"quadarm.reproduce: no successful trials for {', '.join(missing)}", file=sys.stderr)
     checks = reporting.tables.reproduction(report.tables)
     within = int(checks["within"].map(bool).sum())
     for _, r in checks[~checks["within"].map(bool)].iterrows():
         print(f"  outside tolerance: {r['table']} {r['quantity']}: ours {r['ours']:.3g}, "
               f"paper {r['paper_text']} ({r['tolerance']})")
     if args.readme:
-        block = reporting.readme_block(report.tables, "python -m quadarm.paper")
+        block = reporting.readme_block(report.tables, "python -m quadarm.reproduce")
         if not reporting.update_readme(args.readme, block):
-            print(f"quadarm.paper: {args.readme} has no {reporting.README_START} marker",
+            print(f"quadarm.reproduce: {args.readme} has no {reporting.README_START} marker",
                   file=sys.stderr)
-    print(f"quadarm.paper: {within} of {len(checks)} values within tolerance; "
+    print(f"quadarm.reproduce: {within} of {len(checks)} values within tolerance; "
           f"{len(report.files)} files -> {out} ({time.perf_counter() - t0:.1f} s)")
     return 1 if missing or (args.strict and within < len(checks)) else 0
 

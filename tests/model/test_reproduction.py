@@ -1,7 +1,7 @@
 """The paper's figures, regenerated and checked against SPEC section 5's tolerances.
 
 Every study runs once per session (about 20 s of simulation on one core); the expected values
-are the paper's, from :mod:`quadarm.analysis.paper`.
+are the paper's, from :mod:`quadarm.analysis.published`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import nominal
 
-from quadarm.analysis import paper
+from quadarm.analysis import published
 from quadarm.config import (
     DisturbanceScenario,
     GainsConfig,
@@ -28,7 +28,7 @@ def metrics_of(cfg) -> dict[tuple[str, str], float]:
     return {(p, k): v for p, k, v in ep.metrics}
 
 
-def within(tol: paper.Tolerance, expected: float, ours: float) -> None:
+def within(tol: published.Tolerance, expected: float, ours: float) -> None:
     assert tol.check(expected, ours), f"ours {ours:.4g} vs paper {expected:.4g} ({tol.kind} " \
                                       f"{tol.value:g})"
 
@@ -36,16 +36,16 @@ def within(tol: paper.Tolerance, expected: float, ours: float) -> None:
 @pytest.fixture(scope="module")
 def missions() -> dict[str, dict]:
     out = {}
-    for g in paper.TABLE3:
+    for g in published.TABLE3:
         gains = GainsConfig(kr=[g.kr_xy, g.kr_xy, 0.8], kw=[g.kw_xy, g.kw_xy, 0.15])
         out[g.name] = metrics_of(nominal(gains=gains))
     return out
 
 
-@pytest.mark.parametrize("key", sorted(paper.TABLE2_TOL))
+@pytest.mark.parametrize("key", sorted(published.TABLE2_TOL))
 def test_table2(missions, key):
     phase, metric = key
-    within(paper.TABLE2_TOL[key], paper.TABLE2[phase][metric], missions["nominal"][key])
+    within(published.TABLE2_TOL[key], published.TABLE2[phase][metric], missions["nominal"][key])
 
 
 def test_table2_hover_phase_is_quiet(missions):
@@ -54,18 +54,18 @@ def test_table2_hover_phase_is_quiet(missions):
     assert m[("hover", "tilt_max_deg")] < 0.05
 
 
-@pytest.mark.parametrize("row", paper.TABLE3, ids=lambda g: g.name)
+@pytest.mark.parametrize("row", published.TABLE3, ids=lambda g: g.name)
 def test_table3(missions, row):
     m = missions[row.name]
     ours = {"rms_cm": m[("whole", "rms_cm")], "max_cm": m[("whole", "max_cm")],
             "rms_after_cm": m[("after_24s", "rms_cm")],
             "tilt_max_deg": m[("whole", "tilt_max_deg")]}
-    for metric in paper.TABLE3_METRICS:
-        within(paper.TABLE3_TOL, getattr(row, metric), ours[metric])
+    for metric in published.TABLE3_METRICS:
+        within(published.TABLE3_TOL, getattr(row, metric), ours[metric])
 
 
 def test_table3_stiffer_attitude_loop_tracks_better(missions):
-    rms = [missions[g.name][("whole", "rms_cm")] for g in paper.TABLE3]
+    rms = [missions[g.name][("whole", "rms_cm")] for g in published.TABLE3]
     assert rms == sorted(rms, reverse=True)
 
 
@@ -81,9 +81,10 @@ def workspace() -> dict[str, list[dict]]:
 def test_workspace_mu_sweep(workspace):
     lateral = [m[("final", "tip_lateral_cm")] for m in workspace["mu"]]
     depth = [m[("final", "tip_depth_cm")] for m in workspace["mu"]]
-    within(paper.WORKSPACE_TOL["lateral_mu1_cm"], paper.WORKSPACE["lateral_mu1_cm"], lateral[-1])
-    within(paper.WORKSPACE_TOL["depth_mu0_cm"], paper.WORKSPACE["depth_mu0_cm"], depth[0])
-    within(paper.WORKSPACE_TOL["depth_mu1_cm"], paper.WORKSPACE["depth_mu1_cm"], depth[-1])
+    ws, tol = published.WORKSPACE, published.WORKSPACE_TOL
+    within(tol["lateral_mu1_cm"], ws["lateral_mu1_cm"], lateral[-1])
+    within(published.WORKSPACE_TOL["depth_mu0_cm"], published.WORKSPACE["depth_mu0_cm"], depth[0])
+    within(published.WORKSPACE_TOL["depth_mu1_cm"], published.WORKSPACE["depth_mu1_cm"], depth[-1])
     assert np.all(np.diff(lateral) > 0)  # deflection grows with mu ...
     assert np.all(np.diff(depth) < 0)  # ... while the curling tip rises
     # beta = 0 bends towards +x only.
@@ -94,7 +95,7 @@ def test_workspace_mu_sweep(workspace):
 def test_workspace_is_nearly_circular(workspace):
     radius = np.array([m[("final", "tip_lateral_cm")] for m in workspace["beta"]])
     spread = np.abs(radius / radius.mean() - 1).max() * 100
-    assert spread <= paper.RADIUS_SPREAD_MAX_PCT
+    assert spread <= published.RADIUS_SPREAD_MAX_PCT
     # The tip points along the commanded direction, to within the few degrees of skew that
     # the serial x-then-y hinges and the three discrete tendons leave (no bias on average).
     angle = np.degrees([np.arctan2(m[("final", "tip_y_cm")], m[("final", "tip_x_cm")])
@@ -119,13 +120,14 @@ def test_legacy_map_is_anisotropic():
 
 def test_disturbance():
     m = metrics_of(nominal(scenario=DisturbanceScenario()))
-    for metric, tol in paper.DISTURBANCE_TOL.items():
-        within(tol, paper.DISTURBANCE[metric], m[("all", metric)])
+    for metric, tol in published.DISTURBANCE_TOL.items():
+        within(tol, published.DISTURBANCE[metric], m[("all", metric)])
 
 
 def test_held_bend_drift():
     m = metrics_of(nominal(scenario=HeldBendScenario()))
-    within(paper.DRIFT_TOL["drift_5s_cm"], paper.DRIFT["drift_5s_cm"], m[("all", "drift_5s_cm")])
+    within(published.DRIFT_TOL["drift_5s_cm"], published.DRIFT["drift_5s_cm"],
+           m[("all", "drift_5s_cm")])
     # The position integrator removes the drift over time.
     assert m[("all", "drift_5s_cm")] > m[("all", "drift_15s_cm")] > m[("all", "drift_30s_cm")]
     assert m[("all", "drift_30s_cm")] < 0.1

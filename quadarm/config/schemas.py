@@ -1,89 +1,37 @@
-"""Configuration schemas, their range checks, and loading.
+"""Configuration schemas: one dataclass per config group, with its range checks.
 
-Every Hydra config group under ``conf/`` is backed by a dataclass registered in Hydra's
-ConfigStore, so the YAML files extend a typed schema: wrong types and unknown keys are refused
-while composing, and ``__post_init__`` range checks run when ``OmegaConf.to_object`` builds the
-dataclasses. All quantities are SI (m, kg, s, N, rad) unless the key name says otherwise
-(``*_deg``).
+Every Hydra config group under ``conf/`` is backed by a dataclass here, registered in Hydra's
+ConfigStore by :mod:`quadarm.config.compose`, so the YAML files extend a typed schema: wrong
+types and unknown keys are refused while composing, and ``__post_init__`` range checks run when
+``OmegaConf.to_object`` builds the dataclasses. All quantities are SI (m, kg, s, N, rad) unless
+the key name says otherwise (``*_deg``). The modelling choices behind the defaults are in
+``docs/model.md``.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional  # noqa: UP035 - OmegaConf reads these
 
-from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")  # the shipped config groups
+from quadarm.config.checks import (
+    ConfigError,
+    _choice,
+    _in_range,
+    _integer,
+    _non_negative,
+    _positive,
+    _real,
+    _vector,
+)
 
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
 TENDON_MAPS = ("balanced", "legacy")
 BACKENDS = ("sequential", "loky", "threading", "dask")
 ENGINES = ("auto", "serial", "batch")
-
-
-class ConfigError(ValueError):
-    """A configuration value outside what quadarm accepts.
-
-    The message is a single line that names the dotted key, the value given and what is
-    allowed, e.g. ``arm.segments=0: must be an integer >= 1``.
-    """
-
-    def __init__(self, key: str, value: Any, allowed: str) -> None:
-        self.key, self.value, self.allowed = key, value, allowed
-        shown = "" if value is None or value == "" else f"={_show(value)}"
-        super().__init__(f"{key}{shown}: {allowed}")
-
-    def prefixed(self, prefix: str) -> ConfigError:
-        return ConfigError(f"{prefix}.{self.key}", self.value, self.allowed)
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-def _real(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _positive(key: str, value: Any) -> None:
-    if not (_real(value) and value > 0):
-        raise ConfigError(key, value, "must be a finite number > 0")
-
-
-def _non_negative(key: str, value: Any) -> None:
-    if not (_real(value) and value >= 0):
-        raise ConfigError(key, value, "must be a finite number >= 0")
-
-
-def _in_range(key: str, value: Any, lo: float, hi: float) -> None:
-    if not (_real(value) and lo <= value <= hi):
-        raise ConfigError(key, value, f"must be a number in [{lo:g}, {hi:g}]")
-
-
-def _vector(key: str, value: Any, n: int, check: Any = None) -> None:
-    if len(value) != n or not all(_real(v) for v in value):
-        raise ConfigError(key, list(value), f"must be a list of {n} finite numbers")
-    if check is not None:
-        for i, v in enumerate(value):
-            check(f"{key}[{i}]", v)
-
-
-def _integer(key: str, value: Any, lo: int) -> None:
-    if not (isinstance(value, int) and not isinstance(value, bool) and value >= lo):
-        raise ConfigError(key, value, f"must be an integer >= {lo}")
-
-
-def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ConfigError(key, value, f"must be one of {', '.join(allowed)}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -472,140 +420,3 @@ class Config:
 
 
 GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner")
-
-
-def register_configs() -> None:
-    """Put the schemas in Hydra's ConfigStore (idempotent)."""
-    cs = ConfigStore.instance()
-    cs.store(name="quadarm_schema", node=Config)
-    for name, schema in SCENARIOS.items():
-        cs.store(group="scenario", name=f"{name}_schema", node=schema)
-
-
-register_configs()
-
-
-def to_config(cfg: DictConfig | Config) -> Config:
-    """Build and range-check the typed :class:`Config` from a composed DictConfig.
-
-    Raises :class:`ConfigError` naming the dotted key of the first invalid value.
-    """
-    if isinstance(cfg, Config):
-        return cfg
-    known = {f.name for f in fields(Config)}
-    unknown = sorted(set(cfg.keys()) - known - {"hydra"})
-    if unknown:
-        raise ConfigError(unknown[0], None,
-                          f"unknown key; the root has: {', '.join(sorted(known))}")
-    _check_known_keys(cfg, "")
-    built: dict[str, Any] = {}
-    for f in fields(Config):
-        node = cfg.get(f.name) if f.name in cfg else None
-        if f.name == "seed":
-            continue
-        if node is None:
-            raise ConfigError(f.name, None, "is required (choose a config group option)")
-        try:
-            obj = OmegaConf.to_object(node)
-        except ConfigError as err:
-            raise err.prefixed(f.name) from None
-        except (ValueError, TypeError) as err:
-            raise ConfigError(f.name, "?", str(err).splitlines()[0]) from None
-        if f.name == "scenario" and not isinstance(obj, ScenarioConfig):
-            raise ConfigError(
-                "scenario", type(obj).__name__,
-                "must extend one of the scenario schemas (defaults: [<kind>_schema, _self_]), "
-                f"kinds: {', '.join(SCENARIOS)}",
-            )
-        built[f.name] = obj
-    _check_rotor_rank(built["airframe"])
-    return Config(**built, seed=cfg.get("seed", 0))
-
-
-def _check_known_keys(node: Any, prefix: str) -> None:
-    """Refuse keys that a typed node's schema does not have. Hydra's ``+key=value`` appends
-    keys even to typed nodes, and ``OmegaConf.to_object`` would silently drop them."""
-    from dataclasses import is_dataclass
-
-    from omegaconf import ListConfig
-
-    if isinstance(node, ListConfig):
-        for i, item in enumerate(node):
-            _check_known_keys(item, f"{prefix}[{i}]")
-        return
-    if not isinstance(node, DictConfig):
-        return
-    schema = OmegaConf.get_type(node)
-    names = [f.name for f in fields(schema)] if is_dataclass(schema) else None
-    for key in node.keys():
-        if key == "hydra" and not prefix:
-            continue
-        path = f"{prefix}.{key}" if prefix else str(key)
-        if names is not None and key not in names:
-            raise ConfigError(path, None, f"unknown key; {prefix or 'the root'} has: "
-                              f"{', '.join(names)}")
-        _check_known_keys(node._get_node(key), path)
-
-
-def compose(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR,
-            job_name: str = "quadarm") -> DictConfig:
-    """Hydra's composition of ``conf_dir``'s primary config with command-line style
-    ``overrides``, the ``hydra`` node included (for sweeper parameters and the like)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=conf_dir, version_base="1.3", job_name=job_name):
-        cfg = hydra_compose(config_name="config", overrides=list(overrides),
-                            return_hydra_config=True)
-    GlobalHydra.instance().clear()
-    return cfg
-
-
-def load(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> Config:
-    """The validated :class:`Config` of ``overrides``, as ``python -m quadarm`` would run it."""
-    cfg = compose(overrides, conf_dir)
-    return to_config(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))
-
-
-def _check_rotor_rank(airframe: AirframeConfig) -> None:
-    import numpy as np
-
-    a = np.array(
-        [[1.0, r.pos[1], -r.pos[0], r.spin * airframe.kappa] for r in airframe.rotors]
-    ).T
-    if np.linalg.matrix_rank(a, tol=1e-9) < 4:
-        raise ConfigError(
-            "airframe.rotors", [list(r.pos) + [r.spin] for r in airframe.rotors],
-            "rotor positions and spins must give an allocation matrix of full rank 4",
-        )
-
-
-def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    """Flatten a config (dataclass, DictConfig or dict) into dotted keys; lists become JSON
-    strings. Dataclasses go through ``dataclasses.asdict``: OmegaConf's structured conversion
-    gives the same result but costs tens of milliseconds, which adds up over many trials."""
-    import dataclasses
-    import json
-
-    if dataclasses.is_dataclass(obj):
-        container = dataclasses.asdict(obj)
-    else:
-        container = OmegaConf.to_container(obj, resolve=True) if isinstance(obj, DictConfig) \
-            else obj
-    out: dict[str, Any] = {}
-
-    def walk(node: Any, key: str) -> None:
-        if isinstance(node, dict):
-            if not node and key:
-                out[key] = "{}"
-            for k, v in node.items():
-                walk(v, f"{key}.{k}" if key else str(k))
-        elif isinstance(node, list | tuple):
-            out[key] = json.dumps(list(node))
-        else:
-            out[key] = node
-
-    walk(container, prefix)
-    return out

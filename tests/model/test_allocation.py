@@ -8,8 +8,8 @@ import pytest
 from conftest import nominal
 
 from quadarm.config import AirframeConfig, RotorConfig
-from quadarm.control.allocation import allocation_matrix, hover_controls, mixer, rotor_actuators
 from quadarm.model import build
+from quadarm.model.allocation import allocation_matrix, hover_controls, mixer, rotor_actuators
 
 
 def hand_derived(frame: AirframeConfig) -> np.ndarray:

@@ -39,7 +39,7 @@ def test_attitude_error_gives_a_restoring_torque(setup):
     ctl = make_controller(cfg, built)
     # Rolled +0.1 rad about body x at the set-point: the torque must roll it back (tau_x < 0),
     # with magnitude K_R sin(0.1) (e_R of a pure roll), and a yaw rate must be damped.
-    from quadarm.control.allocation import allocation_matrix
+    from quadarm.model.allocation import allocation_matrix
 
     a = allocation_matrix(built.model)
     u = ctl.update([0, 0, 1, *_quat([1, 0, 0], 0.1)], [0, 0, 0, 0, 0, 0.5],

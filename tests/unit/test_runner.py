@@ -7,30 +7,27 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import cfg_of
 from omegaconf import OmegaConf
 
-from quadarm.config import Config, flatten, load
+from quadarm.config import flatten
 from quadarm.results import io
 from quadarm.runner import study
 from quadarm.runner.trials import expand, trial_id
 
 
-def compose_cfg(*overrides: str) -> Config:
-    return load(overrides)
-
-
 def test_trial_id_is_the_config_not_the_runner() -> None:
-    base = compose_cfg("scenario=hover")
-    same = compose_cfg("scenario=hover", "runner.n_jobs=2", "runner.timeseries=none",
+    base = cfg_of("scenario=hover")
+    same = cfg_of("scenario=hover", "runner.n_jobs=2", "runner.timeseries=none",
                        "runner.store=/elsewhere", "runner=dask")
     assert trial_id(base) == trial_id(same)
     assert len(trial_id(base)) == 16
     for other in (["seed=1"], ["arm.stiffness=0.07"], ["gains=soft"], ["scenario=workspace"]):
-        assert trial_id(compose_cfg("scenario=hover", *other)) != trial_id(base)
+        assert trial_id(cfg_of("scenario=hover", *other)) != trial_id(base)
 
 
 def test_grid_order_and_seeds() -> None:
-    cfg = compose_cfg("scenario=hover", "++runner.grid={seed:[3,4],arm.segments:[8,12]}")
+    cfg = cfg_of("scenario=hover", "++runner.grid={seed:[3,4],arm.segments:[8,12]}")
     trials = expand(cfg)
     assert [t.index for t in trials] == [0, 1, 2, 3]
     assert [(t.cfg.seed, t.cfg.arm.segments) for t in trials] == [(3, 8), (3, 12), (4, 8),
@@ -41,8 +38,8 @@ def test_grid_order_and_seeds() -> None:
 
 def test_monte_carlo_seeds_are_spawned_and_stable() -> None:
     spec = "++runner.randomize={arm.stiffness:{dist:lognormal,sigma:0.2}}"
-    a = expand(compose_cfg("scenario=hover", spec, "runner.trials=5"))
-    b = expand(compose_cfg("scenario=hover", spec, "runner.trials=7"))
+    a = expand(cfg_of("scenario=hover", spec, "runner.trials=5"))
+    b = expand(cfg_of("scenario=hover", spec, "runner.trials=7"))
     assert len({t.seed for t in a}) == 5
     # the first draws do not depend on how many follow
     assert [t.run_id for t in a] == [t.run_id for t in b[:5]]
@@ -56,17 +53,17 @@ def test_monte_carlo_seeds_are_spawned_and_stable() -> None:
      "runner.trials=2"],
 ])
 def test_fast_flatten_and_yaml_match_omegaconf(overrides: list[str]) -> None:
-    for t in expand(compose_cfg(*overrides)):
+    for t in expand(cfg_of(*overrides)):
         assert flatten(t.cfg) == flatten(OmegaConf.structured(t.cfg))
         assert study.config_yaml(t.cfg) == OmegaConf.to_yaml(OmegaConf.structured(t.cfg))
 
 
 def test_store_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = compose_cfg("scenario=hover")
+    cfg = cfg_of("scenario=hover")
     out = tmp_path / "job"
     assert study.resolve_store(cfg, out) == (out / "trials").resolve()
     monkeypatch.chdir(tmp_path)
-    rel = compose_cfg("scenario=hover", "runner.store=shared/trials")
+    rel = cfg_of("scenario=hover", "runner.store=shared/trials")
     assert study.resolve_store(rel, out) == tmp_path / "shared" / "trials"
     assert study.resolve_store(rel, out, base=tmp_path / "x") == tmp_path / "x/shared/trials"
     assert study.resolve_store(cfg, out, "/abs/store") == Path("/abs/store")
@@ -81,15 +78,15 @@ def test_timeseries_choice() -> None:
 
 
 def test_effective_jobs() -> None:
-    assert study.effective_jobs(compose_cfg("runner.backend=sequential",
+    assert study.effective_jobs(cfg_of("runner.backend=sequential",
                                             "runner.n_jobs=4")) == 1
-    assert study.effective_jobs(compose_cfg("runner.n_jobs=3")) == 3
-    assert study.effective_jobs(compose_cfg("runner.n_jobs=-1")) >= 1
-    assert study.effective_jobs(compose_cfg("runner=dask")) == -1  # every cluster worker
+    assert study.effective_jobs(cfg_of("runner.n_jobs=3")) == 3
+    assert study.effective_jobs(cfg_of("runner.n_jobs=-1")) >= 1
+    assert study.effective_jobs(cfg_of("runner=dask")) == -1  # every cluster worker
 
 
 def test_job_tables_follow_trial_order(tmp_path: Path) -> None:
-    cfg = compose_cfg("scenario=hover", "scenario.duration=0.1", "runner.progress=false",
+    cfg = cfg_of("scenario=hover", "scenario.duration=0.1", "runner.progress=false",
                       "runner.engine=serial", "++runner.grid={seed:[5,2,9]}")
     result = study.run(cfg, tmp_path)
     runs = io.read_runs(tmp_path)
@@ -103,8 +100,8 @@ def test_job_tables_follow_trial_order(tmp_path: Path) -> None:
 
 
 def test_grid_over_mission_phases_recomputes_the_duration() -> None:
-    trials = expand(compose_cfg("scenario=mission",
+    trials = expand(cfg_of("scenario=mission",
                                 "++runner.grid={scenario.hover_time:[2.0,3.0]}"))
     assert [t.cfg.scenario.duration for t in trials] == [35.0, 36.0]
     # the nominal point is the same trial as the job without a grid
-    assert trials[1].run_id == trial_id(compose_cfg("scenario=mission"))
+    assert trials[1].run_id == trial_id(cfg_of("scenario=mission"))

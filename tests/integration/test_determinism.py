@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import cfg_of
 
-from quadarm.config import Config, load
 from quadarm.results import io
 from quadarm.runner import study
 from quadarm.runner.trials import expand
@@ -31,9 +31,6 @@ MONTE_CARLO = ["scenario=disturbance", "scenario.duration=0.4", "scenario.start=
                "airframe.mass:{dist:uniform,low:1.0,high:1.1},"
                "scenario.direction:{dist:circle}}"]
 
-
-def compose_cfg(*overrides: str) -> Config:
-    return load(overrides)
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +58,9 @@ def assert_identical(a: Path, b: Path) -> None:
 
 
 def test_serial_loky_and_dask_are_bit_identical(tmp_path: Path, cluster: Any) -> None:
-    serial = study.run(compose_cfg(*GRID), tmp_path / "serial", n_jobs=1)
-    loky = study.run(compose_cfg(*GRID, "runner.n_jobs=2"), tmp_path / "loky")
-    dask = study.run(compose_cfg(*GRID, "runner=dask",
+    serial = study.run(cfg_of(*GRID), tmp_path / "serial", n_jobs=1)
+    loky = study.run(cfg_of(*GRID, "runner.n_jobs=2"), tmp_path / "loky")
+    dask = study.run(cfg_of(*GRID, "runner=dask",
                                  f"runner.address={cluster.scheduler_address}"),
                      tmp_path / "dask")
     for result in (serial, loky, dask):
@@ -80,7 +77,7 @@ def test_serial_loky_and_dask_are_bit_identical(tmp_path: Path, cluster: Any) ->
 def test_monte_carlo_study(tmp_path: Path) -> None:
     """16 draws with two workers: one row per trial, distinct seeds, values inside their
     distributions' support, and the same table rerun with the same seed and with one worker."""
-    two = study.run(compose_cfg(*MONTE_CARLO, "runner.n_jobs=2"), tmp_path / "two")
+    two = study.run(cfg_of(*MONTE_CARLO, "runner.n_jobs=2"), tmp_path / "two")
     runs = two.runs
     assert len(runs) == MC_TRIALS and runs["run_id"].is_unique
     assert runs["seed"].nunique() == MC_TRIALS
@@ -102,14 +99,14 @@ def test_monte_carlo_study(tmp_path: Path) -> None:
     swing = two.metrics[two.metrics["metric"] == "tip_swing_max_cm"]["value"]
     assert swing.nunique() == MC_TRIALS
 
-    again = study.run(compose_cfg(*MONTE_CARLO, "runner.n_jobs=2"), tmp_path / "again")
-    one = study.run(compose_cfg(*MONTE_CARLO, "runner.n_jobs=1"), tmp_path / "one")
+    again = study.run(cfg_of(*MONTE_CARLO, "runner.n_jobs=2"), tmp_path / "again")
+    one = study.run(cfg_of(*MONTE_CARLO, "runner.n_jobs=1"), tmp_path / "one")
     assert again.skipped == 0 and one.skipped == 0  # separate stores: really recomputed
     for other in ("again", "one"):
         assert_identical(tmp_path / "two", tmp_path / other)
 
     # the draws are those of the job's seed: the same drawn again, others with another seed
-    drawn = [t.overrides["airframe.mass"] for t in expand(compose_cfg(*MONTE_CARLO))]
+    drawn = [t.overrides["airframe.mass"] for t in expand(cfg_of(*MONTE_CARLO))]
     assert drawn == mass.tolist()
-    other = [t.overrides["airframe.mass"] for t in expand(compose_cfg(*MONTE_CARLO, "seed=1"))]
+    other = [t.overrides["airframe.mass"] for t in expand(cfg_of(*MONTE_CARLO, "seed=1"))]
     assert not set(other) & set(drawn)

@@ -1,4 +1,4 @@
-"""``python -m quadarm.paper``: the paper's studies composed from ``conf/experiment/``, run,
+"""``python -m quadarm.reproduce``: the paper's studies composed from ``conf/experiment/``, run,
 and every table and figure written from the Parquet of that run."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quadarm.analysis import paper as ref
+from quadarm.analysis import published as ref
 from quadarm.analysis.report import README_END, README_START
-from quadarm.paper import plan_jobs
+from quadarm.reproduce import plan_jobs
 
 TABLES = ("table2", "table3", "workspace", "disturbance", "drift", "cost")
 FIGURES = ("fig1_frames.png", "fig2_tracking.png", "fig3_path.png", "fig4_workspace.png",
@@ -43,7 +43,7 @@ def test_jobs_are_the_papers_studies(tmp_path: Path) -> None:
 
 
 def _paper(args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "quadarm.paper", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "quadarm.reproduce", *args], capture_output=True,
                           text=True, timeout=900)
 
 

@@ -17,9 +17,9 @@ from conftest import nominal
 
 from quadarm import scenarios
 from quadarm.config import DisturbanceScenario
-from quadarm.control.allocation import mixer, total_mass
 from quadarm.control.geometric import control_batch
 from quadarm.control.reference import Reference
+from quadarm.model.allocation import mixer, total_mass
 from quadarm.runner import episode
 from quadarm.scenarios.common import Log, Plan
 

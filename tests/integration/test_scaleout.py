@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import cfg_of
 
 from quadarm.cli import CONF_DIR
-from quadarm.config import Config, load
 from quadarm.preflight import preflight
 from quadarm.results import io
 from quadarm.runner import backends, study
@@ -24,9 +24,6 @@ pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
 SMALL = ["scenario=hover", "scenario.duration=0.2", "runner.progress=false",
          "runner.engine=serial"]
 
-
-def compose_cfg(*overrides: str) -> Config:
-    return load(overrides)
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +57,9 @@ def test_cli_sends_trials_to_a_dask_scheduler(cluster: distributed.LocalCluster,
 def test_local_cluster_when_no_address(tmp_path: Path) -> None:
     """runner=dask without an address starts (and stops) its own LocalCluster."""
     grid = "++runner.grid={seed:[0,1,2]}"
-    dask = study.run(compose_cfg(*SMALL, grid, "runner=dask", "runner.n_jobs=2"),
+    dask = study.run(cfg_of(*SMALL, grid, "runner=dask", "runner.n_jobs=2"),
                      tmp_path / "dask")
-    serial = study.run(compose_cfg(*SMALL, grid), tmp_path / "serial", n_jobs=1)
+    serial = study.run(cfg_of(*SMALL, grid), tmp_path / "serial", n_jobs=1)
     pd.testing.assert_frame_equal(dask.metrics, serial.metrics, check_exact=True)
     pd.testing.assert_frame_equal(dask.runs.drop(columns="wall_s"),
                                   serial.runs.drop(columns="wall_s"), check_exact=True)
@@ -71,7 +68,7 @@ def test_local_cluster_when_no_address(tmp_path: Path) -> None:
 def test_unreachable_scheduler_is_one_clear_error(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(backends, "CONNECT_TIMEOUT_S", 1)
-    cfg = compose_cfg(*SMALL, "runner=dask", "runner.address=tcp://127.0.0.1:9",
+    cfg = cfg_of(*SMALL, "runner=dask", "runner.address=tcp://127.0.0.1:9",
                       "++runner.grid={seed:[0,1]}")
     with pytest.raises(backends.BackendError, match=r"runner.address=tcp://127.0.0.1:9: "
                                                     r"cannot reach the Dask scheduler"):

@@ -1,0 +1,155 @@
+"""Composition: the schemas in Hydra's ConfigStore, Hydra's composition of ``conf/``, and the
+typed, range-checked :class:`~quadarm.config.schemas.Config` built from it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import DictConfig, OmegaConf
+
+from quadarm.config.checks import ConfigError
+from quadarm.config.schemas import SCENARIOS, AirframeConfig, Config, ScenarioConfig
+
+# The shipped config groups (the repository's conf/ folder).
+CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+
+
+def register_configs() -> None:
+    """Put the schemas in Hydra's ConfigStore (idempotent)."""
+    cs = ConfigStore.instance()
+    cs.store(name="quadarm_schema", node=Config)
+    for name, schema in SCENARIOS.items():
+        cs.store(group="scenario", name=f"{name}_schema", node=schema)
+
+
+register_configs()
+
+
+def to_config(cfg: DictConfig | Config) -> Config:
+    """Build and range-check the typed :class:`Config` from a composed DictConfig.
+
+    Raises :class:`ConfigError` naming the dotted key of the first invalid value.
+    """
+    if isinstance(cfg, Config):
+        return cfg
+    known = {f.name for f in fields(Config)}
+    unknown = sorted(set(cfg.keys()) - known - {"hydra"})
+    if unknown:
+        raise ConfigError(unknown[0], None,
+                          f"unknown key; the root has: {', '.join(sorted(known))}")
+    _check_known_keys(cfg, "")
+    built: dict[str, Any] = {}
+    for f in fields(Config):
+        node = cfg.get(f.name) if f.name in cfg else None
+        if f.name == "seed":
+            continue
+        if node is None:
+            raise ConfigError(f.name, None, "is required (choose a config group option)")
+        try:
+            obj = OmegaConf.to_object(node)
+        except ConfigError as err:
+            raise err.prefixed(f.name) from None
+        except (ValueError, TypeError) as err:
+            raise ConfigError(f.name, "?", str(err).splitlines()[0]) from None
+        if f.name == "scenario" and not isinstance(obj, ScenarioConfig):
+            raise ConfigError(
+                "scenario", type(obj).__name__,
+                "must extend one of the scenario schemas (defaults: [<kind>_schema, _self_]), "
+                f"kinds: {', '.join(SCENARIOS)}",
+            )
+        built[f.name] = obj
+    _check_rotor_rank(built["airframe"])
+    return Config(**built, seed=cfg.get("seed", 0))
+
+
+def _check_known_keys(node: Any, prefix: str) -> None:
+    """Refuse keys that a typed node's schema does not have. Hydra's ``+key=value`` appends
+    keys even to typed nodes, and ``OmegaConf.to_object`` would silently drop them."""
+    from dataclasses import is_dataclass
+
+    from omegaconf import ListConfig
+
+    if isinstance(node, ListConfig):
+        for i, item in enumerate(node):
+            _check_known_keys(item, f"{prefix}[{i}]")
+        return
+    if not isinstance(node, DictConfig):
+        return
+    schema = OmegaConf.get_type(node)
+    names = [f.name for f in fields(schema)] if is_dataclass(schema) else None
+    for key in node.keys():
+        if key == "hydra" and not prefix:
+            continue
+        path = f"{prefix}.{key}" if prefix else str(key)
+        if names is not None and key not in names:
+            raise ConfigError(path, None, f"unknown key; {prefix or 'the root'} has: "
+                              f"{', '.join(names)}")
+        _check_known_keys(node._get_node(key), path)
+
+
+def compose(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR,
+            job_name: str = "quadarm") -> DictConfig:
+    """Hydra's composition of ``conf_dir``'s primary config with command-line style
+    ``overrides``, the ``hydra`` node included (for sweeper parameters and the like)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=conf_dir, version_base="1.3", job_name=job_name):
+        cfg = hydra_compose(config_name="config", overrides=list(overrides),
+                            return_hydra_config=True)
+    GlobalHydra.instance().clear()
+    return cfg
+
+
+def load(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> Config:
+    """The validated :class:`Config` of ``overrides``, as ``python -m quadarm`` would run it."""
+    cfg = compose(overrides, conf_dir)
+    return to_config(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))
+
+
+def _check_rotor_rank(airframe: AirframeConfig) -> None:
+    import numpy as np
+
+    a = np.array(
+        [[1.0, r.pos[1], -r.pos[0], r.spin * airframe.kappa] for r in airframe.rotors]
+    ).T
+    if np.linalg.matrix_rank(a, tol=1e-9) < 4:
+        raise ConfigError(
+            "airframe.rotors", [list(r.pos) + [r.spin] for r in airframe.rotors],
+            "rotor positions and spins must give an allocation matrix of full rank 4",
+        )
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Flatten a config (dataclass, DictConfig or dict) into dotted keys; lists become JSON
+    strings. Dataclasses go through ``dataclasses.asdict``: OmegaConf's structured conversion
+    gives the same result but costs tens of milliseconds, which adds up over many trials."""
+    import dataclasses
+    import json
+
+    if dataclasses.is_dataclass(obj):
+        container = dataclasses.asdict(obj)
+    else:
+        container = OmegaConf.to_container(obj, resolve=True) if isinstance(obj, DictConfig) \
+            else obj
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, key: str) -> None:
+        if isinstance(node, dict):
+            if not node and key:
+                out[key] = "{}"
+            for k, v in node.items():
+                walk(v, f"{key}.{k}" if key else str(k))
+        elif isinstance(node, list | tuple):
+            out[key] = json.dumps(list(node))
+        else:
+            out[key] = node
+
+    walk(container, prefix)
+    return out
