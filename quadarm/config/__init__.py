@@ -11,10 +11,14 @@ from quadarm.config.compose import (
     to_config,
 )
 from quadarm.config.schemas import (
+    ARMS,
     BACKENDS,
     ENGINES,
+    GROUNDED,
     GROUPS,
     INTEGRATORS,
+    JOINT_PLACEMENTS,
+    MAX_SEGMENTS,
     SCENARIOS,
     TENDON_MAPS,
     AirframeConfig,
@@ -27,17 +31,21 @@ from quadarm.config.schemas import (
     HeldBendScenario,
     HoverScenario,
     MissionScenario,
+    RodArmConfig,
     RotorConfig,
     RunnerConfig,
     ScenarioConfig,
     SimConfig,
+    StaticsScenario,
     WorkspaceScenario,
 )
 
 __all__ = [
+    "ARMS", "GROUNDED", "JOINT_PLACEMENTS", "MAX_SEGMENTS", "RodArmConfig",
     "BACKENDS", "CONF_DIR", "ENGINES", "GROUPS", "INTEGRATORS", "SCENARIOS", "TENDON_MAPS",
     "AirframeConfig", "ArmConfig", "BendScenario", "Config", "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
-    "WorkspaceScenario", "compose", "flatten", "load", "register_configs", "to_config",
+    "StaticsScenario", "WorkspaceScenario", "compose", "flatten", "load", "register_configs",
+    "to_config",
 ]

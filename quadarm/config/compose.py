@@ -12,7 +12,15 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from quadarm.config.checks import ConfigError
-from quadarm.config.schemas import SCENARIOS, AirframeConfig, Config, ScenarioConfig
+from quadarm.config.schemas import (
+    ARMS,
+    SCENARIOS,
+    AirframeConfig,
+    ArmConfig,
+    Config,
+    RodArmConfig,
+    ScenarioConfig,
+)
 
 # The shipped config groups (the repository's conf/ folder).
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
@@ -24,6 +32,8 @@ def register_configs() -> None:
     cs.store(name="quadarm_schema", node=Config)
     for name, schema in SCENARIOS.items():
         cs.store(group="scenario", name=f"{name}_schema", node=schema)
+    for name, schema in ARMS.items():
+        cs.store(group="arm", name=f"{name}_schema", node=schema)
 
 
 register_configs()
@@ -55,6 +65,12 @@ def to_config(cfg: DictConfig | Config) -> Config:
             raise err.prefixed(f.name) from None
         except (ValueError, TypeError) as err:
             raise ConfigError(f.name, "?", str(err).splitlines()[0]) from None
+        if f.name == "arm" and isinstance(obj, dict):
+            obj = _untyped_arm(obj)
+        if f.name == "arm" and not isinstance(obj, ArmConfig | RodArmConfig):
+            raise ConfigError("arm", type(obj).__name__,
+                              "must extend one of the arm schemas (defaults: [<kind>_schema, "
+                              f"_self_]), kinds: {', '.join(ARMS)}")
         if f.name == "scenario" and not isinstance(obj, ScenarioConfig):
             raise ConfigError(
                 "scenario", type(obj).__name__,
@@ -64,6 +80,21 @@ def to_config(cfg: DictConfig | Config) -> Config:
         built[f.name] = obj
     _check_rotor_rank(built["airframe"])
     return Config(**built, seed=cfg.get("seed", 0))
+
+
+def _untyped_arm(values: dict[str, Any]) -> ArmConfig:
+    """An arm file without a schema in its defaults list is a per-link (``prb12``) arm, as
+    every arm file was before ``arm=rod`` existed."""
+    from dataclasses import fields as dc_fields
+
+    known = [f.name for f in dc_fields(ArmConfig)]
+    for key in values:
+        if key not in known:
+            raise ConfigError(f"arm.{key}", None, f"unknown key; arm has: {', '.join(known)}")
+    try:
+        return ArmConfig(**values)
+    except ConfigError as err:
+        raise err.prefixed("arm") from None
 
 
 def _check_known_keys(node: Any, prefix: str) -> None:

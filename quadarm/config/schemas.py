@@ -100,9 +100,38 @@ class AirframeConfig:
         _positive("prop_radius", self.prop_radius)
 
 
+MAX_SEGMENTS = 100
+"""The most links an arm may have. The convergence study needs 48; a few hundred make MuJoCo's
+arena (sized for the default model) overflow, and the run stalls for minutes before failing."""
+
+JOINT_PLACEMENTS = ("base", "midpoint")
+
+
+def _segments(key: str, value: Any) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool)
+            and 1 <= value <= MAX_SEGMENTS):
+        raise ConfigError(key, value, f"must be an integer in [1, {MAX_SEGMENTS}]")
+
+
+def _tendon_layout(key: str, angles_deg: list[float]) -> None:
+    """Three tendon directions that positively span the plane, i.e. whose tensions can bend
+    the arm towards every direction: sorted around the circle, no gap between neighbours may
+    reach 180 degrees (the origin must lie strictly inside their convex hull)."""
+    _vector(key, angles_deg, 3)
+    a = sorted(math.remainder(math.radians(x), 2 * math.pi) % (2 * math.pi)
+               for x in angles_deg)
+    gaps = [a[1] - a[0], a[2] - a[1], a[0] + 2 * math.pi - a[2]]
+    if max(gaps) >= math.pi * (1 - 1e-9):
+        raise ConfigError(key, list(angles_deg),
+                          "the tendon directions must positively span the plane (every gap "
+                          "between neighbouring angles below 180 deg), or the arm cannot "
+                          "bend in every direction")
+
+
 @dataclass
 class ArmConfig:
-    """The pseudo-rigid-body continuum arm and its three tendons (Table I)."""
+    """The pseudo-rigid-body continuum arm and its three tendons (Table I), defined per link:
+    each hinge's stiffness, damping and range, each link's length and mass (``arm=prb12``)."""
 
     segments: int = 12
     segment_length: float = 0.040  # m
@@ -117,14 +146,68 @@ class ArmConfig:
     tendon_angles_deg: list[float] = field(default_factory=lambda: [0.0, 120.0, 240.0])
     tension_max: float = 6.0  # N
 
+    @property
+    def joint_placement(self) -> str:
+        """A per-link arm always has its hinges at the links' proximal ends."""
+        return "base"
+
     def __post_init__(self) -> None:
-        _integer("segments", self.segments, 1)
+        _segments("segments", self.segments)
         for key in ("segment_length", "segment_radius", "segment_mass", "tip_mass",
                     "tip_radius", "stiffness", "tension_max", "tendon_offset"):
             _positive(key, getattr(self, key))
         _non_negative("damping", self.damping)
         _in_range("joint_range", self.joint_range, 1e-6, math.pi)
-        _vector("tendon_angles_deg", self.tendon_angles_deg, 3)
+        _tendon_layout("tendon_angles_deg", self.tendon_angles_deg)
+
+
+@dataclass
+class RodArmConfig:
+    """The same arm defined by physical quantities (``arm=rod``); the per-hinge and per-link
+    values are derived from them for ``segments`` links (:mod:`quadarm.model.chain`, formulas
+    in ``docs/arm.md``), so that changing ``segments`` only refines the discretisation.
+
+    ``joint_placement``: ``base`` puts a hinge at the proximal end of each of N equal links
+    (the paper's chain); ``midpoint`` puts the hinges at the midpoints of N equal sub-segments
+    (Hencky's bar chain: half-length pieces at the flange and at the tip). ``curvature_range``
+    bounds the bend per unit length (each hinge's range is it times the length it represents);
+    null leaves the hinges unlimited. The defaults are the ``prb12`` arm: EI = 0.06 N m/rad x
+    0.04 m, damping 0.01 N m s/rad x 0.04 m, range 0.6 rad / 0.04 m.
+    """
+
+    segments: int = 12
+    length: float = 0.48  # m, flange to the end of the backbone
+    mass: float = 0.18  # kg, backbone without the tip
+    bending_stiffness: float = 0.0024  # EI, N m^2
+    bending_damping: float = 0.0004  # N m^2 s, bending moment per unit curvature rate
+    joint_placement: str = "base"
+    segment_radius: float = 0.012  # m, the backbone's radius
+    tip_mass: float = 0.020  # kg
+    tip_radius: float = 0.012  # m
+    curvature_range: Optional[float] = 15.0  # noqa: UP045  # 1/m, symmetric; None: unlimited
+    tendon_offset: float = 0.016  # m from the backbone
+    tendon_angles_deg: list[float] = field(default_factory=lambda: [0.0, 120.0, 240.0])
+    tension_max: float = 6.0  # N
+
+    def __post_init__(self) -> None:
+        _segments("segments", self.segments)
+        for key in ("length", "mass", "bending_stiffness", "bending_damping",
+                    "segment_radius", "tip_mass", "tip_radius", "tension_max",
+                    "tendon_offset"):
+            _positive(key, getattr(self, key))
+        _choice("joint_placement", self.joint_placement, JOINT_PLACEMENTS)
+        if self.curvature_range is not None:
+            _positive("curvature_range", self.curvature_range)
+            if self.curvature_range * self.length / self.segments > math.pi:
+                raise ConfigError("curvature_range", self.curvature_range,
+                                  f"must be at most pi * segments / length "
+                                  f"({math.pi * self.segments / self.length:g} 1/m: a hinge "
+                                  "range beyond pi), or null for unlimited hinges")
+        _tendon_layout("tendon_angles_deg", self.tendon_angles_deg)
+
+
+ARMS: dict[str, type] = {"prb12": ArmConfig, "rod": RodArmConfig}
+"""The arm schemas, by the name of the ``conf/arm`` option that ships with them."""
 
 
 @dataclass
@@ -325,12 +408,30 @@ class MissionScenario(ScenarioConfig):
         _non_negative("after_time", self.after_time)
 
 
+@dataclass
+class StaticsScenario(BendScenario):
+    """The arm alone, clamped at the flange of an airframe held fixed and level at
+    ``altitude``: a bend command (mu, beta) ramped in and held for ``duration`` until it has
+    settled; the tip is read in the body frame at the end (the ``arm_convergence`` study). It
+    needs no flight controller, so it runs in any gravity, zero included."""
+
+    duration: float = 20.0
+
+    @property
+    def kind(self) -> str:
+        return "statics"
+
+
+GROUNDED = ("statics",)
+"""Scenarios that hold the airframe fixed (no flight controller)."""
+
 SCENARIOS: dict[str, type[ScenarioConfig]] = {
     "mission": MissionScenario,
     "workspace": WorkspaceScenario,
     "disturbance": DisturbanceScenario,
     "held_bend": HeldBendScenario,
     "hover": HoverScenario,
+    "statics": StaticsScenario,
 }
 
 
@@ -406,7 +507,7 @@ class Config:
     """The root config: one of each group plus ``seed``."""
 
     airframe: AirframeConfig = MISSING
-    arm: ArmConfig = MISSING
+    arm: Any = MISSING  # ArmConfig or RodArmConfig
     gains: GainsConfig = MISSING
     sim: SimConfig = MISSING
     scenario: Any = MISSING
@@ -417,6 +518,12 @@ class Config:
     def __post_init__(self) -> None:
         if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0):
             raise ConfigError("seed", self.seed, "must be an integer >= 0")
+        if (isinstance(self.sim, SimConfig) and isinstance(self.scenario, ScenarioConfig)
+                and self.scenario.kind not in GROUNDED and not any(self.sim.gravity)):
+            raise ConfigError("sim.gravity", list(self.sim.gravity),
+                              f"must be non-zero for scenario {self.scenario.kind}: the flight "
+                              "controller hovers against gravity (zero gravity: scenario="
+                              f"{'|'.join(GROUNDED)})")
 
 
 GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner")

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from quadarm.config import AirframeConfig, ArmConfig, SimConfig
+from quadarm.config import AirframeConfig, ArmConfig, RodArmConfig, SimConfig
 from quadarm.model import names
 from quadarm.model.allocation import hover_controls
+from quadarm.model.chain import Chain, chain_of
 
 # Collision bitmasks: the arm touches the ground and the frame, never itself (neighbouring
 # capsules overlap at their caps, so arm-arm contacts would be spurious).
@@ -48,10 +49,11 @@ class BuiltModel:
         return self.spec.to_xml()
 
 
-def _add_airframe(spec: mujoco.MjSpec, frame: AirframeConfig, start: tuple[float, float, float]
-                  ) -> mujoco.MjsBody:
+def _add_airframe(spec: mujoco.MjSpec, frame: AirframeConfig, start: tuple[float, float, float],
+                  fixed_base: bool = False) -> mujoco.MjsBody:
     quad = spec.worldbody.add_body(name=names.QUAD_BODY, pos=list(start))
-    quad.add_freejoint(name=names.ROOT_JOINT)
+    if not fixed_base:
+        quad.add_freejoint(name=names.ROOT_JOINT)
     # The frame's mass and inertia are given at the hub (Table I), not derived from geoms.
     quad.explicitinertial = True
     quad.mass = frame.mass
@@ -78,55 +80,97 @@ def _add_airframe(spec: mujoco.MjSpec, frame: AirframeConfig, start: tuple[float
     return quad
 
 
-def _add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeConfig, arm: ArmConfig
+def _add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeConfig, chain: Chain
              ) -> tuple[mujoco.MjsBody, list[str]]:
-    r = arm.tendon_offset
-    phis = [math.radians(a) for a in arm.tendon_angles_deg]
+    r = chain.tendon_offset
+    phis = [math.radians(a) for a in chain.tendon_angles_deg]
     offsets = [(r * math.cos(p), r * math.sin(p)) for p in phis]
     z0 = -frame.flange_depth
     for i, (x, y) in enumerate(offsets):
         quad.add_site(name=names.tendon_anchor(i), pos=[x, y, z0], size=[0.003, 0, 0])
 
-    ell = arm.segment_length
     solid = dict(contype=ARM_CONTYPE, conaffinity=ARM_CONAFFINITY)
     parent, pos = quad, [0.0, 0.0, z0]
+    vias: list[list[str]] = [[] for _ in offsets]
+    if chain.base_length > 0:
+        # Midpoint placement: the half-length piece between the flange and hinge 0 has no
+        # hinge of its own (welded to the airframe). Its via sites, like every piece's, sit at
+        # its distal end, i.e. on hinge 0.
+        ell = chain.base_length
+        base = parent.add_body(name=names.BASE_PIECE, pos=pos)
+        base.add_geom(name=names.base_piece_geom(), type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+                      fromto=[0, 0, 0, 0, 0, -ell], size=[chain.radius, 0, 0],
+                      mass=chain.base_mass, rgba=[0.95, 0.55 * 0.7, 0.2, 1], **solid)
+        for i, (x, y) in enumerate(offsets):
+            base.add_site(name=names.tendon_via_base(i), pos=[x, y, -ell], size=[0.002, 0, 0])
+            vias[i].append(names.tendon_via_base(i))
+        parent, pos = base, [0.0, 0.0, -ell]
     joint_names: list[str] = []
-    for k in range(arm.segments):
+    n = chain.segments
+    ell = 0.0
+    for k in range(n):
+        ell = chain.lengths[k]
         link = parent.add_body(name=names.link_body(k), pos=pos)
+        rng = chain.joint_range[k]
+        limit = (dict(limited=mujoco.mjtLimited.mjLIMITED_FALSE) if rng is None else
+                 dict(limited=mujoco.mjtLimited.mjLIMITED_TRUE, range=[-rng, rng]))
         for axis, vec in (("x", [1, 0, 0]), ("y", [0, 1, 0])):
             jname = names.link_joint(k, axis)
             link.add_joint(name=jname, type=mujoco.mjtJoint.mjJNT_HINGE, axis=vec,
-                           stiffness=[arm.stiffness, 0, 0], damping=arm.damping,
-                           springref=0.0, limited=mujoco.mjtLimited.mjLIMITED_TRUE,
-                           range=[-arm.joint_range, arm.joint_range])
+                           stiffness=[chain.stiffness[k], 0, 0], damping=chain.damping[k],
+                           springref=0.0, **limit)
             joint_names.append(jname)
-        shade = 0.55 + 0.35 * k / max(arm.segments - 1, 1)
+        shade = 0.55 + 0.35 * k / max(n - 1, 1)
         link.add_geom(name=names.link_geom(k), type=mujoco.mjtGeom.mjGEOM_CAPSULE,
-                      fromto=[0, 0, 0, 0, 0, -ell], size=[arm.segment_radius, 0, 0],
-                      mass=arm.segment_mass, rgba=[0.95, shade * 0.7, 0.2, 1], **solid)
+                      fromto=[0, 0, 0, 0, 0, -ell], size=[chain.radius, 0, 0],
+                      mass=chain.masses[k], rgba=[0.95, shade * 0.7, 0.2, 1], **solid)
         for i, (x, y) in enumerate(offsets):
             link.add_site(name=names.tendon_via(i, k), pos=[x, y, -ell], size=[0.002, 0, 0])
+            vias[i].append(names.tendon_via(i, k))
         parent, pos = link, [0.0, 0.0, -ell]
 
     # The end-effector ball is its own (welded) body so that the distal link's centre of mass,
     # where the disturbance study pushes, is the capsule's.
-    tip = parent.add_body(name=names.TIP_BODY, pos=[0.0, 0.0, -ell - arm.tip_radius])
+    tip = parent.add_body(name=names.TIP_BODY, pos=[0.0, 0.0, -ell - chain.tip_radius])
     tip.add_geom(name=names.TIP_GEOM, type=mujoco.mjtGeom.mjGEOM_SPHERE,
-                 size=[arm.tip_radius, 0, 0], mass=arm.tip_mass, rgba=[0.9, 0.9, 0.2, 1],
+                 size=[chain.tip_radius, 0, 0], mass=chain.tip_mass, rgba=[0.9, 0.9, 0.2, 1],
                  **solid)
     tip.add_site(name=names.TIP_SITE, pos=[0, 0, 0], size=[0.005, 0, 0])
 
     for i in range(len(offsets)):
         t = spec.add_tendon(name=names.tendon(i), rgba=[0.1, 0.1, 0.1, 1], width=0.0015)
         t.wrap_site(names.tendon_anchor(i))
-        for k in range(arm.segments):
-            t.wrap_site(names.tendon_via(i, k))
+        for site in vias[i]:
+            t.wrap_site(site)
     return parent, joint_names
 
 
-def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
-               start: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> mujoco.MjSpec:
-    """The MjSpec of the whole scene, without the hover keyframe (see :func:`build`)."""
+def _flange_excludes(spec: mujoco.MjSpec, chain: Chain) -> None:
+    """No contact between the airframe and the links whose capsules reach into the flange at
+    rest. Link 0 always does (its cap sits inside the flange it is hinged to; parent-child
+    filtering hides this in flight, but not when the airframe is welded to the world). Links
+    shorter than the capsule radius (fine chains) put more links' caps there, which would
+    otherwise press on the flange with the arm hanging straight."""
+    spec.add_exclude(name="flange_link0", bodyname1=names.QUAD_BODY,
+                     bodyname2=names.link_body(0))
+    depth = chain.base_length
+    for k in range(1, chain.segments):
+        depth += chain.lengths[k - 1]
+        if depth >= chain.radius:
+            break
+        spec.add_exclude(name=f"flange_link{k}", bodyname1=names.QUAD_BODY,
+                         bodyname2=names.link_body(k))
+
+
+def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+               start: tuple[float, float, float] = (0.0, 0.0, 1.0), fixed_base: bool = False
+               ) -> mujoco.MjSpec:
+    """The MjSpec of the whole scene, without the hover keyframe (see :func:`build`).
+
+    ``fixed_base``: the airframe has no free joint (it is part of the world, level at
+    ``start``), so the arm is a rod clamped at the flange (the ``statics`` scenario).
+    """
+    chain = chain_of(arm)
     spec = mujoco.MjSpec()
     spec.modelname = "quadarm"
     spec.compiler.autolimits = True
@@ -150,41 +194,40 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
                             contype=GROUND_CONTYPE, conaffinity=GROUND_CONAFFINITY)
     spec.worldbody.add_camera(name="chase", pos=[2.6, -2.6, 2.4], xyaxes=[1, 1, 0, -0.4, 0.4, 1])
 
-    quad = _add_airframe(spec, frame, start)
-    _add_arm(spec, quad, frame, arm)
-    # The first link's cap sits inside the flange it is hinged to. Parent-child filtering
-    # already hides this contact in flight, but not when the airframe is welded to the world
-    # (fixed-base tests, a mounted arm), so exclude it explicitly.
-    spec.add_exclude(name="flange_link0", bodyname1=names.QUAD_BODY,
-                     bodyname2=names.link_body(0))
+    quad = _add_airframe(spec, frame, start, fixed_base)
+    _add_arm(spec, quad, frame, chain)
+    _flange_excludes(spec, chain)
 
     for j, rotor in enumerate(frame.rotors):
         spec.add_actuator(name=names.rotor_actuator(j), target=names.rotor_site(j),
                           trntype=mujoco.mjtTrn.mjTRN_SITE,
                           gear=[0, 0, 1, 0, 0, rotor.spin * frame.kappa],
                           ctrlrange=[0.0, frame.thrust_max])
-    for i in range(len(arm.tendon_angles_deg)):
+    for i in range(len(chain.tendon_angles_deg)):
         # gear -1: a positive tension shortens the tendon.
         spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
                           trntype=mujoco.mjtTrn.mjTRN_TENDON, gear=[-1, 0, 0, 0, 0, 0],
-                          ctrlrange=[0.0, arm.tension_max])
+                          ctrlrange=[0.0, chain.tension_max])
     return spec
 
 
-def build(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
-          start: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> BuiltModel:
+def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+          start: tuple[float, float, float] = (0.0, 0.0, 1.0), fixed_base: bool = False
+          ) -> BuiltModel:
     """Build and compile the model, with a ``hover`` keyframe at ``start``.
 
     The keyframe's rotor controls are the allocation of a pure thrust m_total*|g| (they sum to
-    m_total*|g|), its tendon controls are zero and the arm hangs straight.
+    m_total*|g|; zero with ``fixed_base``, see :func:`build_spec`), its tendon controls are
+    zero and the arm hangs straight.
     """
-    spec = build_spec(frame, arm, sim, start)
+    spec = build_spec(frame, arm, sim, start, fixed_base)
     model = spec.compile()
     rotors = np.array([model.actuator(names.rotor_actuator(j)).id
                        for j in range(len(frame.rotors))])
     tendons = np.array([model.actuator(names.tendon_actuator(i)).id for i in range(3)])
     ctrl = np.zeros(model.nu)
-    ctrl[rotors] = hover_controls(model)
+    if not fixed_base:
+        ctrl[rotors] = hover_controls(model)
     key = spec.add_key(name=names.HOVER_KEY)
     key.qpos = model.qpos0.tolist()
     key.qvel = [0.0] * model.nv

@@ -38,6 +38,17 @@ def link_body(k: int) -> str:
     return f"link{k}"
 
 
+BASE_PIECE = "link_base"
+
+
+def base_piece_geom() -> str:
+    return f"{BASE_PIECE}_capsule"
+
+
+def tendon_via_base(i: int) -> str:
+    return f"tendon_{TENDON_LETTERS[i]}_via_base"
+
+
 def link_geom(k: int) -> str:
     return f"link{k}_capsule"
 
