@@ -41,6 +41,7 @@ FILES = {
     "arm/broken": "segments: [1, 2\n",
     "arm/zero_segments": "segments: 0\n",
     "arm/neg_damping": "damping: -0.1\n",
+    "arm/long_arm": "defaults:\n  - rod_schema\n  - _self_\nsegments: 200\n",
     "gains/neg_kp": "kp: [-1.0, 6.0, 10.0]\n",
     "sim/big_step": "timestep: 0.1\n",
     "scenario/no_schema": "duration: 2.0\n",
@@ -127,6 +128,25 @@ BAD: list[tuple[str, str]] = [
      "runner.randomize.sim.integrator"),
     ("++runner.randomize={arm.stiffness:{dist:circle}}", "runner.randomize.arm.stiffness"),
     ("++runner.randomize={arm.nope:{dist:normal,std:1}}", "runner.randomize.arm.nope"),
+    # arm=rod and the arm checks both arm schemas share
+    ("arm=rod arm.length=0", "arm.length=0"),
+    ("arm=rod arm.mass=-0.1", "arm.mass=-0.1"),
+    ("arm=rod arm.bending_stiffness=0", "arm.bending_stiffness=0"),
+    ("arm=rod arm.bending_damping=0", "arm.bending_damping=0"),
+    ("arm=rod arm.joint_placement=tip", "arm.joint_placement=tip"),
+    ("arm=rod arm.segments=500", "arm.segments=500"),
+    ("arm=rod arm.stiffness=0.06", "arm.stiffness"),
+    ("arm=rod arm.curvature_range=0", "arm.curvature_range=0"),
+    ("arm=rod arm.segments=1 arm.curvature_range=10", "arm.curvature_range=10"),
+    ("arm=rod arm.tendon_angles_deg=[0,0,0]", "arm.tendon_angles_deg"),
+    ("arm.segments=101", "arm.segments=101"),
+    ("arm.tendon_angles_deg=[0,0,0]", "arm.tendon_angles_deg"),
+    ("arm.tendon_angles_deg=[0,90,180]", "arm.tendon_angles_deg"),
+    ("arm.tendon_angles_deg=[10,20,30]", "arm.tendon_angles_deg"),
+    ("arm=long_arm", "arm.segments=200"),
+    # zero gravity: only for the grounded statics scenario
+    ("sim.gravity=[0,0,0]", "sim.gravity"),
+    ("scenario=workspace sim.gravity=[0,0,0]", "sim.gravity"),
     # a sweep whose second job is invalid
     ("-m arm.segments=2,0", "arm.segments=0"),
     ("-m scenario=hover,workspace scenario.mu=0.5", "scenario.mu"),
@@ -141,6 +161,10 @@ GOOD = [
     "arm.stiffness:{dist:normal,rel_std:0.1}} runner.trials=4",
     "runner=dask runner.address=tcp://127.0.0.1:8786",
     "++runner.grid={arm.segments:[8,12],seed:[0,1]}",
+    "arm=rod arm.segments=48 arm.joint_placement=midpoint arm.curvature_range=null",
+    "scenario=statics sim.gravity=[0,0,0]",
+    "arm.tendon_angles_deg=[90,200,340]",
+    "arm=zero_segments arm.segments=3",
 ]
 
 
@@ -202,6 +226,11 @@ CLI_CASES = [
     ("++runner.grid={arm.bogus:[1,2]}", "runner.grid.arm.bogus"),
     ("++runner.randomize={arm.stiffness:{dist:normal,std:-1}}", "std=-1"),
     ("--config-dir=missing scenario=hover", "--config-dir=missing"),
+    ("arm=rod arm.bending_stiffness=-1", "arm.bending_stiffness=-1"),
+    ("arm=rod arm.joint_placement=tip", "arm.joint_placement=tip"),
+    ("arm=rod arm.segments=500", "arm.segments=500"),
+    ("arm.tendon_angles_deg=[0,0,0]", "arm.tendon_angles_deg"),
+    ("scenario=hover sim.gravity=[0,0,0]", "sim.gravity"),
 ]
 
 
