@@ -114,7 +114,8 @@ def _add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeConfig, c
         rng = chain.joint_range[k]
         limit = (dict(limited=mujoco.mjtLimited.mjLIMITED_FALSE) if rng is None else
                  dict(limited=mujoco.mjtLimited.mjLIMITED_TRUE, range=[-rng, rng]))
-        for axis, vec in (("x", [1, 0, 0]), ("y", [0, 1, 0])):
+        axes = (("x", [1, 0, 0]), ("y", [0, 1, 0]))
+        for axis, vec in (axes[::-1] if chain.alternate and k % 2 else axes):
             jname = names.link_joint(k, axis)
             link.add_joint(name=jname, type=mujoco.mjtJoint.mjJNT_HINGE, axis=vec,
                            stiffness=[chain.stiffness[k], 0, 0], damping=chain.damping[k],

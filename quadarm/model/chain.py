@@ -13,7 +13,11 @@ l = L / N (the formulas and their reasoning are in ``docs/arm.md``):
 - ``midpoint`` (Hencky's bar chain): the hinges sit at the midpoints of N equal sub-segments,
   so the pieces are a base piece of length l / 2 (welded to the flange), N - 1 links of length
   l and a distal link of length l / 2 (masses in proportion to length); each hinge stands for
-  its sub-segment: stiffness EI / l, damping D / l, range kappa_max l.
+  its sub-segment: stiffness EI / l, damping D / l, range kappa_max l. Its links alternate
+  the order of their two hinges (x then y, y then x): a pair of hinges Rx(a) Ry(b) also twists
+  the link by about a b / 2 about its axis, and N such twists add up to a first-order error
+  for bends between the hinge axes (a rod bent towards beta twists by Theta^2 sin(2 beta) /
+  (4 N)); alternating cancels them pairwise.
 
 Each derived value is the exact rational function of the given floats, rounded once
 (:class:`fractions.Fraction`), so it does not depend on the order of operations and the rod
@@ -36,7 +40,8 @@ class Chain:
     ``stiffness`` (N m/rad), ``damping`` (N m s/rad) and ``joint_range`` (rad, symmetric; None:
     unlimited) are per hinge; each link carries two hinges (about its x then its y axis).
     Tendons: ``tendon_offset`` (m) from the backbone at ``tendon_angles_deg``, one via site at
-    the distal end of every piece.
+    the distal end of every piece. ``alternate``: odd links take their hinges in the order y
+    then x (even links x then y), see :func:`chain_of`.
     """
 
     lengths: tuple[float, ...]
@@ -52,6 +57,7 @@ class Chain:
     tendon_offset: float
     tendon_angles_deg: tuple[float, ...]
     tension_max: float
+    alternate: bool = False
 
     @property
     def segments(self) -> int:
@@ -94,4 +100,5 @@ def chain_of(arm: ArmConfig | RodArmConfig) -> Chain:
     return Chain(lengths=tuple(_q(p) for p in pieces),
                  masses=tuple(_q(mass * p / length) for p in pieces),
                  stiffness=(k,) * n, damping=(c,) * n, joint_range=(q,) * n,
-                 base_length=_q(base), base_mass=_q(mass * base / length), **common)
+                 base_length=_q(base), base_mass=_q(mass * base / length),
+                 alternate=arm.joint_placement == "midpoint", **common)

@@ -28,7 +28,7 @@ import mujoco
 from quadarm.config import Config, RunnerConfig
 from quadarm.runner.batch import Incompatible, fly_batch, sizes
 from quadarm.runner.episode import fly_and_score
-from quadarm.runner.lifecycle import Episode, Prepared, prepare, reset, score
+from quadarm.runner.lifecycle import Episode, Prepared, grounded, prepare, reset, score
 from quadarm.runner.trials import Trial
 
 log = logging.getLogger(__name__)
@@ -42,21 +42,22 @@ Todo = list[tuple[Trial, bool]]  # trials to run, with whether each keeps its ti
 def structure(cfg: Config) -> tuple[Any, ...]:
     """The config values that fix a model's layout (sizes of everything MjData holds): trials
     with different values cannot share a batch."""
-    return (cfg.arm.segments, len(cfg.airframe.rotors), len(cfg.arm.tendon_angles_deg))
+    return (cfg.arm.segments, cfg.arm.joint_placement, len(cfg.airframe.rotors),
+            len(cfg.arm.tendon_angles_deg), grounded(cfg))
 
 
 def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bool]:
     """Which of ``cfgs`` the batched engine takes: all under ``engine == 'batch'``; under
     ``'auto'`` those whose structure group has at least ``min_trials`` trials; none under
-    ``'serial'``."""
+    ``'serial'``. Grounded trials (``statics``: no flight controller) always fly alone."""
     if engine == "serial":
         return [False] * len(cfgs)
     if engine == "batch":
-        return [True] * len(cfgs)
+        return [not grounded(c) for c in cfgs]
     counts: dict[tuple[Any, ...], int] = defaultdict(int)
     for c in cfgs:
         counts[structure(c)] += 1
-    return [counts[structure(c)] >= min_trials for c in cfgs]
+    return [counts[structure(c)] >= min_trials and not grounded(c) for c in cfgs]
 
 
 def threads(requested: int) -> int:
@@ -131,6 +132,9 @@ def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_
         prep = prepare(cfg)
         if isinstance(prep, Episode):
             yield i, prep
+            continue
+        if grounded(cfg):
+            yield i, fly_and_score(prep)
             continue
         groups[sizes(prep.built.model)].append((i, prep))
     for members in groups.values():

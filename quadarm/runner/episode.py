@@ -29,6 +29,7 @@ from quadarm.runner.lifecycle import (
     checked,
     chunk_edges,
     divergence,
+    grounded,
     make_controller,
     onset,
     prepare,
@@ -38,7 +39,7 @@ from quadarm.runner.lifecycle import (
 )
 from quadarm.scenarios.common import Log
 
-__all__ = ["Episode", "fly", "native_kernels", "run_episode"]
+__all__ = ["Episode", "fly", "hold", "native_kernels", "run_episode"]
 
 
 def _slice(ids: np.ndarray) -> slice | np.ndarray:
@@ -74,6 +75,8 @@ def fly(p: Prepared) -> Outcome:
     and force pulses, compiled (:mod:`quadarm.runner.native`) or in plain Python; the two
     give identical numbers.
     """
+    if grounded(p.cfg):
+        return hold(p)
     cfg, built, plan = p.cfg, p.built, p.plan
     m = built.model
     d = mujoco.MjData(m)
@@ -146,6 +149,80 @@ def fly(p: Prepared) -> Outcome:
                 failure = onset(Diverged(d.time, reason), plan.t[unchecked:k1 + 1],
                                 np.vstack([qpos_log[unchecked:k1], qpos]),
                                 np.vstack([qvel_log[unchecked:k1], qvel]),
+                                plan.start, cfg.sim.max_distance)
+                rows = k1
+                break
+            unchecked = k1 + 1
+    log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, tip_log, ctrl_log,
+              built.rotor_actuators, built.tendon_actuators)
+    return Outcome(log.truncated(rows) if rows < n + 1 else log, failure)
+
+
+def hold(p: Prepared) -> Outcome:
+    """Step a grounded trial (the airframe fixed, no controller): at every sample k = 0..n,
+    log the state, set and log the tendon commands, then step (k < n) or compute the
+    kinematics (k = n) and log the tip, in chunks between divergence checks, compiled
+    (:func:`quadarm.runner.native.hold_chunk`) or in plain Python, with identical numbers.
+
+    The log has the columns of a flying trial: the fixed airframe's pose (``plan.start``, level)
+    and zero velocity come first, then the model's own (arm) coordinates, so that everything
+    reading logs (body-frame tip, time series) works unchanged.
+    """
+    cfg, built, plan = p.cfg, p.built, p.plan
+    m = built.model
+    d = mujoco.MjData(m)
+    reset(m, d, plan.start)
+    n = plan.steps
+    qpos_log = np.zeros((n + 1, 7 + m.nq))
+    qvel_log = np.zeros((n + 1, 6 + m.nv))
+    qpos_log[:, :3] = plan.start
+    qpos_log[:, 3] = 1.0
+    tip_log = np.empty((n + 1, 3))
+    ctrl_log = np.zeros((n + 1, m.nu))
+    qpos, qvel, ctrl = d.qpos, d.qvel, d.ctrl
+    tip = built.tip_site
+    tendons = np.ascontiguousarray(built.tendon_actuators, dtype=np.int64)
+    tensions = (np.zeros((n + 1, tendons.size)) if plan.tensions is None
+                else np.ascontiguousarray(plan.tensions, dtype=float))
+    kern = native_kernels()
+    if kern is not None:
+        site_xpos = d.site_xpos
+
+        def chunk(k0: int, k1: int) -> None:
+            kern.hold_chunk(m._address, d._address, k0, k1, n, qpos, qvel, ctrl, site_xpos,
+                            tip, tendons, tensions, qpos_log, qvel_log, tip_log, ctrl_log)
+    else:
+        tipx, cols, step = d.site_xpos[tip], _slice(built.tendon_actuators), mujoco.mj_step
+
+        def chunk(k0: int, k1: int) -> None:
+            for k in range(k0, k1):
+                qpos_log[k, 7:] = qpos
+                qvel_log[k, 6:] = qvel
+                ctrl[cols] = tensions[k]
+                ctrl_log[k] = ctrl
+                if k == n:
+                    mujoco.mj_kinematics(m, d)
+                    tip_log[k] = tipx
+                    break
+                step(m, d)
+                tip_log[k] = tipx
+
+    failure: Diverged | None = None
+    rows = n + 1
+    unchecked = 1
+    pose = qpos_log[0, :7]
+    for k0, k1 in zip(*(lambda e: (e[:-1], e[1:]))(chunk_edges(n, ())), strict=True):
+        chunk(k0, k1)
+        last = k1 - 1
+        if last < n and checked(last, n):
+            now_q = np.concatenate([pose, qpos])[None]
+            now_v = np.concatenate([np.zeros(6), qvel])[None]
+            reason = divergence(warning_counts(d), now_q, now_v, plan.start[None],
+                                np.array([cfg.sim.max_distance]))[0]
+            if reason:
+                failure = onset(Diverged(d.time, reason), plan.t[unchecked:k1 + 1],
+                                np.vstack([qpos_log[unchecked:k1], now_q]),
+                                np.vstack([qvel_log[unchecked:k1], now_v]),
                                 plan.start, cfg.sim.max_distance)
                 rows = k1
                 break

@@ -24,7 +24,7 @@ import mujoco
 import numpy as np
 
 from quadarm import scenarios
-from quadarm.config import Config
+from quadarm.config import GROUNDED, Config
 from quadarm.control.geometric import GeometricController
 from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import mixer, total_mass
@@ -85,7 +85,13 @@ def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     """The compiled model of ``cfg``, the vehicle at ``start`` (m, (3,); default (0, 0,
     scenario.altitude))."""
     start = (0.0, 0.0, cfg.scenario.altitude) if start is None else tuple(start)
-    return build(cfg.airframe, cfg.arm, cfg.sim, start=start)
+    return build(cfg.airframe, cfg.arm, cfg.sim, start=start, fixed_base=grounded(cfg))
+
+
+def grounded(cfg: Config) -> bool:
+    """Whether the trial holds the airframe fixed (no free joint, no flight controller: the
+    ``statics`` scenario)."""
+    return cfg.scenario.kind in GROUNDED
 
 
 def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:
@@ -116,7 +122,8 @@ def reset(m: mujoco.MjModel, d: mujoco.MjData, start: np.ndarray) -> None:
     straight, hover controls) with the vehicle at ``start`` (m, (3,)), kinematics computed.
     The batched engine does the same through ``Batch.reset``."""
     mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
-    d.qpos[:3] = start
+    if m.nq > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE:
+        d.qpos[:3] = start
     mujoco.mj_forward(m, d)
 
 

@@ -83,6 +83,29 @@ def fly_chunk(mp: int, dp: int, k0: int, k1: int, n: int, prm: np.ndarray, mix: 
 
 
 @numba.njit(cache=True, nogil=True)
+def hold_chunk(mp: int, dp: int, k0: int, k1: int, n: int, qpos: np.ndarray, qvel: np.ndarray,
+               ctrl: np.ndarray, site_xpos: np.ndarray, tip: int, tendons: np.ndarray,
+               tensions: np.ndarray, qpos_log: np.ndarray, qvel_log: np.ndarray,
+               tip_log: np.ndarray, ctrl_log: np.ndarray) -> None:  # pragma: no cover
+    """Steps k0..k1-1 of a grounded trial, :func:`quadarm.runner.episode.hold` (same order of
+    operations): no controller, the tendon commands ``tensions`` (n + 1, n_tendons) only. The
+    logs' first 7 (qpos) and 6 (qvel) columns hold the fixed airframe's pose and are left as
+    they are."""
+    for k in range(k0, k1):
+        qpos_log[k, 7:] = qpos
+        qvel_log[k, 6:] = qvel
+        for j in range(tendons.shape[0]):
+            ctrl[tendons[j]] = tensions[k, j]
+        ctrl_log[k, :] = ctrl
+        if k == n:
+            _mj_kinematics(mp, dp)
+            tip_log[k, :] = site_xpos[tip]
+            break
+        _mj_step(mp, dp)
+        tip_log[k, :] = site_xpos[tip]
+
+
+@numba.njit(cache=True, nogil=True)
 def batch_control(k: int, last: np.ndarray, live: np.ndarray, prm: np.ndarray, mix: np.ndarray,
                   integ: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, ctrl: np.ndarray,
                   rotors: np.ndarray, tendons: np.ndarray, slack: np.ndarray,

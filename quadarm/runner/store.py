@@ -98,10 +98,15 @@ def timeseries_frame(ep: Episode, run_id: str, every: int) -> pd.DataFrame:
     data["tilt_deg"] = log.tilt_deg()[rows]
     data["tip_lateral_cm"] = log.tip_lateral()[rows] * 100
     # Arm joint angles (rad) and velocities complete the state for replay and rendering.
-    for j in range(1, model.njnt):
+    # A grounded trial's model has no free joint; its log carries the fixed airframe's pose in
+    # front of the arm's coordinates (see quadarm.runner.episode.hold), hence the offsets.
+    dq, dv = log.qpos.shape[1] - model.nq, log.qvel.shape[1] - model.nv
+    for j in range(model.njnt):
+        if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            continue
         name = model.joint(j).name
-        data[name] = log.qpos[rows, model.jnt_qposadr[j]]
-        data[f"{name}_vel"] = log.qvel[rows, model.jnt_dofadr[j]]
+        data[name] = log.qpos[rows, dq + model.jnt_qposadr[j]]
+        data[f"{name}_vel"] = log.qvel[rows, dv + model.jnt_dofadr[j]]
     return pd.DataFrame(data)
 
 

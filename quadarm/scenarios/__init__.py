@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from quadarm.scenarios import disturbance, held_bend, hover, mission, workspace
+from quadarm.scenarios import disturbance, held_bend, hover, mission, statics, workspace
 
 MODULES: dict[str, ModuleType] = {
     "mission": mission,
@@ -13,6 +13,7 @@ MODULES: dict[str, ModuleType] = {
     "disturbance": disturbance,
     "held_bend": held_bend,
     "hover": hover,
+    "statics": statics,
 }
 
 
