@@ -204,3 +204,49 @@ def fig_drift(ts: pd.DataFrame, run: pd.Series, path: Path | str,
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
     return _save(fig, path)
+
+
+def fig_arm_convergence(summary: pd.DataFrame, path: Path | str) -> Path:
+    """Arm fidelity: the largest (solid) and median (dashed) tip error over the bend grid
+    against N, log-log, per joint placement, one panel per gravity; slopes 1 and 2 for
+    reference."""
+    gravities = list(dict.fromkeys(summary["gravity"]))
+    fig = Figure(figsize=(4.0 * len(gravities), 3.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(gravities), sharey=True))
+    colors = {"base": "tab:red", "midpoint": "tab:blue"}
+    for ax, g in zip(axes, gravities, strict=True):
+        sel = summary[summary["gravity"] == g]
+        for placement, grp in sel.groupby("placement"):
+            c = colors.get(placement, "0.3")
+            ax.loglog(grp["N"], grp["max_pct"], "o-", color=c, label=f"{placement}: largest")
+            ax.loglog(grp["N"], grp["median_pct"], "s--", color=c, ms=3, lw=0.8,
+                      label=f"{placement}: median")
+        n = np.array(sorted(sel["N"].unique()), dtype=float)
+        if n.size:
+            top = float(sel["max_pct"].max())
+            ax.loglog(n, top * (n[0] / n), ":", color="0.5", lw=0.8, label="slope -1")
+            ax.loglog(n, top * (n[0] / n) ** 2, "-.", color="0.5", lw=0.8, label="slope -2")
+        ax.axhline(1.0, color="0.7", lw=0.6)
+        ax.set_xlabel("links N")
+        ax.set_title("gravity " + ("off" if g == "zero" else f"{g} m/s²"), fontsize=9)
+        ax.set_xticks(n, [f"{int(v)}" for v in n])
+    axes[0].set_ylabel("tip error vs Cosserat rod [% of L]")
+    axes[-1].legend(fontsize=7)
+    return _save(fig, path)
+
+
+def fig_arm_mission(by_n: pd.DataFrame, path: Path | str) -> Path:
+    """The mission's Table II figures against N, per joint placement."""
+    cols = [c for c in by_n.columns if c not in ("placement", "N")]
+    fig = Figure(figsize=(9.0, 5.0), layout="constrained")
+    axes = fig.subplots(2, (len(cols) + 1) // 2).ravel()
+    for ax, col in zip(axes, cols, strict=False):
+        for placement, grp in by_n.groupby("placement"):
+            ax.semilogx(grp["N"], grp[col], "o-", label=placement, base=2)
+        ax.set_title(col, fontsize=8)
+        ax.set_xticks(sorted(by_n["N"].unique()), [str(v) for v in sorted(by_n["N"].unique())])
+    for ax in axes[len(cols):]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=7)
+    fig.supxlabel("links N")
+    return _save(fig, path)

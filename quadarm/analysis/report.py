@@ -25,6 +25,8 @@ FIGURE_FILES = {
     "fig4": "fig4_workspace.png",
     "fig5": "fig5_disturbance.png",
     "drift": "fig_drift.png",
+    "arm_convergence": "fig_arm_convergence.png",
+    "arm_mission": "fig_arm_mission.png",
 }
 
 
@@ -67,6 +69,12 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
             written.append(figures.fig5_disturbance(
                 ts, res.run(rid), out_dir / FIGURE_FILES["fig5"],
                 float(rec.iloc[0]) if len(rec) else math.nan))
+    if "arm_convergence" in built:
+        written.append(figures.fig_arm_convergence(
+            built["arm_convergence"].data["summary"], out_dir / FIGURE_FILES["arm_convergence"]))
+    if "arm_mission" in built:
+        written.append(figures.fig_arm_mission(built["arm_mission"].data["by_n"],
+                                               out_dir / FIGURE_FILES["arm_mission"]))
     if "drift" in built:
         rid = res.first_with_series(tables.successful(res.runs, "held_bend"))
         if rid is not None:

@@ -385,8 +385,22 @@ def cost(runs: pd.DataFrame) -> Table:
                              "comparison."])
 
 
+def _arm_study(name: str):
+    """A builder of :mod:`quadarm.analysis.convergence` (imported when used: it needs scipy
+    for the Cosserat rod)."""
+
+    def build(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
+        from quadarm.analysis import convergence
+
+        return getattr(convergence, name)(runs, metrics)
+
+    return build
+
+
 BUILDERS = {"table2": table2, "table3": table3, "workspace": workspace,
-            "disturbance": disturbance, "drift": drift}
+            "disturbance": disturbance, "drift": drift,
+            "arm_convergence": _arm_study("arm_convergence"),
+            "arm_mission": _arm_study("arm_mission")}
 
 
 def build_all(runs: pd.DataFrame, metrics: pd.DataFrame,
