@@ -208,6 +208,77 @@ def time_paper(jobs: int = 2) -> dict[str, Any]:
             "stderr_tail": proc.stderr[-2000:]}
 
 
+# A short mission for the cost against N: every phase (hover, climb, figure-eight, tendon
+# sweep, return) in 14 s, so that a 48-link arm on implicitfast stays within seconds.
+SHORT_MISSION = ["scenario.hover_time=1", "scenario.climb_time=1",
+                 "scenario.figure_eight_time=4", "scenario.eight_ramp=1",
+                 "scenario.sweep_time=6", "scenario.sweep_ramp=1", "scenario.return_time=2"]
+STAGE_TIMERS = ("mjTIMER_STEP", "mjTIMER_POS_KINEMATICS", "mjTIMER_POS_INERTIA",
+                "mjTIMER_POS_COLLISION", "mjTIMER_POS_MAKE", "mjTIMER_POS_PROJECT",
+                "mjTIMER_VELOCITY", "mjTIMER_ACTUATION", "mjTIMER_CONSTRAINT",
+                "mjTIMER_ADVANCE")
+
+
+def growth_exponent(n: np.ndarray, us: np.ndarray) -> float:
+    """The exponent p of a least-squares fit us ~ c N^p (log-log)."""
+    return float(np.polyfit(np.log(np.asarray(n, float)), np.log(np.asarray(us, float)), 1)[0])
+
+
+def measure_segments(label: str, segments: tuple[int, ...], repeat: int = 1,
+                     placement: str = "base") -> dict[str, Any]:
+    """Cost against the number of links N of one physical arm (``arm=rod``) on the short
+    mission: the closed loop's us per step (median of ``repeat``), MuJoCo's timers per stage
+    (us per step, from a bare replay of the flown commands, every stage's total divided by the
+    steps), the growth exponent of a log-log fit and the N_max / N_min ratio per stage."""
+    rows = []
+    for n in segments:
+        cfg = load([f"sim={PRESETS[label]}", "arm=rod", f"arm.segments={n}",
+                    f"arm.joint_placement={placement}", *SHORT_MISSION])
+        prep = lifecycle.prepare(cfg)
+        if not isinstance(prep, Prepared):
+            raise RuntimeError(f"N={n}: {prep.message}")
+        flown = episode.fly(prep)  # warm-up
+        if flown.log is None or flown.failure is not None:
+            raise RuntimeError(f"N={n}: the short mission diverged: {flown.failure}")
+        steps = prep.plan.steps
+        closed = statistics.median(_timed(lambda p=prep: episode.fly(p))
+                                   for _ in range(repeat)) / steps * 1e6
+        m = prep.built.model
+        d = _start(m, prep.plan)
+        for k in range(steps):
+            d.ctrl[:] = flown.log.ctrl[k]
+            mujoco.mj_step(m, d)
+        stages = {name[8:].lower(): d.timer[getattr(mujoco.mjtTimer, name)].duration / steps
+                  * 1e6 for name in STAGE_TIMERS}
+        rows.append({"N": n, "nv": int(m.nv), "closed_us": closed, "stages_us": stages})
+    ns = np.array([r["N"] for r in rows], float)
+    out: dict[str, Any] = {"preset": label, "placement": placement, "rows": rows,
+                           "exponent_closed": growth_exponent(ns, [r["closed_us"] for r in rows]),
+                           "ratio_closed": rows[-1]["closed_us"] / rows[0]["closed_us"]}
+    out["exponent_stages"] = {k: growth_exponent(ns, [max(r["stages_us"][k], 1e-3)
+                                                      for r in rows])
+                              for k in rows[0]["stages_us"]}
+    return out
+
+
+def segments_table(results: list[dict[str, Any]]) -> str:
+    """The human-readable cost-against-N summary."""
+    lines = []
+    for r in results:
+        lines.append(f"{r['preset']} ({r['placement']} placement): closed loop us/step by N, "
+                     f"growth exponent {r['exponent_closed']:.2f}, "
+                     f"N={r['rows'][-1]['N']} / N={r['rows'][0]['N']}: "
+                     f"{r['ratio_closed']:.1f}x")
+        keys = list(r["rows"][0]["stages_us"])
+        lines.append(f"{'N':>4s}{'closed':>9s}" + "".join(f"{k[:10]:>11s}" for k in keys))
+        for row in r["rows"]:
+            lines.append(f"{row['N']:4d}{row['closed_us']:9.1f}" + "".join(
+                f"{row['stages_us'][k]:11.1f}" for k in keys))
+        lines.append(f"{'exp':>4s}{r['exponent_closed']:9.2f}" + "".join(
+            f"{r['exponent_stages'][k]:11.2f}" for k in keys))
+    return "\n".join(lines)
+
+
 def table(results: dict[str, Any]) -> str:
     """The human-readable summary of :func:`run`'s results."""
     rows = [("bare mj_step loop (mission replay)", "bare"),
@@ -295,9 +366,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="physics preset(s) to measure (default: all)")
     parser.add_argument("--paper", action="store_true",
                         help="also time python -m quadarm.reproduce")
+    parser.add_argument("--segments", default=None,
+                        help="cost against N instead: e.g. 6,12,24,48 (arm=rod, short "
+                             "mission, MuJoCo's stage timers, growth exponents)")
+    parser.add_argument("--placement", default="base", choices=("base", "midpoint"),
+                        help="joint placement for --segments")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.nsim < 2:
         parser.error("--repeat must be >= 1 and --nsim >= 2")
+    if args.segments:
+        try:
+            ns = tuple(int(v) for v in args.segments.split(","))
+        except ValueError:
+            parser.error(f"--segments={args.segments}: a comma-separated list of integers")
+        load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+        seg = [measure_segments(lab, ns, args.repeat, args.placement)
+               for lab in (args.preset or PRESETS)]
+        print(segments_table(seg))
+        load = (load_before, os.getloadavg() if hasattr(os, "getloadavg") else None)
+        print(f"load average before/after: {load[0]} / {load[1]}")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"segments": seg, "loadavg": load}, indent=2,
+                                       default=float))
+        print(f"wrote {args.out}")
+        return 0
     results = run(args.repeat, args.nsim, tuple(args.preset or PRESETS), args.paper)
     print(table(results))
     args.out.parent.mkdir(parents=True, exist_ok=True)
