@@ -230,6 +230,7 @@ def fig_arm_convergence(summary: pd.DataFrame, path: Path | str) -> Path:
         ax.set_xlabel("links N")
         ax.set_title("gravity " + ("off" if g == "zero" else f"{g} m/s²"), fontsize=9)
         ax.set_xticks(n, [f"{int(v)}" for v in n])
+        ax.set_xticks([], minor=True)
     axes[0].set_ylabel("tip error vs Cosserat rod [% of L]")
     axes[-1].legend(fontsize=7)
     return _save(fig, path)
@@ -245,6 +246,7 @@ def fig_arm_mission(by_n: pd.DataFrame, path: Path | str) -> Path:
             ax.semilogx(grp["N"], grp[col], "o-", label=placement, base=2)
         ax.set_title(col, fontsize=8)
         ax.set_xticks(sorted(by_n["N"].unique()), [str(v) for v in sorted(by_n["N"].unique())])
+        ax.set_xticks([], minor=True)
     for ax in axes[len(cols):]:
         ax.set_visible(False)
     axes[0].legend(fontsize=7)
