@@ -170,9 +170,9 @@ class RodArmConfig:
     ``joint_placement``: ``base`` puts a hinge at the proximal end of each of N equal links
     (the paper's chain); ``midpoint`` puts the hinges at the midpoints of N equal sub-segments
     (Hencky's bar chain: half-length pieces at the flange and at the tip). ``curvature_range``
-    bounds the bend per unit length (each hinge's range is it times the length it represents);
-    null leaves the hinges unlimited. The defaults are the ``prb12`` arm: EI = 0.06 N m/rad x
-    0.04 m, damping 0.01 N m s/rad x 0.04 m, range 0.6 rad / 0.04 m.
+    bounds the bend per unit length (each hinge's range is it times the length it represents,
+    at most pi); null leaves the hinges unlimited. The defaults are the ``prb12`` arm:
+    EI = 0.06 N m/rad x 0.04 m, damping 0.01 N m s/rad x 0.04 m, range 0.6 rad / 0.04 m.
     """
 
     segments: int = 12
@@ -198,11 +198,6 @@ class RodArmConfig:
         _choice("joint_placement", self.joint_placement, JOINT_PLACEMENTS)
         if self.curvature_range is not None:
             _positive("curvature_range", self.curvature_range)
-            if self.curvature_range * self.length / self.segments > math.pi:
-                raise ConfigError("curvature_range", self.curvature_range,
-                                  f"must be at most pi * segments / length "
-                                  f"({math.pi * self.segments / self.length:g} 1/m: a hinge "
-                                  "range beyond pi), or null for unlimited hinges")
         _tendon_layout("tendon_angles_deg", self.tendon_angles_deg)
 
 

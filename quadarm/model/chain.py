@@ -9,7 +9,7 @@ l = L / N (the formulas and their reasoning are in ``docs/arm.md``):
 
 - ``base``: N links of length l and mass m / N; hinge k at the proximal end of link k (the
   flange for k = 0) stands for the curvature of link k: stiffness EI / l, damping D / l,
-  range kappa_max l.
+  range kappa_max l (at most pi).
 - ``midpoint`` (Hencky's bar chain): the hinges sit at the midpoints of N equal sub-segments,
   so the pieces are a base piece of length l / 2 (welded to the flange), N - 1 links of length
   l and a distal link of length l / 2 (masses in proportion to length); each hinge stands for
@@ -26,6 +26,7 @@ with ``prb12``'s equivalent values reproduces ``prb12``'s numbers bit for bit.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -90,7 +91,8 @@ def chain_of(arm: ArmConfig | RodArmConfig) -> Chain:
     ell = length / n
     k = _q(Fraction(arm.bending_stiffness) / ell)
     c = _q(Fraction(arm.bending_damping) / ell)
-    q = None if arm.curvature_range is None else _q(Fraction(arm.curvature_range) * ell)
+    q = None if arm.curvature_range is None else min(_q(Fraction(arm.curvature_range) * ell),
+                                                     math.pi)
     if arm.joint_placement == "base":
         pieces = [ell] * n
         base = Fraction(0)

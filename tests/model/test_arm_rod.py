@@ -119,3 +119,36 @@ def test_midpoint_chain_geometry():
     assert m.body_mass[1:].sum() == pytest.approx(1.06 + 0.18 + 0.02, abs=1e-12)
     # Every tendon runs anchor -> base piece -> each link, ending at the backbone's end.
     assert all(m.tendon_num[i] == 1 + 1 + 4 for i in range(3))
+
+
+def test_rod_arms_batch_like_the_one_trial_path():
+    """The batched engine steps rod arms (midpoint chains included) exactly as one trial is
+    stepped; grounded statics trials in the same call fly alone."""
+    from quadarm.runner import engine
+
+    args = ["arm=rod", "arm.segments=5", "arm.joint_placement=midpoint", "scenario=workspace",
+            "scenario.duration=0.3", "scenario.ramp=0.1", "sim=fast"]
+    cfgs = [cfg_of(*args, f"scenario.beta_deg={b}", f"arm.bending_stiffness={ei}")
+            for b, ei in ((0, 0.0024), (100, 0.003))]
+    cfgs.append(cfg_of(*args[:3], "scenario=statics", "scenario.duration=0.3",
+                       "sim.gravity=[0,0,0]"))
+    batched = engine.run_batched(cfgs, nthread=1)
+    for c, b in zip(cfgs, batched, strict=True):
+        a = run_episode(c)
+        assert a.status == b.status == "ok", (a.message, b.message)
+        assert np.array_equal(a.log.qpos, b.log.qpos) and repr(a.metrics) == repr(b.metrics)
+
+
+def test_fine_chains_do_not_touch_the_flange_at_rest():
+    """Links shorter than the capsule radius: their caps sit inside the flange when the arm
+    hangs straight; those contacts are excluded (no constraint rows at rest)."""
+    for n in (12, 48, 100):
+        c = cfg_of("arm=rod", f"arm.segments={n}")
+        b = build(c.airframe, c.arm, c.sim)
+        d = mujoco.MjData(b.model)
+        mujoco.mj_resetDataKeyframe(b.model, d, 0)
+        mujoco.mj_forward(b.model, d)
+        assert d.ncon == 0 and d.nefc == 0, n
+    # prb12's own links are longer than the radius: nothing beyond link 0 is excluded.
+    c = cfg_of()
+    assert build(c.airframe, c.arm, c.sim).model.nexclude == 1

@@ -137,7 +137,6 @@ BAD: list[tuple[str, str]] = [
     ("arm=rod arm.segments=500", "arm.segments=500"),
     ("arm=rod arm.stiffness=0.06", "arm.stiffness"),
     ("arm=rod arm.curvature_range=0", "arm.curvature_range=0"),
-    ("arm=rod arm.segments=1 arm.curvature_range=10", "arm.curvature_range=10"),
     ("arm=rod arm.tendon_angles_deg=[0,0,0]", "arm.tendon_angles_deg"),
     ("arm.segments=101", "arm.segments=101"),
     ("arm.tendon_angles_deg=[0,0,0]", "arm.tendon_angles_deg"),
