@@ -32,6 +32,7 @@ INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
 TENDON_MAPS = ("balanced", "legacy")
 BACKENDS = ("sequential", "loky", "threading", "dask")
 ENGINES = ("auto", "serial", "batch")
+MOTOR_TAU_MAX = 1.0  # s: slower "motors" are not rotors any more
 
 
 # --------------------------------------------------------------------------------------------
@@ -76,7 +77,10 @@ class AirframeConfig:
     flange_depth: float = 0.034  # m below the hub centre
     hub_half_size: list[float] = field(default_factory=lambda: [0.06, 0.06, 0.02])  # m
     boom_radius: float = 0.01  # m
-    prop_radius: float = 0.1  # m, visual only
+    prop_radius: float = 0.1  # m, rotor radius R (the discs drawn; the wake with aero.downwash)
+    # s, first-order lag from commanded to produced thrust (MuJoCo filterexact actuator
+    # dynamics); 0 = ideal force sources (the paper's model)
+    motor_tau: float = 0.0
 
     def __post_init__(self) -> None:
         _positive("mass", self.mass)
@@ -98,6 +102,7 @@ class AirframeConfig:
         _vector("hub_half_size", self.hub_half_size, 3, _positive)
         _positive("boom_radius", self.boom_radius)
         _positive("prop_radius", self.prop_radius)
+        _in_range("motor_tau", self.motor_tau, 0.0, MOTOR_TAU_MAX)
 
 
 @dataclass

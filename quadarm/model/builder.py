@@ -159,10 +159,16 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
                      bodyname2=names.link_body(0))
 
     for j, rotor in enumerate(frame.rotors):
-        spec.add_actuator(name=names.rotor_actuator(j), target=names.rotor_site(j),
-                          trntype=mujoco.mjtTrn.mjTRN_SITE,
-                          gear=[0, 0, 1, 0, 0, rotor.spin * frame.kappa],
-                          ctrlrange=[0.0, frame.thrust_max])
+        act = spec.add_actuator(name=names.rotor_actuator(j), target=names.rotor_site(j),
+                                trntype=mujoco.mjtTrn.mjTRN_SITE,
+                                gear=[0, 0, 1, 0, 0, rotor.spin * frame.kappa],
+                                ctrlrange=[0.0, frame.thrust_max])
+        if frame.motor_tau > 0:
+            # Motor lag: the produced thrust is the actuator state a, da/dt = (u - a) / tau,
+            # integrated exactly by MuJoCo (filterexact); a is part of the simulated state.
+            # Only when tau > 0, so that the ideal rotors' model (na = 0) is unchanged.
+            act.dyntype = mujoco.mjtDyn.mjDYN_FILTEREXACT
+            act.dynprm = [frame.motor_tau] + [0.0] * 9
     for i in range(len(arm.tendon_angles_deg)):
         # gear -1: a positive tension shortens the tendon.
         spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
@@ -189,6 +195,11 @@ def build(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
     key.qpos = model.qpos0.tolist()
     key.qvel = [0.0] * model.nv
     key.ctrl = ctrl.tolist()
+    if model.na:
+        # Lagged motors start spun up to the hover thrust (their state is the thrust, N).
+        act = np.zeros(model.na)
+        act[model.actuator_actadr[rotors]] = ctrl[rotors]
+        key.act = act.tolist()
     model = spec.compile()
     return BuiltModel(
         spec=spec,
