@@ -17,6 +17,8 @@ from quadarm.config.schemas import (
     INTEGRATORS,
     SCENARIOS,
     TENDON_MAPS,
+    WIND_MAX,
+    AeroConfig,
     AirframeConfig,
     ArmConfig,
     BendScenario,
@@ -36,7 +38,8 @@ from quadarm.config.schemas import (
 
 __all__ = [
     "BACKENDS", "CONF_DIR", "ENGINES", "GROUPS", "INTEGRATORS", "SCENARIOS", "TENDON_MAPS",
-    "AirframeConfig", "ArmConfig", "BendScenario", "Config", "ConfigError", "ControlConfig",
+    "WIND_MAX", "AeroConfig", "AirframeConfig", "ArmConfig", "BendScenario", "Config",
+    "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
     "WorkspaceScenario", "compose", "flatten", "load", "register_configs", "to_config",

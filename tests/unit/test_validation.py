@@ -95,6 +95,21 @@ BAD: list[tuple[str, str]] = [
     ("scenario=mission scenario.duration=10", "scenario.duration=10"),
     ("seed=-1", "seed=-1"),
     ("control.tendon_map=foo", "control.tendon_map=foo"),
+    # motor lag and air (issue 9)
+    ("airframe.motor_tau=-0.01", "airframe.motor_tau=-0.01"),
+    ("airframe.motor_tau=nan", "airframe.motor_tau=nan"),
+    ("airframe.prop_radius=-0.1", "airframe.prop_radius=-0.1"),
+    ("aero=downwash airframe.prop_radius=0", "airframe.prop_radius=0"),
+    ("aero.drag_coefficient=-1", "aero.drag_coefficient=-1"),
+    ("aero.gust_intensity=-0.5", "aero.gust_intensity=-0.5"),
+    ("aero.gust_length=-5", "aero.gust_length=-5"),
+    ("aero.gust_length=0", "aero.gust_length=0"),
+    ("aero.wind=[nan,0,0]", "aero.wind"),
+    ("aero.wind=[0,inf,0]", "aero.wind"),
+    ("aero.wind=[1,2]", "aero.wind"),
+    ("aero.wind=[15,15,0]", "at most 20 m/s"),
+    ("aero.downwash=maybe", "aero.downwash"),
+    ("aero=nope", "aero=nope"),
     # unknown keys and group options
     ("scenario=nope", "scenario=nope"),
     ("airframe=nope", "airframe=nope"),
@@ -141,6 +156,9 @@ GOOD = [
     "arm.stiffness:{dist:normal,rel_std:0.1}} runner.trials=4",
     "runner=dask runner.address=tcp://127.0.0.1:8786",
     "++runner.grid={arm.segments:[8,12],seed:[0,1]}",
+    "aero=gusty scenario=hover",
+    "aero=downwash airframe.motor_tau=0.025",
+    "aero=breeze aero.wind=[0,-20,0]",
 ]
 
 
@@ -202,6 +220,10 @@ CLI_CASES = [
     ("++runner.grid={arm.bogus:[1,2]}", "runner.grid.arm.bogus"),
     ("++runner.randomize={arm.stiffness:{dist:normal,std:-1}}", "std=-1"),
     ("--config-dir=missing scenario=hover", "--config-dir=missing"),
+    ("airframe.motor_tau=-0.01", "airframe.motor_tau=-0.01"),
+    ("aero.wind=[25,0,0]", "aero.wind"),
+    ("aero=downwash airframe.prop_radius=0", "airframe.prop_radius=0"),
+    ("aero.gust_length=-5", "aero.gust_length=-5"),
 ]
 
 
