@@ -67,6 +67,11 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
             written.append(figures.fig5_disturbance(
                 ts, res.run(rid), out_dir / FIGURE_FILES["fig5"],
                 float(rec.iloc[0]) if len(rec) else math.nan))
+    from quadarm.analysis.beyond import FIGURES as BEYOND_FIGURES
+
+    for name, (draw, file) in BEYOND_FIGURES.items():
+        if name in built:
+            written.append(draw(built[name], out_dir / file))
     if "drift" in built:
         rid = res.first_with_series(tables.successful(res.runs, "held_bend"))
         if rid is not None:
@@ -101,8 +106,27 @@ def write_reproduction(report: Report, out_dir: Path | str) -> None:
     ``report.files``) and ``reproduction.csv``."""
     out_dir = Path(out_dir)
     (out_dir / "reproduction.md").write_text(
-        tables.reproduction_markdown(report.tables) + "\n" + file_index(report, out_dir))
+        tables.reproduction_markdown(report.tables) + "\n" + beyond_section(report.tables)
+        + file_index(report, out_dir))
     tables.reproduction(report.tables).to_csv(out_dir / "reproduction.csv", index=False)
+
+
+def beyond_section(built: Iterable[Table]) -> str:
+    """The "Beyond the paper" section of ``reproduction.md``: each such study's findings
+    (its notes) with a link to its table; empty when none was built."""
+    from quadarm.analysis.beyond import BUILDERS, TITLE
+
+    found = [t for t in built if t.name in BUILDERS]
+    if not found:
+        return ""
+    lines = [f"## {TITLE}", "",
+             "Switches the paper does not have, each off by default (the numbers above are "
+             "the paper's model): motor lag, rotor downwash on the arm, steady wind and gusts "
+             "(docs/aero.md).", ""]
+    for t in found:
+        lines += [f"### {t.title}", "", *(f"- {n}" for n in t.notes),
+                  f"- Table: [{t.name}.md]({t.name}.md)", ""]
+    return "\n".join(lines) + "\n"
 
 
 def file_index(report: Report, out_dir: Path) -> str:
