@@ -85,7 +85,7 @@ def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     """The compiled model of ``cfg``, the vehicle at ``start`` (m, (3,); default (0, 0,
     scenario.altitude))."""
     start = (0.0, 0.0, cfg.scenario.altitude) if start is None else tuple(start)
-    return build(cfg.airframe, cfg.arm, cfg.sim, start=start)
+    return build(cfg.airframe, cfg.arm, cfg.sim, start=start, aero=cfg.aero)
 
 
 def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:
