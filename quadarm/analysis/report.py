@@ -101,6 +101,28 @@ def write_report(roots: Iterable[Path | str], out_dir: Path | str,
     return report
 
 
+def write_beyond(roots: Iterable[Path | str], out_dir: Path | str,
+                 with_figures: bool = True) -> Report:
+    """The tables (Markdown + CSV) and figures of the studies beyond the paper found under
+    ``roots``, written into ``out_dir`` (``reproduction.md`` is left to the caller)."""
+    from quadarm.analysis.beyond import BUILDERS, FIGURES
+
+    out_dir = Path(out_dir)
+    res = Results.load(roots)
+    report = Report([])
+    for name, build in BUILDERS.items():
+        try:
+            t = build(res.runs, res.metrics)
+        except ValueError:
+            continue
+        report.tables.append(t)
+        report.files += tables.write(t, out_dir)
+        if with_figures:
+            draw, file = FIGURES[name]
+            report.files.append(draw(t, out_dir / file))
+    return report
+
+
 def write_reproduction(report: Report, out_dir: Path | str) -> None:
     """Write ``reproduction.md`` (paper vs ours vs tolerance, and an index of
     ``report.files``) and ``reproduction.csv``."""
