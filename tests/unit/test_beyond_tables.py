@@ -17,7 +17,7 @@ from quadarm.analysis.beyond import downwash, motor_lag, wind
 def _runs(rows: list[dict]) -> pd.DataFrame:
     base = {"status": "ok", "message": "", "seed": 0, "wall_s": 1.0, "steps": 10,
             "airframe.motor_tau": 0.0, "aero.downwash": False, "aero.wind": "[0.0, 0.0, 0.0]",
-            "aero.gust_intensity": 0.0, "aero.gust_length": 10.0,
+            "aero.gust_intensity": 0.0, "aero.gust_length": 10.0, "airframe.prop_radius": 0.1,
             "gains.kr": json.dumps([4.0, 4.0, 0.8])}
     return pd.DataFrame([{**base, **r} for r in rows])
 

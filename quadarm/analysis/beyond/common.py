@@ -58,6 +58,24 @@ def only(runs: pd.DataFrame, *, lag: bool = False, downwash: bool = False,
     return keep
 
 
+CONFIG_PREFIXES = ("airframe.", "arm.", "gains.", "sim.", "scenario.", "control.", "aero.")
+
+
+def signature(row: pd.Series, ignore: tuple[str, ...]) -> tuple[str, ...]:
+    """The trial's configuration without the ``ignore`` keys, as comparable text."""
+    return tuple(f"{k}={row[k]}" for k in sorted(row.index)
+                 if k.startswith(CONFIG_PREFIXES) and k not in ignore)
+
+
+def same_setup(sel: pd.DataFrame, ref: pd.DataFrame, ignore: tuple[str, ...]) -> pd.DataFrame:
+    """The rows of ``sel`` configured like some row of ``ref`` but for the ``ignore`` keys:
+    the baselines of a study (e.g. its downwash-off twins), never another study's trials that
+    happen to share the switch's value (other gains, another scenario length)."""
+    wanted = {signature(r, ignore) for _, r in ref.iterrows()}
+    keep = [signature(r, ignore) in wanted for _, r in sel.iterrows()]
+    return sel[np.array(keep, dtype=bool)] if len(sel) else sel
+
+
 def gains_name(kr: Any) -> str:
     """The Table III name of a gain set from its ``gains.kr`` cell (else ``kr=<value>``)."""
     k = first(kr)

@@ -8,7 +8,14 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis.beyond.common import column, only, trials, value, wind_speed
+from quadarm.analysis.beyond.common import (
+    column,
+    only,
+    same_setup,
+    trials,
+    value,
+    wind_speed,
+)
 from quadarm.analysis.figures import _save
 from quadarm.analysis.tables import Table, checks_frame, metric_frame
 
@@ -31,6 +38,7 @@ def steady(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str) -> pd.DataF
     sel = sel[only(sel, wind=True)]
     if sel.empty or wind_speed(sel).nunique() < 2:
         return pd.DataFrame()
+    sel = same_setup(sel, sel[wind_speed(sel) > 0], ("aero.wind",))
     wide = metric_frame(metrics, sel["run_id"])
     keys = HOVER if scenario == "hover" else tuple(("whole", m) for m in MISSION)
     out = pd.DataFrame({"wind_ms": wind_speed(sel).to_numpy(float), "status": sel["status"],
