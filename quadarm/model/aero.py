@@ -288,8 +288,40 @@ def gust_axes(wind: Floats) -> np.ndarray:
     return np.array([e1, [-e1[1], e1[0], 0.0], [0.0, 0.0, 1.0]])
 
 
+def ar1_filter(a: float, b: float, x0: float, e: np.ndarray, out: np.ndarray) -> None:
+    """out[0] = x0, out[k] = a out[k-1] + b e[k]: the recursion of the first-order filter,
+    written on scalars (numba compiles the same source, :mod:`quadarm.runner.native`)."""
+    x = x0
+    out[0] = x
+    for k in range(1, len(out)):
+        x = a * x + b * e[k]
+        out[k] = x
+
+
+def lateral_filter(phi: np.ndarray, chol_q: np.ndarray, c0: float, c1: float, scale: float,
+                   x0: float, x1: float, e: np.ndarray, out: np.ndarray) -> None:
+    """The two-state recursion of the second-order filter: x_k = phi x_{k-1} + L_q e_k
+    (``chol_q`` lower triangular, ``e`` (n, 2)), out[k] = scale (c0 x_k[0] + c1 x_k[1]),
+    from (x0, x1); written on scalars like :func:`ar1_filter`."""
+    f00, f01, f10, f11 = phi[0, 0], phi[0, 1], phi[1, 0], phi[1, 1]
+    l00, l10, l11 = chol_q[0, 0], chol_q[1, 0], chol_q[1, 1]
+    out[0] = scale * (c0 * x0 + c1 * x1)
+    for k in range(1, len(out)):
+        w0 = l00 * e[k, 0]
+        w1 = l10 * e[k, 0] + l11 * e[k, 1]
+        x0, x1 = f00 * x0 + f01 * x1 + w0, f10 * x0 + f11 * x1 + w1
+        out[k] = scale * (c0 * x0 + c1 * x1)
+
+
+class PlainFilters:
+    """The recursions in plain Python (the default of :func:`dryden_gusts`)."""
+
+    ar1_filter = staticmethod(ar1_filter)
+    lateral_filter = staticmethod(lateral_filter)
+
+
 def dryden_longitudinal(sigma: float, length: float, speed: float, dt: float, n: int,
-                        rng: np.random.Generator) -> np.ndarray:
+                        rng: np.random.Generator, filters: object = PlainFilters) -> np.ndarray:
     """n samples (m/s), (n,), every dt (s), of the Dryden longitudinal gust: the AR(1)
     recursion x_{k+1} = a x_k + sigma sqrt(1 - a^2) e_k, a = exp(-V dt / L), the exact
     discretisation of the first-order filter, started from N(0, sigma^2)."""
@@ -297,11 +329,7 @@ def dryden_longitudinal(sigma: float, length: float, speed: float, dt: float, n:
     b = sigma * math.sqrt(-math.expm1(-2.0 * speed * dt / length))
     e = rng.standard_normal(n)
     out = np.empty(n)
-    x = sigma * e[0]
-    out[0] = x
-    for k in range(1, n):
-        x = a * x + b * e[k]
-        out[k] = x
+    filters.ar1_filter(a, b, sigma * e[0], e, out)
     return out
 
 
@@ -322,41 +350,35 @@ def _lateral_matrices(p: float, dt: float) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def dryden_lateral(sigma: float, length: float, speed: float, dt: float, n: int,
-                   rng: np.random.Generator) -> np.ndarray:
+                   rng: np.random.Generator, filters: object = PlainFilters) -> np.ndarray:
     """n samples (m/s), (n,), every dt (s), of a Dryden lateral (or vertical) gust: the
     second-order shaping filter, discretised exactly, started from its stationary state and
     scaled to standard deviation sigma (its output variance for unit noise is p = V / L)."""
     p = speed / length
     phi, chol_q, chol_p = _lateral_matrices(p, dt)
-    c0, c1 = p * p, math.sqrt(3.0) * p
-    scale = sigma / math.sqrt(p)
     e = rng.standard_normal((n, 2))
     x0, x1 = chol_p @ e[0]
-    f00, f01, f10, f11 = phi[0, 0], phi[0, 1], phi[1, 0], phi[1, 1]
-    l00, l10, l11 = chol_q[0, 0], chol_q[1, 0], chol_q[1, 1]
     out = np.empty(n)
-    out[0] = scale * (c0 * x0 + c1 * x1)
-    for k in range(1, n):
-        w0 = l00 * e[k, 0]
-        w1 = l10 * e[k, 0] + l11 * e[k, 1]
-        x0, x1 = f00 * x0 + f01 * x1 + w0, f10 * x0 + f11 * x1 + w1
-        out[k] = scale * (c0 * x0 + c1 * x1)
+    filters.lateral_filter(phi, chol_q, p * p, math.sqrt(3.0) * p, sigma / math.sqrt(p),
+                           float(x0), float(x1), e, out)
     return out
 
 
 def dryden_gusts(sigma: float, length: float, wind: Floats, dt: float, n: int,
-                 seed: int) -> np.ndarray:
+                 seed: int, filters: object = PlainFilters) -> np.ndarray:
     """The gust velocity (m/s), world frame, at n samples every dt (s): (n, 3). Longitudinal,
     lateral and vertical Dryden components (:func:`gust_axes`) of intensity sigma (m/s) and
     scale length L (m), carried at :func:`gust_speed` of the mean ``wind`` (3,), from a
-    generator seeded by ``seed`` (the trial's). sigma = 0 gives zeros."""
+    generator seeded by ``seed`` (the trial's). sigma = 0 gives zeros. ``filters`` supplies
+    ``ar1_filter`` and ``lateral_filter`` (default: these plain-Python ones; the compiled
+    twins of :mod:`quadarm.runner.native` give the same numbers, faster)."""
     if sigma <= 0.0:
         return np.zeros((n, 3))
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(GUST_STREAM,)))
     v = gust_speed(wind)
-    comps = np.stack([dryden_longitudinal(sigma, length, v, dt, n, rng),
-                      dryden_lateral(sigma, length, v, dt, n, rng),
-                      dryden_lateral(sigma, length, v, dt, n, rng)], axis=1)
+    comps = np.stack([dryden_longitudinal(sigma, length, v, dt, n, rng, filters),
+                      dryden_lateral(sigma, length, v, dt, n, rng, filters),
+                      dryden_lateral(sigma, length, v, dt, n, rng, filters)], axis=1)
     return comps @ gust_axes(wind)
 
 

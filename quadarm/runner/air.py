@@ -78,8 +78,11 @@ def setup(p: Prepared) -> Air | None:
     n = plan.steps
     wind = np.zeros((0, 3))
     if a.gust_intensity > 0:
+        from quadarm.runner.episode import native_kernels
+
+        kern = native_kernels()  # the compiled recursions when numba is on: same numbers
         gust = aero.dryden_gusts(a.gust_intensity, a.gust_length, a.wind, m.opt.timestep,
-                                 n + 1, cfg.seed)
+                                 n + 1, cfg.seed, kern if kern is not None else aero.PlainFilters)
         wind = np.ascontiguousarray(np.asarray(a.wind, dtype=float) + gust)
     links = np.ascontiguousarray(built.link_bodies, dtype=np.int64)
     act_adr = np.where(m.actuator_dyntype[built.rotor_actuators] != mujoco.mjtDyn.mjDYN_NONE,

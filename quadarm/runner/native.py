@@ -54,6 +54,9 @@ law = numba.njit(cache=True, nogil=True)(geometric.law)
 # plain-Python loop's. register_jitable lets compiled code call the plain function.
 numba.extending.register_jitable(aero.downwash_forces)
 air_terms = numba.njit(cache=True, nogil=True)(air.terms)
+# The Dryden gusts' recursions (quadarm.model.aero.dryden_gusts(filters=native)).
+ar1_filter = numba.njit(cache=True, nogil=True)(aero.ar1_filter)
+lateral_filter = numba.njit(cache=True, nogil=True)(aero.lateral_filter)
 
 
 @numba.njit(cache=True, nogil=True)
