@@ -90,7 +90,7 @@ def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
         assert {f"{stem}.md", f"fig_{stem}.png"} <= names, stem
     assert "## Beyond the paper" in (out / "reproduction.md").read_text()
     lag = pd.read_csv(out / "motor_lag_lag.csv")
-    assert len(lag) == 12 and set(lag["gains"]) == {"nominal", "stiff"}
+    assert len(lag) == 16 and set(lag["gains"]) == {"nominal", "stiff"}
     # the ideal-rotor missions of the lag study are the paper's missions, number for number
     ideal = lag[(lag["gains"] == "nominal") & (lag["tau_ms"] == 0.0)]["rms_cm"].iloc[0]
     t2_rms = t2.set_index(["item", "metric"]).loc[("whole", "rms_cm"), "ours"]

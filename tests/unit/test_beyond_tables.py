@@ -70,6 +70,10 @@ def test_motor_lag_table_finds_the_failure() -> None:
     assert math.isnan(stab.loc["stiff", "lost_at_ms"])
     assert stab.loc["stiff", "rms_doubled_at_ms"] == 100.0
     assert len(tab.data["lag"]) == 6
+    # a trial that tumbled (tilt >= 90 deg) inside the box is "ok" but not stable
+    values["stiff0.1"][("whole", "tilt_max_deg")] = 175.0
+    stab = motor_lag.table(_runs(rows), _metrics(values)).data["stability"].set_index("gains")
+    assert stab.loc["stiff", "lost_at_ms"] == 100.0 and stab.loc["stiff", "stable_up_to_ms"] == 50
     with pytest.raises(ValueError):  # one tau only: not a lag sweep
         motor_lag.table(_runs(rows[:1]), _metrics(values))
 
