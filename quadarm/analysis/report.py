@@ -67,6 +67,11 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
             written.append(figures.fig5_disturbance(
                 ts, res.run(rid), out_dir / FIGURE_FILES["fig5"],
                 float(rec.iloc[0]) if len(rec) else math.nan))
+    from quadarm.analysis.beyond import FIGURES as BEYOND_FIGURES
+
+    for name, (draw, file) in BEYOND_FIGURES.items():
+        if name in built:
+            written.append(draw(built[name], out_dir / file))
     if "drift" in built:
         rid = res.first_with_series(tables.successful(res.runs, "held_bend"))
         if rid is not None:
@@ -96,13 +101,54 @@ def write_report(roots: Iterable[Path | str], out_dir: Path | str,
     return report
 
 
+def write_beyond(roots: Iterable[Path | str], out_dir: Path | str,
+                 with_figures: bool = True) -> Report:
+    """The tables (Markdown + CSV) and figures of the studies beyond the paper found under
+    ``roots``, written into ``out_dir`` (``reproduction.md`` is left to the caller)."""
+    from quadarm.analysis.beyond import BUILDERS, FIGURES
+
+    out_dir = Path(out_dir)
+    res = Results.load(roots)
+    report = Report([])
+    for name, build in BUILDERS.items():
+        try:
+            t = build(res.runs, res.metrics)
+        except ValueError:
+            continue
+        report.tables.append(t)
+        report.files += tables.write(t, out_dir)
+        if with_figures:
+            draw, file = FIGURES[name]
+            report.files.append(draw(t, out_dir / file))
+    return report
+
+
 def write_reproduction(report: Report, out_dir: Path | str) -> None:
     """Write ``reproduction.md`` (paper vs ours vs tolerance, and an index of
     ``report.files``) and ``reproduction.csv``."""
     out_dir = Path(out_dir)
     (out_dir / "reproduction.md").write_text(
-        tables.reproduction_markdown(report.tables) + "\n" + file_index(report, out_dir))
+        tables.reproduction_markdown(report.tables) + "\n" + beyond_section(report.tables)
+        + file_index(report, out_dir))
     tables.reproduction(report.tables).to_csv(out_dir / "reproduction.csv", index=False)
+
+
+def beyond_section(built: Iterable[Table]) -> str:
+    """The "Beyond the paper" section of ``reproduction.md``: each such study's findings
+    (its notes) with a link to its table; empty when none was built."""
+    from quadarm.analysis.beyond import BUILDERS, TITLE
+
+    found = [t for t in built if t.name in BUILDERS]
+    if not found:
+        return ""
+    lines = [f"## {TITLE}", "",
+             "Switches the paper does not have, each off by default (the numbers above are "
+             "the paper's model): motor lag, rotor downwash on the arm, steady wind and gusts "
+             "(docs/aero.md).", ""]
+    for t in found:
+        lines += [f"### {t.title}", "", *(f"- {n}" for n in t.notes),
+                  f"- Table: [{t.name}.md]({t.name}.md)", ""]
+    return "\n".join(lines) + "\n"
 
 
 def file_index(report: Report, out_dir: Path) -> str:

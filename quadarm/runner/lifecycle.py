@@ -84,7 +84,7 @@ def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     """The compiled model of ``cfg``, the vehicle at ``start`` (m, (3,); default (0, 0,
     scenario.altitude))."""
     x, y, z = (0.0, 0.0, cfg.scenario.altitude) if start is None else (float(v) for v in start)
-    return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z))
+    return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z), aero=cfg.aero)
 
 
 def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:
