@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from types import ModuleType
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -56,10 +57,11 @@ def native_kernels() -> ModuleType | None:
     if _NATIVE is None:
         try:
             from quadarm.runner import native
+
+            _NATIVE = native
         except ImportError:
-            native = False
-        _NATIVE = native
-    return _NATIVE if _NATIVE and _NATIVE.enabled() else None
+            _NATIVE = False
+    return _NATIVE if isinstance(_NATIVE, ModuleType) and _NATIVE.enabled() else None
 
 
 _NATIVE: ModuleType | bool | None = None
@@ -95,6 +97,13 @@ def fly(p: Prepared) -> Outcome:
     qpos, qvel, ctrl, xfrc = d.qpos, d.qvel, d.ctrl, d.xfrc_applied
     tip = built.tip_site
     kern = native_kernels()
+    # Arrays for the compiled chunk, lists and slices for the Python one.
+    prm: Any
+    mix: Any
+    integ: Any
+    rotors: Any
+    tendons: Any
+    tensions: Any
     if kern is not None:
         f64 = np.ascontiguousarray
         prm, mix, integ = f64(ctl.params), f64(ctl.mix_flat), np.zeros(3)
