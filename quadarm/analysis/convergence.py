@@ -1,8 +1,9 @@
 """The arm-fidelity study (``+experiment=arm_convergence``, ``docs/arm.md``) from Parquet.
 
 - :func:`arm_convergence`: the static tips of the discretised arm (``statics`` trials of
-  ``arm=rod``) against the Cosserat rod (:mod:`quadarm.reference`, solved here for each bend,
-  gravity and rod found in the runs: scipy, no MuJoCo), as tip errors in % of the rod's length
+  ``arm=rod``) against the Cosserat rod (:mod:`quadarm.reference`, solved here for each rod,
+  gravity and set of held tendon tensions found in the results: scipy, no MuJoCo), as tip
+  errors in % of the rod's length
   L; per placement and gravity the largest and the median error over the (mu, beta) grid for
   each N, the observed order log2(e_N / e_2N) of the largest, the paper's configuration's own
   error and the smallest N within 1 % of L.
@@ -19,12 +20,10 @@ import numpy as np
 import pandas as pd
 
 from quadarm.analysis.tables import Table, _require, checks_frame, metric_frame, successful
-from quadarm.control.tendons import tensions as allocate
 from quadarm.reference.cosserat import Rod, solve
 
 ROD_KEYS = ("arm.length", "arm.mass", "arm.bending_stiffness", "arm.tip_mass", "arm.tip_radius",
-            "arm.tendon_offset", "arm.tendon_angles_deg", "arm.tension_max",
-            "airframe.flange_depth", "control.tendon_map")
+            "arm.tendon_offset", "arm.tendon_angles_deg", "airframe.flange_depth")
 PAPER_N = 12
 WITHIN_PCT = 1.0  # % of L
 
@@ -60,12 +59,18 @@ def statics_points(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     idx = pd.Index(sel["run_id"])
     for m in ("tip_x_cm", "tip_y_cm", "tip_depth_cm", "settle_cm"):
         out[m] = wide.reindex(idx)[("final", m)].to_numpy()
+    n_t = len(out["arm.tendon_angles_deg"].iloc[0]) if len(out) else 0
+    cols = [("final", f"tension_{'abc'[i]}_n") for i in range(n_t)]
+    held = wide.reindex(idx)[cols].to_numpy() if all(c in wide for c in cols) else None
+    if held is None:
+        raise ValueError("statics trials without their held tensions (tension_*_n)")
+    out["tensions"] = [tuple(float(v) for v in row) for row in held]
     return out
 
 
 def _reference(points: pd.DataFrame) -> pd.DataFrame:
     """The Cosserat tip (cm: x, y, depth) of each distinct (rod, mu, beta, gravity)."""
-    keys = [*ROD_KEYS, "mu", "beta_deg", "gravity"]
+    keys = [*ROD_KEYS, "tensions", "gravity"]
     rows = []
     for combo, _ in points.groupby(keys, sort=False, dropna=False):
         c = dict(zip(keys, combo, strict=True))
@@ -74,9 +79,7 @@ def _reference(points: pd.DataFrame) -> pd.DataFrame:
                   tip_radius=c["arm.tip_radius"], tendon_offset=c["arm.tendon_offset"],
                   tendon_angles_deg=c["arm.tendon_angles_deg"],
                   flange_depth=c["airframe.flange_depth"])
-        t = allocate(c["mu"], math.radians(c["beta_deg"]), np.radians(rod.tendon_angles_deg),
-                     c["arm.tension_max"], c["control.tendon_map"])
-        tip = solve(rod, t, gravity=c["gravity"]).tip * 100.0
+        tip = solve(rod, np.array(c["tensions"]), gravity=c["gravity"]).tip * 100.0
         rows.append({**c, "ref_x_cm": tip[0], "ref_y_cm": tip[1], "ref_depth_cm": -tip[2]})
     return pd.DataFrame(rows)
 
@@ -84,7 +87,7 @@ def _reference(points: pd.DataFrame) -> pd.DataFrame:
 def errors(points: pd.DataFrame) -> pd.DataFrame:
     """``points`` with the Cosserat tip and the tip error ``error_pct`` (% of L)."""
     ref = _reference(points)
-    keys = [*ROD_KEYS, "mu", "beta_deg", "gravity"]
+    keys = [*ROD_KEYS, "tensions", "gravity"]
     out = points.merge(ref, on=keys, how="left")
     d = np.stack([out["tip_x_cm"] - out["ref_x_cm"], out["tip_y_cm"] - out["ref_y_cm"],
                   out["tip_depth_cm"] - out["ref_depth_cm"]], axis=1)

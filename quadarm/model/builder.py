@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from quadarm.config import AirframeConfig, ArmConfig, RodArmConfig, SimConfig
+from quadarm.config import AeroConfig, AirframeConfig, ArmConfig, RodArmConfig, SimConfig
 from quadarm.model import names
 from quadarm.model.allocation import hover_controls
 from quadarm.model.chain import Chain, chain_of
@@ -43,6 +43,8 @@ class BuiltModel:
     distal_link_body: int
     rotor_actuators: np.ndarray  # (n_rotors,) actuator ids
     tendon_actuators: np.ndarray  # (3,) actuator ids
+    rotor_sites: np.ndarray  # (n_rotors,) site ids of the rotor hubs
+    link_bodies: np.ndarray  # (segments,) body ids of the arm links, proximal first
 
     def xml(self) -> str:
         """The MJCF of exactly this model (loads in plain MuJoCo)."""
@@ -164,9 +166,13 @@ def _flange_excludes(spec: mujoco.MjSpec, chain: Chain) -> None:
 
 
 def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
-               start: tuple[float, float, float] = (0.0, 0.0, 1.0), fixed_base: bool = False
-               ) -> mujoco.MjSpec:
+               start: tuple[float, float, float] = (0.0, 0.0, 1.0),
+               aero: AeroConfig | None = None, fixed_base: bool = False) -> mujoco.MjSpec:
     """The MjSpec of the whole scene, without the hover keyframe (see :func:`build`).
+
+    ``aero.wind`` (m/s, world) becomes MuJoCo's ``opt.wind``: the fluid model drags every
+    body through the moving air. Gusts and the downwash vary during a run and are applied by
+    the closed loop (:mod:`quadarm.model.aero`), not stored in the model.
 
     ``fixed_base``: the airframe has no free joint (it is part of the world, level at
     ``start``), so the arm is a rod clamped at the flange (the ``statics`` scenario).
@@ -182,6 +188,8 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
     opt.gravity = list(sim.gravity)
     opt.density = sim.air_density
     opt.viscosity = sim.air_viscosity
+    if aero is not None and any(aero.wind):
+        opt.wind = [float(w) for w in aero.wind]
     # Keep a blown-up state visible: MuJoCo's auto-reset would silently restart a diverging
     # simulation from the reference pose (it acts only on bad values; healthy runs are equal).
     opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
@@ -200,10 +208,16 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
     _flange_excludes(spec, chain)
 
     for j, rotor in enumerate(frame.rotors):
-        spec.add_actuator(name=names.rotor_actuator(j), target=names.rotor_site(j),
-                          trntype=mujoco.mjtTrn.mjTRN_SITE,
-                          gear=[0, 0, 1, 0, 0, rotor.spin * frame.kappa],
-                          ctrlrange=[0.0, frame.thrust_max])
+        act = spec.add_actuator(name=names.rotor_actuator(j), target=names.rotor_site(j),
+                                trntype=mujoco.mjtTrn.mjTRN_SITE,
+                                gear=[0, 0, 1, 0, 0, rotor.spin * frame.kappa],
+                                ctrlrange=[0.0, frame.thrust_max])
+        if frame.motor_tau > 0:
+            # Motor lag: the produced thrust is the actuator state a, da/dt = (u - a) / tau,
+            # integrated exactly by MuJoCo (filterexact); a is part of the simulated state.
+            # Only when tau > 0, so that the ideal rotors' model (na = 0) is unchanged.
+            act.dyntype = mujoco.mjtDyn.mjDYN_FILTEREXACT
+            act.dynprm = [frame.motor_tau] + [0.0] * 9
     for i in range(len(chain.tendon_angles_deg)):
         # gear -1: a positive tension shortens the tendon.
         spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
@@ -213,15 +227,15 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
 
 
 def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
-          start: tuple[float, float, float] = (0.0, 0.0, 1.0), fixed_base: bool = False
-          ) -> BuiltModel:
+          start: tuple[float, float, float] = (0.0, 0.0, 1.0),
+          aero: AeroConfig | None = None, fixed_base: bool = False) -> BuiltModel:
     """Build and compile the model, with a ``hover`` keyframe at ``start``.
 
     The keyframe's rotor controls are the allocation of a pure thrust m_total*|g| (they sum to
     m_total*|g|; zero with ``fixed_base``, see :func:`build_spec`), its tendon controls are
     zero and the arm hangs straight.
     """
-    spec = build_spec(frame, arm, sim, start, fixed_base)
+    spec = build_spec(frame, arm, sim, start, aero, fixed_base)
     model = spec.compile()
     rotors = np.array([model.actuator(names.rotor_actuator(j)).id
                        for j in range(len(frame.rotors))])
@@ -233,6 +247,11 @@ def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
     key.qpos = model.qpos0.tolist()
     key.qvel = [0.0] * model.nv
     key.ctrl = ctrl.tolist()
+    if model.na:
+        # Lagged motors start spun up to the hover thrust (their state is the thrust, N).
+        act = np.zeros(model.na)
+        act[model.actuator_actadr[rotors]] = ctrl[rotors]
+        key.act = act.tolist()
     model = spec.compile()
     return BuiltModel(
         spec=spec,
@@ -242,4 +261,7 @@ def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
         distal_link_body=model.body(names.link_body(arm.segments - 1)).id,
         rotor_actuators=rotors,
         tendon_actuators=tendons,
+        rotor_sites=np.array([model.site(names.rotor_site(j)).id
+                              for j in range(len(frame.rotors))]),
+        link_bodies=np.array([model.body(names.link_body(k)).id for k in range(arm.segments)]),
     )

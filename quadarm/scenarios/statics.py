@@ -1,7 +1,8 @@
 """Statics (the ``arm_convergence`` study): the arm alone, clamped to the airframe held fixed and
 level, bent by a command (mu, beta) ramped in and held until it settles. The tip is read in the
 body frame at the end, as the workspace study reads it, and how far it still moved over the last
-second tells whether it had settled."""
+second tells whether it had settled. The tendon tensions held at the end are reported too, so
+that a reference model can be solved for exactly the loads the arm carried."""
 
 from __future__ import annotations
 
@@ -30,4 +31,5 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
         ("final", "tip_lateral_cm", float(np.hypot(tip[0], tip[1]))),
         ("final", "tip_depth_cm", float(-tip[2])),
         ("final", "settle_cm", float(motion)),
-    ]
+    ] + [("final", f"tension_{'abc'[i]}_n", float(log.ctrl[-1, a]))
+         for i, a in enumerate(log.tendon_ids)]

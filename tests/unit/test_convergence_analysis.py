@@ -33,8 +33,9 @@ def _tables(offsets_cm: dict[tuple[str, int], float]) -> tuple[pd.DataFrame, pd.
                      "arm.tendon_angles_deg": json.dumps([0.0, 120.0, 240.0]),
                      "arm.tension_max": 2.0, "airframe.flange_depth": 0.034,
                      "control.tendon_map": "balanced"})
+        held = [(f"tension_{c}_n", float(v)) for c, v in zip("abc", t, strict=True)]
         for name, v in (("tip_x_cm", ref[0] + shift), ("tip_y_cm", ref[1]),
-                        ("tip_depth_cm", -ref[2]), ("settle_cm", 0.0)):
+                        ("tip_depth_cm", -ref[2]), ("settle_cm", 0.0), *held):
             metrics.append({"run_id": rid, "phase": "final", "metric": name, "value": v})
     return pd.DataFrame(runs), pd.DataFrame(metrics)
 
