@@ -256,7 +256,7 @@ STAGE_TIMERS = ("mjTIMER_STEP", "mjTIMER_POS_KINEMATICS", "mjTIMER_POS_INERTIA",
                 "mjTIMER_ADVANCE")
 
 
-def growth_exponent(n: np.ndarray, us: np.ndarray) -> float:
+def growth_exponent(n: Any, us: Any) -> float:
     """The exponent p of a least-squares fit us ~ c N^p (log-log)."""
     return float(np.polyfit(np.log(np.asarray(n, float)), np.log(np.asarray(us, float)), 1)[0])
 
@@ -267,7 +267,7 @@ def measure_segments(label: str, segments: tuple[int, ...], repeat: int = 1,
     mission: the closed loop's us per step (median of ``repeat``), MuJoCo's timers per stage
     (us per step, from a bare replay of the flown commands, every stage's total divided by the
     steps), the growth exponent of a log-log fit and the N_max / N_min ratio per stage."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for n in segments:
         cfg = load([f"sim={PRESETS[label]}", "arm=rod", f"arm.segments={n}",
                     f"arm.joint_placement={placement}", *SHORT_MISSION])
@@ -278,7 +278,7 @@ def measure_segments(label: str, segments: tuple[int, ...], repeat: int = 1,
         if flown.log is None or flown.failure is not None:
             raise RuntimeError(f"N={n}: the short mission diverged: {flown.failure}")
         steps = prep.plan.steps
-        closed = statistics.median(_timed(lambda p=prep: episode.fly(p))
+        closed = statistics.median(_timed(partial(episode.fly, prep))
                                    for _ in range(repeat)) / steps * 1e6
         m = prep.built.model
         d = _start(m, prep.plan)

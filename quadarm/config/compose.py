@@ -85,7 +85,7 @@ def to_config(cfg: DictConfig | Config) -> Config:
     return config
 
 
-def _untyped_arm(values: dict[str, Any]) -> ArmConfig:
+def _untyped_arm(values: dict[Any, Any]) -> ArmConfig:
     """An arm file without a schema in its defaults list is a per-link (``prb12``) arm, as
     every arm file was before ``arm=rod`` existed."""
     from dataclasses import fields as dc_fields

@@ -76,23 +76,24 @@ def _q(x: Fraction) -> float:
 
 def chain_of(arm: ArmConfig | RodArmConfig) -> Chain:
     """The chain an arm config describes (see the module docstring for the formulas)."""
-    common = dict(radius=arm.segment_radius, tip_mass=arm.tip_mass, tip_radius=arm.tip_radius,
-                  tendon_offset=arm.tendon_offset,
-                  tendon_angles_deg=tuple(arm.tendon_angles_deg), tension_max=arm.tension_max)
     n = arm.segments
     if isinstance(arm, ArmConfig):
         return Chain(lengths=(arm.segment_length,) * n, masses=(arm.segment_mass,) * n,
                      stiffness=(arm.stiffness,) * n, damping=(arm.damping,) * n,
                      joint_range=(arm.joint_range,) * n, base_length=0.0, base_mass=0.0,
-                     **common)
+                     radius=arm.segment_radius, tip_mass=arm.tip_mass,
+                     tip_radius=arm.tip_radius, tendon_offset=arm.tendon_offset,
+                     tendon_angles_deg=tuple(arm.tendon_angles_deg),
+                     tension_max=arm.tension_max)
     if not isinstance(arm, RodArmConfig):
         raise TypeError(f"not an arm config: {type(arm).__name__}")
     length, mass = Fraction(arm.length), Fraction(arm.mass)
     ell = length / n
     k = _q(Fraction(arm.bending_stiffness) / ell)
     c = _q(Fraction(arm.bending_damping) / ell)
-    q = None if arm.curvature_range is None else min(_q(Fraction(arm.curvature_range) * ell),
-                                                     math.pi)
+    q: float | None = None
+    if arm.curvature_range is not None:
+        q = min(_q(Fraction(arm.curvature_range) * ell), math.pi)
     if arm.joint_placement == "base":
         pieces = [ell] * n
         base = Fraction(0)
@@ -103,4 +104,6 @@ def chain_of(arm: ArmConfig | RodArmConfig) -> Chain:
                  masses=tuple(_q(mass * p / length) for p in pieces),
                  stiffness=(k,) * n, damping=(c,) * n, joint_range=(q,) * n,
                  base_length=_q(base), base_mass=_q(mass * base / length),
-                 alternate=arm.joint_placement == "midpoint", **common)
+                 radius=arm.segment_radius, tip_mass=arm.tip_mass, tip_radius=arm.tip_radius,
+                 tendon_offset=arm.tendon_offset, tendon_angles_deg=tuple(arm.tendon_angles_deg),
+                 tension_max=arm.tension_max, alternate=arm.joint_placement == "midpoint")

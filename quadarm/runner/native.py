@@ -114,10 +114,10 @@ def hold_chunk(mp: int, dp: int, k0: int, k1: int, n: int, qpos: np.ndarray, qve
             ctrl[tendons[j]] = tensions[k, j]
         ctrl_log[k, :] = ctrl
         if k == n:
-            _mj_kinematics(mp, dp)
+            _mj_kinematics(mp, dp)  # type: ignore[call-overload]  # numba's C call
             tip_log[k, :] = site_xpos[tip]
             break
-        _mj_step(mp, dp)
+        _mj_step(mp, dp)  # type: ignore[call-overload]  # numba's C call
         tip_log[k, :] = site_xpos[tip]
 
 
