@@ -95,6 +95,12 @@ BAD: list[tuple[str, str]] = [
     ("scenario=mission scenario.duration=10", "scenario.duration=10"),
     ("seed=-1", "seed=-1"),
     ("control.tendon_map=foo", "control.tendon_map=foo"),
+    ("control.feedforward=gravity", "control.feedforward=gravity"),
+    ("control.tendon_damping=-0.01", "control.tendon_damping=-0.01"),
+    ("control.tendon_bias=-1", "control.tendon_bias=-1"),
+    ("control.tendon_bias=7", "control.tendon_bias=7"),
+    ("arm.tension_max=2 control.tendon_bias=3", "control.tendon_bias=3"),
+    ("++runner.grid={control.tendon_bias:[1,9]}", "control.tendon_bias=9"),
     # unknown keys and group options
     ("scenario=nope", "scenario=nope"),
     ("airframe=nope", "airframe=nope"),
@@ -141,6 +147,8 @@ GOOD = [
     "arm.stiffness:{dist:normal,rel_std:0.1}} runner.trials=4",
     "runner=dask runner.address=tcp://127.0.0.1:8786",
     "++runner.grid={arm.segments:[8,12],seed:[0,1]}",
+    "control.feedforward=com control.tendon_damping=0.02 control.tendon_bias=6",
+    "control.feedforward=wrench scenario=disturbance",
 ]
 
 
@@ -202,6 +210,10 @@ CLI_CASES = [
     ("++runner.grid={arm.bogus:[1,2]}", "runner.grid.arm.bogus"),
     ("++runner.randomize={arm.stiffness:{dist:normal,std:-1}}", "std=-1"),
     ("--config-dir=missing scenario=hover", "--config-dir=missing"),
+    ("control.feedforward=gravity", "control.feedforward=gravity"),
+    ("control.tendon_damping=-0.5", "control.tendon_damping=-0.5"),
+    ("control.tendon_bias=-1", "control.tendon_bias=-1"),
+    ("control.tendon_bias=6.5", "control.tendon_bias=6.5"),
 ]
 
 
