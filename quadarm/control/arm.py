@@ -203,35 +203,61 @@ def com_torque(s, qpos, gx: float, gy: float, gz: float, a_d) -> tuple[float, fl
 # ------------------------------------------------------------------------------------------
 
 
-def wrench_feedforward(sensordata, adr_f: int, adr_t: int, xmat, xpos, com, qpos
-                       ) -> tuple[float, float, float, float, float, float]:  # noqa: ANN001
-    """The feed-forward (force (N, world), torque (N m, in B)) that cancels the arm's reaction
-    wrench on the vehicle, from the flange's force-torque sensor.
+def wrench_sites(model: mujoco.MjModel, flange_site: int) -> np.ndarray:
+    """The site ids :func:`wrench_feedforward` reads, (7,): the flange, then each tendon's
+    anchor on the vehicle (3) and its first via point on the arm (3)."""
+    anchors = [model.site(names.tendon_anchor(i)).id for i in range(3)]
+    vias = [model.site(names.tendon_via(i, 0)).id for i in range(3)]
+    return np.array([flange_site, *anchors, *vias], dtype=np.int64)
 
-    MuJoCo's ``force``/``torque`` sensors at the flange site (on the arm's first body) read the
-    wrench that the vehicle exerts on the arm (through the hinges and the tendons' anchors),
-    in the site frame, the torque about the site. The arm therefore pushes the vehicle with
-    -R_s f at the site and -R_s t; about c_B the moment is -(R_s t + (p_s - c) x R_s f). The
-    feed-forward force is +R_s f (added to the desired force) and the torque the negative of
-    that moment, in B. ``xmat`` (9,) and ``xpos`` (3,) are the site's world rotation and
-    position and ``com`` (3,) the vehicle's centre of mass (world), all from the same forward
-    pass as the sensor (the previous step's, see :mod:`quadarm.runner.native`); ``qpos`` the
-    free joint's current state.
+
+def wrench_feedforward(sensordata, adr_f: int, adr_t: int, site_xmat, site_xpos, sites, com,
+                       tension, qpos) -> tuple[float, float, float, float, float, float]:  # noqa: ANN001
+    """The feed-forward (force (N, world), torque (N m, in B)) that cancels the arm's reaction
+    wrench on the vehicle: the flange force-torque sensor's reading plus the pull of the
+    tendons on their anchors.
+
+    MuJoCo's ``force``/``torque`` sensors at the flange site (on the arm's first body, at the
+    hinge centre) read the structural wrench that the vehicle exerts on the arm through the
+    hinges, in the site frame, the torque about the site. The tendons, anchored on the vehicle,
+    load it besides: tendon i pulls its anchor towards its first via point with its tension.
+    So the arm pushes the vehicle with F = -R_s f + sum_i T_i u_i, and about the centre of mass
+    c with M = -(R_s t + (p_s - c) x R_s f) + sum_i (a_i - c) x T_i u_i. The feed-forward is
+    (-F, -R^T M): added to the desired force and the attitude torque, it cancels them.
+
+    ``site_xmat`` (nsite, 9), ``site_xpos`` (nsite, 3), ``com`` (3,) (the vehicle's centre of
+    mass, world) and ``tension`` (3,) (the tendon actuators' forces, N) come from the same
+    forward pass as the sensor: the one inside the previous ``mj_step``, so the wrench is one
+    step old. ``sites`` is :func:`wrench_sites`; ``qpos`` the free joint's current state.
     """
+    fl = sites[0]
     f0, f1, f2 = sensordata[adr_f], sensordata[adr_f + 1], sensordata[adr_f + 2]
     t0, t1, t2 = sensordata[adr_t], sensordata[adr_t + 1], sensordata[adr_t + 2]
-    fx = xmat[0] * f0 + xmat[1] * f1 + xmat[2] * f2
-    fy = xmat[3] * f0 + xmat[4] * f1 + xmat[5] * f2
-    fz = xmat[6] * f0 + xmat[7] * f1 + xmat[8] * f2
-    tx = xmat[0] * t0 + xmat[1] * t1 + xmat[2] * t2
-    ty = xmat[3] * t0 + xmat[4] * t1 + xmat[5] * t2
-    tz = xmat[6] * t0 + xmat[7] * t1 + xmat[8] * t2
-    dx, dy, dz = xpos[0] - com[0], xpos[1] - com[1], xpos[2] - com[2]
-    # Moment about the centre of mass of the wrench on the arm (world); the vehicle feels its
-    # negative, and the feed-forward cancels that: +(t + d x f), rotated into B.
-    mx = tx + (dy * fz - dz * fy)
-    my = ty + (dz * fx - dx * fz)
-    mz = tz + (dx * fy - dy * fx)
+    xm = site_xmat[fl]
+    # The wrench on the arm through the hinges, world frame: force f, moment about c.
+    fx = xm[0] * f0 + xm[1] * f1 + xm[2] * f2
+    fy = xm[3] * f0 + xm[4] * f1 + xm[5] * f2
+    fz = xm[6] * f0 + xm[7] * f1 + xm[8] * f2
+    dx, dy, dz = site_xpos[fl, 0] - com[0], site_xpos[fl, 1] - com[1], site_xpos[fl, 2] - com[2]
+    mx = xm[0] * t0 + xm[1] * t1 + xm[2] * t2 + (dy * fz - dz * fy)
+    my = xm[3] * t0 + xm[4] * t1 + xm[5] * t2 + (dz * fx - dx * fz)
+    mz = xm[6] * t0 + xm[7] * t1 + xm[8] * t2 + (dx * fy - dy * fx)
+    # Minus the tendons' pull on the vehicle (the feed-forward cancels -F, so it adds F's
+    # negative: -(sum T u) for the force, likewise for the moment).
+    for i in range(3):
+        a, v = sites[1 + i], sites[4 + i]
+        ux = site_xpos[v, 0] - site_xpos[a, 0]
+        uy = site_xpos[v, 1] - site_xpos[a, 1]
+        uz = site_xpos[v, 2] - site_xpos[a, 2]
+        scale = tension[i] / math.sqrt(ux * ux + uy * uy + uz * uz)
+        px, py, pz = ux * scale, uy * scale, uz * scale
+        fx -= px
+        fy -= py
+        fz -= pz
+        ax, ay, az = site_xpos[a, 0] - com[0], site_xpos[a, 1] - com[1], site_xpos[a, 2] - com[2]
+        mx -= ay * pz - az * py
+        my -= az * px - ax * pz
+        mz -= ax * py - ay * px
     qw, qx, qy, qz = qpos[3], qpos[4], qpos[5], qpos[6]
     r00 = 1 - 2 * (qy * qy + qz * qz)
     r01 = 2 * (qx * qy - qw * qz)
