@@ -27,6 +27,7 @@ import math
 import mujoco
 import numpy as np
 
+from quadarm.control.geometric import FF_FX, FF_FY, FF_FZ, FF_TX, FF_TY, FF_TZ
 from quadarm.model import names
 
 try:  # numba compiles the small helpers into the kernels that call them
@@ -89,6 +90,7 @@ def _in_subtree(model: mujoco.MjModel, b: int, root: int) -> bool:
     return False
 
 
+@register_jitable
 def arm_first_moment(chain, qpos, work, out) -> None:  # noqa: ANN001 - lists or arrays
     """The arm's first moment s = sum_i m_i (x_i - c_B) (kg m), in the vehicle frame B.
 
@@ -171,6 +173,7 @@ def _mul(a00: float, a01: float, a02: float, a10: float, a11: float, a12: float,
             a20 * b02 + a21 * b12 + a22 * b22)
 
 
+@register_jitable
 def com_torque(s, qpos, gx: float, gy: float, gz: float, a_d) -> tuple[float, float, float]:  # noqa: ANN001
     """The feed-forward torque (N m, in B) that cancels the arm's quasi-static weight moment.
 
@@ -211,8 +214,10 @@ def wrench_sites(model: mujoco.MjModel, flange_site: int) -> np.ndarray:
     return np.array([flange_site, *anchors, *vias], dtype=np.int64)
 
 
+@register_jitable
 def wrench_feedforward(sensordata, adr_f: int, adr_t: int, site_xmat, site_xpos, sites, com,
-                       tension, qpos) -> tuple[float, float, float, float, float, float]:  # noqa: ANN001
+                       actuator_force, tendons, qpos
+                       ) -> tuple[float, float, float, float, float, float]:  # noqa: ANN001
     """The feed-forward (force (N, world), torque (N m, in B)) that cancels the arm's reaction
     wrench on the vehicle: the flange force-torque sensor's reading plus the pull of the
     tendons on their anchors.
@@ -226,9 +231,10 @@ def wrench_feedforward(sensordata, adr_f: int, adr_t: int, site_xmat, site_xpos,
     (-F, -R^T M): added to the desired force and the attitude torque, it cancels them.
 
     ``site_xmat`` (nsite, 9), ``site_xpos`` (nsite, 3), ``com`` (3,) (the vehicle's centre of
-    mass, world) and ``tension`` (3,) (the tendon actuators' forces, N) come from the same
-    forward pass as the sensor: the one inside the previous ``mj_step``, so the wrench is one
-    step old. ``sites`` is :func:`wrench_sites`; ``qpos`` the free joint's current state.
+    mass, world) and ``actuator_force`` (nu,) (at the tendon actuators ``tendons`` (3,): the
+    tensions, N) come from the same forward pass as the sensor: the one inside the previous
+    ``mj_step``, so the wrench is one step old. ``sites`` is :func:`wrench_sites`; ``qpos``
+    the free joint's current state.
     """
     fl = sites[0]
     f0, f1, f2 = sensordata[adr_f], sensordata[adr_f + 1], sensordata[adr_f + 2]
@@ -249,7 +255,7 @@ def wrench_feedforward(sensordata, adr_f: int, adr_t: int, site_xmat, site_xpos,
         ux = site_xpos[v, 0] - site_xpos[a, 0]
         uy = site_xpos[v, 1] - site_xpos[a, 1]
         uz = site_xpos[v, 2] - site_xpos[a, 2]
-        scale = tension[i] / math.sqrt(ux * ux + uy * uy + uz * uz)
+        scale = actuator_force[tendons[i]] / math.sqrt(ux * ux + uy * uy + uz * uz)
         px, py, pz = ux * scale, uy * scale, uz * scale
         fx -= px
         fy -= py
@@ -301,6 +307,7 @@ def hinge_dofs(model: mujoco.MjModel, segments: int) -> tuple[np.ndarray, np.nda
     return np.array(dx, dtype=np.int64), np.array(dy, dtype=np.int64)
 
 
+@register_jitable
 def damped_tensions(dp, qvel, dof_x, dof_y, t_cmd, out) -> None:  # noqa: ANN001
     """Tendon tensions (N), (3,), into ``out``: the commanded ``t_cmd`` (3,) plus the bias on
     every tendon plus the min-norm tensions of the damping resultant, shifted up along
@@ -329,3 +336,52 @@ def damped_tensions(dp, qvel, dof_x, dof_y, t_cmd, out) -> None:  # noqa: ANN001
     out[0] = min(t0 - low, hi)
     out[1] = min(t1 - low, hi)
     out[2] = min(t2 - low, hi)
+
+
+# ------------------------------------------------------------------------------------------
+# One step of the arm-aware terms, as the closed loops call them
+# ------------------------------------------------------------------------------------------
+
+# Layout of the feed-forward vector (see feedforward_params).
+F_MODE, F_MASS, F_GX, F_GY, F_GZ, F_ADR_F, F_ADR_T, F_VEHICLE = range(8)
+N_FEEDFORWARD = 8
+MODES = {"none": 0.0, "com": 1.0, "wrench": 2.0}
+
+
+def feedforward_params(mode: str, arm_mass: float, gravity: np.ndarray, vehicle: int,
+                       adr_f: int = -1, adr_t: int = -1) -> np.ndarray:
+    """The vector :func:`feedforward` reads, (N_FEEDFORWARD,): the mode (0 none, 1 com, 2
+    wrench), the arm's mass (kg), the gravity vector (m/s^2, world), the flange sensor's
+    sensordata addresses and the vehicle's body id."""
+    g = [float(v) for v in gravity]
+    return np.array([MODES[mode], float(arm_mass), *g, float(adr_f), float(adr_t),
+                     float(vehicle)])
+
+
+@register_jitable
+def feedforward(prm, qpos, a_d, ffp, chain, work, s, sites, sensordata, site_xmat, site_xpos,
+                xipos, actuator_force, tendons) -> None:  # noqa: ANN001
+    """Write the feed-forward slots of the law's parameter vector ``prm`` for this sample.
+
+    ``com``: the torque of :func:`com_torque` from the current hinge angles (``work`` and
+    ``s`` are scratch for :func:`arm_first_moment`); no force, since the desired force
+    m_total (a + g) already carries the arm's quasi-static apparent weight.
+    ``wrench``: the measured reaction (:func:`wrench_feedforward`, one step old) less that same
+    quasi-static apparent weight m_arm (g - a_d), which the desired force already carries: the
+    position loop keeps the paper's gains (tuned with the total mass) and the sensor adds what
+    the quasi-static model misses; the torque is the whole measured moment.
+    """
+    mode = ffp[F_MODE]
+    if mode == 1.0:
+        arm_first_moment(chain, qpos, work, s)
+        tx, ty, tz = com_torque(s, qpos, ffp[F_GX], ffp[F_GY], ffp[F_GZ], a_d)
+        prm[FF_TX], prm[FF_TY], prm[FF_TZ] = tx, ty, tz
+    elif mode == 2.0:
+        fx, fy, fz, tx, ty, tz = wrench_feedforward(
+            sensordata, int(ffp[F_ADR_F]), int(ffp[F_ADR_T]), site_xmat, site_xpos, sites,
+            xipos[int(ffp[F_VEHICLE])], actuator_force, tendons, qpos)
+        ma = ffp[F_MASS]
+        prm[FF_FX] = fx - ma * (a_d[0] - ffp[F_GX])
+        prm[FF_FY] = fy - ma * (a_d[1] - ffp[F_GY])
+        prm[FF_FZ] = fz - ma * (a_d[2] - ffp[F_GZ])
+        prm[FF_TX], prm[FF_TY], prm[FF_TZ] = tx, ty, tz

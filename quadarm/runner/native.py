@@ -27,6 +27,7 @@ import numba
 import numpy as np
 from numba import types
 
+from quadarm.control import arm as arm_terms
 from quadarm.control import geometric
 
 
@@ -47,6 +48,7 @@ _mj_kinematics = types.ExternalFunction("mj_kinematics",
                                         types.void(types.voidptr, types.voidptr))
 
 law = numba.njit(cache=True, nogil=True)(geometric.law)
+# The arm-aware terms (quadarm.control.arm) are register_jitable: the kernels call them as is.
 
 
 @numba.njit(cache=True, nogil=True)
@@ -55,21 +57,44 @@ def fly_chunk(mp: int, dp: int, k0: int, k1: int, n: int, prm: np.ndarray, mix: 
               site_xpos: np.ndarray, tip: int, rotors: np.ndarray, tendons: np.ndarray,
               tensions: np.ndarray, ref_p: np.ndarray, ref_v: np.ndarray, ref_a: np.ndarray,
               u: np.ndarray, qpos_log: np.ndarray, qvel_log: np.ndarray, tip_log: np.ndarray,
-              ctrl_log: np.ndarray) -> None:  # pragma: no cover - compiled
+              ctrl_log: np.ndarray, ffp: np.ndarray, chain: np.ndarray, work: np.ndarray,
+              s: np.ndarray, sites: np.ndarray, sensordata: np.ndarray, site_xmat: np.ndarray,
+              xipos: np.ndarray, actuator_force: np.ndarray, damp: np.ndarray,
+              dofs: np.ndarray, t_out: np.ndarray) -> None:  # pragma: no cover - compiled
     """Steps k0..k1-1 of :func:`quadarm.runner.episode.fly` (same order of operations).
 
     ``mp``/``dp`` are the addresses of the ``mjModel``/``mjData``; ``qpos`` (nq,), ``qvel``
     (nv,), ``ctrl`` (nu,) and ``site_xpos`` (nsite, 3) are the bindings' live views of that
     ``mjData``. ``tensions`` is (n + 1, n_tendons) or (0, n_tendons) for slack tendons.
+
+    Arm-aware terms (:mod:`quadarm.runner.arm_aware`): ``ffp``, ``chain``, ``sites``,
+    ``damp``, ``dofs`` are a trial's :class:`~quadarm.runner.arm_aware.ArmTerms`; ``work``,
+    ``s`` and ``t_out`` (3,) scratch; ``sensordata``, ``site_xmat``, ``xipos`` and
+    ``actuator_force`` live views of the ``mjData``: they hold the forward pass of the previous
+    ``mj_step``, so the wrench feed-forward at sample k is the reaction at sample k - 1.
     """
     slack = tensions.shape[0] == 0
+    ff_on = ffp[arm_terms.F_MODE] != 0.0
+    damp_on = damp[arm_terms.D_GAIN] != 0.0 or damp[arm_terms.D_BIAS] != 0.0
     for k in range(k0, k1):
         qpos_log[k, :] = qpos
         qvel_log[k, :] = qvel
+        if ff_on:
+            arm_terms.feedforward(prm, qpos, ref_a[k], ffp, chain, work, s, sites, sensordata,
+                                  site_xmat, site_xpos, xipos, actuator_force, tendons)
         law(prm, mix, integ, qpos, qvel, ref_p[k], ref_v[k], ref_a[k], u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
-        if not slack:
+        if damp_on:
+            # Slack plans command no bend: the damping acts alone (with its bias).
+            if slack:
+                t_out[:] = 0.0
+            else:
+                t_out[:] = tensions[k]
+            arm_terms.damped_tensions(damp, qvel, dofs[0], dofs[1], t_out, t_out)
+            for j in range(tendons.shape[0]):
+                ctrl[tendons[j]] = t_out[j]
+        elif not slack:
             for j in range(tendons.shape[0]):
                 ctrl[tendons[j]] = tensions[k, j]
         ctrl_log[k, :] = ctrl
@@ -88,21 +113,37 @@ def batch_control(k: int, last: np.ndarray, live: np.ndarray, prm: np.ndarray, m
                   rotors: np.ndarray, tendons: np.ndarray, slack: np.ndarray,
                   tensions: np.ndarray, ref_p: np.ndarray, ref_v: np.ndarray,
                   ref_a: np.ndarray, u: np.ndarray, qpos_log: np.ndarray, qvel_log: np.ndarray,
-                  ctrl_log: np.ndarray) -> None:  # pragma: no cover - compiled
+                  ctrl_log: np.ndarray, ffp: np.ndarray, chain: np.ndarray, work: np.ndarray,
+                  s: np.ndarray, sites: np.ndarray, sensordata: np.ndarray,
+                  site_xmat: np.ndarray, site_xpos: np.ndarray, xipos: np.ndarray,
+                  actuator_force: np.ndarray, damp: np.ndarray, dofs: np.ndarray,
+                  t_out: np.ndarray) -> None:  # pragma: no cover - compiled
     """Sample k of every live simulation of the batched engine: log its state, compute and
     write its commands, log them. State arrays are (nsim, ...); logs, references and tensions
     are time-major (K + 1, nsim, ...), padded to K + 1 samples; ``last`` (nsim,) is each
-    simulation's final sample."""
+    simulation's final sample. The arm-aware arrays are those of :func:`fly_chunk`, one row
+    per simulation."""
     for i in range(qpos.shape[0]):
         if not live[i] or k > last[i]:
             continue
         qpos_log[k, i, :] = qpos[i]
         qvel_log[k, i, :] = qvel[i]
+        if ffp[i, arm_terms.F_MODE] != 0.0:
+            arm_terms.feedforward(prm[i], qpos[i], ref_a[k, i], ffp[i], chain[i], work[i], s[i],
+                                  sites[i], sensordata[i], site_xmat[i], site_xpos[i],
+                                  xipos[i], actuator_force[i], tendons)
         law(prm[i], mix[i], integ[i], qpos[i], qvel[i], ref_p[k, i], ref_v[k, i], ref_a[k, i],
             u[i])
         for j in range(rotors.shape[0]):
             ctrl[i, rotors[j]] = u[i, j]
-        if not slack[i]:
+        if damp[i, arm_terms.D_GAIN] != 0.0 or damp[i, arm_terms.D_BIAS] != 0.0:
+            # Slack plans have zero rows in ``tensions``: the damping acts alone.
+            t_out[i, :] = tensions[k, i]
+            arm_terms.damped_tensions(damp[i], qvel[i], dofs[i, 0], dofs[i, 1], t_out[i],
+                                      t_out[i])
+            for j in range(tendons.shape[0]):
+                ctrl[i, tendons[j]] = t_out[i, j]
+        elif not slack[i]:
             for j in range(tendons.shape[0]):
                 ctrl[i, tendons[j]] = tensions[k, i, j]
         ctrl_log[k, i, :] = ctrl[i]

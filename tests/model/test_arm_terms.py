@@ -246,11 +246,12 @@ def test_compiled_twins_are_identical() -> None:
         terms.damped_tensions(dp, qvel, dof_x, dof_y, cmd, o_py)
         damped(dp, qvel, dof_x, dof_y, cmd, o_nb)
         assert o_py == o_nb.tolist()
-        sd, c, ten = (rng.normal(size=k) for k in (6, 3, 3))
+        sd, c, force = (rng.normal(size=k) for k in (6, 3, m.nu))
         xm, xp = rng.normal(size=(m.nsite, 9)), rng.normal(size=(m.nsite, 3))
         sites = np.arange(7, dtype=np.int64)
-        assert terms.wrench_feedforward(sd, 0, 3, xm, xp, sites, c, ten, qpos) == \
-            wrench(sd, 0, 3, xm, xp, sites, c, ten, qpos)
+        ten = b.tendon_actuators.astype(np.int64)
+        assert terms.wrench_feedforward(sd, 0, 3, xm, xp, sites, c, force, ten, qpos) == \
+            wrench(sd, 0, 3, xm, xp, sites, c, force, ten, qpos)
 
 
 def test_other_arm_geometry_chain() -> None:

@@ -75,6 +75,6 @@ def test_feedforward_is_the_arms_whole_reaction() -> None:
         moment = inertia @ wdot + np.cross(w, inertia @ w) - rot @ wrench[1:]
         ff = terms.wrench_feedforward(d.sensordata, b.flange_force_adr, b.flange_torque_adr,
                                       d.site_xmat, d.site_xpos, sites, d.xipos[q],
-                                      d.actuator_force[b.tendon_actuators], d.qpos)
+                                      d.actuator_force, b.tendon_actuators, d.qpos)
         np.testing.assert_allclose(ff[:3], -force, rtol=1e-7, atol=1e-9)
         np.testing.assert_allclose(ff[3:], -rot.T @ moment, rtol=1e-7, atol=1e-9)
