@@ -16,6 +16,11 @@ the single source of every setting. The simulations go through the normal platfo
 Then, reading only those Parquet files (and ``model.xml`` for the rendered frames), it writes
 into ``<out>``: every table as Markdown and CSV, Figs. 1-5 and the drift plot as PNG, and
 ``reproduction.md``/``reproduction.csv`` (paper vs ours vs the tolerances of SPEC section 5).
+
+Beyond the paper (skip with ``--no-beyond``): the sweeps of ``+experiment=feedforward`` and
+``+experiment=active_damping`` run into ``<out>/beyond_data/`` and give ``feedforward.md``,
+``active_damping.md`` (and CSV), their figures and ``beyond_the_paper.md``
+(:mod:`quadarm.analysis.beyond`); ``--readme`` also refreshes the README's beyond block.
 """
 
 from __future__ import annotations
@@ -83,6 +88,27 @@ def plan_jobs(data_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
     return jobs
 
 
+BEYOND = ("feedforward", "active_damping")  # conf/experiment/<name>.yaml, swept by Hydra
+
+
+def plan_beyond(beyond_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
+    """Every job of the studies beyond the paper: each point of the ``hydra.sweeper.params``
+    of ``conf/experiment/feedforward.yaml`` and ``active_damping.yaml``, composed as the
+    multirun would compose it."""
+    import itertools
+
+    jobs = []
+    for study in BEYOND:
+        _, hydra_cfg = compose_job([f"+experiment={study}", *COMMON], conf_dir)
+        params = {str(k): [v.strip() for v in str(vals).split(",")]
+                  for k, vals in hydra_cfg.sweeper.params.items()}
+        for values in itertools.product(*params.values()):
+            point = [f"{k}={v}" for k, v in zip(params, values, strict=True)]
+            cfg, _ = compose_job([f"+experiment={study}", *point, *COMMON], conf_dir)
+            jobs.append(Job(study, cfg, beyond_dir / study / ",".join(point)))
+    return jobs
+
+
 def _run_job(job: Job, n_jobs: int) -> tuple[str, int, int, float]:
     from quadarm.runner.study import run
 
@@ -141,10 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-render", action="store_true", help="skip Fig. 1 (needs OpenGL)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when a value is outside its tolerance")
+    p.add_argument("--no-beyond", action="store_true",
+                   help="skip the studies beyond the paper (arm feed-forward, active damping)")
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error("--jobs must be >= 1")
     out, data = args.out, args.out / "data"
+    # Kept apart from data/: the beyond studies' switched-off trials (e.g. the held bend with
+    # the soft gains) are paper-controller trials that the paper's tables must not average in.
+    beyond_data = args.out / "beyond_data"
     t0 = time.perf_counter()
     if not args.no_run:
         jobs = plan_jobs(data)
@@ -158,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         write_collection(table3, data / "table3")
         render = None if args.no_render else start_render(data / "table2", out / FIG1)
         run_studies([j for j in jobs if j.trials > 1], args.jobs)
+        if not args.no_beyond:
+            extra = plan_beyond(beyond_data)
+            shutil.rmtree(beyond_data, ignore_errors=True)
+            print(f"quadarm.reproduce: beyond the paper, {len(extra)} jobs -> {beyond_data}")
+            run_studies(extra, args.jobs)
         print(f"quadarm.reproduce: simulations done in {time.perf_counter() - t0:.1f} s")
     else:
         if not data.exists():
@@ -172,6 +208,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             last = log.strip().splitlines()[-1] if log.strip() else f"exit {render.returncode}"
             print(f"quadarm.reproduce: Fig. 1 not rendered: {last}", file=sys.stderr)
+    if not args.no_beyond and beyond_data.exists():
+        from quadarm.analysis.beyond import write_beyond
+        from quadarm.analysis.data import Results
+
+        res = Results.load([beyond_data])
+        report.beyond, files = write_beyond(res.runs, res.metrics, out)
+        report.files += files
+        reporting.write_reproduction(report, out)  # index them too
+        if args.readme and report.beyond and not reporting.update_readme(
+                args.readme, reporting.beyond_block(report.beyond, "python -m quadarm.reproduce"),
+                reporting.BEYOND_START, reporting.BEYOND_END):
+            print(f"quadarm.reproduce: {args.readme} has no {reporting.BEYOND_START} marker",
+                  file=sys.stderr)
     missing = sorted(set(EXPECTED) - {t.name for t in report.tables})
     if missing:  # a study whose trials all failed leaves no table
         print(f"quadarm.reproduce: no successful trials for {', '.join(missing)}", file=sys.stderr)
