@@ -9,7 +9,7 @@ RESUME ?= false
 export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
-.PHONY: help install test lint mission table2 table3 workspace disturbance drift \
+.PHONY: help install test test-fast lint mission table2 table3 workspace disturbance drift \
 	monte-carlo feedforward active-damping paper readme bench clean
 
 help: ## list the targets
@@ -20,11 +20,15 @@ install: ## create .venv (if missing) and install quadarm with its dev tools int
 	test -x .venv/bin/python || python3 -m venv .venv
 	.venv/bin/python -m pip install -e '.[dev]'
 
-test: ## run the test suite (the CI command)
+test: ## run the whole test suite (the CI command)
 	$(PYTHON) -m pytest -q
 
-lint: ## ruff
+test-fast: ## the tests not marked slow (under a minute on 2 cores)
+	$(PYTHON) -m pytest -q -m "not slow"
+
+lint: ## ruff on everything, mypy on quadarm/
 	$(PYTHON) -m ruff check .
+	$(PYTHON) -m mypy
 
 mission: ## fly the 36 s mission once -> outputs/mission
 	bash experiments/mission.sh

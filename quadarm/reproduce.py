@@ -15,7 +15,8 @@ the single source of every setting. The simulations go through the normal platfo
 
 Then, reading only those Parquet files (and ``model.xml`` for the rendered frames), it writes
 into ``<out>``: every table as Markdown and CSV, Figs. 1-5 and the drift plot as PNG, and
-``reproduction.md``/``reproduction.csv`` (paper vs ours vs the tolerances of SPEC section 5).
+``reproduction.md``/``reproduction.csv`` (paper vs ours vs the tolerances of ``docs/model.md``
+section 5).
 
 Beyond the paper (skip with ``--no-beyond``): the sweeps of ``+experiment=feedforward`` and
 ``+experiment=active_damping`` run into ``<out>/beyond_data/`` and give ``feedforward.md``,
@@ -70,7 +71,7 @@ class Job:
 def compose_job(overrides: list[str], conf_dir: str = CONF_DIR) -> tuple[Config, DictConfig]:
     """The validated job config for ``overrides`` and the composed ``hydra`` node."""
     cfg = compose(overrides, conf_dir, job_name="paper")
-    job = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    job = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
     return to_config(job), cfg.hydra
 
 

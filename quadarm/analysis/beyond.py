@@ -87,11 +87,13 @@ def feedforward(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     if not parts or not any(len(p) for p in parts):
         raise ValueError("no successful mission or held_bend trials for the feed-forward table")
     keys = ["kr_xy", "feedforward"]
-    merged = None
+    groups = []
     for p in parts:
         cols = [c for c in p.columns if c not in ("run_id", "tendon_damping", "tendon_bias")]
-        g = p[cols].groupby(keys, as_index=False).mean(numeric_only=True)
-        merged = g if merged is None else merged.merge(g, on=keys, how="outer")
+        groups.append(p[cols].groupby(keys, as_index=False).mean(numeric_only=True))
+    merged = groups[0]
+    for g in groups[1:]:
+        merged = merged.merge(g, on=keys, how="outer")
     merged.insert(0, "set", merged["kr_xy"].map(_set_name))
     order = {n: i for i, n in enumerate(SET_ORDER)}
     merged["_s"] = merged["set"].map(lambda n: order.get(n, len(order)))

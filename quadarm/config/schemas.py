@@ -33,6 +33,7 @@ TENDON_MAPS = ("balanced", "legacy")
 FEEDFORWARD = ("none", "com", "wrench")
 BACKENDS = ("sequential", "loky", "threading", "dask")
 ENGINES = ("auto", "serial", "batch")
+DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,6 +127,11 @@ class ArmConfig:
         _non_negative("damping", self.damping)
         _in_range("joint_range", self.joint_range, 1e-6, math.pi)
         _vector("tendon_angles_deg", self.tendon_angles_deg, 3)
+
+    @property
+    def total_mass(self) -> float:
+        """Everything the arm hangs on the flange (kg): links and tip."""
+        return self.segments * self.segment_mass + self.tip_mass
 
 
 @dataclass
@@ -276,12 +282,22 @@ class DisturbanceScenario(ScenarioConfig):
         _positive("recovery_tol", self.recovery_tol)
 
 
+# The mission's phases in flight order, the keys of their durations, and the two windows its
+# metrics add (the whole mission, and t > after_time).
+MISSION_PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return")
+MISSION_PHASE_TIMES = ("hover_time", "climb_time", "figure_eight_time", "sweep_time",
+                       "return_time")
+WHOLE_PHASE = "whole"
+AFTER_PHASE = "after_24s"
+
+
 @dataclass
 class MissionScenario(ScenarioConfig):
     """The paper's demonstration mission (Table II): hover, climb, figure-eight, tendon sweep,
     return. ``duration`` is the sum of the phase times; leave it unset or give that sum."""
 
-    duration: Optional[float] = None  # noqa: UP045
+    # None is replaced by the phase times' sum in __post_init__: a float from then on.
+    duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
     altitude: float = 1.0  # start and end altitude, m
     hover_time: float = 3.0
     climb_time: float = 3.0
@@ -304,12 +320,10 @@ class MissionScenario(ScenarioConfig):
 
     @property
     def phase_times(self) -> list[float]:
-        return [self.hover_time, self.climb_time, self.figure_eight_time, self.sweep_time,
-                self.return_time]
+        return [getattr(self, key) for key in MISSION_PHASE_TIMES]
 
     def __post_init__(self) -> None:
-        for key in ("hover_time", "climb_time", "figure_eight_time", "sweep_time",
-                    "return_time", "cruise_altitude", "eight_period"):
+        for key in (*MISSION_PHASE_TIMES, "cruise_altitude", "eight_period"):
             _positive(key, getattr(self, key))
         for key in ("eight_amplitude", "eight_ratio", "sweep_rate"):
             _non_negative(key, getattr(self, key))

@@ -30,10 +30,10 @@ import numpy as np
 from quadarm.control.geometric import FF_FX, FF_FY, FF_FZ, FF_TX, FF_TY, FF_TZ
 from quadarm.model import names
 
-try:  # numba compiles the small helpers into the kernels that call them
+try:  # numba compiles these functions into the kernels that call them
     from numba.extending import register_jitable
 except ImportError:  # pragma: no cover - numba is optional
-    def register_jitable(fn):  # noqa: ANN001, ANN201
+    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
         return fn
 
 # ------------------------------------------------------------------------------------------

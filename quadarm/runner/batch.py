@@ -240,7 +240,8 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         qvel_log[k] = qvel
         for i in fed:  # the scalar feed-forward, row by row (numba does this without numba)
             arm_control.feedforward(prm[i], qpos[i], ref_a[k, i], ffp[i], chain[i], work[i],
-                                    s3[i], sites[i], *(v[i] for v in views), ten)
+                                    s3[i], sites[i], views[0][i], views[1][i], views[2][i],
+                                    views[3][i], views[4][i], ten)
         with np.errstate(all="ignore"):
             law_batch(prm, mix, integ, qpos, qvel, ref_p[k], ref_v[k], ref_a[k], u)
         ctrl[:, rotor_ids] = u

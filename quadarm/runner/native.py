@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import llvmlite.binding
 import mujoco
@@ -43,9 +44,9 @@ def _library() -> str:
 
 # Symbols are resolved by name, so the cached machine code stays valid across processes.
 llvmlite.binding.load_library_permanently(_library())
-_mj_step = types.ExternalFunction("mj_step", types.void(types.voidptr, types.voidptr))
-_mj_kinematics = types.ExternalFunction("mj_kinematics",
-                                        types.void(types.voidptr, types.voidptr))
+_C_SIGNATURE: Any = types.void(types.voidptr, types.voidptr)  # void f(mjModel*, mjData*)
+_mj_step = types.ExternalFunction("mj_step", _C_SIGNATURE)
+_mj_kinematics = types.ExternalFunction("mj_kinematics", _C_SIGNATURE)
 
 law = numba.njit(cache=True, nogil=True)(geometric.law)
 # The arm-aware terms (quadarm.control.arm) are register_jitable: the kernels call them as is.
@@ -99,10 +100,10 @@ def fly_chunk(mp: int, dp: int, k0: int, k1: int, n: int, prm: np.ndarray, mix: 
                 ctrl[tendons[j]] = tensions[k, j]
         ctrl_log[k, :] = ctrl
         if k == n:
-            _mj_kinematics(mp, dp)
+            _mj_kinematics(mp, dp)  # type: ignore[call-overload]  # numba's C call
             tip_log[k, :] = site_xpos[tip]
             break
-        _mj_step(mp, dp)
+        _mj_step(mp, dp)  # type: ignore[call-overload]  # numba's C call
         # mj_step computed the kinematics of state k before integrating.
         tip_log[k, :] = site_xpos[tip]
 

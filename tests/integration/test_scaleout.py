@@ -81,7 +81,7 @@ def test_slurm_launcher_composes() -> None:
     args = ["-m", "hydra/launcher=submitit_slurm", "hydra.launcher.partition=cpu",
             "hydra.launcher.cpus_per_task=4", "hydra.launcher.timeout_min=120",
             "runner.n_jobs=4", "gains=soft,stiff", "scenario=hover"]
-    assert preflight(args, CONF_DIR) == 2
+    assert preflight(args, CONF_DIR).jobs == 2
 
 
 @pytest.mark.slow

@@ -101,6 +101,14 @@ BAD: list[tuple[str, str]] = [
     ("control.tendon_bias=7", "control.tendon_bias=7"),
     ("arm.tension_max=2 control.tendon_bias=3", "control.tendon_bias=3"),
     ("++runner.grid={control.tendon_bias:[1,9]}", "control.tendon_bias=9"),
+    # the vehicle must hover: 4 x 3.0 N < 1.26 kg x 9.81 m/s^2
+    ("airframe.thrust_max=3.0", "airframe.thrust_max=3: must be at least 3.09 N"),
+    ("airframe.mass=20", "airframe.thrust_max=8: must be at least"),
+    ("arm.tip_mass=3", "airframe.thrust_max=8: must be at least"),
+    # folders the command would write
+    ("runner.store=/etc/passwd/trials", "runner.store=/etc/passwd/trials"),
+    ("hydra.run.dir=/etc/hostname/run", "hydra.run.dir=/etc/hostname/run"),
+    ("-m seed=0,1 hydra.sweep.dir=/etc/hostname/sweep", "hydra.sweep.dir=/etc/hostname/sweep"),
     # unknown keys and group options
     ("scenario=nope", "scenario=nope"),
     ("airframe=nope", "airframe=nope"),
@@ -149,6 +157,8 @@ GOOD = [
     "++runner.grid={arm.segments:[8,12],seed:[0,1]}",
     "control.feedforward=com control.tendon_damping=0.02 control.tendon_bias=6",
     "control.feedforward=wrench scenario=disturbance",
+    "airframe.thrust_max=3.1 scenario=hover",  # just above the 3.09 N hover thrust
+    "sim.gravity=[0,0,0] airframe.thrust_max=0.5 scenario=hover",
 ]
 
 
@@ -183,7 +193,7 @@ def test_refused_in_preflight(case: str, expected: str, conf_dir: Path) -> None:
 
 @pytest.mark.parametrize("case", GOOD)
 def test_accepted(case: str, conf_dir: Path) -> None:
-    assert preflight(_args(case, conf_dir), CONF_DIR) >= 1
+    assert preflight(_args(case, conf_dir), CONF_DIR).jobs >= 1
 
 
 def test_missing_config_dir(tmp_path: Path) -> None:
@@ -193,7 +203,9 @@ def test_missing_config_dir(tmp_path: Path) -> None:
 
 def test_sweep_expands_every_job(conf_dir: Path) -> None:
     """A multirun is validated job by job (the count proves every point was composed)."""
-    assert preflight(_args("-m gains=soft,stiff seed=0,1,2", conf_dir), CONF_DIR) == 6
+    checked = preflight(_args("-m gains=soft,stiff seed=0,1,2", conf_dir), CONF_DIR)
+    assert checked.jobs == 6 and checked.multirun
+    assert checked.out_dir is not None and checked.out_dir.startswith("outputs/multirun/")
 
 
 # A representative set through the real command line: exit 2, one line, nothing written.
@@ -214,6 +226,8 @@ CLI_CASES = [
     ("control.tendon_damping=-0.5", "control.tendon_damping=-0.5"),
     ("control.tendon_bias=-1", "control.tendon_bias=-1"),
     ("control.tendon_bias=6.5", "control.tendon_bias=6.5"),
+    ("runner.store=/etc/passwd/trials", "runner.store=/etc/passwd/trials"),
+    ("airframe.thrust_max=3.0", "airframe.thrust_max=3"),
 ]
 
 
