@@ -10,7 +10,7 @@ export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-fast lint mission table2 table3 workspace disturbance drift \
-	monte-carlo feedforward active-damping paper readme bench clean
+	monte-carlo motor-lag downwash wind feedforward active-damping paper readme bench clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -50,6 +50,15 @@ drift: ## held-bend drift table and plot -> outputs/drift
 
 monte-carlo: ## Monte-Carlo disturbance study, 32 trials -> outputs/monte_carlo
 	bash experiments/monte_carlo.sh
+
+motor-lag: ## beyond the paper: mission vs motor time constant, two gain sets -> outputs/motor_lag
+	bash experiments/motor_lag.sh
+
+downwash: ## beyond the paper: workspace and mission without/with rotor downwash -> outputs/downwash
+	bash experiments/downwash.sh
+
+wind: ## beyond the paper: steady wind 0-8 m/s, 32 seeds of gusty hover -> outputs/wind
+	bash experiments/wind.sh
 
 feedforward: ## beyond the paper: arm feed-forward none/com/wrench x gain sets -> outputs/feedforward
 	bash experiments/feedforward.sh

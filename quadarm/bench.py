@@ -14,6 +14,8 @@ medians:
 - ``batch``: the batched engine (:mod:`quadarm.runner.batch`) on ``--nsim`` trials of the
   bending-workspace sweep, on 1 and 2 threads, per simulated step, and the bare single-thread
   replay of the same trials for comparison;
+- ``air``: the mission with motor lag, gusts and downwash on (``AIR``), closed loop against a
+  bare replay of the same model;
 - MuJoCo's own timers for the bare step (``mjTIMER_*``), the real-time factors and the ratios the
   performance targets are stated in: closed / bare <= 1.2 and batch (2 threads) >= 1.8 x bare.
 
@@ -194,6 +196,32 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     return out
 
 
+# All three switches of issue 9 on: motor lag, Dryden gusts on a steady wind, rotor downwash.
+AIR = ("airframe.motor_tau=0.025", "aero=gusty", "aero.downwash=true")
+
+
+def measure_air(label: str, repeat: int) -> dict[str, Any]:
+    """The closed-loop mission with motor lag, gusts and downwash on (``AIR``) against a bare
+    ``mj_step`` loop of the same model (lagged rotors, steady wind) replaying its commands:
+    the air terms' cost inside the loop. Medians of ``repeat`` (us per step)."""
+    cfg = load([f"sim={PRESETS[label]}", *AIR])
+    prep = lifecycle.prepare(cfg)
+    if not isinstance(prep, Prepared):
+        raise RuntimeError(f"the mission with {' '.join(AIR)} failed: {prep.message}")
+    n = prep.plan.steps
+    flown = episode.fly(prep)  # warm-up
+    if flown.failure is not None or flown.log is None:
+        raise RuntimeError(f"the mission with {' '.join(AIR)} diverged: {flown.failure}")
+    ctrl = flown.log.ctrl[:n].copy()
+    samples: dict[str, list[float]] = {"bare": [], "closed": []}
+    for _ in range(repeat):
+        samples["bare"].append(bare_replay(prep.built.model, prep.plan, ctrl)[0] / n * 1e6)
+        samples["closed"].append(_timed(lambda: episode.fly(prep)) / n * 1e6)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {"overrides": list(AIR), "us_per_step": med, "samples_us": samples,
+            "ratio_closed_over_bare": med["closed"] / med["bare"]}
+
+
 def time_paper(jobs: int = 2) -> dict[str, Any]:
     """Wall-clock seconds of ``python -m quadarm.reproduce`` into a fresh folder (every study
     simulated, nothing reused), if that module exists."""
@@ -245,6 +273,10 @@ def table(results: dict[str, Any]) -> str:
         if key in first:
             lines.append(f"{text:42s}" + "".join(f"{results['presets'][lab][key]:16.2f}{'':13s}"
                                                  for lab in labels))
+    if "air" in first:
+        lines.append(f"{'with lag, gusts, downwash: closed / bare':42s}" + "".join(
+            f"{results['presets'][lab]['air']['ratio_closed_over_bare']:16.2f}{'':13s}"
+            for lab in labels) + f"  ({', '.join(first['air']['overrides'])})")
     lines.append("MuJoCo timers of the bare step (us): " + "; ".join(
         f"{lab}: " + ", ".join(f"{k} {v:.1f}" for k, v in
                                 results["presets"][lab]["mujoco_timers_us"].items()
@@ -259,12 +291,15 @@ def table(results: dict[str, Any]) -> str:
 
 
 def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfast", "fast"),
-        paper: bool = False, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+        paper: bool = False, air: bool = True, overrides: tuple[str, ...] = ()
+        ) -> dict[str, Any]:
     """Measure everything; returns the JSON-ready results."""
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     results: dict[str, Any] = {"presets": {}}
     for label in presets:
         results["presets"][label] = measure(label, repeat, nsim, overrides=overrides)
+        if air:
+            results["presets"][label]["air"] = measure_air(label, repeat)
     if paper:
         results["paper"] = time_paper()
     try:
@@ -300,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="physics preset(s) to measure (default: all)")
     parser.add_argument("--paper", action="store_true",
                         help="also time python -m quadarm.reproduce")
+    parser.add_argument("--no-air", action="store_true",
+                        help="skip the mission with motor lag, gusts and downwash on")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for every measured trial, e.g. "
                              "control.feedforward=wrench (repeatable)")
@@ -307,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeat < 1 or args.nsim < 2:
         parser.error("--repeat must be >= 1 and --nsim >= 2")
     results = run(args.repeat, args.nsim, tuple(args.preset or PRESETS), args.paper,
-                  tuple(args.override))
+                  not args.no_air, tuple(args.override))
     print(table(results))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, default=float))

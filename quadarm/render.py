@@ -5,7 +5,9 @@ A run directory holds the exact simulated model (``model.xml``, or ``trials/<run
 model.xml`` per trial) and the full logged state (``timeseries.parquet``: hub position
 ``x, y, z``, attitude ``qw, qx, qy, qz`` and every arm joint angle in a column named after
 the joint). Replaying sets ``qpos`` from those columns by joint name and calls ``mj_forward``,
-so nothing is re-simulated and the pictures show exactly what was logged.
+so nothing is re-simulated and the pictures show exactly what was logged. A model with motor
+lag (``airframe.motor_tau`` > 0) also has an actuator state (the produced thrusts); it is not
+in the time series and not needed here: the pictures depend on ``qpos`` only.
 
 Rendering is headless: unless ``MUJOCO_GL`` is set, this module selects ``egl`` before MuJoCo
 is imported, and the command line retries in a fresh process with ``osmesa`` if no EGL

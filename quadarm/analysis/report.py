@@ -13,12 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quadarm.analysis import beyond, figures, tables
+from quadarm.analysis import figures, tables
 from quadarm.analysis.data import Results
 from quadarm.analysis.tables import Table
 
 README_START = "<!-- reproduction:start -->"
 README_END = "<!-- reproduction:end -->"
+# The README's generated tables of the arm-aware studies (quadarm.analysis.beyond.arm).
 BEYOND_START = "<!-- beyond:start -->"
 BEYOND_END = "<!-- beyond:end -->"
 FIGURE_FILES = {
@@ -36,7 +37,6 @@ class Report:
 
     tables: list[Table]
     files: list[Path] = field(default_factory=list)
-    beyond: list[Table] = field(default_factory=list)  # quadarm.analysis.beyond
 
     def table(self, name: str) -> Table:
         for t in self.tables:
@@ -70,6 +70,11 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
             written.append(figures.fig5_disturbance(
                 ts, res.run(rid), out_dir / FIGURE_FILES["fig5"],
                 float(rec.iloc[0]) if len(rec) else math.nan))
+    from quadarm.analysis.beyond import FIGURES as BEYOND_FIGURES
+
+    for name, (draw, file) in BEYOND_FIGURES.items():
+        if name in built:
+            written.append(draw(built[name], out_dir / file))
     if "drift" in built:
         rid = res.first_with_series(tables.successful(res.runs, "held_bend"))
         if rid is not None:
@@ -88,23 +93,36 @@ def write_report(roots: Iterable[Path | str], out_dir: Path | str,
     ``reproduction.md``/``reproduction.csv`` into ``out_dir``."""
     out_dir = Path(out_dir)
     res = Results.load(roots)
-    wanted = None if names is None else list(names)
-    paper = None if wanted is None else [n for n in wanted if n not in beyond.BUILDERS]
-    built = tables.build_all(res.runs, res.metrics, paper) if paper != [] else []
+    built = tables.build_all(res.runs, res.metrics, names)
     report = Report(built)
     for t in built:
         report.files += tables.write(t, out_dir)
     if with_figures:
         report.files += build_figures(res, {t.name: t for t in built}, out_dir)
-    if wanted is None or any(n in beyond.BUILDERS for n in wanted):
-        extra, files = beyond.write_beyond(res.runs, res.metrics, out_dir, with_figures)
-        missing = set(wanted or []) & set(beyond.BUILDERS) - {t.name for t in extra}
-        if missing:
-            raise ValueError(f"no successful trials for the {sorted(missing)[0]} table")
-        report.beyond, report.files = extra, report.files + files
-    if built:
-        report.files += [out_dir / "reproduction.md", out_dir / "reproduction.csv"]
-        write_reproduction(report, out_dir)
+    report.files += [out_dir / "reproduction.md", out_dir / "reproduction.csv"]
+    write_reproduction(report, out_dir)
+    return report
+
+
+def write_beyond(roots: Iterable[Path | str], out_dir: Path | str,
+                 with_figures: bool = True) -> Report:
+    """The tables (Markdown + CSV) and figures of the studies beyond the paper found under
+    ``roots``, written into ``out_dir`` (``reproduction.md`` is left to the caller)."""
+    from quadarm.analysis.beyond import BUILDERS, FIGURES
+
+    out_dir = Path(out_dir)
+    res = Results.load(roots)
+    report = Report([])
+    for name, build in BUILDERS.items():
+        try:
+            t = build(res.runs, res.metrics)
+        except ValueError:
+            continue
+        report.tables.append(t)
+        report.files += tables.write(t, out_dir)
+        if with_figures:
+            draw, file = FIGURES[name]
+            report.files.append(draw(t, out_dir / file))
     return report
 
 
@@ -113,8 +131,28 @@ def write_reproduction(report: Report, out_dir: Path | str) -> None:
     ``report.files``) and ``reproduction.csv``."""
     out_dir = Path(out_dir)
     (out_dir / "reproduction.md").write_text(
-        tables.reproduction_markdown(report.tables) + "\n" + file_index(report, out_dir))
+        tables.reproduction_markdown(report.tables) + "\n" + beyond_section(report.tables)
+        + file_index(report, out_dir))
     tables.reproduction(report.tables).to_csv(out_dir / "reproduction.csv", index=False)
+
+
+def beyond_section(built: Iterable[Table]) -> str:
+    """The "Beyond the paper" section of ``reproduction.md``: each such study's findings
+    (its notes) with a link to its table; empty when none was built."""
+    from quadarm.analysis.beyond import BUILDERS, TITLE
+
+    found = [t for t in built if t.name in BUILDERS]
+    if not found:
+        return ""
+    lines = [f"## {TITLE}", "",
+             "Switches the paper does not have, each off by default (the numbers above are "
+             "the paper's model and controller): motor lag, rotor downwash on the arm, steady "
+             "wind and gusts (docs/aero.md); arm feed-forward and active tendon damping "
+             "(docs/arm_aware_control.md).", ""]
+    for t in found:
+        lines += [f"### {t.title}", "", *(f"- {n}" for n in t.notes),
+                  f"- Table: [{t.name}.md]({t.name}.md)", ""]
+    return "\n".join(lines) + "\n"
 
 
 def file_index(report: Report, out_dir: Path) -> str:
@@ -140,9 +178,12 @@ def readme_block(built: Iterable[Table], command: str) -> str:
 
 
 def beyond_block(built: Iterable[Table], command: str) -> str:
-    """The generated beyond-the-paper tables for the README (between the beyond markers)."""
+    """The generated tables of the arm-aware studies for the README (between the beyond
+    markers)."""
+    from quadarm.analysis.beyond.arm import summary_markdown
+
     return (f"_Generated by `{command}` from the Parquet files of that run._\n\n"
-            + beyond.summary_markdown(list(built), heading="") + "\n")
+            + summary_markdown(list(built)) + "\n")
 
 
 def update_readme(readme: Path | str, block: str, start: str = README_START,

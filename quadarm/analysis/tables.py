@@ -66,15 +66,33 @@ def first(value: Any) -> float:
     return float(value)
 
 
+def paper_physics(runs: pd.DataFrame) -> pd.Series:
+    """Which trials simulate the paper's model: ideal rotors (``airframe.motor_tau`` = 0),
+    still air and no downwash (``aero.*`` off). Results written before these keys existed
+    have no such columns and are the paper's model."""
+    keep = pd.Series(True, index=runs.index)
+    if "airframe.motor_tau" in runs:
+        keep &= runs["airframe.motor_tau"].fillna(0.0).astype(float) == 0.0
+    if "aero.downwash" in runs:
+        keep &= ~runs["aero.downwash"].fillna(False).astype(bool)
+    if "aero.gust_intensity" in runs:
+        keep &= runs["aero.gust_intensity"].fillna(0.0).astype(float) == 0.0
+    if "aero.wind" in runs:
+        keep &= runs["aero.wind"].fillna("[0.0, 0.0, 0.0]").map(
+            lambda w: not any(json.loads(w) if isinstance(w, str) else w))
+    return keep
+
+
 def successful(runs: pd.DataFrame, scenario: str, paper_only: bool = True) -> pd.DataFrame:
-    """The ``ok`` trials of ``scenario``, each run id once; with ``paper_only`` those flown
-    with the paper's controller (no arm feed-forward, no active tendon damping), so that the
-    studies beyond the paper (:mod:`quadarm.analysis.beyond`) never enter its tables."""
+    """The ``ok`` trials of ``scenario``, each run id once; with ``paper_only``, only those of
+    the paper's model (:func:`paper_physics`) flown with the paper's controller
+    (:func:`paper_controller`): studies beyond the paper never leak into its tables."""
     if runs.empty or "scenario" not in runs:
         return runs.iloc[0:0]
-    sel = runs[(runs["scenario"] == scenario) & (runs["status"] == "ok")]
+    keep = (runs["scenario"] == scenario) & (runs["status"] == "ok")
     if paper_only:
-        sel = sel[paper_controller(sel)]
+        keep &= paper_physics(runs) & paper_controller(runs)
+    sel = runs[keep]
     return sel.drop_duplicates("run_id", keep="last").reset_index(drop=True)
 
 
@@ -410,11 +428,14 @@ def build_all(runs: pd.DataFrame, metrics: pd.DataFrame,
               names: Iterable[str] | None = None) -> list[Table]:
     """Every table whose trials are in the frames (``names`` restricts the set), plus the
     cost table when a mission ran."""
-    wanted = list(BUILDERS) + ["cost"] if names is None else list(names)
+    from quadarm.analysis.beyond import BUILDERS as BEYOND  # they build on these helpers
+
+    every = {**BUILDERS, **BEYOND}
+    wanted = list(every) + ["cost"] if names is None else list(names)
     out = []
     for name in wanted:
         try:
-            out.append(cost(runs) if name == "cost" else BUILDERS[name](runs, metrics))
+            out.append(cost(runs) if name == "cost" else every[name](runs, metrics))
         except ValueError:
             if names is not None:
                 raise
@@ -464,7 +485,8 @@ def to_markdown(table: Table) -> str:
         if len(table.data) > 1 and key != "display":
             parts += [f"## {key}", ""]
         parts += [markdown_table(frame, 3 if key != "display" else 2), ""]
-    parts += ["## Paper vs ours", "", checks_markdown(table.checks), ""]
+    if not table.checks.empty:  # studies beyond the paper have nothing to compare with
+        parts += ["## Paper vs ours", "", checks_markdown(table.checks), ""]
     return "\n".join(parts)
 
 

@@ -22,6 +22,8 @@ from quadarm.config.schemas import (
     SCENARIOS,
     TENDON_MAPS,
     WHOLE_PHASE,
+    WIND_MAX,
+    AeroConfig,
     AirframeConfig,
     ArmConfig,
     BendScenario,
@@ -42,7 +44,8 @@ from quadarm.config.schemas import (
 __all__ = [
     "AFTER_PHASE", "DEFAULT_STORE", "MISSION_PHASES", "MISSION_PHASE_TIMES", "WHOLE_PHASE",
     "BACKENDS", "CONF_DIR", "ENGINES", "GROUPS", "INTEGRATORS", "SCENARIOS", "TENDON_MAPS",
-    "AirframeConfig", "ArmConfig", "BendScenario", "Config", "ConfigError", "ControlConfig",
+    "WIND_MAX", "AeroConfig", "AirframeConfig", "ArmConfig", "BendScenario", "Config",
+    "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
     "WorkspaceScenario", "compose", "flatten", "load", "register_configs", "to_config",

@@ -29,6 +29,7 @@ import numpy as np
 
 from quadarm.control import arm as arm_control
 from quadarm.control.geometric import law_batch
+from quadarm.runner import air
 from quadarm.runner.arm_aware import arm_terms
 from quadarm.runner.episode import native_kernels
 from quadarm.runner.lifecycle import (
@@ -227,6 +228,27 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     fed = [i for i, a in enumerate(arms) if a.feedforward_on]
     damped = [i for i, a in enumerate(arms) if a.damping_on]
 
+    # Gusts and downwash (quadarm.runner.air): per-simulation terms before each step.
+    ba = air.stack([air.setup(p) for p in preps], big)
+    if ba is not None:
+        if ba.gusty.any():
+            wind = batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
+            for i, mdl in enumerate(models):
+                wind[i] = mdl.opt.wind
+        else:
+            wind = np.array([mdl.opt.wind for mdl in models])
+        act = batch.bind("act")
+        kin = tuple(batch.bind(name) for name in ("xipos", "xmat", "cvel", "subtree_com"))
+
+    def air_terms(k: int) -> None:
+        if kern is not None:
+            kern.batch_air(k, last, live, u, ba.gusty, ba.wind, wind, ba.downwash, ba.prm,
+                           ba.quad, ba.sites, ba.links, ba.act_adr, act, *kin, site_xpos,
+                           ba.pulse_link, ba.pulse_force, ba.pulse_start, ba.pulse_stop,
+                           ba.thrust, ba.force, xfrc)
+            return
+        air.step_batch(ba, k, live & (last > k), u, act, *kin, site_xpos, wind, xfrc)
+
     def control(k: int) -> None:
         if kern is not None:
             kern.batch_control(k, last, live, prm, mix, integ, qpos, qvel, ctrl, rot, ten,
@@ -286,6 +308,8 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         for i in pulse_steps.get(k, ()):
             apply_pulses(xfrc[i], preps[i].plan.pulses, k)
         control(k)
+        if ba is not None:
+            air_terms(k)
         done = np.flatnonzero(live & (last == k)) if k in finishing else ()
         if len(done):
             # The last sample needs only the kinematics of the final state.

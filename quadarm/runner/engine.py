@@ -42,7 +42,9 @@ Todo = list[tuple[Trial, bool]]  # trials to run, with whether each keeps its ti
 def structure(cfg: Config) -> tuple[Any, ...]:
     """The config values that fix a model's layout (sizes of everything MjData holds): trials
     with different values cannot share a batch."""
-    return (cfg.arm.segments, len(cfg.airframe.rotors), len(cfg.arm.tendon_angles_deg))
+    # Motor lag adds actuator states (na > 0).
+    return (cfg.arm.segments, len(cfg.airframe.rotors), len(cfg.arm.tendon_angles_deg),
+            cfg.airframe.motor_tau > 0)
 
 
 def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bool]:

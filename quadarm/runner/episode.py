@@ -21,6 +21,7 @@ import numpy as np
 from quadarm.config import Config
 from quadarm.control import arm as arm_control
 from quadarm.control import geometric
+from quadarm.runner import air
 from quadarm.runner.arm_aware import arm_terms
 from quadarm.runner.lifecycle import (
     Diverged,
@@ -79,9 +80,14 @@ def fly(p: Prepared) -> Outcome:
     cfg, built, plan = p.cfg, p.built, p.plan
     m = built.model
     d = mujoco.MjData(m)
+    wind = m.opt.wind  # live view: gusts are written into it before each step
+    wind[:] = cfg.aero.wind if cfg.aero.gust_intensity > 0 else wind
     reset(m, d, plan.start)
     ctl = make_controller(cfg, built)
     arm = arm_terms(cfg, built)
+    # Gusts and downwash (quadarm.runner.air): None in still air without downwash.
+    air_on = (trial_air := air.setup(p)) is not None
+    air_args = air.args(trial_air, d, wind)
 
     n = plan.steps
     qpos_log = np.empty((n + 1, m.nq))
@@ -110,14 +116,14 @@ def fly(p: Prepared) -> Outcome:
         def chunk(k0: int, k1: int) -> None:
             kern.fly_chunk(m._address, d._address, k0, k1, n, prm, mix, integ, qpos, qvel,
                            ctrl, site_xpos, tip, rotors, tendons, tensions, *refs, u, *logs,
-                           *extra)
+                           air_on, air_args, *extra)
     else:
         ref_p, ref_v, ref_a = (x.tolist() for x in (plan.ref.p, plan.ref.v, plan.ref.a))
         prm, mix, integ = ctl.params, ctl.mix_flat, ctl.integral
         rotors, tendons = _slice(built.rotor_actuators), _slice(built.tendon_actuators)
         tensions = plan.tensions
         q7, v6, tipx = qpos[:7], qvel[:6], d.site_xpos[tip]
-        law, step = geometric.law, mujoco.mj_step
+        law, step, air_step = geometric.law, mujoco.mj_step, air.step
         # The arm-aware terms (same functions as the kernels; see quadarm.runner.arm_aware).
         ff_on, damp_on = arm.feedforward_on, arm.damping_on
         feedforward, damped = arm_control.feedforward, arm_control.damped_tensions
@@ -146,6 +152,8 @@ def fly(p: Prepared) -> Outcome:
                     mujoco.mj_kinematics(m, d)
                     tip_log[k] = tipx
                     break
+                if air_on:
+                    air_step(k, u, air_args)
                 step(m, d)
                 # mj_step computed the kinematics of state k before integrating.
                 tip_log[k] = tipx

@@ -86,7 +86,7 @@ def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     x, y, z = (0.0, 0.0, cfg.scenario.altitude) if start is None else (float(v) for v in start)
     # The flange force-torque sensor only where the controller reads it (it changes no
     # dynamics, but it changes the model's sizes and its XML).
-    return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z),
+    return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z), aero=cfg.aero,
                  flange_sensor=cfg.control.feedforward == "wrench")
 
 

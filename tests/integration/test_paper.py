@@ -13,7 +13,7 @@ import pytest
 
 from quadarm.analysis import published as ref
 from quadarm.analysis.report import README_END, README_START
-from quadarm.reproduce import plan_beyond, plan_jobs
+from quadarm.reproduce import ARM, plan_beyond, plan_jobs
 
 TABLES = ("table2", "table3", "workspace", "disturbance", "drift", "cost")
 FIGURES = ("fig1_frames.png", "fig2_tracking.png", "fig3_path.png", "fig4_workspace.png",
@@ -42,8 +42,8 @@ def test_jobs_are_the_papers_studies(tmp_path: Path) -> None:
     assert sum(j.trials for j in jobs) == 1 + 4 + 11 + 24 + 1 + 1
 
 
-def test_beyond_jobs_are_the_two_sweeps(tmp_path: Path) -> None:
-    jobs = plan_beyond(tmp_path)
+def test_arm_aware_jobs_are_the_two_sweeps(tmp_path: Path) -> None:
+    jobs = plan_beyond(tmp_path, studies=ARM)
     ff = [j for j in jobs if j.study == "feedforward"]
     ad = [j for j in jobs if j.study == "active_damping"]
     assert len(ff) == 2 * 3 * 4 and len(ad) == len(jobs) - len(ff) >= 9
@@ -61,18 +61,20 @@ def _paper(args: list[str]) -> subprocess.CompletedProcess:
                           text=True, timeout=900)
 
 
-@pytest.mark.slow  # ~30 s on 2 cores: every study of the paper
+@pytest.mark.slow  # ~2 min on 2 cores: every study of the paper and the five beyond it
 def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     out = tmp_path / "paper"
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{README_START}\n{README_END}\n")
-    # The studies beyond the paper have their own test (test_beyond_jobs) and cost minutes.
-    done = _paper(["--out", str(out), "--jobs", "2", "--readme", str(readme), "--no-beyond"])
+    done = _paper(["--out", str(out), "--jobs", "2", "--readme", str(readme)])
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     names = {p.name for p in out.iterdir()}
     for stem in TABLES:
         assert {f"{stem}.md", f"{stem}.csv"} <= names, stem
     assert {"reproduction.md", "reproduction.csv"} <= names
+    # The arm-aware studies beyond the paper (data in data_arm/, apart from the others).
+    assert {"feedforward.md", "active_damping.md", "fig_feedforward.png",
+            "fig_active_damping.png"} <= names
     rendered = "Fig. 1 not rendered" not in done.stderr
     for fig in FIGURES:
         if fig == "fig1_frames.png" and not rendered:
@@ -98,6 +100,18 @@ def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     assert outside.empty, outside[["table", "quantity", "paper", "ours"]]
     assert len(physics) >= 40
     assert "within the tolerances" in readme.read_text()
+
+    # Beyond the paper: its studies' tables and figures next to the paper's, from their own
+    # Parquet files, and a section of reproduction.md.
+    for stem in ("motor_lag", "downwash", "wind"):
+        assert {f"{stem}.md", f"fig_{stem}.png"} <= names, stem
+    assert "## Beyond the paper" in (out / "reproduction.md").read_text()
+    lag = pd.read_csv(out / "motor_lag_lag.csv")
+    assert len(lag) == 16 and set(lag["gains"]) == {"nominal", "stiff"}
+    # the ideal-rotor missions of the lag study are the paper's missions, number for number
+    ideal = lag[(lag["gains"] == "nominal") & (lag["tau_ms"] == 0.0)]["rms_cm"].iloc[0]
+    t2_rms = t2.set_index(["item", "metric"]).loc[("whole", "rms_cm"), "ours"]
+    assert ideal == pytest.approx(t2_rms, rel=1e-12)
 
     # Change a stored value: rebuilding from the Parquet alone shows it, and flags it.
     path = data / "table2" / "metrics.parquet"

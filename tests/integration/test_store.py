@@ -69,7 +69,8 @@ def test_a_trial_stored_by_other_code_is_recomputed(tmp_path: Path,
     assert study.run(cfg, tmp_path / "d").skipped == 1  # and now served to this code
 
 
-@pytest.mark.parametrize("damage", ["truncate", "garbage", "delete"])
+@pytest.mark.parametrize("damage", ["truncate", pytest.param("garbage", marks=pytest.mark.slow),
+                                    pytest.param("delete", marks=pytest.mark.slow)])
 def test_an_unreadable_trial_is_quarantined_and_recomputed(tmp_path: Path, damage: str) -> None:
     out = tmp_path / "run"
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}

@@ -21,6 +21,8 @@ from quadarm.config import (
 )
 from quadarm.runner.episode import run_episode
 
+pytestmark = pytest.mark.slow  # the paper's missions and grids: about 30 s
+
 
 def metrics_of(cfg) -> dict[tuple[str, str], float]:
     ep = run_episode(cfg)

@@ -109,6 +109,21 @@ BAD: list[tuple[str, str]] = [
     ("runner.store=/etc/passwd/trials", "runner.store=/etc/passwd/trials"),
     ("hydra.run.dir=/etc/hostname/run", "hydra.run.dir=/etc/hostname/run"),
     ("-m seed=0,1 hydra.sweep.dir=/etc/hostname/sweep", "hydra.sweep.dir=/etc/hostname/sweep"),
+    # motor lag and air (issue 9)
+    ("airframe.motor_tau=-0.01", "airframe.motor_tau=-0.01"),
+    ("airframe.motor_tau=nan", "airframe.motor_tau=nan"),
+    ("airframe.prop_radius=-0.1", "airframe.prop_radius=-0.1"),
+    ("aero=downwash airframe.prop_radius=0", "airframe.prop_radius=0"),
+    ("aero.drag_coefficient=-1", "aero.drag_coefficient=-1"),
+    ("aero.gust_intensity=-0.5", "aero.gust_intensity=-0.5"),
+    ("aero.gust_length=-5", "aero.gust_length=-5"),
+    ("aero.gust_length=0", "aero.gust_length=0"),
+    ("aero.wind=[nan,0,0]", "aero.wind"),
+    ("aero.wind=[0,inf,0]", "aero.wind"),
+    ("aero.wind=[1,2]", "aero.wind"),
+    ("aero.wind=[15,15,0]", "at most 20 m/s"),
+    ("aero.downwash=maybe", "aero.downwash"),
+    ("aero=nope", "aero=nope"),
     # unknown keys and group options
     ("scenario=nope", "scenario=nope"),
     ("airframe=nope", "airframe=nope"),
@@ -159,6 +174,9 @@ GOOD = [
     "control.feedforward=wrench scenario=disturbance",
     "airframe.thrust_max=3.1 scenario=hover",  # just above the 3.09 N hover thrust
     "sim.gravity=[0,0,0] airframe.thrust_max=0.5 scenario=hover",
+    "aero=gusty scenario=hover",
+    "aero=downwash airframe.motor_tau=0.025",
+    "aero=breeze aero.wind=[0,-20,0]",
 ]
 
 
@@ -228,6 +246,10 @@ CLI_CASES = [
     ("control.tendon_bias=6.5", "control.tendon_bias=6.5"),
     ("runner.store=/etc/passwd/trials", "runner.store=/etc/passwd/trials"),
     ("airframe.thrust_max=3.0", "airframe.thrust_max=3"),
+    ("airframe.motor_tau=-0.01", "airframe.motor_tau=-0.01"),
+    ("aero.wind=[25,0,0]", "aero.wind"),
+    ("aero=downwash airframe.prop_radius=0", "airframe.prop_radius=0"),
+    ("aero.gust_length=-5", "aero.gust_length=-5"),
 ]
 
 

@@ -8,8 +8,9 @@ and figures from ``runs.parquet``/``metrics.parquet`` only (``+experiment=feedfo
 - :func:`active_damping`: per ``control.tendon_damping`` and ``control.tendon_bias``, the tip
   disturbance's recovery time, max deviation, tip swing, peak tension and max tilt.
 
-Neither has values from the paper, so their ``checks`` are empty; they are written next to the
-paper's tables and summarised in ``beyond_the_paper.md``.
+Neither has values from the paper, so their ``checks`` are empty. They are registered with the
+other studies beyond the paper (:mod:`quadarm.analysis.beyond`): ``python -m quadarm.analysis
+DIR --tables feedforward`` and ``make paper`` write them next to the paper's tables.
 """
 
 from __future__ import annotations
@@ -29,13 +30,12 @@ from quadarm.analysis.tables import (
     first,
     markdown_table,
     metric_frame,
+    paper_physics,
     successful,
-    write,
 )
 
 MODES = ("none", "com", "wrench")
 SET_ORDER = tuple(g.name for g in published.TABLE3)
-FIGURES = {"feedforward": "fig_feedforward.png", "active_damping": "fig_active_damping.png"}
 # (phase, metric) of the mission -> column
 MISSION_COLUMNS = {
     ("whole", "rms_cm"): "whole_rms_cm", ("whole", "max_cm"): "whole_max_cm",
@@ -58,9 +58,15 @@ def _set_name(kr: float) -> str:
     return ref.name if ref else f"kr={kr:g}"
 
 
+def _trials(runs: pd.DataFrame, scenario: str) -> pd.DataFrame:
+    """The ``ok`` trials of ``scenario`` on the paper's model (whatever their controller)."""
+    sel = successful(runs, scenario, paper_only=False)
+    return sel[paper_physics(sel)].reset_index(drop=True)
+
+
 def _per_run(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str,
              columns: dict) -> pd.DataFrame:
-    sel = successful(runs, scenario, paper_only=False)
+    sel = _trials(runs, scenario)
     if sel.empty:
         return pd.DataFrame()
     wide = metric_frame(metrics, sel["run_id"])
@@ -84,8 +90,9 @@ def feedforward(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     bends = _per_run(runs, metrics, "held_bend", DRIFT_COLUMNS)
     parts = [f[(f["tendon_damping"] == 0) & (f["tendon_bias"] == 0)] for f in (missions, bends)
              if not f.empty]
-    if not parts or not any(len(p) for p in parts):
-        raise ValueError("no successful mission or held_bend trials for the feed-forward table")
+    if not any((p["feedforward"] != "none").any() for p in parts):
+        raise ValueError("no successful mission or held_bend trials with control.feedforward "
+                         "for the feed-forward table")
     keys = ["kr_xy", "feedforward"]
     groups = []
     for p in parts:
@@ -129,7 +136,10 @@ def active_damping(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     if per.empty:
         raise ValueError("no successful disturbance trials for the active-damping table")
     per = per[per["feedforward"] == "none"]
-    tmax = (successful(runs, "disturbance", paper_only=False)
+    if not ((per["tendon_damping"] > 0) | (per["tendon_bias"] > 0)).any():
+        raise ValueError("no successful disturbance trials with control.tendon_damping or "
+                         "control.tendon_bias for the active-damping table")
+    tmax = (_trials(runs, "disturbance")
             .get("arm.tension_max", pd.Series([math.nan])).astype(float).max())
     # A trial that never settles has recovery NaN: keep it visible, not averaged away.
     data = (per.drop(columns=["run_id", "feedforward", "kr_xy"])
@@ -137,6 +147,7 @@ def active_damping(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
             .agg(lambda s: s.mean() if s.notna().all() else math.nan)
             .sort_values(["tendon_damping", "tendon_bias"]).reset_index(drop=True))
     best = recommended(data)
+    rows = data.assign(tension_max_n=tmax)
     notes = [f"Tip disturbance per control.tendon_damping [N m s/rad] and control.tendon_bias "
              f"[N]; tensions are limited to [0, {tmax:g}] N by construction."]
     if best is not None:
@@ -149,10 +160,7 @@ def active_damping(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
         "tip_swing_max_cm": "tip swing [cm]", "tension_peak_n": "peak tension [N]",
         "tilt_max_deg": "tilt max [deg]"})
     return Table("active_damping", "Beyond the paper: active tendon damping after a tip push",
-                 {"display": display, "rows": data}, checks_frame([]), notes)
-
-
-BUILDERS = {"feedforward": feedforward, "active_damping": active_damping}
+                 {"display": display, "rows": rows}, checks_frame([]), notes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,50 +218,25 @@ def fig_active_damping(data: pd.DataFrame, path: Path | str, tension_max: float 
     return _save(fig, path)
 
 
-# ---------------------------------------------------------------------------------------------
-# Writing
-# ---------------------------------------------------------------------------------------------
+def feedforward_figure(tab: Table, path: Path | str) -> Path:
+    """:func:`fig_feedforward` of a :func:`feedforward` table."""
+    return fig_feedforward(tab.data["rows"], path)
 
 
-def build(runs: pd.DataFrame, metrics: pd.DataFrame) -> list[Table]:
-    """The beyond-the-paper tables whose trials are present."""
-    out = []
-    for builder in BUILDERS.values():
-        try:
-            out.append(builder(runs, metrics))
-        except ValueError:
-            continue
-    return out
+def active_damping_figure(tab: Table, path: Path | str) -> Path:
+    """:func:`fig_active_damping` of an :func:`active_damping` table."""
+    rows = tab.data["rows"]
+    tmax = float(rows["tension_max_n"].max()) if "tension_max_n" in rows else None
+    return fig_active_damping(rows, path, tmax)
 
 
-def summary_markdown(built: list[Table], heading: str = "## Beyond the paper") -> str:
-    """The two tables as one Markdown section (for ``beyond_the_paper.md`` and the README)."""
+def summary_markdown(built: list[Table], heading: str = "") -> str:
+    """The arm-aware tables as one Markdown section (the README's generated block)."""
     parts = [heading, ""] if heading else []
     for t in built:
+        if t.name not in ("feedforward", "active_damping"):
+            continue
         parts += [f"### {t.title.split(': ', 1)[-1].capitalize()}", ""]
         parts += [*(f"_{n}_" for n in t.notes), ""]
         parts += [markdown_table(t.data["display"]), ""]
     return "\n".join(parts)
-
-
-def write_beyond(runs: pd.DataFrame, metrics: pd.DataFrame, out_dir: Path | str,
-                 with_figures: bool = True) -> tuple[list[Table], list[Path]]:
-    """Write each beyond-the-paper table (Markdown + CSV), its figure and
-    ``beyond_the_paper.md`` into ``out_dir``; nothing when no such trials are present."""
-    out_dir = Path(out_dir)
-    built = build(runs, metrics)
-    files: list[Path] = []
-    for t in built:
-        files += write(t, out_dir)
-        if with_figures and t.name == "feedforward":
-            files.append(fig_feedforward(t.data["rows"], out_dir / FIGURES["feedforward"]))
-        if with_figures and t.name == "active_damping":
-            tmax = (float(runs["arm.tension_max"].astype(float).max())
-                    if "arm.tension_max" in runs else None)
-            files.append(fig_active_damping(t.data["rows"], out_dir / FIGURES["active_damping"],
-                                            tmax))
-    if built:
-        path = out_dir / "beyond_the_paper.md"
-        path.write_text("# Beyond the paper\n\n" + summary_markdown(built, ""))
-        files.append(path)
-    return built, files

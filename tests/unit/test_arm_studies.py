@@ -1,5 +1,6 @@
-"""The beyond-the-paper studies: their experiment bundles compose as documented, and their
-tables are built from runs/metrics frames (synthetic here) without touching the paper's."""
+"""The arm-aware studies beyond the paper: their experiment bundles compose as documented, and
+their tables are built from runs/metrics frames (synthetic here) without touching the
+paper's."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import math
 import pandas as pd
 import pytest
 
-from quadarm.analysis import beyond, tables
+from quadarm.analysis import tables
+from quadarm.analysis.beyond import arm as beyond
+from quadarm.analysis.beyond import common
+from quadarm.analysis.report import beyond_block
 from quadarm.config import compose, load
 
 
@@ -91,12 +95,31 @@ def test_paper_tables_ignore_arm_aware_trials():
     assert dist["run_id"].tolist() == ["dist-0.0-0.0"]
 
 
-def test_writes_tables_figures_and_summary(tmp_path):
+def test_other_studies_ignore_arm_aware_trials():
+    runs, _ = _runs_metrics()
+    kept = runs[common.only(runs)]
+    assert set(kept["control.feedforward"]) == {"none"}
+    assert (kept["control.tendon_damping"] == 0).all()
+
+
+def test_builders_registered_figures_and_readme_block(tmp_path):
     runs, metrics = _runs_metrics()
-    built, files = beyond.write_beyond(runs, metrics, tmp_path)
-    assert [t.name for t in built] == ["feedforward", "active_damping"]
-    names = {f.name for f in files}
-    assert {"feedforward.md", "active_damping.md", "fig_feedforward.png",
-            "fig_active_damping.png", "beyond_the_paper.md"} <= names
-    text = (tmp_path / "beyond_the_paper.md").read_text()
+    built = {t.name: t for t in tables.build_all(runs, metrics, ["feedforward", "active_damping"])}
+    assert {"feedforward", "active_damping"} <= set(built)
+    from quadarm.analysis.beyond import FIGURES
+
+    for name in ("feedforward", "active_damping"):
+        draw, file = FIGURES[name]
+        assert draw(built[name], tmp_path / file).stat().st_size > 10_000
+    text = beyond_block([built["feedforward"], built["active_damping"]], "make x")
     assert "feed-forward" in text and "recovery [s]" in text
+
+
+def test_switched_off_trials_alone_make_no_arm_table():
+    runs, metrics = _runs_metrics()
+    off = runs[(runs["control.feedforward"] == "none")
+               & (runs["control.tendon_damping"] == 0) & (runs["control.tendon_bias"] == 0)]
+    with pytest.raises(ValueError):
+        beyond.feedforward(off, metrics)
+    with pytest.raises(ValueError):
+        beyond.active_damping(off, metrics)
