@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,8 @@ from mujoco import rollout
 
 from quadarm.config import load
 from quadarm.runner import batch, episode, lifecycle
-from quadarm.runner.lifecycle import Prepared
+from quadarm.runner.lifecycle import Outcome, Prepared
+from quadarm.scenarios.common import Log
 
 PRESETS = {"implicitfast": "default", "fast": "fast"}  # label -> sim config option
 TIMERS = ("mjTIMER_STEP", "mjTIMER_FORWARD", "mjTIMER_POSITION", "mjTIMER_VELOCITY",
@@ -92,6 +94,13 @@ def bare_rollout(m: mujoco.MjModel, plan: Any, ctrl: np.ndarray) -> float:
     return time.perf_counter() - t0
 
 
+def _log(outcome: Outcome) -> Log:
+    """The log of a flight the benchmark needs whole."""
+    if outcome.log is None or outcome.failure is not None or outcome.error:
+        raise RuntimeError(f"a benchmark flight failed: {outcome.failure or outcome.error}")
+    return outcome.log
+
+
 def _timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -136,11 +145,11 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     wcfgs = [load([f"sim={PRESETS[label]}", "scenario=workspace",
                    f"scenario.beta_deg={360.0 * i / nsim:.6g}", *overrides])
              for i in range(nsim)]
-    preps = [lifecycle.prepare(c) for c in wcfgs]
-    if not all(isinstance(p, Prepared) for p in preps):
+    preps = [p for p in map(lifecycle.prepare, wcfgs) if isinstance(p, Prepared)]
+    if len(preps) < len(wcfgs):
         raise RuntimeError("a workspace trial of the batch benchmark failed to build")
     batch.fly_batch(preps[:2], 1)  # warm-up
-    serial_ctrl = [episode.fly(p).log.ctrl[:p.plan.steps].copy() for p in preps]
+    serial_ctrl = [_log(episode.fly(p)).ctrl[:p.plan.steps].copy() for p in preps]
     batch_steps = sum(p.plan.steps for p in preps)
 
     samples: dict[str, list[float]] = {k: [] for k in ("bare", "bare_c", "closed",
@@ -162,10 +171,10 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
                                                                              strict=True))
         samples["batch_bare"].append(wall / batch_steps * 1e6)
         for t in threads:
-            wall = _timed(lambda t=t: batch.fly_batch(preps, t))
+            wall = _timed(partial(batch.fly_batch, preps, t))
             samples[f"batch_{t}"].append(wall / batch_steps * 1e6)
             if t > 1:
-                wall = _timed(lambda t=t: batch.fly_batch(preps, t, split=False))
+                wall = _timed(partial(batch.fly_batch, preps, t, split=False))
                 samples.setdefault(f"batch_{t}_pool", []).append(wall / batch_steps * 1e6)
         print(f"  {label}: repeat {r + 1}/{repeat} done", file=sys.stderr)
 

@@ -87,10 +87,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 Floats = Sequence[float] | np.ndarray
+Ids = Sequence[int] | np.ndarray  # integer ids (model element indices)
 
 GUST_MIN_SPEED = 1.0  # m/s: the slowest mean wind that carries the turbulence past the vehicle
 GUST_STREAM = 0x9057  # spawn key that separates the gusts' random stream from other uses
@@ -151,8 +153,8 @@ def downwash_params(density: float, cd: float, diameter: float, length: float,
 # --------------------------------------------------------------------------------------------
 
 
-def downwash_forces(prm: Floats, thrust: Floats, quad: int, rotor_sites: Floats,
-                    links: Floats, xipos: np.ndarray, xmat: np.ndarray, cvel: np.ndarray,
+def downwash_forces(prm: Floats, thrust: Floats, quad: int, rotor_sites: Ids,
+                    links: Ids, xipos: np.ndarray, xmat: np.ndarray, cvel: np.ndarray,
                     subtree_com: np.ndarray, site_xpos: np.ndarray, wind: Floats,
                     out: np.ndarray) -> None:
     """The wake's force on every arm link (see the module docstring), written to ``out``.
@@ -321,7 +323,7 @@ class PlainFilters:
 
 
 def dryden_longitudinal(sigma: float, length: float, speed: float, dt: float, n: int,
-                        rng: np.random.Generator, filters: object = PlainFilters) -> np.ndarray:
+                        rng: np.random.Generator, filters: Any = PlainFilters) -> np.ndarray:
     """n samples (m/s), (n,), every dt (s), of the Dryden longitudinal gust: the AR(1)
     recursion x_{k+1} = a x_k + sigma sqrt(1 - a^2) e_k, a = exp(-V dt / L), the exact
     discretisation of the first-order filter, started from N(0, sigma^2)."""
@@ -350,7 +352,7 @@ def _lateral_matrices(p: float, dt: float) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def dryden_lateral(sigma: float, length: float, speed: float, dt: float, n: int,
-                   rng: np.random.Generator, filters: object = PlainFilters) -> np.ndarray:
+                   rng: np.random.Generator, filters: Any = PlainFilters) -> np.ndarray:
     """n samples (m/s), (n,), every dt (s), of a Dryden lateral (or vertical) gust: the
     second-order shaping filter, discretised exactly, started from its stationary state and
     scaled to standard deviation sigma (its output variance for unit noise is p = V / L)."""
@@ -365,7 +367,7 @@ def dryden_lateral(sigma: float, length: float, speed: float, dt: float, n: int,
 
 
 def dryden_gusts(sigma: float, length: float, wind: Floats, dt: float, n: int,
-                 seed: int, filters: object = PlainFilters) -> np.ndarray:
+                 seed: int, filters: Any = PlainFilters) -> np.ndarray:
     """The gust velocity (m/s), world frame, at n samples every dt (s): (n, 3). Longitudinal,
     lateral and vertical Dryden components (:func:`gust_axes`) of intensity sigma (m/s) and
     scale length L (m), carried at :func:`gust_speed` of the mean ``wind`` (3,), from a

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from types import ModuleType
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -58,10 +59,11 @@ def native_kernels() -> ModuleType | None:
     if _NATIVE is None:
         try:
             from quadarm.runner import native
+
+            _NATIVE = native
         except ImportError:
-            native = False
-        _NATIVE = native
-    return _NATIVE if _NATIVE and _NATIVE.enabled() else None
+            _NATIVE = False
+    return _NATIVE if isinstance(_NATIVE, ModuleType) and _NATIVE.enabled() else None
 
 
 _NATIVE: ModuleType | bool | None = None
@@ -81,7 +83,6 @@ def fly(p: Prepared) -> Outcome:
     m = built.model
     d = mujoco.MjData(m)
     wind = m.opt.wind  # live view: gusts are written into it before each step
-    wind[:] = cfg.aero.wind if cfg.aero.gust_intensity > 0 else wind
     reset(m, d, plan.start)
     ctl = make_controller(cfg, built)
     arm = arm_terms(cfg, built)
@@ -99,6 +100,13 @@ def fly(p: Prepared) -> Outcome:
     qpos, qvel, ctrl, xfrc = d.qpos, d.qvel, d.ctrl, d.xfrc_applied
     tip = built.tip_site
     kern = native_kernels()
+    # Arrays for the compiled chunk, lists and slices for the Python one.
+    prm: Any
+    mix: Any
+    integ: Any
+    rotors: Any
+    tendons: Any
+    tensions: Any
     if kern is not None:
         f64 = np.ascontiguousarray
         prm, mix, integ = f64(ctl.params), f64(ctl.mix_flat), np.zeros(3)
@@ -178,6 +186,8 @@ def fly(p: Prepared) -> Outcome:
                 rows = k1
                 break
             unchecked = k1 + 1
+    if air_on:
+        wind[:] = cfg.aero.wind  # leave the model as it was compiled (steady wind only)
     log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, tip_log, ctrl_log,
               built.rotor_actuators, built.tendon_actuators)
     return Outcome(log.truncated(rows) if rows < n + 1 else log, failure)
