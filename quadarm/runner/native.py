@@ -8,8 +8,11 @@ here run the very source of :func:`quadarm.control.geometric.law`, and call MuJo
 Python interpreter is entered only between chunks of steps (divergence checks, force pulses).
 
 Set ``QUADARM_NUMBA=0`` to use the pure-Python loop instead; both give identical numbers
-(``tests/test_performance_equivalence.py``). numba's compiled code is cached on disk next to the
-sources (``cache=True``), so the compilation (a few seconds) happens once per installation.
+(``tests/model/test_performance_equivalence.py``). numba's compiled code is cached on disk
+(``cache=True``), so the compilation (a few seconds) happens once per version of the sources: numba
+keys a cached kernel on its own file only, not on the modules whose functions it compiles in
+(the control law, the arm-aware and air terms), so the cache lives in a folder named after a
+hash of all of them (``__pycache__/numba-<hash>``; ``NUMBA_CACHE_DIR`` overrides it).
 
 A fatal MuJoCo error (``mju_error``, not a warning: e.g. a corrupt model) inside a compiled
 chunk cannot be turned into a Python exception and ends the process; instabilities are warnings
@@ -18,7 +21,9 @@ and are handled like in the Python loop.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,22 @@ def _library() -> str:
             return str(found[0])
     raise ImportError(f"no MuJoCo shared library next to {here}")
 
+
+def _cache_dir() -> Path:
+    """``__pycache__/numba-<hash>`` of the sources that the kernels compile; older folders of
+    other versions are removed."""
+    sources = (Path(__file__), Path(geometric.__file__), Path(arm_terms.__file__),
+               Path(aero.__file__), Path(air.__file__))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
+    root = Path(__file__).resolve().parent / "__pycache__"
+    for old in root.glob("numba-*"):
+        if old.name != f"numba-{digest}":
+            shutil.rmtree(old, ignore_errors=True)
+    return root / f"numba-{digest}"
+
+
+if not os.environ.get("NUMBA_CACHE_DIR"):
+    numba.config.CACHE_DIR = str(_cache_dir())
 
 # Symbols are resolved by name, so the cached machine code stays valid across processes.
 llvmlite.binding.load_library_permanently(_library())
