@@ -63,7 +63,7 @@ def _cache_dir() -> Path:
 
 
 if not os.environ.get("NUMBA_CACHE_DIR"):
-    numba.config.CACHE_DIR = str(_cache_dir())
+    numba.config.CACHE_DIR = str(_cache_dir())  # type: ignore[attr-defined]  # set at import
 
 # Symbols are resolved by name, so the cached machine code stays valid across processes.
 llvmlite.binding.load_library_permanently(_library())
