@@ -152,3 +152,28 @@ def test_fine_chains_do_not_touch_the_flange_at_rest():
     # prb12's own links are longer than the radius: nothing beyond link 0 is excluded.
     c = cfg_of()
     assert build(c.airframe, c.arm, c.sim).model.nexclude == 1
+
+
+def test_arm_first_moment_of_a_midpoint_chain():
+    """The arm-aware feed-forward's chain (rooted at the midpoint chain's base piece) gives
+    MuJoCo's own first moment of the arm, sum m_i (x_i - c_B), at a bent pose."""
+    from quadarm.control import arm as terms
+    from quadarm.runner import arm_aware
+
+    c = cfg_of("arm=rod", "arm.joint_placement=midpoint", "arm.segments=7",
+               "control.feedforward=com")
+    b = build(c.airframe, c.arm, c.sim)
+    m, d = b.model, mujoco.MjData(b.model)
+    rng = np.random.default_rng(3)
+    d.qpos[7:] = rng.uniform(-0.4, 0.4, m.nq - 7)
+    mujoco.mj_kinematics(m, d)
+    chain = arm_aware.arm_terms(c, b).chain
+    n = (len(chain) - terms.C_HEAD) // terms.C_STRIDE
+    out, work = [0.0] * 3, [0.0] * (12 * n)
+    terms.arm_first_moment(chain, d.qpos, work, out)
+    root = m.body(names.BASE_PIECE).id
+    hub, rot = d.xpos[b.quad_body], d.xmat[b.quad_body].reshape(3, 3)
+    com = d.xipos[b.quad_body] - hub
+    s = sum(m.body_mass[i] * (rot.T @ (d.xipos[i] - hub) - rot.T @ com)
+            for i in range(m.nbody) if i >= root)
+    np.testing.assert_allclose(out, s, rtol=0, atol=1e-14)

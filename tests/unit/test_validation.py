@@ -96,6 +96,12 @@ BAD: list[tuple[str, str]] = [
     ("scenario=mission scenario.duration=10", "scenario.duration=10"),
     ("seed=-1", "seed=-1"),
     ("control.tendon_map=foo", "control.tendon_map=foo"),
+    ("control.feedforward=gravity", "control.feedforward=gravity"),
+    ("control.tendon_damping=-0.01", "control.tendon_damping=-0.01"),
+    ("control.tendon_bias=-1", "control.tendon_bias=-1"),
+    ("control.tendon_bias=7", "control.tendon_bias=7"),
+    ("arm.tension_max=2 control.tendon_bias=3", "control.tendon_bias=3"),
+    ("++runner.grid={control.tendon_bias:[1,9]}", "control.tendon_bias=9"),
     # the vehicle must hover: 4 x 3.0 N < 1.26 kg x 9.81 m/s^2
     ("airframe.thrust_max=3.0", "airframe.thrust_max=3: must be at least 3.09 N"),
     ("airframe.mass=20", "airframe.thrust_max=8: must be at least"),
@@ -187,6 +193,8 @@ GOOD = [
     "scenario=statics sim.gravity=[0,0,0]",
     "arm.tendon_angles_deg=[90,200,340]",
     "arm=zero_segments arm.segments=3",
+    "control.feedforward=com control.tendon_damping=0.02 control.tendon_bias=6",
+    "control.feedforward=wrench scenario=disturbance",
     "airframe.thrust_max=3.1 scenario=hover",  # just above the 3.09 N hover thrust
     # weak gravity needs weak rotors (zero gravity only for statics: see BAD)
     "sim.gravity=[0,0,-1] airframe.thrust_max=0.5 scenario=hover",
@@ -261,6 +269,10 @@ CLI_CASES = [
     ("arm=rod arm.segments=500", "arm.segments=500"),
     ("arm.tendon_angles_deg=[0,0,0]", "arm.tendon_angles_deg"),
     ("scenario=hover sim.gravity=[0,0,0]", "sim.gravity"),
+    ("control.feedforward=gravity", "control.feedforward=gravity"),
+    ("control.tendon_damping=-0.5", "control.tendon_damping=-0.5"),
+    ("control.tendon_bias=-1", "control.tendon_bias=-1"),
+    ("control.tendon_bias=6.5", "control.tendon_bias=6.5"),
     ("runner.store=/etc/passwd/trials", "runner.store=/etc/passwd/trials"),
     ("airframe.thrust_max=3.0", "airframe.thrust_max=3"),
     ("airframe.motor_tau=-0.01", "airframe.motor_tau=-0.01"),
