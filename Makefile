@@ -10,7 +10,7 @@ export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
 .PHONY: help install test lint mission table2 table3 workspace disturbance drift \
-	monte-carlo paper readme bench clean
+	monte-carlo tune paper readme bench clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -46,6 +46,9 @@ drift: ## held-bend drift table and plot -> outputs/drift
 
 monte-carlo: ## Monte-Carlo disturbance study, 32 trials -> outputs/monte_carlo
 	bash experiments/monte_carlo.sh
+
+tune: ## Optuna search of the gains, 100 missions -> outputs/tune_gains (gains/tuned.yaml)
+	bash experiments/tune_gains.sh
 
 paper: ## all studies, tables (MD + CSV), Figs. 1-5, reproduction.md -> outputs/paper
 	bash experiments/paper.sh

@@ -57,7 +57,7 @@ def status_line(counts: dict[str, int]) -> str:
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR,
             config_name="config")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> float | list[float] | None:
     from quadarm.runner.backends import BackendError
     from quadarm.runner.study import StudyInterrupted, resolve_store, run
 
@@ -102,6 +102,10 @@ def main(cfg: DictConfig) -> None:
               f"({counts['diverged']} diverged, {counts['error']} error)", file=sys.stderr)
         if not multirun:
             raise SystemExit(EXIT_FAILED_TRIALS)
+    # The job's objective for an optimising sweeper (None unless tune.enabled).
+    from quadarm.tune import job_objective
+
+    return job_objective(config, result.runs, result.metrics)
 
 
 def cli(argv: list[str] | None = None) -> None:
@@ -111,6 +115,9 @@ def cli(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     try:
         preflight(args, CONF_DIR)
+        from quadarm.tune import check as check_tune
+
+        check_tune(args, CONF_DIR)
     except ConfigError as err:
         print(f"quadarm: error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_CONFIG) from None

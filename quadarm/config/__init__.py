@@ -31,6 +31,7 @@ from quadarm.config.schemas import (
     RunnerConfig,
     ScenarioConfig,
     SimConfig,
+    TuneConfig,
     WorkspaceScenario,
 )
 
@@ -39,5 +40,6 @@ __all__ = [
     "AirframeConfig", "ArmConfig", "BendScenario", "Config", "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
-    "WorkspaceScenario", "compose", "flatten", "load", "register_configs", "to_config",
+    "TuneConfig", "WorkspaceScenario", "compose", "flatten", "load", "register_configs",
+    "to_config",
 ]
