@@ -39,9 +39,9 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from quadarm import scenarios
 from quadarm.config import load
-from quadarm.runner import batch, episode
+from quadarm.runner import batch, episode, lifecycle
+from quadarm.runner.lifecycle import Prepared
 
 PRESETS = {"implicitfast": "default", "fast": "fast"}  # label -> sim config option
 TIMERS = ("mjTIMER_STEP", "mjTIMER_FORWARD", "mjTIMER_POSITION", "mjTIMER_VELOCITY",
@@ -51,11 +51,9 @@ TARGET_BATCH = 1.8
 
 
 def _start(m: mujoco.MjModel, plan: Any) -> mujoco.MjData:
-    """The state an episode starts from (as :func:`quadarm.runner.episode.fly` sets it)."""
+    """The state an episode starts from (:func:`quadarm.runner.lifecycle.reset`)."""
     d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
-    d.qpos[:3] = plan.start
-    mujoco.mj_forward(m, d)
+    lifecycle.reset(m, d, plan.start)
     return d
 
 
@@ -65,10 +63,10 @@ def bare_replay(m: mujoco.MjModel, plan: Any, ctrl: np.ndarray, timers: bool = F
     (with its force pulses), and the mean of MuJoCo's step timers (us) when asked."""
     d = _start(m, plan)
     c, xfrc, step = d.ctrl, d.xfrc_applied, mujoco.mj_step
-    edges = episode.chunk_edges(len(ctrl) - 1, plan.pulses) if plan.pulses else [0, len(ctrl)]
+    edges = lifecycle.chunk_edges(len(ctrl) - 1, plan.pulses) if plan.pulses else [0, len(ctrl)]
     t0 = time.perf_counter()
     for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
-        episode.apply_pulses(xfrc, plan.pulses, k0)
+        lifecycle.apply_pulses(xfrc, plan.pulses, k0)
         for k in range(k0, min(k1, len(ctrl))):
             c[:] = ctrl[k]
             step(m, d)
@@ -115,23 +113,28 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
             python_loop: bool = True) -> dict[str, Any]:
     """All figures for one physics preset (``label`` in PRESETS), medians of ``repeat``."""
     cfg = load([f"sim={PRESETS[label]}"])
-    built = episode.build_model(cfg)
-    plan = scenarios.get("mission").plan(cfg, built)
+    prep = lifecycle.prepare(cfg)
+    if not isinstance(prep, Prepared):
+        raise RuntimeError(f"the nominal mission failed with sim={PRESETS[label]}: "
+                           f"{prep.message}")
+    built, plan = prep.built, prep.plan
     m, n, dt = built.model, plan.steps, cfg.sim.timestep
     native = episode.native_kernels() is not None
-    log, failure = episode.fly(cfg, built, plan)  # warm-up: caches, numba's compiled code
-    if failure is not None:
-        raise RuntimeError(f"the nominal mission diverged with sim={PRESETS[label]}: {failure}")
-    ctrl = log.ctrl[:n].copy()
+    flown = episode.fly(prep)  # warm-up: caches, numba's compiled code
+    if flown.failure is not None or flown.log is None:
+        raise RuntimeError(f"the nominal mission diverged with sim={PRESETS[label]}: "
+                           f"{flown.failure}")
+    ctrl = flown.log.ctrl[:n].copy()
 
     # The batch workload: a bending-workspace sweep (each trial bends the arm and tilts the
     # vehicle: in motion), nsim trials of different beta.
     wcfgs = [load([f"sim={PRESETS[label]}", "scenario=workspace",
                       f"scenario.beta_deg={360.0 * i / nsim:.6g}"]) for i in range(nsim)]
-    preps = [batch._prepare(c) for c in wcfgs]
+    preps = [lifecycle.prepare(c) for c in wcfgs]
+    if not all(isinstance(p, Prepared) for p in preps):
+        raise RuntimeError("a workspace trial of the batch benchmark failed to build")
     batch.fly_batch(preps[:2], 1)  # warm-up
-    serial_ctrl = [episode.fly(p.cfg, p.built, p.plan)[0].ctrl[:p.plan.steps].copy()
-                   for p in preps]
+    serial_ctrl = [episode.fly(p).log.ctrl[:p.plan.steps].copy() for p in preps]
     batch_steps = sum(p.plan.steps for p in preps)
 
     samples: dict[str, list[float]] = {k: [] for k in ("bare", "bare_c", "closed",
@@ -145,9 +148,9 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
         for k, v in tm.items():
             timers.setdefault(k, []).append(v)
         samples["bare_c"].append(bare_rollout(m, plan, ctrl) / n * 1e6)
-        samples["closed"].append(_timed(lambda: episode.fly(cfg, built, plan)) / n * 1e6)
+        samples["closed"].append(_timed(lambda: episode.fly(prep)) / n * 1e6)
         if python_loop and native:
-            wall = _with_kernels(False, lambda: _timed(lambda: episode.fly(cfg, built, plan)))
+            wall = _with_kernels(False, lambda: _timed(lambda: episode.fly(prep)))
             samples["closed_python"].append(wall / n * 1e6)
         wall = sum(bare_replay(p.built.model, p.plan, u)[0] for p, u in zip(preps, serial_ctrl,
                                                                              strict=True))

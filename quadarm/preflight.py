@@ -184,10 +184,10 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
         job_cfg = to_config(cfg)
     except OmegaConfBaseException as err:
         raise explain(err, job, extra) from None
-    from quadarm.runner.trials import expand
+    from quadarm.runner.trials import check
 
     try:
-        expand(job_cfg)
+        check(job_cfg)
     except ConfigError:
         raise
     except (ValueError, TypeError, OmegaConfBaseException) as err:  # defensive: one line

@@ -369,6 +369,9 @@ class RunnerConfig:
     engine: str = "auto"
     batch_min_trials: int = 8
     batch_threads: int = 0  # 0: one per core
+    # Expected seconds of one batch (its trials reach the store when it ends): bounds what a
+    # killed batched run loses. 0: no bound (only the memory bound).
+    batch_seconds: float = 30.0
     progress: bool = True
     timeseries: str = "auto"  # all | first | none | auto (all when <= 64 trials, else none)
     resume: bool = True
@@ -385,6 +388,7 @@ class RunnerConfig:
         _choice("engine", self.engine, ENGINES)
         _integer("batch_min_trials", self.batch_min_trials, 1)
         _integer("batch_threads", self.batch_threads, 0)
+        _non_negative("batch_seconds", self.batch_seconds)
         _choice("timeseries", self.timeseries, ("all", "first", "none", "auto"))
         if self.address is not None:
             if self.backend != "dask":

@@ -4,7 +4,7 @@ With ``runner.backend=dask`` (``runner=dask``) the trials go through joblib's Da
 ``runner.address`` (a running scheduler, e.g. ``tcp://10.0.0.5:8786`` started with
 ``dask scheduler`` and ``dask worker`` on the nodes) or, without an address, to a
 ``LocalCluster`` of single-threaded worker processes on this machine bound to 127.0.0.1. The
-workers run :func:`quadarm.runner.study.run_trial` and write the trial parts themselves, so the
+workers run :func:`quadarm.runner.store.run_trial` and write the trial parts themselves, so the
 trial store must be on a file system that every worker sees (the usual shared home or scratch
 of a cluster) and quadarm must be installed in the workers' environment.
 """

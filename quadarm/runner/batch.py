@@ -10,7 +10,7 @@ model is compiled from its own config exactly as the one-trial path compiles it,
 model field in which it differs from the first trial's is expanded and given its value, so each
 simulation runs exactly its own model. Trials whose models differ in structure (``arm.segments``,
 the number of rotors, ...) cannot share a batch; they are grouped by structure and a group of one
-runs on the one-trial path (:func:`quadarm.runner.episode.run_episode`).
+runs on the one-trial path (the grouping is :mod:`quadarm.runner.engine`'s).
 
 The controller runs for all simulations at once: numba-compiled (:mod:`quadarm.runner.native`)
 or, without numba, as numpy columns (:func:`quadarm.control.geometric.law_batch`); both repeat the
@@ -21,93 +21,39 @@ schedules share a batch: each simulation stops stepping after its own last sampl
 
 from __future__ import annotations
 
-import logging
-import os
-import time
-from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
+from collections.abc import Sequence
 
 import mujoco
 import mujoco.batch
 import numpy as np
 
-from quadarm import scenarios
-from quadarm.config import Config, RunnerConfig
 from quadarm.control.geometric import law_batch
-from quadarm.model import BuiltModel
-from quadarm.runner.episode import (
-    _UNSTABLE,
+from quadarm.runner.episode import native_kernels
+from quadarm.runner.lifecycle import (
     CHECK_EVERY,
+    UNSTABLE,
     Diverged,
-    Episode,
+    Outcome,
+    Prepared,
     apply_pulses,
-    build_model,
     checked,
+    divergence,
     make_controller,
-    native_kernels,
     onset,
-    run_episode,
 )
-from quadarm.runner.trials import Trial
-from quadarm.scenarios.common import Log, Plan
-
-log = logging.getLogger(__name__)
-
-MEMORY_BUDGET = 512 * 2**20  # bytes of logs one batch may hold; larger groups are split
+from quadarm.scenarios.common import Log
 
 
 class Incompatible(ValueError):
     """The trials' models differ in a way ``Batch.expand`` cannot express."""
 
 
-@dataclass
-class Prepared:
-    """A trial ready to fly: its config, compiled model, plan and scenario module."""
-
-    cfg: Config
-    built: BuiltModel
-    plan: Plan
-    module: ModuleType
-
-
-# --------------------------------------------------------------------------------------------
-# Choosing the trials that share a batch
-# --------------------------------------------------------------------------------------------
-
-
-def structure(cfg: Config) -> tuple[Any, ...]:
-    """The config values that fix a model's layout (sizes of everything MjData holds): trials
-    with different values cannot share a batch."""
-    return (cfg.arm.segments, len(cfg.airframe.rotors), len(cfg.arm.tendon_angles_deg))
-
-
-def _sizes(model: mujoco.MjModel) -> tuple[int, ...]:
+def sizes(model: mujoco.MjModel) -> tuple[int, ...]:
+    """The sizes of everything ``MjData`` holds: models that share a batch have equal sizes."""
     keys = ("nq", "nv", "nu", "na", "nbody", "njnt", "ngeom", "nsite", "ntendon", "nwrap",
             "nsensor", "nsensordata", "nkey", "nmocap", "neq", "npair", "nexclude", "nmesh",
             "nuserdata", "nplugin")
     return tuple(int(getattr(model, k, 0)) for k in keys)
-
-
-def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bool]:
-    """Which of ``cfgs`` the batched engine takes: all under ``engine == 'batch'``; under
-    ``'auto'`` those whose structure group has at least ``min_trials`` trials; none under
-    ``'serial'``."""
-    if engine == "serial":
-        return [False] * len(cfgs)
-    if engine == "batch":
-        return [True] * len(cfgs)
-    counts: dict[tuple[Any, ...], int] = defaultdict(int)
-    for c in cfgs:
-        counts[structure(c)] += 1
-    return [counts[structure(c)] >= min_trials for c in cfgs]
-
-
-def threads(requested: int) -> int:
-    """``runner.batch_threads``: 0 means one per core."""
-    return requested if requested > 0 else (os.cpu_count() or 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,7 +79,7 @@ def differing_fields(models: Sequence[mujoco.MjModel]) -> dict[str, list[np.ndar
     with every model's value. Raises :class:`Incompatible` for a difference in shape or in a
     structural field (addresses, counts, ids, types)."""
     base = models[0]
-    if any(_sizes(m) != _sizes(base) for m in models[1:]):
+    if any(sizes(m) != sizes(base) for m in models[1:]):
         raise Incompatible("the models' sizes differ")
     out: dict[str, list[np.ndarray]] = {}
     for name in sorted(mujoco.batch.MODEL_FIELDS):
@@ -185,15 +131,6 @@ def _pad(rows: np.ndarray, length: int) -> np.ndarray:
     return np.concatenate([rows, np.repeat(rows[-1:], length - len(rows), axis=0)])
 
 
-@dataclass
-class Outcome:
-    """One simulation's result: its log (truncated at a failure), the failure, an error."""
-
-    log: Log
-    failure: Diverged | None
-    error: str
-
-
 def fly_batch(preps: Sequence[Prepared], nthread: int, split: bool = True) -> list[Outcome]:
     """Fly ``preps`` (same model structure) together on ``nthread`` threads; the batched twin
     of :func:`quadarm.runner.episode.fly`. Raises :class:`Incompatible` before any step if
@@ -238,6 +175,7 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     big = int(last.max())
     qpos, qvel, ctrl = batch.bind("qpos"), batch.bind("qvel"), batch.bind("ctrl")
     xfrc, site_xpos, sim_time = batch.bind("xfrc_applied"), batch.bind("site_xpos"), batch.time
+    # The start state of quadarm.runner.lifecycle.reset, for every simulation.
     batch.reset(keyframe=[m.key(0).id for m in models], stage=mujoco.mjtStage.mjSTAGE_NONE)
     starts = np.array([p.plan.start for p in preps], dtype=float)
     qpos[:, :3] = starts
@@ -304,19 +242,9 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         idx = np.flatnonzero(live & (last > k) & due)
         if not idx.size:
             return
-        warn = batch.warning[idx][:, [int(w) for w in _UNSTABLE], 1] > 0
-        finite = np.isfinite(qpos[idx]).all(axis=1) & np.isfinite(qvel[idx]).all(axis=1)
-        with np.errstate(invalid="ignore"):
-            away = np.abs(qpos[idx, :3] - starts[idx]).max(axis=1) > max_distance[idx]
-        for j, i in enumerate(idx):
-            reason = ""
-            if warn[j].any():
-                w = _UNSTABLE[int(np.argmax(warn[j]))]
-                reason = f"MuJoCo warning {mujoco.mjtWarning(w).name}"
-            elif not finite[j]:
-                reason = "non-finite state"
-            elif away[j]:
-                reason = f"left the {max_distance[i]:g} m box around the start"
+        reasons = divergence(batch.warning[idx][:, [int(w) for w in UNSTABLE], 1],
+                             qpos[idx], qvel[idx], starts[idx], max_distance[idx])
+        for i, reason in zip(idx, reasons, strict=True):
             if reason:
                 u0 = int(unchecked[i])
                 err = onset(Diverged(float(sim_time[i]), reason), preps[i].plan.t[u0:k + 2],
@@ -369,116 +297,3 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         lg = Log(p.plan.t[:r].copy(), *own, p.built.rotor_actuators, p.built.tendon_actuators)
         out.append(Outcome(lg, failures[i], errors[i]))
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Episodes
-# --------------------------------------------------------------------------------------------
-
-
-def _prepare(cfg: Config) -> Prepared | Episode:
-    t0 = time.perf_counter()
-    built = plan = None
-    try:
-        built = build_model(cfg)
-        module = scenarios.get(cfg.scenario.kind)
-        plan = module.plan(cfg, built)
-        return Prepared(cfg, built, plan, module)
-    except Exception as err:  # noqa: BLE001 - a trial's error is data, as in run_episode
-        return Episode("error", f"{type(err).__name__}: {err}", [], None, plan, built, 0,
-                       time.perf_counter() - t0)
-
-
-def _episode(p: Prepared, o: Outcome, wall_s: float) -> Episode:
-    steps = len(o.log.t) - 1
-    if o.error:
-        return Episode("error", o.error, [], o.log, p.plan, p.built, steps, wall_s)
-    if o.failure is not None:
-        return Episode("diverged", str(o.failure), [], o.log, p.plan, p.built, steps, wall_s)
-    try:
-        values = p.module.metrics(p.cfg, p.plan, o.log)
-    except Exception as err:  # noqa: BLE001
-        return Episode("error", f"{type(err).__name__}: {err}", [], o.log, p.plan, p.built,
-                       steps, wall_s)
-    return Episode("ok", "", values, o.log, p.plan, p.built, p.plan.steps, wall_s)
-
-
-def _per_batch(preps: Sequence[Prepared], budget: int) -> int:
-    one = max((p.plan.steps + 1) * (p.built.model.nq + p.built.model.nv + p.built.model.nu
-                                    + 3 + 9) * 8 for p in preps)
-    return max(1, budget // one)
-
-
-def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_BUDGET
-                 ) -> Iterator[tuple[int, Episode]]:
-    """Run ``cfgs`` with the batched engine; yields ``(index, episode)`` as groups finish.
-
-    Trials are grouped by model structure (and split to keep each batch's logs within
-    ``budget`` bytes); a group of one, or one whose models turn out not to fit one batch, runs
-    on the one-trial path. ``wall_s`` of a batched episode is its group's time divided by the
-    group's size.
-    """
-    nthread = threads(nthread)
-    groups: dict[tuple[Any, ...], list[tuple[int, Prepared]]] = defaultdict(list)
-    for i, cfg in enumerate(cfgs):
-        prep = _prepare(cfg)
-        if isinstance(prep, Episode):
-            yield i, prep
-            continue
-        groups[_sizes(prep.built.model)].append((i, prep))
-    for members in groups.values():
-        size = _per_batch([p for _, p in members], budget)
-        for s in range(0, len(members), size):
-            chunk = members[s:s + size]
-            if len(chunk) == 1:
-                yield chunk[0][0], run_episode(chunk[0][1].cfg)
-                continue
-            t0 = time.perf_counter()
-            try:
-                outcomes = fly_batch([p for _, p in chunk], nthread)
-            except Incompatible as err:
-                log.warning("batched engine: %s; running %d trials one by one", err, len(chunk))
-                for i, p in chunk:
-                    yield i, run_episode(p.cfg)
-                continue
-            wall = (time.perf_counter() - t0) / len(chunk)
-            for (i, p), o in zip(chunk, outcomes, strict=True):
-                yield i, _episode(p, o, wall)
-
-
-def run_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_BUDGET
-                ) -> list[Episode]:
-    """:func:`iter_batched`, collected in the order of ``cfgs``."""
-    out: list[Episode | None] = [None] * len(cfgs)
-    for i, ep in iter_batched(cfgs, nthread, budget):
-        out[i] = ep
-    return out  # type: ignore[return-value]
-
-
-# --------------------------------------------------------------------------------------------
-# The runner's entry points (quadarm.runner.study._dispatch)
-# --------------------------------------------------------------------------------------------
-
-
-def split(runner: RunnerConfig, todo: list[tuple[Trial, bool]]
-          ) -> tuple[list[tuple[Trial, bool]], list[tuple[Trial, bool]]]:
-    """``todo`` (trial, keep its time series) divided into the trials for the batched engine
-    and the rest, by ``runner.engine``: ``serial`` none; ``batch`` every runnable trial;
-    ``auto`` the trials of each model structure that has at least ``runner.batch_min_trials``
-    of them, unless the trials go to a Dask cluster."""
-    runnable = [(t, k) for t, k in todo if t.cfg is not None]
-    if runner.engine == "auto" and runner.backend == "dask":
-        return [], todo
-    flags = wants_batch(runner.engine, runner.batch_min_trials, [t.cfg for t, _ in runnable])
-    chosen = {id(t) for (t, _), f in zip(runnable, flags, strict=True) if f}
-    return ([(t, k) for t, k in todo if id(t) in chosen],
-            [(t, k) for t, k in todo if id(t) not in chosen])
-
-
-def episodes(runner: RunnerConfig, batched: list[tuple[Trial, bool]]
-             ) -> Iterator[tuple[Trial, bool, Episode]]:
-    """Run ``batched`` on ``runner.batch_threads`` threads; yields (trial, keep, episode) as
-    each batch finishes."""
-    for i, ep in iter_batched([t.cfg for t, _ in batched], runner.batch_threads):
-        trial, keep = batched[i]
-        yield trial, keep, ep

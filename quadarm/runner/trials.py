@@ -187,9 +187,9 @@ def apply(node: DictConfig, overrides: dict[str, Any]) -> Config:
     return to_config(node)
 
 
-def expand(job: Config) -> list[Trial]:
-    """The job's trials in a fixed order. Invalid grid values are refused here (before any
-    simulation); a Monte-Carlo draw outside a key's range becomes an ``error`` trial later."""
+def _grid(job: Config) -> tuple[DictConfig, list[dict[str, Any]], list[Config]]:
+    """The job as a node, its grid points and each point's validated config. Refuses unknown
+    grid keys, invalid grid values and invalid distributions (one-line ConfigError)."""
     node = OmegaConf.structured(job)
     if isinstance(job.scenario, MissionScenario):
         # The mission's duration is derived from its phase times: let each trial recompute
@@ -202,16 +202,32 @@ def expand(job: Config) -> list[Trial]:
     keys = list(runner.grid)
     points = [dict(zip(keys, combo, strict=True))
               for combo in itertools.product(*(runner.grid[k] for k in keys))]
+    bases = []
+    for point in points:
+        try:
+            bases.append(apply(node, point) if point else job)
+        except ConfigError as err:
+            # Name the grid entry that produced the bad value.
+            raise ConfigError(f"runner.grid.{err.key}", err.value, err.allowed) from None
+    return node, points, bases
+
+
+def check(job: Config) -> None:
+    """Validate the job's trial expansion (what :func:`expand` refuses) without drawing or
+    building its trials: the command line's preflight."""
+    _grid(job)
+
+
+def expand(job: Config) -> list[Trial]:
+    """The job's trials in a fixed order. Invalid grid values are refused here (before any
+    simulation); a Monte-Carlo draw outside a key's range becomes an ``error`` trial later."""
+    node, points, bases = _grid(job)
+    runner = job.runner
     repeats = runner.trials if runner.randomize else 1
     children = np.random.SeedSequence(job.seed).spawn(len(points) * repeats)
     nominal = {k: _lookup(node, k, f"runner.randomize.{k}") for k in runner.randomize}
     trials: list[Trial] = []
-    for g, point in enumerate(points):
-        try:
-            base = apply(node, point) if point else job
-        except ConfigError as err:
-            # Name the grid entry that produced the bad value.
-            raise ConfigError(f"runner.grid.{err.key}", err.value, err.allowed) from None
+    for g, (point, base) in enumerate(zip(points, bases, strict=True)):
         for r in range(repeats):
             index = g * repeats + r
             overrides = dict(point)

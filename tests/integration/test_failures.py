@@ -17,7 +17,7 @@ from conftest import cfg_of
 from quadarm.cli import EXIT_FAILED_TRIALS
 from quadarm.config import Config
 from quadarm.results import io
-from quadarm.runner import study
+from quadarm.runner import store, study
 from quadarm.runner.episode import run_episode
 from quadarm.scenarios import disturbance
 
@@ -111,7 +111,7 @@ def test_error_while_recording_is_recorded(tmp_path: Path,
     def broken(*args, **kwargs):  # noqa: ANN002, ANN003
         raise RuntimeError("disk says no")
 
-    monkeypatch.setattr(study, "timeseries_frame", broken)
+    monkeypatch.setattr(store, "timeseries_frame", broken)
     cfg = cfg_of("scenario=hover", "scenario.duration=0.2", "runner.progress=false",
                       "runner.engine=serial", "++runner.grid={seed:[0,1]}")
     result = study.run(cfg, tmp_path)

@@ -17,7 +17,7 @@ from quadarm.config import (
     RunnerConfig,
     WorkspaceScenario,
 )
-from quadarm.runner import batch, episode, study
+from quadarm.runner import batch, engine, episode, lifecycle, study
 from quadarm.runner.trials import expand
 
 
@@ -54,7 +54,7 @@ def test_batched_metrics_equal_the_one_trial_path(workspace_trials, native, monk
         pytest.skip("numba is not installed")
     monkeypatch.setenv("QUADARM_NUMBA", "1" if native else "0")
     cfgs, serial = workspace_trials
-    eps = batch.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1)
     for a, b in zip(eps, serial, strict=True):
         assert a.status == "ok"
         # MuJoCo's batch steps are bit-identical to mj_step, and the batched law repeats the
@@ -68,7 +68,7 @@ def test_batched_metrics_equal_the_one_trial_path(workspace_trials, native, monk
 
 def test_stiffness_goes_in_per_simulation(workspace_trials):
     cfgs, _ = workspace_trials
-    models = [batch._prepare(c).built.model for c in cfgs]
+    models = [lifecycle.prepare(c).built.model for c in cfgs]
     fields = batch.differing_fields(models)
     assert "jnt_stiffness" in fields
     # Three of the trials share the nominal stiffness: no difference among their models.
@@ -77,7 +77,7 @@ def test_stiffness_goes_in_per_simulation(workspace_trials):
 
 def test_threads_and_thread_modes_give_identical_results(workspace_trials):
     cfgs, serial = workspace_trials
-    preps = [batch._prepare(c) for c in cfgs]
+    preps = [lifecycle.prepare(c) for c in cfgs]
     for split in (True, False):
         outs = batch.fly_batch(preps, 2, split=split)
         for o, s in zip(outs, serial, strict=True):
@@ -93,9 +93,9 @@ def test_different_durations_pulses_tendons_and_masses_share_a_batch():
         nominal(scenario=HoverScenario(duration=0.6)),
         _workspace(200.0, duration=0.9, airframe=AirframeConfig(mass=1.2)),
     ]
-    preps = [batch._prepare(c) for c in cfgs]
+    preps = [lifecycle.prepare(c) for c in cfgs]
     assert "body_mass" in batch.differing_fields([p.built.model for p in preps])
-    eps = batch.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1)
     assert [e.steps for e in eps] == [600, 500, 300, 450]
     for c, e in zip(cfgs, eps, strict=True):
         _same_episode(e, episode.run_episode(c))
@@ -105,7 +105,7 @@ def test_a_diverging_trial_stops_alone():
     push = nominal(scenario=DisturbanceScenario(duration=1.0, start=0.2))
     tight = replace(push, sim=replace(push.sim, max_distance=0.005))
     cfgs = [tight, push]
-    eps = batch.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1)
     assert [e.status for e in eps] == ["diverged", "ok"]
     assert "box" in eps[0].message and eps[0].steps < eps[1].steps
     for c, e in zip(cfgs, eps, strict=True):
@@ -115,10 +115,10 @@ def test_a_diverging_trial_stops_alone():
 def test_models_of_different_structure_fall_back_to_the_one_trial_path():
     cfgs = [_workspace(0.0, duration=0.5), _workspace(90.0, duration=0.5),
             nominal(scenario=WorkspaceScenario(duration=0.5), arm=ArmConfig(segments=8))]
-    models = [batch._prepare(c).built.model for c in cfgs]
+    models = [lifecycle.prepare(c).built.model for c in cfgs]
     with pytest.raises(batch.Incompatible):
         batch.differing_fields(models)
-    eps = batch.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1)
     assert [e.status for e in eps] == ["ok"] * 3
     assert eps[2].built.model.nq == 7 + 2 * 8
     for c, e in zip(cfgs, eps, strict=True):
@@ -127,10 +127,10 @@ def test_models_of_different_structure_fall_back_to_the_one_trial_path():
 
 def test_engine_choice():
     cfgs = [_workspace(b) for b in range(3)] + [nominal(arm=ArmConfig(segments=8))]
-    assert batch.wants_batch("serial", 1, cfgs) == [False] * 4
-    assert batch.wants_batch("batch", 100, cfgs) == [True] * 4
-    assert batch.wants_batch("auto", 3, cfgs) == [True, True, True, False]
-    assert batch.wants_batch("auto", 4, cfgs) == [False] * 4
+    assert engine.wants_batch("serial", 1, cfgs) == [False] * 4
+    assert engine.wants_batch("batch", 100, cfgs) == [True] * 4
+    assert engine.wants_batch("auto", 3, cfgs) == [True, True, True, False]
+    assert engine.wants_batch("auto", 4, cfgs) == [False] * 4
 
 
 def _job(engine: str) -> object:
@@ -146,8 +146,8 @@ def test_runner_writes_the_same_tables_with_either_engine(tmp_path):
     results = {e: study.run(_job(e), tmp_path / e) for e in ("serial", "batch", "auto")}
     assert len(expand(_job("batch"))) == 6
     ref = results["serial"]
-    for engine in ("batch", "auto"):
-        res = results[engine]
+    for name in ("batch", "auto"):
+        res = results[name]
         cols = ["run_id", "status", "steps", "arm.stiffness", "scenario.beta_deg"]
         pd.testing.assert_frame_equal(res.runs[cols], ref.runs[cols])
         pd.testing.assert_frame_equal(res.metrics, ref.metrics)
@@ -162,10 +162,10 @@ def test_runner_split_keeps_invalid_trials_off_the_batch():
     trials = expand(job)
     trials[1].cfg = None  # e.g. a draw outside its key's range
     todo = [(t, True) for t in trials]
-    batched, rest = batch.split(job.runner, todo)
+    batched, rest = engine.split(job.runner, todo)
     assert len(batched) == 5 and rest == [todo[1]]
     serial_runner = replace(job.runner, engine="serial")
-    assert batch.split(serial_runner, todo) == ([], todo)
+    assert engine.split(serial_runner, todo) == ([], todo)
 
 
 def test_blow_ups_are_dated_and_caught_at_the_last_step_as_on_the_one_trial_path():
@@ -176,7 +176,7 @@ def test_blow_ups_are_dated_and_caught_at_the_last_step_as_on_the_one_trial_path
     rk4 = replace(base, sim=replace(base.sim, integrator="RK4", timestep=0.02))
     push = nominal(scenario=DisturbanceScenario(duration=0.4, start=0.1, force=1.0e4))
     cfgs = [rk4, push, nominal(scenario=HoverScenario(duration=0.4))]
-    eps = batch.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1)
     assert [e.status for e in eps] == ["diverged", "diverged", "ok"]
     assert eps[0].steps <= 50
     for c, e in zip(cfgs, eps, strict=True):

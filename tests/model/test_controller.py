@@ -11,7 +11,8 @@ from conftest import nominal
 
 from quadarm.config import HoverScenario
 from quadarm.control.geometric import GeometricController, control_batch
-from quadarm.runner.episode import build_model, make_controller, run_episode
+from quadarm.runner.episode import run_episode
+from quadarm.runner.lifecycle import Prepared, build_model, make_controller
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +104,8 @@ def test_commanded_tilt_is_limited():
 
     plan = hover.plan(cfg, built)
     plan = replace(plan, ref=constant([30.0, 0.0, 1.0], len(plan.t)))
-    log, failure = fly(cfg, built, plan)
+    out = fly(Prepared(cfg, built, plan, hover))
+    log, failure = out.log, out.failure
     assert failure is None
     tilt = log.tilt_deg()
     assert 30.0 < tilt.max() < 35.0 + 3.0  # reaches the limit, overshoots it only slightly

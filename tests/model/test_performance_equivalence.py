@@ -20,7 +20,8 @@ from quadarm.config import DisturbanceScenario
 from quadarm.control.geometric import control_batch
 from quadarm.control.reference import Reference
 from quadarm.model.allocation import mixer, total_mass
-from quadarm.runner import episode
+from quadarm.runner import episode, lifecycle
+from quadarm.runner.lifecycle import Prepared
 from quadarm.scenarios.common import Log, Plan
 
 STEPS = 400
@@ -75,7 +76,7 @@ def _window(plan: Plan, start: int, steps: int) -> Plan:
 @pytest.fixture(scope="module")
 def mission_window():
     cfg = nominal()
-    built = episode.build_model(cfg)
+    built = lifecycle.build_model(cfg)
     plan = scenarios.get("mission").plan(cfg, built)
     # 12.5 s: inside the figure-eight; 24 s: inside the tendon sweep.
     return cfg, built, [_window(plan, int(t / cfg.sim.timestep), STEPS) for t in (12.5, 24.0)]
@@ -85,13 +86,14 @@ def mission_window():
 def push():
     """The tip-disturbance study, short: a 2 N push from 0.2 s to 0.4 s, 0.8 s in all."""
     cfg = nominal(scenario=DisturbanceScenario(duration=0.8, start=0.2))
-    built = episode.build_model(cfg)
+    built = lifecycle.build_model(cfg)
     return cfg, built, scenarios.get("disturbance").plan(cfg, built)
 
 
 def _fly(cfg, built, plan, native: bool, monkeypatch):
     monkeypatch.setenv("QUADARM_NUMBA", "1" if native else "0")
-    log, failure = episode.fly(cfg, built, plan)
+    out = episode.fly(Prepared(cfg, built, plan, scenarios.get(cfg.scenario.kind)))
+    log, failure = out.log, out.failure
     assert failure is None
     return log
 
@@ -146,31 +148,32 @@ def test_divergence_is_caught_at_the_first_check_and_dated_at_its_onset(push, na
     cfg, built, plan = push
     tight = replace(cfg, sim=replace(cfg.sim, max_distance=0.005))
     monkeypatch.setenv("QUADARM_NUMBA", "1" if native else "0")
-    log, failure = episode.fly(tight, built, plan)
+    out = episode.fly(Prepared(tight, built, plan, scenarios.get(cfg.scenario.kind)))
+    log, failure = out.log, out.failure
     assert failure is not None and "box" in failure.reason
     rows = len(log.t)
-    assert (rows - 1) % episode.CHECK_EVERY == 0  # stopped right after a checked step
+    assert (rows - 1) % lifecycle.CHECK_EVERY == 0  # stopped right after a checked step
     ref = reference_fly(cfg, built, plan)
     dev = np.abs(ref.qpos[:, :3] - plan.start).max(axis=1)
-    checked = np.arange(1, plan.steps, episode.CHECK_EVERY)  # states after steps 0, 50, ...
+    checked = np.arange(1, plan.steps, lifecycle.CHECK_EVERY)  # states after steps 0, 50, ...
     assert (dev[checked] > 0.005).any()
     first = checked[np.argmax(dev[checked] > 0.005)]
     # The state that failed the check (sample ``first``) is not in the log; the failure is
     # dated at the first state since the previous check that was outside the box.
     assert rows == first
     onset = np.flatnonzero(dev > 0.005)[0]
-    assert first - episode.CHECK_EVERY < onset <= first
+    assert first - lifecycle.CHECK_EVERY < onset <= first
     assert failure.time == pytest.approx(plan.t[onset])
     np.testing.assert_allclose(log.qpos, ref.qpos[:rows], rtol=1e-9, atol=1e-12)
 
 
 def test_chunk_edges_cover_checks_and_pulses(push):
     _, _, plan = push
-    edges = episode.chunk_edges(plan.steps, plan.pulses)
+    edges = lifecycle.chunk_edges(plan.steps, plan.pulses)
     assert edges[0] == 0 and edges[-1] == plan.steps + 1
     assert all(b > a for a, b in zip(edges[:-1], edges[1:], strict=False))
     for p in plan.pulses:
         assert p.start in edges and p.stop in edges
-    for k in range(0, plan.steps, episode.CHECK_EVERY):
+    for k in range(0, plan.steps, lifecycle.CHECK_EVERY):
         assert k + 1 in edges
     assert plan.steps in edges  # the state after the last step is checked too

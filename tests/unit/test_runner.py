@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from quadarm.config import flatten
 from quadarm.results import io
-from quadarm.runner import study
+from quadarm.runner import engine, store, study
 from quadarm.runner.trials import expand, trial_id
 
 
@@ -55,7 +55,7 @@ def test_monte_carlo_seeds_are_spawned_and_stable() -> None:
 def test_fast_flatten_and_yaml_match_omegaconf(overrides: list[str]) -> None:
     for t in expand(cfg_of(*overrides)):
         assert flatten(t.cfg) == flatten(OmegaConf.structured(t.cfg))
-        assert study.config_yaml(t.cfg) == OmegaConf.to_yaml(OmegaConf.structured(t.cfg))
+        assert store.config_yaml(t.cfg) == OmegaConf.to_yaml(OmegaConf.structured(t.cfg))
 
 
 def test_store_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,11 +78,11 @@ def test_timeseries_choice() -> None:
 
 
 def test_effective_jobs() -> None:
-    assert study.effective_jobs(cfg_of("runner.backend=sequential",
-                                            "runner.n_jobs=4")) == 1
-    assert study.effective_jobs(cfg_of("runner.n_jobs=3")) == 3
-    assert study.effective_jobs(cfg_of("runner.n_jobs=-1")) >= 1
-    assert study.effective_jobs(cfg_of("runner=dask")) == -1  # every cluster worker
+    assert engine.effective_jobs(cfg_of("runner.backend=sequential",
+                                        "runner.n_jobs=4").runner) == 1
+    assert engine.effective_jobs(cfg_of("runner.n_jobs=3").runner) == 3
+    assert engine.effective_jobs(cfg_of("runner.n_jobs=-1").runner) >= 1
+    assert engine.effective_jobs(cfg_of("runner=dask").runner) == -1  # every cluster worker
 
 
 def test_job_tables_follow_trial_order(tmp_path: Path) -> None:
@@ -95,7 +95,7 @@ def test_job_tables_follow_trial_order(tmp_path: Path) -> None:
     assert result.counts() == {"ok": 3, "diverged": 0, "error": 0} and result.failed == 0
     assert (tmp_path / io.MODEL_XML).read_text().startswith("<mujoco")
     # every part carries its own trial's config as provenance
-    part = study.part_dir(result.store, runs["run_id"][1]) / io.RUNS
+    part = store.part_dir(result.store, runs["run_id"][1]) / io.RUNS
     assert OmegaConf.create(io.read_metadata(part)["quadarm.config"]).seed == 2
 
 

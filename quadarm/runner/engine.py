@@ -1,0 +1,193 @@
+"""Where the trials of a job run: the one place that chooses the engine and the backend.
+
+- **Engine** (``runner.engine``): ``serial`` flies every trial on its own
+  (:mod:`quadarm.runner.episode`); ``batch`` steps every runnable trial in
+  ``mujoco.batch.Batch`` groups (:mod:`quadarm.runner.batch`); ``auto`` batches the trials of
+  each model structure that has at least ``runner.batch_min_trials`` of them, unless they go to
+  a Dask cluster.
+- **Backend** (``runner.backend``, ``runner.n_jobs``): the trials that are not batched run in
+  this process, in joblib worker processes or threads, or on Dask workers.
+
+Batches are bounded twice: by the memory their logs take (``MEMORY_BUDGET``) and by their
+expected duration (``runner.batch_seconds``, from a short timing of the model's step), because a
+batch's trials are written to the trial store only when the batch ends: a killed run loses at
+most one batch of work.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import mujoco
+
+from quadarm.config import Config, RunnerConfig
+from quadarm.runner.batch import Incompatible, fly_batch, sizes
+from quadarm.runner.episode import fly_and_score
+from quadarm.runner.lifecycle import Episode, Prepared, prepare, reset, score
+from quadarm.runner.trials import Trial
+
+log = logging.getLogger(__name__)
+
+MEMORY_BUDGET = 512 * 2**20  # bytes of logs one batch may hold; larger groups are split
+PROBE_STEPS = 20  # mj_step calls timed to estimate a batch's duration
+
+Todo = list[tuple[Trial, bool]]  # trials to run, with whether each keeps its time series
+
+
+def structure(cfg: Config) -> tuple[Any, ...]:
+    """The config values that fix a model's layout (sizes of everything MjData holds): trials
+    with different values cannot share a batch."""
+    return (cfg.arm.segments, len(cfg.airframe.rotors), len(cfg.arm.tendon_angles_deg))
+
+
+def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bool]:
+    """Which of ``cfgs`` the batched engine takes: all under ``engine == 'batch'``; under
+    ``'auto'`` those whose structure group has at least ``min_trials`` trials; none under
+    ``'serial'``."""
+    if engine == "serial":
+        return [False] * len(cfgs)
+    if engine == "batch":
+        return [True] * len(cfgs)
+    counts: dict[tuple[Any, ...], int] = defaultdict(int)
+    for c in cfgs:
+        counts[structure(c)] += 1
+    return [counts[structure(c)] >= min_trials for c in cfgs]
+
+
+def threads(requested: int) -> int:
+    """``runner.batch_threads``: 0 means one per core."""
+    return requested if requested > 0 else (os.cpu_count() or 1)
+
+
+def effective_jobs(runner: RunnerConfig) -> int:
+    """Worker count for joblib: ``sequential`` runs in-process; ``-1`` means every core (or,
+    with Dask, every worker of the cluster)."""
+    n = runner.n_jobs
+    if runner.backend == "sequential":
+        return 1
+    if runner.backend == "dask":
+        return n
+    return (os.cpu_count() or 1) if n == -1 else n
+
+
+def split(runner: RunnerConfig, todo: Todo) -> tuple[Todo, Todo]:
+    """``todo`` divided into the trials for the batched engine and the rest, by
+    ``runner.engine`` (see the module docstring)."""
+    runnable = [(t, k) for t, k in todo if t.cfg is not None]
+    if runner.engine == "auto" and runner.backend == "dask":
+        return [], todo
+    flags = wants_batch(runner.engine, runner.batch_min_trials, [t.cfg for t, _ in runnable])
+    chosen = {id(t) for (t, _), f in zip(runnable, flags, strict=True) if f}
+    return ([(t, k) for t, k in todo if id(t) in chosen],
+            [(t, k) for t, k in todo if id(t) not in chosen])
+
+
+# --------------------------------------------------------------------------------------------
+# Batches
+# --------------------------------------------------------------------------------------------
+
+
+def step_seconds(p: Prepared) -> float:
+    """A measured estimate of one ``mj_step`` of the trial's model from its start state (s)."""
+    m = p.built.model
+    d = mujoco.MjData(m)
+    reset(m, d, p.plan.start)
+    t0 = time.perf_counter()
+    for _ in range(PROBE_STEPS):
+        mujoco.mj_step(m, d)
+    return (time.perf_counter() - t0) / PROBE_STEPS
+
+
+def per_batch(preps: Sequence[Prepared], nthread: int, budget: int = MEMORY_BUDGET,
+              seconds: float = 0.0, step_s: float | None = None) -> int:
+    """How many of ``preps`` (same structure) one batch takes: its logs within ``budget``
+    bytes and, when ``seconds`` > 0, its expected duration (``step_s`` per step and thread,
+    measured when not given) within ``seconds``."""
+    m = preps[0].built.model
+    longest = max(p.plan.steps for p in preps) + 1
+    size = max(1, budget // (longest * (m.nq + m.nv + m.nu + 3 + 9) * 8))
+    if seconds > 0:
+        step_s = step_seconds(preps[0]) if step_s is None else step_s
+        size = min(size, max(1, int(seconds * nthread / (longest * step_s))))
+    return size
+
+
+def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_BUDGET,
+                 seconds: float = 0.0) -> Iterator[tuple[int, Episode]]:
+    """Run ``cfgs`` with the batched engine; yields ``(index, episode)`` as batches finish.
+
+    Trials are grouped by model structure and split into batches (see :func:`per_batch`); a
+    batch of one, or one whose models turn out not to fit one batch, flies its prepared trials
+    one by one. ``wall_s`` of a batched episode is its batch's time divided by its size.
+    """
+    nthread = threads(nthread)
+    groups: dict[tuple[int, ...], list[tuple[int, Prepared]]] = defaultdict(list)
+    for i, cfg in enumerate(cfgs):
+        prep = prepare(cfg)
+        if isinstance(prep, Episode):
+            yield i, prep
+            continue
+        groups[sizes(prep.built.model)].append((i, prep))
+    for members in groups.values():
+        size = per_batch([p for _, p in members], nthread, budget, seconds)
+        for s in range(0, len(members), size):
+            chunk = members[s:s + size]
+            if len(chunk) > 1:
+                t0 = time.perf_counter()
+                try:
+                    outcomes = fly_batch([p for _, p in chunk], nthread)
+                except Incompatible as err:
+                    log.warning("batched engine: %s; running %d trials one by one", err,
+                                len(chunk))
+                else:
+                    wall = (time.perf_counter() - t0) / len(chunk)
+                    for (i, p), o in zip(chunk, outcomes, strict=True):
+                        yield i, score(p, o, p.prepare_s + wall)
+                    continue
+            for i, p in chunk:
+                yield i, fly_and_score(p)
+
+
+def run_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_BUDGET,
+                seconds: float = 0.0) -> list[Episode]:
+    """:func:`iter_batched`, collected in the order of ``cfgs``."""
+    out: list[Episode | None] = [None] * len(cfgs)
+    for i, ep in iter_batched(cfgs, nthread, budget, seconds):
+        out[i] = ep
+    return out  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------------------------
+# Dispatch
+# --------------------------------------------------------------------------------------------
+
+
+def dispatch(runner: RunnerConfig, todo: Todo, n_jobs: int,
+             run_trial: Callable[[Trial, bool], Any],
+             record: Callable[[Trial, bool, Episode], Any]) -> Iterator[Any]:
+    """Run ``todo`` and yield what ``record``/``run_trial`` return for each trial as it
+    finishes. Batched trials are flown here and handed to ``record(trial, keep, episode)``;
+    the others go through ``run_trial(trial, keep)`` (which runs and records one trial, in a
+    worker process when ``n_jobs`` > 1 or on Dask)."""
+    if runner.engine != "serial":
+        batched, todo = split(runner, todo)
+        for i, ep in iter_batched([t.cfg for t, _ in batched], runner.batch_threads,
+                                  seconds=runner.batch_seconds):
+            trial, keep = batched[i]
+            yield record(trial, keep, ep)
+    if runner.backend != "dask" and (n_jobs == 1 or len(todo) <= 1):
+        for trial, keep in todo:
+            yield run_trial(trial, keep)
+        return
+    from joblib import Parallel, delayed
+
+    from quadarm.runner.backends import parallel_backend
+
+    with parallel_backend(runner):
+        yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+            delayed(run_trial)(trial, keep) for trial, keep in todo)

@@ -1,0 +1,220 @@
+"""The life of a trial, shared by both engines: prepare -> fly -> check -> score.
+
+- **prepare** (:func:`prepare`): compile the model from the config, plan what to fly (the
+  scenario's reference, tendon commands, force pulses). A failure here is an ``error`` episode.
+- **fly**: step the closed loop. The one-trial stepping is :func:`quadarm.runner.episode.fly`,
+  the batched one :func:`quadarm.runner.batch.fly_batch`; both start from :func:`reset`, follow
+  the schedule of :func:`chunk_edges` / :func:`checked` and return an :class:`Outcome` per trial.
+- **check** (:func:`divergence`): one vectorised test of n states (a single trial is n = 1) for
+  MuJoCo's instability warnings, non-finite values and the bounding box; :func:`onset` dates a
+  failure at its first bad state.
+- **score** (:func:`score`): the one way an outcome becomes an :class:`Episode` (status
+  ``ok``, ``diverged`` or ``error``, with the scenario's metrics when ``ok``).
+
+A trial's error is data: nothing here raises for a bad trial.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from types import ModuleType
+
+import mujoco
+import numpy as np
+
+from quadarm import scenarios
+from quadarm.config import Config
+from quadarm.control.geometric import GeometricController
+from quadarm.model import BuiltModel, build
+from quadarm.model.allocation import mixer, total_mass
+from quadarm.scenarios.common import Log, Metric, Plan, Pulse
+
+CHECK_EVERY = 50  # steps between divergence checks
+UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
+            mujoco.mjtWarning.mjWARN_BADQVEL)
+
+
+class Diverged(RuntimeError):
+    """The simulation became unusable at ``time`` (s) for ``reason``."""
+
+    def __init__(self, time_s: float, reason: str) -> None:
+        self.time = time_s
+        self.reason = reason
+        super().__init__(f"diverged at t={time_s:.3f} s: {reason}")
+
+
+@dataclass
+class Episode:
+    """The outcome of one trial. ``status`` is ``ok``, ``diverged`` or ``error``; on failure
+    ``log`` holds what was simulated up to that point and ``metrics`` is empty."""
+
+    status: str
+    message: str
+    metrics: list[Metric]
+    log: Log | None
+    plan: Plan | None
+    built: BuiltModel | None
+    steps: int
+    wall_s: float
+
+
+@dataclass
+class Prepared:
+    """A trial ready to fly: its config, compiled model, plan and scenario module, and the
+    seconds that preparing it took (counted in the episode's ``wall_s``)."""
+
+    cfg: Config
+    built: BuiltModel
+    plan: Plan
+    module: ModuleType
+    prepare_s: float = 0.0
+
+
+@dataclass
+class Outcome:
+    """What flying one trial gave: its log (truncated at a failure; None if flying failed
+    before the first sample), the divergence if any, or an error message."""
+
+    log: Log | None
+    failure: Diverged | None = None
+    error: str = ""
+
+
+def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
+    """The compiled model of ``cfg``, the vehicle at ``start`` (m, (3,); default (0, 0,
+    scenario.altitude))."""
+    start = (0.0, 0.0, cfg.scenario.altitude) if start is None else tuple(start)
+    return build(cfg.airframe, cfg.arm, cfg.sim, start=start)
+
+
+def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:
+    """The flight controller of ``cfg`` for the compiled model (mass, gravity, mixer and rotor
+    limits read off the model)."""
+    m = built.model
+    lo, hi = m.actuator_ctrlrange[built.rotor_actuators].T
+    return GeometricController(cfg.gains, total_mass(m), float(np.linalg.norm(m.opt.gravity)),
+                               mixer(m), float(lo.min()), float(hi.max()), m.opt.timestep)
+
+
+def prepare(cfg: Config) -> Prepared | Episode:
+    """Build and plan one trial; an exception becomes an ``error`` episode."""
+    t0 = time.perf_counter()
+    built = plan = None
+    try:
+        built = build_model(cfg)
+        module = scenarios.get(cfg.scenario.kind)
+        plan = module.plan(cfg, built)
+        return Prepared(cfg, built, plan, module, time.perf_counter() - t0)
+    except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
+        return Episode("error", f"{type(err).__name__}: {err}", [], None, plan, built, 0,
+                       time.perf_counter() - t0)
+
+
+def reset(m: mujoco.MjModel, d: mujoco.MjData, start: np.ndarray) -> None:
+    """Put ``d`` in the state every trial starts from: the hover keyframe (the arm hanging
+    straight, hover controls) with the vehicle at ``start`` (m, (3,)), kinematics computed.
+    The batched engine does the same through ``Batch.reset``."""
+    mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
+    d.qpos[:3] = start
+    mujoco.mj_forward(m, d)
+
+
+# --------------------------------------------------------------------------------------------
+# The stepping schedule
+# --------------------------------------------------------------------------------------------
+
+
+def checked(k: int, n: int) -> bool:
+    """Whether the state after step k (of n) is checked: every CHECK_EVERY steps and the
+    last one."""
+    return k % CHECK_EVERY == 0 or k == n - 1
+
+
+def chunk_edges(n: int, pulses: tuple[Pulse, ...] | list[Pulse]) -> list[int]:
+    """Sample indices where the loop returns to Python: after every checked step k (see
+    :func:`checked`) and where a force pulse starts or stops."""
+    edges = {0, n + 1}
+    edges.update(k + 1 for k in range(0, n, CHECK_EVERY))
+    if n > 0:
+        edges.add(n)
+    edges.update(k for p in pulses for k in (p.start, p.stop) if 0 <= k <= n)
+    return sorted(edges)
+
+
+def apply_pulses(xfrc: np.ndarray, pulses: tuple[Pulse, ...] | list[Pulse], k: int) -> None:
+    """Before step k: remove the pulses that stop at k, then apply those that start at k
+    (each sets its body's world force; ``xfrc`` is (nbody, 6))."""
+    for p in pulses:
+        if p.stop == k:
+            xfrc[p.body, :3] = 0.0
+    for p in pulses:
+        if p.start == k:
+            xfrc[p.body, :3] = p.force
+
+
+# --------------------------------------------------------------------------------------------
+# Check
+# --------------------------------------------------------------------------------------------
+
+
+def divergence(warnings: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, start: np.ndarray,
+               max_distance: np.ndarray) -> list[str]:
+    """Why each of n states is unusable ('' when it is fine), in order of precedence: a MuJoCo
+    instability warning, a non-finite value, leaving the box of half-size ``max_distance``.
+
+    Shapes: warnings (n, len(UNSTABLE)) counts of the UNSTABLE warnings, qpos (n, nq), qvel
+    (n, nv), start (n, 3) m, max_distance (n,) m.
+    """
+    warn = np.asarray(warnings) > 0
+    finite = np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1)
+    with np.errstate(invalid="ignore"):
+        away = np.abs(qpos[:, :3] - start).max(axis=1) > max_distance
+    reasons = [""] * len(qpos)
+    for i in np.flatnonzero(warn.any(axis=1) | ~finite | away):
+        if warn[i].any():
+            first = UNSTABLE[int(np.argmax(warn[i]))]
+            reasons[i] = f"MuJoCo warning {mujoco.mjtWarning(first).name}"
+        elif not finite[i]:
+            reasons[i] = "non-finite state"
+        else:
+            reasons[i] = f"left the {max_distance[i]:g} m box around the start"
+    return reasons
+
+
+def warning_counts(d: mujoco.MjData) -> np.ndarray:
+    """The counts of the UNSTABLE warnings of one ``MjData``, (1, len(UNSTABLE))."""
+    return np.array([[d.warning[w].number for w in UNSTABLE]])
+
+
+def onset(err: Diverged, t: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
+          start: np.ndarray, max_distance: float) -> Diverged:
+    """``err`` dated at the first of the unchecked states (qpos (m, nq), qvel (m, nv), at times
+    t (m,) s) that is non-finite or outside the box, if any: the blow-up happened then, not at
+    the check that found it."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(qpos).all(axis=1) & np.isfinite(qvel).all(axis=1))
+        bad |= np.abs(qpos[:, :3] - start).max(axis=1) > max_distance
+    first = np.flatnonzero(bad)
+    return Diverged(float(t[first[0]]), err.reason) if first.size else err
+
+
+# --------------------------------------------------------------------------------------------
+# Score
+# --------------------------------------------------------------------------------------------
+
+
+def score(p: Prepared, o: Outcome, wall_s: float) -> Episode:
+    """The episode of a flown trial: ``error`` or ``diverged`` as the outcome says, else
+    ``ok`` with the scenario's metrics (an exception while scoring is an ``error``)."""
+    steps = 0 if o.log is None else len(o.log.t) - 1
+    if o.error:
+        return Episode("error", o.error, [], o.log, p.plan, p.built, steps, wall_s)
+    if o.failure is not None:
+        return Episode("diverged", str(o.failure), [], o.log, p.plan, p.built, steps, wall_s)
+    try:
+        values = p.module.metrics(p.cfg, p.plan, o.log)
+    except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
+        return Episode("error", f"{type(err).__name__}: {err}", [], o.log, p.plan, p.built,
+                       steps, wall_s)
+    return Episode("ok", "", values, o.log, p.plan, p.built, p.plan.steps, wall_s)

@@ -1,0 +1,223 @@
+"""The trial store: every finished trial in its own folder, never served stale or corrupt.
+
+Each trial is written at once, atomically, into ``<store>/<run_id>/`` (``runs.parquet`` with
+its one row, ``metrics.parquet``, and when kept ``timeseries.parquet`` and ``model.xml``).
+``run_id`` is a hash of the trial's resolved config and seed
+(:func:`quadarm.runner.trials.trial_id`), so any later job that contains the same trial finds it
+there and does not compute it again (``runner.resume``, default on). ``runs.parquet`` is written
+last: a folder without it (a process killed mid-trial) is incomplete and is recomputed. Trials
+that ended ``ok`` or ``diverged`` count as finished; an ``error`` is retried.
+
+Two guards decide whether a stored trial may be served (:func:`finished`):
+
+- **Fingerprint.** Every part carries :func:`fingerprint` in its Parquet metadata: quadarm's
+  version, a hash of the source files that determine a trial's numbers and MuJoCo's version. A
+  trial stored by other code is deleted and recomputed, never served. (The numba kernels and the
+  pure-Python loop, and the batched and one-trial engines, give identical numbers, so which of
+  them ran is not part of it.)
+- **Readability.** A part that cannot be read (truncated, not Parquet, missing) is reported in
+  one line on stderr, its folder moved into ``<store>/quarantine/`` and the trial recomputed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+import sys
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import mujoco
+import pandas as pd
+import pyarrow.parquet as pq
+import yaml
+from omegaconf._utils import get_omega_conf_dumper
+
+import quadarm
+from quadarm.config import Config, flatten
+from quadarm.results import io
+from quadarm.runner.episode import run_episode
+from quadarm.runner.lifecycle import Episode
+from quadarm.runner.trials import Trial
+
+DONE = ("ok", "diverged")  # statuses a resumed study does not recompute
+FINGERPRINT_KEY = "quadarm.fingerprint"
+QUARANTINE = "quarantine"  # folder of the store that receives unreadable trials
+# Subpackages whose code does not change a trial's numbers (tables, figures from Parquet).
+UNFINGERPRINTED = ("analysis", "results")
+
+
+@cache
+def fingerprint() -> str:
+    """A hash of everything besides the config that determines a trial's numbers: quadarm's
+    version, the source of every subpackage of quadarm but ``analysis`` and ``results`` (the
+    top-level modules are entry points), and MuJoCo's version."""
+    root = Path(quadarm.__file__).resolve().parent
+    h = hashlib.sha256(f"quadarm {quadarm.__version__}; mujoco {mujoco.__version__}".encode())
+    for path in sorted(root.glob("*/**/*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in UNFINGERPRINTED:
+            continue
+        h.update(str(rel).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def config_yaml(cfg: Config) -> str:
+    """The resolved config as YAML, as ``OmegaConf.to_yaml`` writes it (built from
+    ``dataclasses.asdict``: much cheaper than a structured OmegaConf node)."""
+    return yaml.dump(dataclasses.asdict(cfg), Dumper=get_omega_conf_dumper(),
+                     default_flow_style=False, allow_unicode=True, sort_keys=False)
+
+
+def timeseries_frame(ep: Episode, run_id: str, every: int) -> pd.DataFrame:
+    """The logged signals of one episode, every ``every``-th sample, as a flat frame."""
+    log, plan, model = ep.log, ep.plan, ep.built.model
+    rows = slice(None, None, every)
+    n = len(log.t)
+    data: dict[str, Any] = {"run_id": run_id, "t": log.t[rows]}
+    for i, axis in enumerate("xyz"):
+        data[axis] = log.qpos[rows, i]
+    for i, axis in enumerate("xyz"):
+        data[f"{axis}_ref"] = plan.ref.p[:n][rows, i]
+    for i, c in enumerate(("qw", "qx", "qy", "qz")):
+        data[c] = log.qpos[rows, 3 + i]
+    for i, c in enumerate(("vx", "vy", "vz", "wx", "wy", "wz")):
+        data[c] = log.qvel[rows, i]
+    for i, axis in enumerate("xyz"):
+        data[f"tip_{axis}"] = log.tip[rows, i]
+    for j, a in enumerate(log.rotor_ids):
+        data[f"rotor{j}_n"] = log.ctrl[rows, a]
+    for i, a in enumerate(log.tendon_ids):
+        data[f"tension_{'abc'[i]}_n"] = log.ctrl[rows, a]
+    data["err_cm"] = (((plan.ref.p[:n] - log.position) ** 2).sum(axis=1) ** 0.5)[rows] * 100
+    data["tilt_deg"] = log.tilt_deg()[rows]
+    data["tip_lateral_cm"] = log.tip_lateral()[rows] * 100
+    # Arm joint angles (rad) and velocities complete the state for replay and rendering.
+    for j in range(1, model.njnt):
+        name = model.joint(j).name
+        data[name] = log.qpos[rows, model.jnt_qposadr[j]]
+        data[f"{name}_vel"] = log.qvel[rows, model.jnt_dofadr[j]]
+    return pd.DataFrame(data)
+
+
+def run_row(trial: Trial, ep: Episode | None, status: str, message: str, wall_s: float,
+            steps: int) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "run_id": trial.run_id,
+        "scenario": trial.cfg.scenario.kind if trial.cfg else "",
+        "status": status,
+        "message": message,
+        "seed": trial.seed,
+        "wall_s": wall_s,
+        "steps": steps,
+        "trial": trial.index,
+    }
+    if trial.cfg is not None:
+        row.update({k: v for k, v in flatten(trial.cfg).items()
+                    if not k.startswith("runner.")})
+    else:
+        # A trial without a valid config (a draw outside its key's range): keep the values
+        # that made it, so the failure can be traced to them.
+        row.update({k: json.dumps(v) if isinstance(v, list | tuple) else v
+                    for k, v in trial.overrides.items() if not k.startswith("__") and k != "seed"})
+    return row
+
+
+def metrics_frame(run_id: str, values: list[tuple[str, str, float]]) -> pd.DataFrame:
+    """One trial's tidy metrics with fixed dtypes (strings, float64) even when empty, so that a
+    failed trial's empty part does not turn the job's ``value`` column into objects."""
+    frame = pd.DataFrame(values, columns=["phase", "metric", "value"])
+    frame.insert(0, "run_id", run_id)
+    return frame.astype({"run_id": "str", "phase": "str", "metric": "str", "value": "float64"})
+
+
+def part_dir(store: Path, run_id: str) -> Path:
+    """The folder of one trial in the store."""
+    return Path(store) / run_id
+
+
+def record(trial: Trial, ep: Episode | None, store: Path, keep_timeseries: bool,
+           meta: dict[str, str]) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Write one trial's parts into the store (``ep`` None: the trial never ran, e.g. a
+    Monte-Carlo draw outside its key's range). Returns its runs row and metrics frame.
+
+    Anything that fails while turning the episode into tables is recorded as ``error`` too: one
+    trial never stops the others. The batched engine calls this for each of its trials.
+    """
+    part = part_dir(store, trial.run_id)
+    trial_meta = dict(meta)
+    if trial.cfg is not None:
+        trial_meta["quadarm.config"] = config_yaml(trial.cfg)
+    try:
+        if ep is None:
+            row = run_row(trial, None, "error", trial.overrides.get("__error__", ""), 0.0, 0)
+        else:
+            row = run_row(trial, ep, ep.status, ep.message, ep.wall_s, ep.steps)
+        metrics = metrics_frame(trial.run_id, ep.metrics if ep else [])
+        if ep is not None and ep.built is not None:
+            io.write_text(part / io.MODEL_XML, ep.built.xml())
+        if keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t):
+            io.write_table(part / io.TIMESERIES, timeseries_frame(
+                ep, trial.run_id, trial.cfg.sim.log_every), trial_meta)
+    except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
+        row = run_row(trial, None, "error", f"{type(err).__name__} while recording: {err}",
+                      ep.wall_s if ep else 0.0, ep.steps if ep else 0)
+        metrics = metrics_frame(trial.run_id, [])
+    io.write_table(part / io.METRICS, metrics, trial_meta)
+    # The runs row goes last: its presence marks the trial as complete.
+    io.write_table(part / io.RUNS, pd.DataFrame([row]), trial_meta)
+    return row, metrics
+
+
+def run_trial(trial: Trial, keep_timeseries: bool, store: Path, meta: dict[str, str]
+              ) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Run one trial and write its parts into ``store``; returns its runs row and metrics
+    frame. Runs in the worker process (loky, Dask), so the parts are written there."""
+    ep = run_episode(trial.cfg) if trial.cfg is not None else None
+    return record(trial, ep, store, keep_timeseries, meta)
+
+
+def quarantine(store: Path, run_id: str, reason: str) -> Path:
+    """Move the unreadable trial ``run_id`` into ``<store>/quarantine/`` (kept for
+    inspection) and say so in one line on stderr; returns where it went."""
+    part = part_dir(store, run_id)
+    target = Path(store) / QUARANTINE / f"{run_id}-{time.strftime('%Y%m%dT%H%M%S')}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(part), str(target))
+    print(f"quadarm: warning: stored trial {run_id} is unreadable ({reason}); moved to "
+          f"{target} and recomputed", file=sys.stderr)
+    return target
+
+
+def finished(store: Path, run_id: str, keep_timeseries: bool) -> bool:
+    """Whether the store holds a finished (``ok`` or ``diverged``) copy of the trial, computed
+    by this code (same :func:`fingerprint`), readable, with its time series when this job
+    keeps them. An unreadable copy is quarantined, a stale one deleted."""
+    part = part_dir(store, run_id)
+    if not (part / io.RUNS).exists():
+        return False  # never run, or killed before its runs row: recompute
+    needed = [io.RUNS, io.METRICS] + ([io.TIMESERIES] if keep_timeseries else [])
+    try:
+        status = pd.read_parquet(part / io.RUNS, columns=["status"])["status"].iloc[0]
+        stamps = {name: (pq.read_metadata(part / name).metadata or {}).get(
+            FINGERPRINT_KEY.encode(), b"").decode()
+            for name in needed if name != io.TIMESERIES or status in DONE}
+    except FileNotFoundError as err:
+        if Path(err.filename or "").name == io.TIMESERIES:
+            return False  # not kept by the job that stored it: recompute with it
+        quarantine(store, run_id, f"{type(err).__name__}: {err}")
+        return False
+    except Exception as err:  # noqa: BLE001 - any unreadable part: pyarrow, OS, decoding
+        first = (str(err).splitlines() or [""])[0]
+        quarantine(store, run_id, f"{type(err).__name__}: {first}")
+        return False
+    if any(stamp != fingerprint() for stamp in stamps.values()):
+        shutil.rmtree(part, ignore_errors=True)  # computed by other code: never served
+        return False
+    return status in DONE
+
