@@ -44,7 +44,7 @@ def reported(cfg: Config) -> dict[str, list[str]]:
     import numpy as np
 
     from quadarm import scenarios
-    from quadarm.runner.episode import build_model
+    from quadarm.runner.lifecycle import build_model
     from quadarm.scenarios.common import Log
 
     built = build_model(cfg)

@@ -47,14 +47,11 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from quadarm import scenarios
 from quadarm.config import Config, ConfigError
 from quadarm.model import BuiltModel
 from quadarm.scenarios.common import Plan
 
 CM2 = 1e4  # (cm / m)^2
-UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
-            mujoco.mjtWarning.mjWARN_BADQVEL)
 
 
 def compose(overrides: Sequence[str]) -> Config:
@@ -131,12 +128,14 @@ class Task:
 
 
 def make_task(cfg: Config) -> Task:
-    """Build the model, the scenario's plan and the controller's parameters for ``cfg``."""
-    from quadarm.runner.episode import build_model, make_controller
+    """Build the model, the scenario's plan (the runner's :func:`~quadarm.runner.lifecycle.
+    prepare`) and the controller's parameters for ``cfg``."""
+    from quadarm.runner.lifecycle import Episode, make_controller, prepare
 
-    built = build_model(cfg)
-    module = scenarios.get(cfg.scenario.kind)
-    plan = module.plan(cfg, built)
+    prepared = prepare(cfg)
+    if isinstance(prepared, Episode):
+        raise RuntimeError(f"cannot prepare the episode: {prepared.message}")
+    built, plan, module = prepared.built, prepared.plan, prepared.module
     ctl = make_controller(cfg, built)
     m = built.model
     act = np.concatenate([built.rotor_actuators, built.tendon_actuators]).astype(np.int64)
@@ -210,20 +209,6 @@ def penalty(k: int, n: int, max_distance: float) -> float:
     """Reward of a step from sample k that ends the episode by divergence: the error
     ``max_distance`` at each of the samples k + 1..n that will not be flown."""
     return -((max_distance * max_distance) * CM2) * ((n - k) / (n + 1))
-
-
-def diverged(warnings: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, start: np.ndarray,
-             max_distance: float) -> str:
-    """Why the state is unusable ('' when it is fine): ``warnings`` (3,) counts of MuJoCo's
-    instability warnings, qpos (nq,), qvel (nv,), start (3,) m. The rules of the runner."""
-    for w, count in zip(UNSTABLE, warnings, strict=True):
-        if count > 0:
-            return f"MuJoCo warning {mujoco.mjtWarning(w).name}"
-    if not (np.isfinite(qpos).all() and np.isfinite(qvel).all()):
-        return "non-finite state"
-    if np.abs(qpos[:3] - start).max() > max_distance:
-        return f"left the {max_distance:g} m box around the start"
-    return ""
 
 
 def metrics_dict(values: list[tuple[str, str, float]]) -> dict[str, dict[str, float]]:

@@ -25,7 +25,13 @@ import numpy as np
 from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law
 from quadarm.envs import core
-from quadarm.runner.episode import apply_pulses
+from quadarm.runner.lifecycle import (
+    UNSTABLE,
+    apply_pulses,
+    divergence,
+    reset,
+    warning_counts,
+)
 from quadarm.scenarios.common import Log
 
 
@@ -76,7 +82,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         d = self.data = mujoco.MjData(m)
         self._qpos, self._qvel, self._ctrl = d.qpos, d.qvel, d.ctrl
         self._xfrc, self._site_xpos = d.xfrc_applied, d.site_xpos
-        self._warnings = [d.warning[int(w)] for w in core.UNSTABLE]
+        self._warnings = [d.warning[int(w)] for w in UNSTABLE]
         ids = task.act_ids
         contiguous = np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
         self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
@@ -110,10 +116,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         if self.randomizer is not None:
             cfg, self.drawn = self.randomizer.draw(self.np_random)
             self._load(core.make_task(cfg))
-        m, d = self.model, self.data
-        mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
-        d.qpos[:3] = self.task.start
-        mujoco.mj_forward(m, d)
+        reset(self.model, self.data, self.task.start)
         self._k = 0
         self._integ = [0.0, 0.0, 0.0]
         self._pos = self._qpos[:3].tolist()
@@ -164,8 +167,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         reason = ""
         if (not math.isfinite(obs.sum()) or self._warnings[0].number or self._warnings[1].number
                 or self._warnings[2].number or self._away()):
-            reason = core.diverged(np.array([w.number for w in self._warnings]), self._qpos,
-                                   self._qvel, task.start, task.max_distance)
+            reason = divergence(warning_counts(self.data), self._qpos[None], self._qvel[None],
+                                task.start[None], np.array([task.max_distance]))[0]
         if reason:
             self._k = -1
             obs = np.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)

@@ -34,7 +34,7 @@ from gymnasium.vector.utils import batch_space
 from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law_batch
 from quadarm.envs import core
-from quadarm.runner.episode import apply_pulses
+from quadarm.runner.lifecycle import UNSTABLE, apply_pulses, divergence
 from quadarm.scenarios.common import Log
 
 MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
@@ -81,7 +81,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         task = core.make_task(self.cfg)
         self.tasks = [task] * self.num_envs
         self.drawn: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        from quadarm.runner.batch import threads
+        from quadarm.runner.engine import threads
 
         model = task.built.model
         self.batch = mujoco.batch.Batch(model, self.num_envs,
@@ -260,15 +260,16 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             o = obs[stepping]
             rewards[stepping] = core.reward(o, self._n[stepping]) if not self._shared else \
                 core.reward(o, int(self._n[0]))
-            warn = b.warning[stepping][:, [int(w) for w in core.UNSTABLE], 1]
+            warn = b.warning[stepping][:, [int(w) for w in UNSTABLE], 1]
             with np.errstate(invalid="ignore"):
                 bad = (warn > 0).any(axis=1) | ~np.isfinite(o).all(axis=1)
                 bad |= ~(np.abs(qpos[stepping, :3] - self._start[stepping])
                          <= self._md[stepping, None]).all(axis=1)
-            for i in stepping[bad]:
+            flagged = stepping[bad]
+            reasons = divergence(warn[bad], qpos[flagged], qvel[flagged], self._start[flagged],
+                                 self._md[flagged]) if len(flagged) else []
+            for i, reason in zip(flagged, reasons, strict=True):
                 t = self.tasks[i]
-                reason = core.diverged(warn[np.searchsorted(stepping, i)], qpos[i], qvel[i],
-                                       t.start, t.max_distance)
                 terminated[i] = True
                 rewards[i] = core.penalty(int(self._k[i]) - 1, t.n, t.max_distance)
                 obs[i] = np.nan_to_num(obs[i], nan=0.0, posinf=0.0, neginf=0.0)
