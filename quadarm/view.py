@@ -142,6 +142,17 @@ def draw(scn: mujoco.MjvScene, ref: np.ndarray, trace: np.ndarray) -> None:
         _polyline(scn, _decimate(trace, PATH_POINTS), TIP_RGBA, 3.0)
 
 
+def follow(v: object, model: mujoco.MjModel) -> None:
+    """Point the viewer's camera at the vehicle and keep it there (the user can still orbit
+    and zoom)."""
+    from quadarm.model import names
+
+    cam = v.cam  # type: ignore[attr-defined]
+    cam.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+    cam.trackbodyid = model.body(names.QUAD_BODY).id
+    cam.distance, cam.azimuth, cam.elevation = 2.2, 135.0, -15.0
+
+
 def view_replay(replay: object, clock: Clock, trace_s: float) -> None:
     """Replay in the viewer until its window closes (loops at the end)."""
     import mujoco.viewer
@@ -150,6 +161,7 @@ def view_replay(replay: object, clock: Clock, trace_s: float) -> None:
     m, d = replay.model, replay.data  # type: ignore[attr-defined]
     t0, t1 = float(track.t[0]), float(track.t[-1])
     with mujoco.viewer.launch_passive(m, d, key_callback=clock.key) as v:
+        follow(v, m)
         while v.is_running():
             if clock.restart:
                 clock.reset()
@@ -175,6 +187,7 @@ def view_live(env: object, clock: Clock, trace_s: float) -> None:
     site = task.built.tip_site
     with mujoco.viewer.launch_passive(env.model, env.data,  # type: ignore[attr-defined]
                                       key_callback=clock.key) as v:
+        follow(v, env.model)  # type: ignore[attr-defined]
         while v.is_running():
             target = clock.now()
             with v.lock():
