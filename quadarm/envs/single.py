@@ -87,6 +87,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         contiguous = np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
         self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
         self._shape = (ids.size,)
+        self._lo, self._half, self._n = task.lo.tolist(), task.half.tolist(), task.n
         self._nr = task.built.rotor_actuators.size
         ref = task.plan.ref
         self._ref_p, self._ref_v = ref.p, ref.v
@@ -127,13 +128,22 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         k = self._k
         if k < 0:
             raise RuntimeError("the episode has ended (or not started): call reset()")
-        a = core.checked_action(action, self._shape)
+        a = np.asarray(action, dtype=np.float64)
+        if a.shape != self._shape:
+            core.checked_action(a, self._shape)  # raises the shape error
+        # On floats (a few microseconds cheaper than numpy on 7 numbers), the same operations
+        # as the vector environment's: clip to [-1, 1], then lo + (a + 1) half.
+        u = []
+        for x, lo, half in zip(a.tolist(), self._lo, self._half, strict=True):
+            if x != x:
+                core.checked_action(a, self._shape)  # raises the NaN error
+            u.append(lo + (min(max(x, -1.0), 1.0) + 1.0) * half)
         task = self.task
-        n = task.n
+        n = self._n
         if k in task.pulse_steps:
             apply_pulses(self._xfrc, task.plan.pulses, k)
         ctrl = self._ctrl
-        ctrl[self._act] = task.lo + (a + 1.0) * task.half
+        ctrl[self._act] = u
         # The controller's position integral follows the flown states whatever the actions,
         # with the law's own operations, so that controller_action() is the law's output.
         x, y, z = self._pos
