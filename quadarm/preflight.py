@@ -60,8 +60,20 @@ def _split(args: list[str]) -> tuple[dict[str, str], bool, list[str]] | None:
 
 
 def jobs(overrides: list[str], multirun: bool) -> list[list[str]]:
-    """The override lists of the jobs Hydra would launch (the basic sweeper's expansion)."""
+    """The override lists of the jobs Hydra would launch (the basic sweeper's expansion).
+
+    An ``interval(a, b)`` sweep (a search dimension for an optimising sweeper such as Optuna's,
+    which the basic sweeper cannot expand) is checked at its two ends."""
+    from hydra.core.override_parser.types import ValueType
+
     parsed = OverridesParser.create().parse_overrides(overrides)
+    intervals = [o for o in parsed if o.value_type == ValueType.INTERVAL_SWEEP]
+    if multirun and intervals:
+        ends = {o.input_line: (f"{o.get_key_element()}={o.value().start}",
+                               f"{o.get_key_element()}={o.value().end}") for o in intervals}
+        rest = [a for a in overrides if a not in ends]
+        return [job for pick in (0, 1) for job in jobs([*rest, *(e[pick] for e in
+                                                                 ends.values())], multirun)]
     if not multirun or not any(o.is_sweep_override() for o in parsed):
         return [overrides]
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper

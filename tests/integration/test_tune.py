@@ -95,6 +95,8 @@ def test_diverging_trials_score_the_penalty(tmp_path: Path) -> None:
     ("hydra.sweeper.params=null", "hydra.sweeper.params={}: empty search space"),
     ("tune.metric2=tilt_max_deg", "hydra.sweeper.direction=minimize: needs one direction per "
                                   "objective (2"),
+    # A search dimension given on the command line is checked at both ends.
+    ("gains.kr.0=interval(-1,5)", "gains.kr[0]=-1: must be a finite number >= 0"),
 ])
 def test_bad_tuning_input_is_one_line_exit_2(tmp_path: Path, bad: str, message: str) -> None:
     sweep = tmp_path / "sweep"
