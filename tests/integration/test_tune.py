@@ -106,3 +106,18 @@ def test_bad_tuning_input_is_one_line_exit_2(tmp_path: Path, bad: str, message: 
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"quadarm: error: {message}")
     assert not sweep.exists() and not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.slow
+def test_two_objectives_give_the_pareto_front(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    done = _quadarm(["-m", "+experiment=tune_gains_pareto", "hydra.launcher.n_jobs=2",
+                     "runner.progress=false", "hydra.sweeper.n_trials=4",
+                     f"hydra.sweep.dir={sweep}", *SHORT], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    front = yaml.safe_load((sweep / "optimization_results.yaml").read_text())["solutions"]
+    table = pd.read_csv(sweep / tune_analysis.TRIALS_CSV)
+    values = table[["objective", "objective2"]].to_numpy(float)
+    ours = {tuple(v) for v in values[tune_analysis.pareto_front(values)]}
+    assert {tuple(s["values"]) for s in front} == ours
+    assert (sweep / tune_analysis.PARETO_PNG).stat().st_size > 0
