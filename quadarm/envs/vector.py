@@ -1,5 +1,4 @@
-"""The batched ``quadarm/QuadArm-v0``: N environments stepped together in one
-``mujoco.batch.Batch``.
+"""The batched ``quadarm/QuadArm-v0``: N environments stepped together on ``mujoco.batch.Batch``.
 
 ``gymnasium.make_vec("quadarm/QuadArm-v0", num_envs=N, vectorization_mode="vector_entry_point")``
 builds it. Environment i behaves exactly like a :class:`~quadarm.envs.single.QuadArmEnv` given
@@ -34,6 +33,7 @@ from gymnasium.vector.utils import batch_space
 from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law_batch
 from quadarm.envs import core
+from quadarm.envs.batches import Batches
 from quadarm.runner.lifecycle import UNSTABLE, apply_pulses, divergence
 from quadarm.scenarios.common import Log
 
@@ -41,8 +41,9 @@ MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 
 
 class QuadArmVectorEnv(gym.vector.VectorEnv):
-    """``num_envs`` copies of :class:`~quadarm.envs.single.QuadArmEnv` on one
-    ``mujoco.batch.Batch`` stepped on ``nthread`` threads (0: one per core).
+    """``num_envs`` copies of :class:`~quadarm.envs.single.QuadArmEnv` on ``mujoco.batch.Batch``,
+    dealt to ``nthread`` single-threaded batches stepped in parallel (0: one per core; see
+    :mod:`quadarm.envs.batches`).
 
     The other arguments are the single environment's (``overrides``, ``config``,
     ``randomize``, ``record``). ``record`` keeps every environment's log (memory: about
@@ -84,11 +85,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         from quadarm.runner.engine import threads
 
         model = task.built.model
-        self.batch = mujoco.batch.Batch(model, self.num_envs,
-                                        nthread=min(threads(nthread), self.num_envs))
-        b = self.batch
-        self._qpos, self._qvel, self._ctrl = b.bind("qpos"), b.bind("qvel"), b.bind("ctrl")
-        self._xfrc, self._site_xpos = b.bind("xfrc_applied"), b.bind("site_xpos")
+        self.sims = Batches(model, self.num_envs, threads(nthread))
+        self._refresh()
         na = task.act_ids.size
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=np.float64)
         self.single_observation_space = core.observation_space(core.obs_dim(model))
@@ -148,6 +146,12 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 self._logs = (np.empty((n_env, rows, m.nq)), np.empty((n_env, rows, m.nv)),
                               np.empty((n_env, rows, 3)), np.zeros((n_env, rows, m.nu)))
 
+    def _refresh(self) -> None:
+        """Read the simulations' state after a call that changed it."""
+        sims = self.sims
+        self._qpos, self._qvel = sims.gather("qpos"), sims.gather("qvel")
+        self._site_xpos = sims.gather("site_xpos")
+
     def _ix(self, ks: np.ndarray, ids: Any = slice(None)) -> Any:
         """Index of samples ``ks`` of environments ``ids`` into the per-sample arrays."""
         return ks if self._shared else (self._all[ids], ks)
@@ -191,13 +195,14 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 cfg, self.drawn[i] = self.randomizer.draw(self._rngs[i])
                 tasks[i] = core.make_task(cfg)
             self.tasks = tasks
-            self.batch.set_models([t.built.model for t in tasks])
+            self.sims.set_models([t.built.model for t in tasks])
             self._arrays()
-        b = self.batch
-        b.reset(ids, keyframe=[self.tasks[i].built.model.key(0).id for i in ids],
-                stage=mujoco.mjtStage.mjSTAGE_NONE)
-        self._qpos[ids, :3] = self._start[ids]
-        b.forward(ids)
+        # As quadarm.runner.lifecycle.reset: keyframe, start position, then mj_forward.
+        sims = self.sims
+        sims.reset(ids, [self.tasks[i].built.model.key(0).id for i in ids])
+        sims.write("qpos", ids, slice(0, 3), self._start[ids])
+        sims.forward(ids)
+        self._refresh()
         self._k[ids] = 0
         self._ended[ids] = False
         self._integ[ids] = 0.0
@@ -222,13 +227,14 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         ks = self._k
         sel = slice(None) if live is None else act
         kx = ks[sel]
-        qpos, qvel, ctrl = self._qpos, self._qvel, self._ctrl
+        qpos, qvel, sims = self._qpos, self._qvel, self.sims
         if self._pulsed:
             for i in act:
                 t = self.tasks[i]
                 if int(ks[i]) in t.pulse_steps:
-                    apply_pulses(self._xfrc[i], t.plan.pulses, int(ks[i]))
-        ctrl[sel, self._act] = self._lo[sel] + (a[sel] + 1.0) * self._half[sel]
+                    apply_pulses(sims.row("xfrc_applied", int(i)), t.plan.pulses, int(ks[i]))
+        sims.write("ctrl", None if live is None else act, self._act,
+                   self._lo[sel] + (a[sel] + 1.0) * self._half[sel])
         # The controller's position integral, with the law's operations (see QuadArmEnv.step).
         p = self._P[self._ix(kx, sel)]
         dt, lim = self._dt[sel, None], self._lim[sel, None]
@@ -239,16 +245,17 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             rows = (self._all[sel], kx)
             qpos_log[rows] = qpos[sel]
             qvel_log[rows] = qvel[sel]
-            ctrl_log[rows] = ctrl[sel]
+            ctrl_log[rows] = sims.gather("ctrl")[sel]
         final = kx == self._n[sel]
         done_ids = self._all[sel][final]
         stepping = self._all[sel][~final]
-        b = self.batch
         if len(done_ids):
             # The last sample: kinematics only, as the single environment's mj_kinematics.
-            b.forward(done_ids, stage=mujoco.mjtStage.mjSTAGE_POS)
+            sims.forward(done_ids, stage=mujoco.mjtStage.mjSTAGE_POS)
         if len(stepping):
-            b.step(None if len(stepping) == self.num_envs else stepping)
+            sims.step(None if len(stepping) == self.num_envs else stepping)
+        self._refresh()
+        qpos, qvel = self._qpos, self._qvel
         if self.record:
             tip_log[rows] = self._site_xpos[sel, self._tip]
         self._k[stepping] += 1
@@ -260,7 +267,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             o = obs[stepping]
             rewards[stepping] = core.reward(o, self._n[stepping]) if not self._shared else \
                 core.reward(o, int(self._n[0]))
-            warn = b.warning[stepping][:, [int(w) for w in UNSTABLE], 1]
+            warn = sims.warnings(stepping, [int(w) for w in UNSTABLE])
             with np.errstate(invalid="ignore"):
                 bad = (warn > 0).any(axis=1) | ~np.isfinite(o).all(axis=1)
                 bad |= ~(np.abs(qpos[stepping, :3] - self._start[stepping])
@@ -273,7 +280,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 terminated[i] = True
                 rewards[i] = core.penalty(int(self._k[i]) - 1, t.n, t.max_distance)
                 obs[i] = np.nan_to_num(obs[i], nan=0.0, posinf=0.0, neginf=0.0)
-                msg = f"diverged at t={float(b.time[i]):.3f} s: {reason}"
+                msg = f"diverged at t={sims.time(int(i)):.3f} s: {reason}"
                 infos = self._add_info(infos, self._final(int(i), int(self._k[i]), msg), int(i))
         for i in done_ids:
             truncated[i] = True
@@ -330,4 +337,4 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         return np.concatenate([rotors, self._TA[ix]], axis=1)
 
     def close_extras(self, **kwargs: Any) -> None:
-        self.batch = None  # type: ignore[assignment]
+        self.sims.close()

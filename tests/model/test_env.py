@@ -201,3 +201,22 @@ def test_vector_env_refuses_bad_num_envs():
         with pytest.raises(ValueError, match="num_envs"):
             gym.make_vec(ENV_ID, num_envs=bad, vectorization_mode="vector_entry_point",
                          overrides=HOVER)
+
+
+def test_vector_env_terminates_like_single_envs():
+    overrides = [*HOVER, "sim.max_distance=0.02"]
+    venv = gym.make_vec(ENV_ID, num_envs=3, vectorization_mode="vector_entry_point",
+                        overrides=overrides, nthread=2)
+    single = QuadArmEnv(overrides=overrides)
+    venv.reset(seed=0)
+    single.reset(seed=0)
+    for _ in range(60):
+        actions = venv.unwrapped.controller_action()
+        actions[2] = 1.0  # environment 2 climbs out of its box at full thrust
+        obs, rew, term, trunc, info = venv.step(actions)
+        o, r, te, tr, inf = single.step(actions[2])
+        assert np.array_equal(obs[2], o) and rew[2] == r and term[2] == te
+        if te:
+            break
+    assert te and not term[:2].any()
+    assert info["message"][2] == inf["message"] and info["status"][2] == "diverged"
