@@ -9,8 +9,8 @@ RESUME ?= false
 export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
-.PHONY: help install test lint mission table2 table3 workspace disturbance drift \
-	monte-carlo tune paper readme bench clean
+.PHONY: help install test test-fast lint mission table2 table3 workspace disturbance drift \
+	monte-carlo motor-lag downwash wind tune paper readme bench clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -20,11 +20,15 @@ install: ## create .venv (if missing) and install quadarm with its dev tools int
 	test -x .venv/bin/python || python3 -m venv .venv
 	.venv/bin/python -m pip install -e '.[dev]'
 
-test: ## run the test suite (the CI command)
+test: ## run the whole test suite (the CI command)
 	$(PYTHON) -m pytest -q
 
-lint: ## ruff
+test-fast: ## the tests not marked slow (under a minute on 2 cores)
+	$(PYTHON) -m pytest -q -m "not slow"
+
+lint: ## ruff on everything, mypy on quadarm/
 	$(PYTHON) -m ruff check .
+	$(PYTHON) -m mypy
 
 mission: ## fly the 36 s mission once -> outputs/mission
 	bash experiments/mission.sh
@@ -46,6 +50,15 @@ drift: ## held-bend drift table and plot -> outputs/drift
 
 monte-carlo: ## Monte-Carlo disturbance study, 32 trials -> outputs/monte_carlo
 	bash experiments/monte_carlo.sh
+
+motor-lag: ## beyond the paper: mission vs motor time constant, two gain sets -> outputs/motor_lag
+	bash experiments/motor_lag.sh
+
+downwash: ## beyond the paper: workspace and mission without/with rotor downwash -> outputs/downwash
+	bash experiments/downwash.sh
+
+wind: ## beyond the paper: steady wind 0-8 m/s, 32 seeds of gusty hover -> outputs/wind
+	bash experiments/wind.sh
 
 tune: ## Optuna search of the gains, 100 missions -> outputs/tune_gains (gains/tuned.yaml)
 	bash experiments/tune_gains.sh

@@ -14,6 +14,8 @@ medians:
 - ``batch``: the batched engine (:mod:`quadarm.runner.batch`) on ``--nsim`` trials of the
   bending-workspace sweep, on 1 and 2 threads, per simulated step, and the bare single-thread
   replay of the same trials for comparison;
+- ``air``: the mission with motor lag, gusts and downwash on (``AIR``), closed loop against a
+  bare replay of the same model;
 - MuJoCo's own timers for the bare step (``mjTIMER_*``), the real-time factors and the ratios the
   performance targets are stated in: closed / bare <= 1.2 and batch (2 threads) >= 1.8 x bare;
 - ``env``: the Gymnasium environment (:mod:`quadarm.envs`, when gymnasium is installed):
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +50,8 @@ from mujoco import rollout
 
 from quadarm.config import load
 from quadarm.runner import batch, episode, lifecycle
-from quadarm.runner.lifecycle import Prepared
+from quadarm.runner.lifecycle import Outcome, Prepared
+from quadarm.scenarios.common import Log
 
 PRESETS = {"implicitfast": "default", "fast": "fast"}  # label -> sim config option
 TIMERS = ("mjTIMER_STEP", "mjTIMER_FORWARD", "mjTIMER_POSITION", "mjTIMER_VELOCITY",
@@ -98,6 +102,13 @@ def bare_rollout(m: mujoco.MjModel, plan: Any, ctrl: np.ndarray) -> float:
     return time.perf_counter() - t0
 
 
+def _log(outcome: Outcome) -> Log:
+    """The log of a flight the benchmark needs whole."""
+    if outcome.log is None or outcome.failure is not None or outcome.error:
+        raise RuntimeError(f"a benchmark flight failed: {outcome.failure or outcome.error}")
+    return outcome.log
+
+
 def _timed(fn: Callable[[], Any]) -> float:
     t0 = time.perf_counter()
     fn()
@@ -138,11 +149,11 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     # vehicle: in motion), nsim trials of different beta.
     wcfgs = [load([f"sim={PRESETS[label]}", "scenario=workspace",
                       f"scenario.beta_deg={360.0 * i / nsim:.6g}"]) for i in range(nsim)]
-    preps = [lifecycle.prepare(c) for c in wcfgs]
-    if not all(isinstance(p, Prepared) for p in preps):
+    preps = [p for p in map(lifecycle.prepare, wcfgs) if isinstance(p, Prepared)]
+    if len(preps) < len(wcfgs):
         raise RuntimeError("a workspace trial of the batch benchmark failed to build")
     batch.fly_batch(preps[:2], 1)  # warm-up
-    serial_ctrl = [episode.fly(p).log.ctrl[:p.plan.steps].copy() for p in preps]
+    serial_ctrl = [_log(episode.fly(p)).ctrl[:p.plan.steps].copy() for p in preps]
     batch_steps = sum(p.plan.steps for p in preps)
 
     samples: dict[str, list[float]] = {k: [] for k in ("bare", "bare_c", "closed",
@@ -164,10 +175,10 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
                                                                              strict=True))
         samples["batch_bare"].append(wall / batch_steps * 1e6)
         for t in threads:
-            wall = _timed(lambda t=t: batch.fly_batch(preps, t))
+            wall = _timed(partial(batch.fly_batch, preps, t))
             samples[f"batch_{t}"].append(wall / batch_steps * 1e6)
             if t > 1:
-                wall = _timed(lambda t=t: batch.fly_batch(preps, t, split=False))
+                wall = _timed(partial(batch.fly_batch, preps, t, split=False))
                 samples.setdefault(f"batch_{t}_pool", []).append(wall / batch_steps * 1e6)
         print(f"  {label}: repeat {r + 1}/{repeat} done", file=sys.stderr)
 
@@ -212,6 +223,8 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the nominal mission failed: {prep.message}")
     flown = episode.fly(prep)
+    if flown.log is None:
+        raise RuntimeError(f"the nominal mission failed: {flown.error}")
     n = prep.plan.steps
     ctrl = flown.log.ctrl[:n].copy()
     env = QuadArmEnv(config=cfg)
@@ -237,6 +250,8 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
         recorded.append(venv.controller_action())
         venv.step(recorded[-1])
     wprep = lifecycle.prepare(wcfg)
+    if not isinstance(wprep, Prepared):
+        raise RuntimeError(f"the workspace trial failed: {wprep.message}")
     preps = [wprep] * nenv
     batch.fly_batch(preps[:2], 1)  # warm-up
 
@@ -261,6 +276,32 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
             "vector_scenario": f"workspace, {duration:g} s ({steps} steps)",
             "ratio_env_over_bare": med["env_single"] / med["bare"],
             "ratio_vector_over_engine_steps_per_s": med["engine"] / med["env_vector"]}
+
+
+# All three switches of issue 9 on: motor lag, Dryden gusts on a steady wind, rotor downwash.
+AIR = ("airframe.motor_tau=0.025", "aero=gusty", "aero.downwash=true")
+
+
+def measure_air(label: str, repeat: int) -> dict[str, Any]:
+    """The closed-loop mission with motor lag, gusts and downwash on (``AIR``) against a bare
+    ``mj_step`` loop of the same model (lagged rotors, steady wind) replaying its commands:
+    the air terms' cost inside the loop. Medians of ``repeat`` (us per step)."""
+    cfg = load([f"sim={PRESETS[label]}", *AIR])
+    prep = lifecycle.prepare(cfg)
+    if not isinstance(prep, Prepared):
+        raise RuntimeError(f"the mission with {' '.join(AIR)} failed: {prep.message}")
+    n = prep.plan.steps
+    flown = episode.fly(prep)  # warm-up
+    if flown.failure is not None or flown.log is None:
+        raise RuntimeError(f"the mission with {' '.join(AIR)} diverged: {flown.failure}")
+    ctrl = flown.log.ctrl[:n].copy()
+    samples: dict[str, list[float]] = {"bare": [], "closed": []}
+    for _ in range(repeat):
+        samples["bare"].append(bare_replay(prep.built.model, prep.plan, ctrl)[0] / n * 1e6)
+        samples["closed"].append(_timed(lambda: episode.fly(prep)) / n * 1e6)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {"overrides": list(AIR), "us_per_step": med, "samples_us": samples,
+            "ratio_closed_over_bare": med["closed"] / med["bare"]}
 
 
 def time_paper(jobs: int = 2) -> dict[str, Any]:
@@ -314,6 +355,10 @@ def table(results: dict[str, Any]) -> str:
         if key in first:
             lines.append(f"{text:42s}" + "".join(f"{results['presets'][lab][key]:16.2f}{'':13s}"
                                                  for lab in labels))
+    if "air" in first:
+        lines.append(f"{'with lag, gusts, downwash: closed / bare':42s}" + "".join(
+            f"{results['presets'][lab]['air']['ratio_closed_over_bare']:16.2f}{'':13s}"
+            for lab in labels) + f"  ({', '.join(first['air']['overrides'])})")
     lines.append("MuJoCo timers of the bare step (us): " + "; ".join(
         f"{lab}: " + ", ".join(f"{k} {v:.1f}" for k, v in
                                 results["presets"][lab]["mujoco_timers_us"].items()
@@ -345,13 +390,15 @@ def table(results: dict[str, Any]) -> str:
 
 
 def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfast", "fast"),
-        paper: bool = False, nenv: int = 64) -> dict[str, Any]:
+        paper: bool = False, air: bool = True, nenv: int = 64) -> dict[str, Any]:
     """Measure everything; returns the JSON-ready results (``nenv`` 0: skip the
     environments)."""
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     results: dict[str, Any] = {"presets": {}}
     for label in presets:
         results["presets"][label] = measure(label, repeat, nsim)
+        if air:
+            results["presets"][label]["air"] = measure_air(label, repeat)
         if nenv > 0:
             results["presets"][label]["envs"] = measure_envs(label, repeat, nenv)
     if paper:
@@ -393,11 +440,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="environments of the vector-env benchmark (0: skip the envs)")
     parser.add_argument("--paper", action="store_true",
                         help="also time python -m quadarm.reproduce")
+    parser.add_argument("--no-air", action="store_true",
+                        help="skip the mission with motor lag, gusts and downwash on")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.nsim < 2:
         parser.error("--repeat must be >= 1 and --nsim >= 2")
     results = run(args.repeat, args.nsim, tuple(args.preset or PRESETS), args.paper,
-                  args.nenv)
+                  not args.no_air, args.nenv)
     print(table(results))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, default=float))

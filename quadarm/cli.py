@@ -1,9 +1,11 @@
 """Command line: ``python -m quadarm [overrides]`` (Hydra).
 
 ``cli()`` first composes every job of the command (all points of a ``-m`` sweep) and validates
-it, so a bad key, value or group option stops the command with one line and exit code 2 before
-Hydra creates any output directory. ``main(cfg)`` is the Hydra task: it builds the typed config
-and hands it to :func:`quadarm.runner.study.run`, which tests call directly.
+it (:mod:`quadarm.preflight`), so a bad key, value or group option stops the command with one
+line and exit code 2 before Hydra creates any output directory; then it hands the same arguments
+to Hydra. ``main(cfg)`` is the Hydra task: it builds the typed config, hands it to
+:func:`quadarm.runner.study.run` (which tests call directly) and returns the job's exit code; a
+sweep's exit code comes from the tables it left (:func:`quadarm.results.callback.summarise`).
 
 Exit codes: 0 every trial ``ok``; 1 the command could not run (e.g. no Dask scheduler at
 ``runner.address``, or a worker process died); 2 invalid configuration, nothing written; 3 the
@@ -19,18 +21,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from quadarm.config import CONF_DIR, ConfigError, to_config
+from quadarm.config import CONF_DIR, DEFAULT_STORE, ConfigError, to_config
 from quadarm.preflight import preflight
 
 if TYPE_CHECKING:  # pandas is imported lazily: a refused config should exit fast
     import pandas as pd
 
-DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
 EXIT_ERROR = 1
 EXIT_BAD_CONFIG = 2
 EXIT_FAILED_TRIALS = 3
@@ -55,9 +55,12 @@ def status_line(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
-@hydra.main(version_base="1.3", config_path=CONF_DIR,
-            config_name="config")
-def main(cfg: DictConfig) -> float | list[float] | None:
+def main(cfg: DictConfig) -> int | float | list[float]:
+    """The Hydra task of one job: build the typed config, run the study, print its summary.
+    Returns the job's exit code (0, or EXIT_FAILED_TRIALS); a bad config exits 2. In a
+    multirun with ``tune.enabled`` it returns the job's objective instead, for an optimising
+    sweeper (:func:`quadarm.tune.job_objective`; the command's exit code comes from the sweep's
+    tables then)."""
     from quadarm.runner.backends import BackendError
     from quadarm.runner.study import StudyInterrupted, resolve_store, run
 
@@ -100,35 +103,111 @@ def main(cfg: DictConfig) -> float | list[float] | None:
     if result.failed:
         print(f"quadarm: {result.failed} of {len(result.runs)} trial(s) failed "
               f"({counts['diverged']} diverged, {counts['error']} error)", file=sys.stderr)
-        if not multirun:
-            raise SystemExit(EXIT_FAILED_TRIALS)
-    # The job's objective for an optimising sweeper (None unless tune.enabled).
-    from quadarm.tune import job_objective
+    if multirun and config.tune.enabled:
+        from quadarm.tune import job_objective
 
-    return job_objective(config, result.runs, result.metrics)
+        objective = job_objective(config, result.runs, result.metrics)
+        if objective is not None:
+            return objective
+    return EXIT_FAILED_TRIALS if result.failed else 0
+
+
+def sweep_exit(sweep_dir: str | None) -> int:
+    """The exit code of a finished multirun, from what it left in ``sweep_dir``: 3 when a trial
+    failed or a job left no tables, else 0 (0 too when the folder is unknown)."""
+    from quadarm.results.callback import summarise
+
+    if sweep_dir is None:
+        return 0
+    s = summarise(Path(sweep_dir))
+    return EXIT_FAILED_TRIALS if (s.failed or s.missing or s.jobs == 0) else 0
 
 
 def cli(argv: list[str] | None = None) -> None:
-    """Entry point of ``python -m quadarm`` and the ``quadarm`` script."""
-    from quadarm.results import callback
+    """Entry point of ``python -m quadarm`` and the ``quadarm`` script: validate every job of
+    the command (exit 2 and nothing written on a bad one), run it with Hydra, exit with the
+    command's status."""
+    from hydra._internal.utils import _run_hydra, get_args_parser
 
-    args = sys.argv[1:] if argv is None else argv
+    args = sys.argv[1:] if argv is None else list(argv)
+    if any(a in ("-h", "--help") for a in args):
+        print(help_text(args))
+        raise SystemExit(0)
     try:
-        preflight(args, CONF_DIR)
+        checked = preflight(args, CONF_DIR)
         from quadarm.tune import check as check_tune
 
         check_tune(args, CONF_DIR)
     except ConfigError as err:
         print(f"quadarm: error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_CONFIG) from None
-    sys.argv = [sys.argv[0], *args]
-    callback.LAST_SWEEP.clear()
+    if checked.multirun and checked.out_dir is not None:
+        # Pin the sweep folder preflight resolved, so that its tables can be found afterwards.
+        args = [*args, f"hydra.sweep.dir={checked.out_dir}"]
+    codes: list[int] = []
+
+    def task(cfg: DictConfig) -> int:
+        code = main(cfg)
+        assert isinstance(code, int)  # a single run returns its exit code, never an objective
+        codes.append(code)  # a single run's job runs in this process
+        return code
+
+    parser = get_args_parser()
     try:
-        main()
+        _run_hydra(args=parser.parse_args(args), args_parser=parser,
+                   task_function=main if checked.multirun else task, config_path=CONF_DIR,
+                   config_name="config")
     except KeyboardInterrupt:
         print("quadarm: interrupted; finished trials are kept in the trial store, rerun the "
               "same command to resume", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
-    sweep = callback.LAST_SWEEP
-    if sweep.get("failed") or sweep.get("missing"):
-        raise SystemExit(EXIT_FAILED_TRIALS)
+    raise SystemExit(sweep_exit(checked.out_dir) if checked.multirun else max(codes, default=0))
+
+
+def help_text(args: list[str]) -> str:
+    """``python -m quadarm --help``: usage, the config groups and their options (the shipped
+    ones and a ``--config-dir``'s), and the composed default config."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from omegaconf import OmegaConf
+
+    extra = []
+    for i, a in enumerate(args):
+        name, eq, value = a.partition("=")
+        if name in ("-cd", "--config-dir"):
+            given = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            extra.append(f"hydra.searchpath=[file://{Path(given).resolve()}]")
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3", job_name="quadarm"):
+            loader = GlobalHydra.instance().config_loader()
+            cfg = compose(config_name="config", overrides=extra)
+            groups = []
+            for group in sorted(loader.list_groups("")):
+                if group == "hydra":
+                    continue
+                options = [o for o in loader.get_group_options(group)
+                           if not o.endswith("_schema")]
+                if options:
+                    groups.append(f"  {group}: {', '.join(sorted(options))}")
+    finally:
+        GlobalHydra.instance().clear()
+    return "\n".join([
+        "quadarm: simulate a quadrotor carrying a tendon-driven soft continuum arm.",
+        "",
+        "Usage:",
+        "  python -m quadarm [GROUP=OPTION] [KEY=VALUE]...        one job",
+        "  python -m quadarm -m [KEY=V1,V2,...]...                 a sweep (one job per value)",
+        "  python -m quadarm --config-dir DIR [...]                add your own config options",
+        "  python -m quadarm --cfg job [...]                       print the composed config",
+        "",
+        "Config groups (GROUP=OPTION):",
+        *groups,
+        "",
+        "Default config (every KEY=VALUE can be overridden):",
+        OmegaConf.to_yaml(cfg).rstrip(),
+        "",
+        "Exit codes: 0 all trials ok; 1 could not run; 2 invalid configuration (nothing "
+        "written); 3 some trials diverged or failed; 130 interrupted.",
+        "Hydra's own options: python -m quadarm --hydra-help. Docs: README.md, docs/.",
+    ])

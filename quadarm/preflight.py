@@ -4,22 +4,26 @@ Hydra reports composition errors in several lines with a hint about stack traces
 becomes one :class:`ConfigError` line naming the key, the value and what is allowed. Checked per
 job (every point of a ``-m`` sweep): the ``--config-dir`` exists and its YAML files parse, group
 options exist, keys exist in their typed schema (also keys appended with ``+``), values have the
-schema's type and range, and the trial expansion (``runner.grid`` values, ``runner.randomize``
-distributions and their parameters) is valid.
+schema's type and range (the vehicle can hover, among the checks of the whole config), the
+trial expansion (``runner.grid`` values, ``runner.randomize`` distributions and their
+parameters) is valid, and the output folder and the trial store can be written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException, MissingConfigException
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import (
     ConfigAttributeError,
     ConfigIndexError,
@@ -29,7 +33,7 @@ from omegaconf.errors import (
 )
 from yaml import YAMLError
 
-from quadarm.config import Config, ConfigError, to_config
+from quadarm.config import DEFAULT_STORE, Config, ConfigError, to_config
 
 # Flags after which Hydra prints information instead of running: nothing to validate.
 _INFO_FLAGS = {"-h", "--help", "--hydra-help", "--version", "-i", "--info", "-c", "--cfg",
@@ -64,13 +68,13 @@ def jobs(overrides: list[str], multirun: bool) -> list[list[str]]:
 
     An ``interval(a, b)`` sweep (a search dimension for an optimising sweeper such as Optuna's,
     which the basic sweeper cannot expand) is checked at its two ends."""
-    from hydra.core.override_parser.types import ValueType
+    from hydra.core.override_parser.types import IntervalSweep
 
     parsed = OverridesParser.create().parse_overrides(overrides)
-    intervals = [o for o in parsed if o.value_type == ValueType.INTERVAL_SWEEP]
+    intervals = [(o, v) for o in parsed if isinstance(v := o.value(), IntervalSweep)]
     if multirun and intervals:
-        ends = {o.input_line: (f"{o.get_key_element()}={o.value().start}",
-                               f"{o.get_key_element()}={o.value().end}") for o in intervals}
+        ends = {o.input_line: (f"{o.get_key_element()}={v.start}",
+                               f"{o.get_key_element()}={v.end}") for o, v in intervals}
         rest = [a for a in overrides if a not in ends]
         return [job for pick in (0, 1) for job in jobs([*rest, *(e[pick] for e in
                                                                  ends.values())], multirun)]
@@ -169,7 +173,7 @@ def _keys_of(parent: str, overrides: list[str], extra: list[str]) -> list[str]:
         cfg = compose(config_name="config", overrides=[
             *[o for o in overrides if "=" in o and "." not in o.split("=")[0]], *extra])
         node = OmegaConf.select(cfg, parent) if parent else cfg
-        return [k for k in node.keys() if k != "hydra"] if node is not None else []
+        return [str(k) for k in node.keys() if k != "hydra"] if node is not None else []
     except (HydraException, OmegaConfBaseException, YAMLError):
         return []
 
@@ -184,14 +188,17 @@ def _user_dir(flags: dict[str, str]) -> Path | None:
     return path.resolve()
 
 
-def check_job(job: list[str], name: str = "config", extra: list[str] | None = None) -> Config:
-    """Compose one job (inside an initialised Hydra context) and return its validated config."""
+def check_job(job: list[str], name: str = "config", extra: list[str] | None = None
+              ) -> tuple[Config, DictConfig]:
+    """Compose one job (inside an initialised Hydra context); return its validated config and
+    its ``hydra`` node."""
     extra = extra or []
     try:
-        cfg = compose(config_name=name, overrides=[*job, *extra])
+        cfg = compose(config_name=name, overrides=[*job, *extra], return_hydra_config=True)
     except (HydraException, OmegaConfBaseException, YAMLError) as err:
         raise explain(err, job, extra) from None
-    cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    hydra_node = cfg.hydra
+    cfg = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
     try:
         job_cfg = to_config(cfg)
     except OmegaConfBaseException as err:
@@ -205,17 +212,53 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
     except (ValueError, TypeError, OmegaConfBaseException) as err:  # defensive: one line
         raise ConfigError("runner", None, f"cannot expand the trials: "
                           f"{str(err).splitlines()[0]}") from None
-    return job_cfg
+    return job_cfg, hydra_node
 
 
-def preflight(args: list[str], conf_dir: str) -> int:
-    """Validate every job of the command ``args``; return how many were checked.
+def writable(key: str, path: str | Path) -> None:
+    """Refuse ``path`` (a folder the command will create and write) unless its nearest existing
+    ancestor is a folder this process may write into. Creates nothing."""
+    target = Path(path).expanduser().absolute()
+    probe = target
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(key, str(path), f"must be a folder that can be created ({probe} is "
+                          "not a folder)")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(key, str(path), f"must be a writable folder ({probe} is not "
+                          "writable)")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What preflight found: how many jobs it validated, whether the command is a multirun,
+    and the output folder Hydra will use for it (``hydra.run.dir`` or ``hydra.sweep.dir``,
+    resolved now so that the command can pin it; None when it could not be resolved)."""
+
+    jobs: int
+    multirun: bool
+    out_dir: str | None
+
+
+def _out_dir(hydra_node: DictConfig, multirun: bool) -> str | None:
+    node = hydra_node.sweep if multirun else hydra_node.run
+    try:
+        HydraConfig.instance().set_config(OmegaConf.create({"hydra": hydra_node}))
+        return str(node.dir)
+    except (OmegaConfBaseException, ValueError):  # an interpolation only a launch resolves
+        return None
+
+
+def preflight(args: list[str], conf_dir: str) -> Checked:
+    """Validate every job of the command ``args``: its composition, values and trial expansion,
+    that its output folder and trial store can be written, before anything is written.
 
     Raises :class:`ConfigError` (one line) for the first invalid job.
     """
     split = _split(args)
     if split is None:
-        return 0
+        return Checked(0, False, None)
     flags, multirun, overrides = split
     user_dir = _user_dir(flags)
     name = flags.get("-cn") or flags.get("--config-name") or "config"
@@ -227,12 +270,18 @@ def preflight(args: list[str], conf_dir: str) -> int:
                           str(err).splitlines()[0]) from None
     GlobalHydra.instance().clear()
     checked = 0
+    out_dir: str | None = None
     try:
         with initialize_config_dir(config_dir=conf_dir, version_base="1.3",
-                                   job_name="preflight"):
+                                   job_name="quadarm"):
             for job in job_list[:MAX_JOBS]:
-                check_job(job, name, extra)
+                job_cfg, hydra_node = check_job(job, name, extra)
+                if checked == 0:
+                    out_dir = _out_dir(hydra_node, multirun)
+                    if out_dir is not None:
+                        writable("hydra.sweep.dir" if multirun else "hydra.run.dir", out_dir)
+                writable("runner.store", job_cfg.runner.store or DEFAULT_STORE)
                 checked += 1
     finally:
         GlobalHydra.instance().clear()
-    return checked
+    return Checked(checked, multirun, out_dir)

@@ -5,7 +5,9 @@ A run directory holds the exact simulated model (``model.xml``, or ``trials/<run
 model.xml`` per trial) and the full logged state (``timeseries.parquet``: hub position
 ``x, y, z``, attitude ``qw, qx, qy, qz`` and every arm joint angle in a column named after
 the joint). Replaying sets ``qpos`` from those columns by joint name and calls ``mj_forward``,
-so nothing is re-simulated and the pictures show exactly what was logged.
+so nothing is re-simulated and the pictures show exactly what was logged. A model with motor
+lag (``airframe.motor_tau`` > 0) also has an actuator state (the produced thrusts); it is not
+in the time series and not needed here: the pictures depend on ``qpos`` only.
 
 Rendering is headless: unless ``MUJOCO_GL`` is set, this module selects ``egl`` before MuJoCo
 is imported, and the command line retries in a fresh process with ``osmesa`` if no EGL
@@ -37,13 +39,12 @@ if AUTO_GL and "mujoco" not in sys.modules:
 import mujoco  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from quadarm.config import DEFAULT_STORE, MISSION_PHASE_TIMES  # noqa: E402
 from quadarm.results import io  # noqa: E402
 
 BACKENDS = ("egl", "osmesa")
 FREE_COLUMNS = ("x", "y", "z", "qw", "qx", "qy", "qz")
-DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
-MISSION_KEYS = ("scenario.hover_time", "scenario.climb_time", "scenario.figure_eight_time",
-                "scenario.sweep_time", "scenario.return_time")
+MISSION_KEYS = tuple(f"scenario.{k}" for k in MISSION_PHASE_TIMES)
 
 
 class GLUnavailable(RuntimeError):
@@ -191,7 +192,7 @@ def _camera(data: mujoco.MjData, view: View) -> mujoco.MjvCamera:
     return cam
 
 
-def frames(replay: Replay, times: Sequence[float], width: int = 480, height: int = 480,
+def frames(replay: Replay, times: Sequence[float] | np.ndarray, width: int = 480, height: int = 480,
            view: View | None = None) -> Iterator[np.ndarray]:
     """RGB images, each (height, width, 3) uint8, of the replayed state at ``times`` (s)."""
     view = view or View()
@@ -242,7 +243,7 @@ def video(replay: Replay, path: Path | str, fps: float = 30.0, speed: float = 1.
     with imageio.get_writer(path, fps=fps, codec="libx264", quality=7,
                             macro_block_size=16) as writer:
         for img in frames(replay, times, width, height, view):
-            writer.append_data(img)
+            writer.append_data(img)  # type: ignore[attr-defined]  # imageio's v2 writer
     return path
 
 

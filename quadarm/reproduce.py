@@ -15,7 +15,13 @@ the single source of every setting. The simulations go through the normal platfo
 
 Then, reading only those Parquet files (and ``model.xml`` for the rendered frames), it writes
 into ``<out>``: every table as Markdown and CSV, Figs. 1-5 and the drift plot as PNG, and
-``reproduction.md``/``reproduction.csv`` (paper vs ours vs the tolerances of SPEC section 5).
+``reproduction.md``/``reproduction.csv`` (paper vs ours vs the tolerances of ``docs/model.md``
+section 5).
+
+Beyond the paper (skip with ``--no-beyond``): the studies of the switches the paper does not
+have (``motor_lag``, ``downwash``, ``wind``: ``conf/experiment/``, ``docs/aero.md``) run into
+``<out>/data_beyond/``; their tables and figures go into ``<out>`` next to the paper's, and
+``reproduction.md`` gets a "Beyond the paper" section with their findings.
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ class Job:
 def compose_job(overrides: list[str], conf_dir: str = CONF_DIR) -> tuple[Config, DictConfig]:
     """The validated job config for ``overrides`` and the composed ``hydra`` node."""
     cfg = compose(overrides, conf_dir, job_name="paper")
-    job = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+    job = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
     return to_config(job), cfg.hydra
 
 
@@ -80,6 +86,26 @@ def plan_jobs(data_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
     for name in (s.strip() for s in sets):
         cfg, _ = compose_job(["+experiment=table3", f"gains={name}", *COMMON], conf_dir)
         jobs.append(Job("table3", cfg, data_dir / "table3" / f"gains={name}"))
+    return jobs
+
+
+# The studies beyond the paper: experiment -> Hydra-swept group (or None for one job).
+BEYOND = (("motor_lag", "gains"), ("downwash", None), ("downwash_mission", None),
+          ("wind", None), ("wind_mission", None), ("wind_gusts", None))
+
+
+def plan_beyond(data_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
+    """Every job of the studies beyond the paper, composed from ``conf/experiment/``."""
+    jobs = []
+    for study, swept in BEYOND:
+        cfg, hydra_cfg = compose_job([f"+experiment={study}", *COMMON], conf_dir)
+        if swept is None:
+            jobs.append(Job(study, cfg, data_dir / study))
+            continue
+        for name in (v.strip() for v in str(hydra_cfg.sweeper.params[swept]).split(",")):
+            cfg, _ = compose_job([f"+experiment={study}", f"{swept}={name}", *COMMON],
+                                 conf_dir)
+            jobs.append(Job(study, cfg, data_dir / study / f"{swept}={name}"))
     return jobs
 
 
@@ -141,10 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-render", action="store_true", help="skip Fig. 1 (needs OpenGL)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when a value is outside its tolerance")
+    p.add_argument("--no-beyond", action="store_true",
+                   help="skip the studies beyond the paper (motor lag, downwash, wind)")
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error("--jobs must be >= 1")
-    out, data = args.out, args.out / "data"
+    out, data, beyond = args.out, args.out / "data", args.out / "data_beyond"
     t0 = time.perf_counter()
     if not args.no_run:
         jobs = plan_jobs(data)
@@ -158,12 +186,23 @@ def main(argv: list[str] | None = None) -> int:
         write_collection(table3, data / "table3")
         render = None if args.no_render else start_render(data / "table2", out / FIG1)
         run_studies([j for j in jobs if j.trials > 1], args.jobs)
+        if not args.no_beyond:
+            extra = plan_beyond(beyond)
+            shutil.rmtree(beyond, ignore_errors=True)
+            print(f"quadarm.reproduce: beyond the paper: {len(extra)} jobs, "
+                  f"{sum(j.trials for j in extra)} trials -> {beyond}")
+            run_studies(extra, args.jobs)
         print(f"quadarm.reproduce: simulations done in {time.perf_counter() - t0:.1f} s")
     else:
         if not data.exists():
             p.error(f"--no-run: {data} does not exist")
         render = None if args.no_render else start_render(data / "table2", out / FIG1)
     report = reporting.write_report([data], out)
+    if not args.no_beyond and beyond.exists():
+        extra_report = reporting.write_beyond([beyond], out)
+        report.tables += extra_report.tables
+        report.files += extra_report.files
+        reporting.write_reproduction(report, out)  # with the "Beyond the paper" section
     if render is not None:
         log, _ = render.communicate()
         if render.returncode == 0:

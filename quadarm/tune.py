@@ -136,7 +136,7 @@ def check(args: list[str], conf_dir: str) -> None:
                 raise explain(err, first, extra) from None
     finally:
         GlobalHydra.instance().clear()
-    cfg = to_config(OmegaConf.masked_copy(full, [k for k in full if k != "hydra"]))
+    cfg = to_config(OmegaConf.masked_copy(full, [str(k) for k in full if k != "hydra"]))
     check_objectives(cfg)
     if multirun:
         check_sweeper(full.hydra, cfg)

@@ -10,8 +10,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from quadarm.analysis.beyond import BUILDERS as BEYOND
 from quadarm.analysis.report import readme_block, update_readme, write_report
-from quadarm.analysis.tables import BUILDERS
+from quadarm.analysis.tables import BUILDERS as PAPER
+
+BUILDERS = {**PAPER, **BEYOND}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,18 +19,18 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from quadarm.analysis import published
+from quadarm.config import MISSION_PHASE_TIMES, MISSION_PHASES
 
 DPI = 130
-PHASE_ORDER = ("hover", "climb", "figure_eight", "tendon_sweep", "return")
-PHASE_TIME_KEYS = ("scenario.hover_time", "scenario.climb_time", "scenario.figure_eight_time",
-                   "scenario.sweep_time", "scenario.return_time")
 OURS, REF, TIP, PAPER = "tab:blue", "0.35", "tab:orange", "tab:red"
 
 
 def mission_phases(run: pd.Series) -> dict[str, tuple[float, float]]:
     """Start and end time (s) of each mission phase from the runs row's scenario columns."""
-    edges = np.concatenate([[0.0], np.cumsum([float(run[k]) for k in PHASE_TIME_KEYS])])
-    return {name: (float(edges[i]), float(edges[i + 1])) for i, name in enumerate(PHASE_ORDER)}
+    times = [float(run[f"scenario.{k}"]) for k in MISSION_PHASE_TIMES]
+    edges = np.concatenate([[0.0], np.cumsum(times)])
+    return {name: (float(edges[i]), float(edges[i + 1]))
+            for i, name in enumerate(MISSION_PHASES)}
 
 
 def _shade(ax, phases: dict[str, tuple[float, float]], label: bool) -> None:

@@ -1,17 +1,19 @@
-"""The paper's reported values and the tolerances of SPEC section 5, as data.
+"""The paper's reported values and the tolerances of ``docs/model.md`` section 5, as data.
 
 Units follow the paper's tables: positions and errors in cm, angles in degrees, thrusts in N,
 times in s, computational cost in microseconds per physics step. Values the paper states only
 as a bound ("< 0.01") are stored as the bound with the text kept for display.
 
-A :class:`Tolerance` is attached only where SPEC section 5 gives one; every other paper value
-is shown next to ours without a pass/fail verdict.
+A :class:`Tolerance` is attached only where docs/model.md section 5 gives one; every other paper
+value is shown next to ours without a pass/fail verdict.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from quadarm.config import AFTER_PHASE, MISSION_PHASES, WHOLE_PHASE
 
 
 @dataclass(frozen=True)
@@ -58,11 +60,11 @@ BEAT = Tolerance("below")
 # Table II: mission statistics per phase, nominal gains.
 # ---------------------------------------------------------------------------------------------
 
-PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return", "whole")
+PHASES = (*MISSION_PHASES, WHOLE_PHASE)
 PHASE_LABELS = {
     "hover": "Hover", "climb": "Climb", "figure_eight": "Figure-eight",
-    "tendon_sweep": "Tendon sweep", "return": "Return", "whole": "Whole mission",
-    "after_24s": "t > 24 s",
+    "tendon_sweep": "Tendon sweep", "return": "Return", WHOLE_PHASE: "Whole mission",
+    AFTER_PHASE: "t > 24 s",
 }
 TABLE2_METRICS = ("rms_cm", "max_cm", "tilt_max_deg", "tip_lateral_max_cm", "thrust_min_n",
                   "thrust_max_n")
@@ -154,7 +156,7 @@ WORKSPACE = {
 WORKSPACE_TOL: dict[str, Tolerance] = {
     "lateral_mu1_cm": REL5, "depth_mu0_cm": REL5, "depth_mu1_cm": REL5,
 }
-# SPEC: every radius of the beta sweep within ±2 % of the sweep's mean radius.
+# docs/model.md section 5: every radius of the beta sweep within ±2 % of the sweep's mean radius.
 RADIUS_SPREAD_MAX_PCT = 2.0
 
 DISTURBANCE = {"tip_swing_max_cm": 47.0, "tilt_max_deg": 7.0, "deviation_max_cm": 7.9,

@@ -6,7 +6,7 @@ configuration columns, and returns a :class:`Table`:
 
 - ``data``: named frames of what we measured (one row per phase, gain set, grid point, ...);
 - ``checks``: one row per value the paper reports, with the paper's value, ours, the
-  deviation and, where SPEC section 5 gives a tolerance, whether ours is within it.
+  deviation and, where docs/model.md section 5 gives a tolerance, whether ours is within it.
 
 When several successful trials match one row (reruns, Monte-Carlo repetitions) the row holds
 their mean and ``n`` says how many there were. Failed trials (``status`` other than ``ok``)
@@ -27,6 +27,7 @@ import pandas as pd
 
 from quadarm.analysis import published
 from quadarm.analysis.published import Tolerance
+from quadarm.config import AFTER_PHASE
 
 CHECK_COLUMNS = ("table", "item", "metric", "quantity", "unit", "paper", "paper_text", "ours",
                  "deviation", "deviation_pct", "tolerance", "within", "n")
@@ -65,11 +66,33 @@ def first(value: Any) -> float:
     return float(value)
 
 
-def successful(runs: pd.DataFrame, scenario: str) -> pd.DataFrame:
-    """The ``ok`` trials of ``scenario``, each run id once."""
+def paper_physics(runs: pd.DataFrame) -> pd.Series:
+    """Which trials simulate the paper's model: ideal rotors (``airframe.motor_tau`` = 0),
+    still air and no downwash (``aero.*`` off). Results written before these keys existed
+    have no such columns and are the paper's model."""
+    keep = pd.Series(True, index=runs.index)
+    if "airframe.motor_tau" in runs:
+        keep &= runs["airframe.motor_tau"].fillna(0.0).astype(float) == 0.0
+    if "aero.downwash" in runs:
+        keep &= ~runs["aero.downwash"].fillna(False).astype(bool)
+    if "aero.gust_intensity" in runs:
+        keep &= runs["aero.gust_intensity"].fillna(0.0).astype(float) == 0.0
+    if "aero.wind" in runs:
+        keep &= runs["aero.wind"].fillna("[0.0, 0.0, 0.0]").map(
+            lambda w: not any(json.loads(w) if isinstance(w, str) else w))
+    return keep
+
+
+def successful(runs: pd.DataFrame, scenario: str, paper_only: bool = True) -> pd.DataFrame:
+    """The ``ok`` trials of ``scenario``, each run id once; with ``paper_only``, only those of
+    the paper's model (:func:`paper_physics`: studies beyond the paper never leak into its
+    tables)."""
     if runs.empty or "scenario" not in runs:
         return runs.iloc[0:0]
-    sel = runs[(runs["scenario"] == scenario) & (runs["status"] == "ok")]
+    keep = (runs["scenario"] == scenario) & (runs["status"] == "ok")
+    if paper_only:
+        keep &= paper_physics(runs)
+    sel = runs[keep]
     return sel.drop_duplicates("run_id", keep="last").reset_index(drop=True)
 
 
@@ -85,7 +108,7 @@ def metric_frame(metrics: pd.DataFrame, run_ids: Iterable[str]) -> pd.DataFrame:
 
 def check_row(table: str, item: str, metric: str, quantity: str, unit: str, paper_value: float,
               ours: float, tol: Tolerance | None, n: int, paper_text: str = "") -> dict[str, Any]:
-    """One paper-vs-ours row; ``within`` is None where SPEC gives no tolerance."""
+    """One paper-vs-ours row; ``within`` is None where no tolerance is given."""
     ours = float(ours) if ours is not None else math.nan
     dev = ours - paper_value
     pct = dev / abs(paper_value) * 100.0 if paper_value else math.nan
@@ -183,7 +206,7 @@ def table2(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
         })
     per_phase = pd.DataFrame([
         {"phase": p, **{m: float(mean.get((p, m), math.nan)) for m in published.TABLE2_METRICS}}
-        for p in (*published.PHASES, "after_24s")])
+        for p in (*published.PHASES, AFTER_PHASE)])
     return Table("table2", "Table II: mission statistics per phase (nominal gains)",
                  {"display": pd.DataFrame(display), "phases": per_phase}, checks_frame(rows),
                  [f"Cells: ours (paper). Mean of {n} trial(s)." if n > 1
@@ -208,7 +231,7 @@ def table3(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
         ours = {
             "rms_cm": values.get(("whole", "rms_cm"), math.nan),
             "max_cm": values.get(("whole", "max_cm"), math.nan),
-            "rms_after_cm": values.get(("after_24s", "rms_cm"), math.nan),
+            "rms_after_cm": values.get((AFTER_PHASE, "rms_cm"), math.nan),
             "tilt_max_deg": values.get(("whole", "tilt_max_deg"), math.nan),
         }
         ref = published.gain_set(float(kr))
@@ -225,8 +248,8 @@ def table3(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
             cells[head] = _pair(float(ours[m]), pv, 1 if m == "tilt_max_deg" else 2)
             if ref is not None:
                 quantity, unit = published.METRIC_LABELS[m]
-                rows.append(check_row("table3", name, m, f"{name}: {quantity}", unit, pv,
-                                      ours[m], published.TABLE3_TOL, n))
+                rows.append(check_row("table3", name, m, f"{name}: {quantity}", unit,
+                                      getattr(ref, m), ours[m], published.TABLE3_TOL, n))
         display.append(cells)
     return Table("table3", "Table III: mission performance versus roll/pitch attitude gains",
                  {"display": pd.DataFrame(display), "sets": pd.DataFrame(data)},
@@ -314,7 +337,7 @@ def workspace(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
         spread_row = check_row("workspace", "beta sweep", "radius_spread_pct",
                                "max deviation of the radius from its mean", "%",
                                ref["radius_spread_pct"], spread, None, n, "± 1.2")
-        spread_row["tolerance"] = f"≤ {published.RADIUS_SPREAD_MAX_PCT:g} % (SPEC)"
+        spread_row["tolerance"] = f"≤ {published.RADIUS_SPREAD_MAX_PCT:g} % of the mean"
         spread_row["within"] = spread <= published.RADIUS_SPREAD_MAX_PCT
         rows.append(spread_row)
     notes = ["mu sweep at beta = 0; beta sweep at mu = 1; tip in the body frame after 5 s."]
@@ -393,11 +416,14 @@ def build_all(runs: pd.DataFrame, metrics: pd.DataFrame,
               names: Iterable[str] | None = None) -> list[Table]:
     """Every table whose trials are in the frames (``names`` restricts the set), plus the
     cost table when a mission ran."""
-    wanted = list(BUILDERS) + ["cost"] if names is None else list(names)
+    from quadarm.analysis.beyond import BUILDERS as BEYOND  # they build on these helpers
+
+    every = {**BUILDERS, **BEYOND}
+    wanted = list(every) + ["cost"] if names is None else list(names)
     out = []
     for name in wanted:
         try:
-            out.append(cost(runs) if name == "cost" else BUILDERS[name](runs, metrics))
+            out.append(cost(runs) if name == "cost" else every[name](runs, metrics))
         except ValueError:
             if names is not None:
                 raise
@@ -447,7 +473,8 @@ def to_markdown(table: Table) -> str:
         if len(table.data) > 1 and key != "display":
             parts += [f"## {key}", ""]
         parts += [markdown_table(frame, 3 if key != "display" else 2), ""]
-    parts += ["## Paper vs ours", "", checks_markdown(table.checks), ""]
+    if not table.checks.empty:  # studies beyond the paper have nothing to compare with
+        parts += ["## Paper vs ours", "", checks_markdown(table.checks), ""]
     return "\n".join(parts)
 
 
@@ -468,7 +495,7 @@ def write(table: Table, out_dir: Path | str) -> list[Path]:
 
 
 def reproduction(tables: Sequence[Table]) -> pd.DataFrame:
-    """The checks of every table that carry a SPEC tolerance, in table order."""
+    """The checks of every table that carry a tolerance, in table order."""
     frames = [t.checks[t.checks["within"].map(lambda w: w is not None)] for t in tables]
     frames = [f for f in frames if not f.empty]
     if not frames:
@@ -481,7 +508,7 @@ def reproduction_markdown(tables: Sequence[Table], heading: bool = True) -> str:
     rows = reproduction(tables)
     ok = int(rows["within"].map(bool).sum())
     lines = ["# Reproduction of the paper's figures", ""] if heading else []
-    lines += [f"{ok} of {len(rows)} values within the tolerances of SPEC section 5.", "",
+    lines += [f"{ok} of {len(rows)} values within the tolerances of docs/model.md section 5.", "",
               checks_markdown(rows, with_table=True), ""]
     return "\n".join(lines)
 

@@ -11,12 +11,19 @@ from quadarm.config.compose import (
     to_config,
 )
 from quadarm.config.schemas import (
+    AFTER_PHASE,
     BACKENDS,
+    DEFAULT_STORE,
     ENGINES,
     GROUPS,
     INTEGRATORS,
+    MISSION_PHASE_TIMES,
+    MISSION_PHASES,
     SCENARIOS,
     TENDON_MAPS,
+    WHOLE_PHASE,
+    WIND_MAX,
+    AeroConfig,
     AirframeConfig,
     ArmConfig,
     BendScenario,
@@ -36,8 +43,10 @@ from quadarm.config.schemas import (
 )
 
 __all__ = [
+    "AFTER_PHASE", "DEFAULT_STORE", "MISSION_PHASES", "MISSION_PHASE_TIMES", "WHOLE_PHASE",
     "BACKENDS", "CONF_DIR", "ENGINES", "GROUPS", "INTEGRATORS", "SCENARIOS", "TENDON_MAPS",
-    "AirframeConfig", "ArmConfig", "BendScenario", "Config", "ConfigError", "ControlConfig",
+    "WIND_MAX", "AeroConfig", "AirframeConfig", "ArmConfig", "BendScenario", "Config",
+    "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
     "TuneConfig", "WorkspaceScenario", "compose", "flatten", "load", "register_configs",

@@ -8,6 +8,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
@@ -37,7 +38,7 @@ def to_config(cfg: DictConfig | Config) -> Config:
     if isinstance(cfg, Config):
         return cfg
     known = {f.name for f in fields(Config)}
-    unknown = sorted(set(cfg.keys()) - known - {"hydra"})
+    unknown = sorted({str(k) for k in cfg.keys()} - known - {"hydra"})
     if unknown:
         raise ConfigError(unknown[0], None,
                           f"unknown key; the root has: {', '.join(sorted(known))}")
@@ -63,7 +64,9 @@ def to_config(cfg: DictConfig | Config) -> Config:
             )
         built[f.name] = obj
     _check_rotor_rank(built["airframe"])
-    return Config(**built, seed=cfg.get("seed", 0))
+    config = Config(**built, seed=cfg.get("seed", 0))
+    _check_hover(config)
+    return config
 
 
 def _check_known_keys(node: Any, prefix: str) -> None:
@@ -84,8 +87,9 @@ def _check_known_keys(node: Any, prefix: str) -> None:
     for key in node.keys():
         if key == "hydra" and not prefix:
             continue
-        path = f"{prefix}.{key}" if prefix else str(key)
-        if names is not None and key not in names:
+        name = str(key)
+        path = f"{prefix}.{name}" if prefix else name
+        if names is not None and name not in names:
             raise ConfigError(path, None, f"unknown key; {prefix or 'the root'} has: "
                               f"{', '.join(names)}")
         _check_known_keys(node._get_node(key), path)
@@ -110,15 +114,34 @@ def compose(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR,
 def load(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> Config:
     """The validated :class:`Config` of ``overrides``, as ``python -m quadarm`` would run it."""
     cfg = compose(overrides, conf_dir)
-    return to_config(OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"]))
+    return to_config(OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"]))
+
+
+def _allocation(airframe: AirframeConfig) -> np.ndarray:
+    """The (4, n_rotors) map from rotor thrusts to [f; tau] about the hub, from the config
+    (the compiled model's own is :func:`quadarm.model.allocation.allocation_matrix`)."""
+    return np.array(
+        [[1.0, r.pos[1], -r.pos[0], r.spin * airframe.kappa] for r in airframe.rotors]
+    ).T
+
+
+def _check_hover(cfg: Config) -> None:
+    """Refuse a vehicle whose rotors cannot carry it: the thrusts that hold its weight (the
+    airframe and the arm, which hangs on the hub's axis) with zero torque must stay within
+    ``thrust_max`` (for a symmetric airframe: weight <= n_rotors * thrust_max)."""
+    frame = cfg.airframe
+    mass = frame.mass + cfg.arm.total_mass
+    weight = mass * float(np.linalg.norm(cfg.sim.gravity))
+    thrusts = np.linalg.pinv(_allocation(frame)) @ np.array([weight, 0.0, 0.0, 0.0])
+    if thrusts.max() > frame.thrust_max * (1 + 1e-9):
+        raise ConfigError(
+            "airframe.thrust_max", frame.thrust_max,
+            f"must be at least {thrusts.max():.3g} N: hovering the vehicle ({mass:.3g} kg with "
+            f"its arm) needs {thrusts.max():.3g} N from a rotor")
 
 
 def _check_rotor_rank(airframe: AirframeConfig) -> None:
-    import numpy as np
-
-    a = np.array(
-        [[1.0, r.pos[1], -r.pos[0], r.spin * airframe.kappa] for r in airframe.rotors]
-    ).T
+    a = _allocation(airframe)
     if np.linalg.matrix_rank(a, tol=1e-9) < 4:
         raise ConfigError(
             "airframe.rotors", [list(r.pos) + [r.spin] for r in airframe.rotors],
@@ -133,7 +156,8 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
     import dataclasses
     import json
 
-    if dataclasses.is_dataclass(obj):
+    container: Any
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         container = dataclasses.asdict(obj)
     else:
         container = OmegaConf.to_container(obj, resolve=True) if isinstance(obj, DictConfig) \

@@ -32,6 +32,12 @@ INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
 TENDON_MAPS = ("balanced", "legacy")
 BACKENDS = ("sequential", "loky", "threading", "dask")
 ENGINES = ("auto", "serial", "batch")
+DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
+MOTOR_TAU_MAX = 1.0  # s: slower "motors" are not rotors any more
+# m/s: the fastest steady wind (and gust intensity) accepted. A 1 kg multirotor cannot hold
+# station much beyond this, and the drag models (MuJoCo's and the downwash's) assume
+# subsonic, low-Reynolds-number flow around small bodies.
+WIND_MAX = 20.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -76,7 +82,10 @@ class AirframeConfig:
     flange_depth: float = 0.034  # m below the hub centre
     hub_half_size: list[float] = field(default_factory=lambda: [0.06, 0.06, 0.02])  # m
     boom_radius: float = 0.01  # m
-    prop_radius: float = 0.1  # m, visual only
+    prop_radius: float = 0.1  # m, rotor radius R (the discs drawn; the wake with aero.downwash)
+    # s, first-order lag from commanded to produced thrust (MuJoCo filterexact actuator
+    # dynamics); 0 = ideal force sources (the paper's model)
+    motor_tau: float = 0.0
 
     def __post_init__(self) -> None:
         _positive("mass", self.mass)
@@ -98,6 +107,7 @@ class AirframeConfig:
         _vector("hub_half_size", self.hub_half_size, 3, _positive)
         _positive("boom_radius", self.boom_radius)
         _positive("prop_radius", self.prop_radius)
+        _in_range("motor_tau", self.motor_tau, 0.0, MOTOR_TAU_MAX)
 
 
 @dataclass
@@ -125,6 +135,11 @@ class ArmConfig:
         _non_negative("damping", self.damping)
         _in_range("joint_range", self.joint_range, 1e-6, math.pi)
         _vector("tendon_angles_deg", self.tendon_angles_deg, 3)
+
+    @property
+    def total_mass(self) -> float:
+        """Everything the arm hangs on the flange (kg): links and tip."""
+        return self.segments * self.segment_mass + self.tip_mass
 
 
 @dataclass
@@ -171,6 +186,36 @@ class SimConfig:
         _non_negative("air_viscosity", self.air_viscosity)
         _integer("log_every", self.log_every, 1)
         _positive("max_distance", self.max_distance)
+
+
+@dataclass
+class AeroConfig:
+    """The air around the vehicle; every part off by default (the paper's still air, no wake).
+
+    ``downwash``: each rotor's momentum-theory wake (radius ``airframe.prop_radius``) blows on
+    the arm links it reaches, with cross-flow drag coefficient ``drag_coefficient``;
+    ``wind`` (m/s, world frame) is a steady wind in MuJoCo's fluid model, whose speed may not
+    exceed ``WIND_MAX``; ``gust_intensity`` (m/s, standard deviation per axis) and
+    ``gust_length`` (m, turbulence scale length) add Dryden turbulence drawn from the trial's
+    seed. The model and its limits: ``docs/aero.md`` and :mod:`quadarm.model.aero`.
+    """
+
+    downwash: bool = False
+    drag_coefficient: float = 1.2  # cross-flow drag coefficient of a link (a cylinder)
+    wind: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])  # m/s, world
+    gust_intensity: float = 0.0  # m/s, sigma of each gust component; 0 = no gusts
+    gust_length: float = 10.0  # m, Dryden scale length L
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.downwash, bool):
+            raise ConfigError("downwash", self.downwash, "must be true or false")
+        _non_negative("drag_coefficient", self.drag_coefficient)
+        _vector("wind", self.wind, 3)
+        if math.sqrt(sum(float(w) ** 2 for w in self.wind)) > WIND_MAX:
+            raise ConfigError("wind", list(self.wind),
+                              f"must be a wind of at most {WIND_MAX:g} m/s")
+        _in_range("gust_intensity", self.gust_intensity, 0.0, WIND_MAX)
+        _positive("gust_length", self.gust_length)
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,12 +320,22 @@ class DisturbanceScenario(ScenarioConfig):
         _positive("recovery_tol", self.recovery_tol)
 
 
+# The mission's phases in flight order, the keys of their durations, and the two windows its
+# metrics add (the whole mission, and t > after_time).
+MISSION_PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return")
+MISSION_PHASE_TIMES = ("hover_time", "climb_time", "figure_eight_time", "sweep_time",
+                       "return_time")
+WHOLE_PHASE = "whole"
+AFTER_PHASE = "after_24s"
+
+
 @dataclass
 class MissionScenario(ScenarioConfig):
     """The paper's demonstration mission (Table II): hover, climb, figure-eight, tendon sweep,
     return. ``duration`` is the sum of the phase times; leave it unset or give that sum."""
 
-    duration: Optional[float] = None  # noqa: UP045
+    # None is replaced by the phase times' sum in __post_init__: a float from then on.
+    duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
     altitude: float = 1.0  # start and end altitude, m
     hover_time: float = 3.0
     climb_time: float = 3.0
@@ -303,12 +358,10 @@ class MissionScenario(ScenarioConfig):
 
     @property
     def phase_times(self) -> list[float]:
-        return [self.hover_time, self.climb_time, self.figure_eight_time, self.sweep_time,
-                self.return_time]
+        return [getattr(self, key) for key in MISSION_PHASE_TIMES]
 
     def __post_init__(self) -> None:
-        for key in ("hover_time", "climb_time", "figure_eight_time", "sweep_time",
-                    "return_time", "cruise_altitude", "eight_period"):
+        for key in (*MISSION_PHASE_TIMES, "cruise_altitude", "eight_period"):
             _positive(key, getattr(self, key))
         for key in ("eight_amplitude", "eight_ratio", "sweep_rate"):
             _non_negative(key, getattr(self, key))
@@ -453,12 +506,17 @@ class Config:
     scenario: Any = MISSING
     control: ControlConfig = field(default_factory=ControlConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
+    aero: AeroConfig = field(default_factory=AeroConfig)
     tune: TuneConfig = field(default_factory=TuneConfig)
     seed: int = 0
 
     def __post_init__(self) -> None:
         if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0):
             raise ConfigError("seed", self.seed, "must be an integer >= 0")
+        if (self.aero.downwash and isinstance(self.airframe, AirframeConfig)
+                and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
+            raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
+                              "must be a finite number > 0 (the rotor radius) with aero.downwash")
 
 
-GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner", "tune")
+GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner", "aero", "tune")

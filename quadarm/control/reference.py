@@ -17,7 +17,7 @@ from quadarm.config import MissionScenario
 def sigma(s: np.ndarray | float) -> np.ndarray:
     """Minimum-jerk blend 10 s^3 - 15 s^4 + 6 s^5, clamped to 0 below s = 0 and 1 above 1."""
     s = np.clip(np.asarray(s, dtype=float), 0.0, 1.0)
-    return s**3 * (10.0 + s * (-15.0 + 6.0 * s))
+    return np.asarray(s**3 * (10.0 + s * (-15.0 + 6.0 * s)))
 
 
 def ramp_up_down(tau: np.ndarray, length: float, ramp: float) -> np.ndarray:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import mujoco
@@ -49,7 +48,7 @@ import numpy as np
 
 from quadarm.config import Config, ConfigError
 from quadarm.model import BuiltModel
-from quadarm.scenarios.common import Plan
+from quadarm.scenarios.common import Plan, Scenario
 
 CM2 = 1e4  # (cm / m)^2
 
@@ -71,7 +70,7 @@ def compose(overrides: Sequence[str]) -> Config:
     try:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3",
                                    job_name="quadarm_env"):
-            return check_job([str(o) for o in overrides])
+            return check_job([str(o) for o in overrides])[0]
     finally:
         GlobalHydra.instance().clear()
 
@@ -110,7 +109,7 @@ class Task:
     cfg: Config
     built: BuiltModel
     plan: Plan
-    module: ModuleType
+    module: Scenario
     params: list[float]  # the control law's parameters (geometric.law_params)
     mix: list[float]  # row-major mixer
     act_ids: np.ndarray  # (na,) actuator ids of the actions: rotors then tendons

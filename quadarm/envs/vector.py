@@ -87,7 +87,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         model = task.built.model
         self.sims = Batches(model, self.num_envs, threads(nthread))
         self._refresh()
-        na = task.act_ids.size
+        na = self._na = task.act_ids.size
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=np.float64)
         self.single_observation_space = core.observation_space(core.obs_dim(model))
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -213,7 +213,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
 
     def step(self, actions: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        a = core.checked_action(actions, (self.num_envs, self.single_action_space.shape[0]))
+        a = core.checked_action(actions, (self.num_envs, self._na))
         infos: dict[str, Any] = {}
         resetting = np.flatnonzero(self._ended)
         if self.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP and len(resetting):

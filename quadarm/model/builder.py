@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from quadarm.config import AirframeConfig, ArmConfig, SimConfig
+from quadarm.config import AeroConfig, AirframeConfig, ArmConfig, SimConfig
 from quadarm.model import names
 from quadarm.model.allocation import hover_controls
 
@@ -42,6 +42,8 @@ class BuiltModel:
     distal_link_body: int
     rotor_actuators: np.ndarray  # (n_rotors,) actuator ids
     tendon_actuators: np.ndarray  # (3,) actuator ids
+    rotor_sites: np.ndarray  # (n_rotors,) site ids of the rotor hubs
+    link_bodies: np.ndarray  # (segments,) body ids of the arm links, proximal first
 
     def xml(self) -> str:
         """The MJCF of exactly this model (loads in plain MuJoCo)."""
@@ -125,8 +127,14 @@ def _add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeConfig, a
 
 
 def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
-               start: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> mujoco.MjSpec:
-    """The MjSpec of the whole scene, without the hover keyframe (see :func:`build`)."""
+               start: tuple[float, float, float] = (0.0, 0.0, 1.0),
+               aero: AeroConfig | None = None) -> mujoco.MjSpec:
+    """The MjSpec of the whole scene, without the hover keyframe (see :func:`build`).
+
+    ``aero.wind`` (m/s, world) becomes MuJoCo's ``opt.wind``: the fluid model drags every
+    body through the moving air. Gusts and the downwash vary during a run and are applied by
+    the closed loop (:mod:`quadarm.model.aero`), not stored in the model.
+    """
     spec = mujoco.MjSpec()
     spec.modelname = "quadarm"
     spec.compiler.autolimits = True
@@ -137,6 +145,8 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
     opt.gravity = list(sim.gravity)
     opt.density = sim.air_density
     opt.viscosity = sim.air_viscosity
+    if aero is not None and any(aero.wind):
+        opt.wind = [float(w) for w in aero.wind]
     # Keep a blown-up state visible: MuJoCo's auto-reset would silently restart a diverging
     # simulation from the reference pose (it acts only on bad values; healthy runs are equal).
     opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
@@ -159,10 +169,16 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
                      bodyname2=names.link_body(0))
 
     for j, rotor in enumerate(frame.rotors):
-        spec.add_actuator(name=names.rotor_actuator(j), target=names.rotor_site(j),
-                          trntype=mujoco.mjtTrn.mjTRN_SITE,
-                          gear=[0, 0, 1, 0, 0, rotor.spin * frame.kappa],
-                          ctrlrange=[0.0, frame.thrust_max])
+        act = spec.add_actuator(name=names.rotor_actuator(j), target=names.rotor_site(j),
+                                trntype=mujoco.mjtTrn.mjTRN_SITE,
+                                gear=[0, 0, 1, 0, 0, rotor.spin * frame.kappa],
+                                ctrlrange=[0.0, frame.thrust_max])
+        if frame.motor_tau > 0:
+            # Motor lag: the produced thrust is the actuator state a, da/dt = (u - a) / tau,
+            # integrated exactly by MuJoCo (filterexact); a is part of the simulated state.
+            # Only when tau > 0, so that the ideal rotors' model (na = 0) is unchanged.
+            act.dyntype = mujoco.mjtDyn.mjDYN_FILTEREXACT
+            act.dynprm = [frame.motor_tau] + [0.0] * 9
     for i in range(len(arm.tendon_angles_deg)):
         # gear -1: a positive tension shortens the tendon.
         spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
@@ -172,13 +188,14 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
 
 
 def build(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
-          start: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> BuiltModel:
+          start: tuple[float, float, float] = (0.0, 0.0, 1.0),
+          aero: AeroConfig | None = None) -> BuiltModel:
     """Build and compile the model, with a ``hover`` keyframe at ``start``.
 
     The keyframe's rotor controls are the allocation of a pure thrust m_total*|g| (they sum to
     m_total*|g|), its tendon controls are zero and the arm hangs straight.
     """
-    spec = build_spec(frame, arm, sim, start)
+    spec = build_spec(frame, arm, sim, start, aero)
     model = spec.compile()
     rotors = np.array([model.actuator(names.rotor_actuator(j)).id
                        for j in range(len(frame.rotors))])
@@ -189,6 +206,11 @@ def build(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
     key.qpos = model.qpos0.tolist()
     key.qvel = [0.0] * model.nv
     key.ctrl = ctrl.tolist()
+    if model.na:
+        # Lagged motors start spun up to the hover thrust (their state is the thrust, N).
+        act = np.zeros(model.na)
+        act[model.actuator_actadr[rotors]] = ctrl[rotors]
+        key.act = act.tolist()
     model = spec.compile()
     return BuiltModel(
         spec=spec,
@@ -198,4 +220,7 @@ def build(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
         distal_link_body=model.body(names.link_body(arm.segments - 1)).id,
         rotor_actuators=rotors,
         tendon_actuators=tendons,
+        rotor_sites=np.array([model.site(names.rotor_site(j)).id
+                              for j in range(len(frame.rotors))]),
+        link_bodies=np.array([model.body(names.link_body(k)).id for k in range(arm.segments)]),
     )

@@ -4,8 +4,8 @@
 - ``quadarm.config``: the resolved config as YAML,
 - ``quadarm.version``, ``mujoco.version``, ``python.version``, ``git.revision`` (when known).
 
-File names are the contract of SPEC section 7: ``runs.parquet``, ``metrics.parquet``,
-``timeseries.parquet`` (and ``model.xml`` beside them).
+File names are the contract documented in ``docs/results.md``: ``runs.parquet``,
+``metrics.parquet``, ``timeseries.parquet`` (and ``model.xml`` beside them).
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ def provenance(config_yaml: str) -> dict[str, str]:
     """The key-value metadata written into every table."""
     from importlib.metadata import version
 
-    import mujoco
-
+    # The installed distribution's version (the same as mujoco.__version__), read without
+    # importing MuJoCo: this layer stays importable where only Parquet is read.
     return {
         "quadarm.config": config_yaml,
         "quadarm.version": version("quadarm"),
-        "mujoco.version": mujoco.__version__,
+        "mujoco.version": version("mujoco"),
         "python.version": platform.python_version(),
         "git.revision": git_revision(),
     }

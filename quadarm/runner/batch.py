@@ -28,6 +28,7 @@ import mujoco.batch
 import numpy as np
 
 from quadarm.control.geometric import law_batch
+from quadarm.runner import air
 from quadarm.runner.episode import native_kernels
 from quadarm.runner.lifecycle import (
     CHECK_EVERY,
@@ -86,7 +87,8 @@ def differing_fields(models: Sequence[mujoco.MjModel]) -> dict[str, list[np.ndar
         ref = _field(base, name)
         if ref is None:
             continue
-        values = [ref] + [_field(m, name) for m in models[1:]]
+        others = [_field(m, name) for m in models[1:]]
+        values = [ref] + [np.empty(0) if v is None else v for v in others]
         # Bitwise: a NaN equals itself, -0.0 differs from 0.0 (it might matter to MuJoCo).
         if all(v.shape == ref.shape and v.tobytes() == ref.tobytes() for v in values[1:]):
             continue
@@ -213,6 +215,31 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     rot = rotor_ids.astype(np.int64)
     ten = tendon_ids.astype(np.int64)
 
+    # Gusts and downwash (quadarm.runner.air): per-simulation terms before each step.
+    ba = air.stack([air.setup(p) for p in preps], big)
+    if ba is not None:
+        if ba.gusty.any():
+            wind = batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
+            for i, mdl in enumerate(models):
+                wind[i] = mdl.opt.wind
+        else:
+            wind = np.array([mdl.opt.wind for mdl in models])
+        act = batch.bind("act")
+        xipos, xmat, cvel, subtree_com = (batch.bind(name) for name in
+                                          ("xipos", "xmat", "cvel", "subtree_com"))
+
+    def air_terms(k: int) -> None:
+        assert ba is not None  # called only with air terms on
+        if kern is not None:
+            kern.batch_air(k, last, live, u, ba.gusty, ba.wind, wind, ba.downwash, ba.prm,
+                           ba.quad, ba.sites, ba.links, ba.act_adr, act, xipos, xmat, cvel,
+                           subtree_com, site_xpos,
+                           ba.pulse_link, ba.pulse_force, ba.pulse_start, ba.pulse_stop,
+                           ba.thrust, ba.force, xfrc)
+            return
+        air.step_batch(ba, k, live & (last > k), u, act, xipos, xmat, cvel, subtree_com,
+                       site_xpos, wind, xfrc)
+
     def control(k: int) -> None:
         if kern is not None:
             kern.batch_control(k, last, live, prm, mix, integ, qpos, qvel, ctrl, rot, ten,
@@ -247,7 +274,7 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         for i, reason in zip(idx, reasons, strict=True):
             if reason:
                 u0 = int(unchecked[i])
-                err = onset(Diverged(float(sim_time[i]), reason), preps[i].plan.t[u0:k + 2],
+                err = onset(Diverged(float(sim_time[i]), reason), preps[int(i)].plan.t[u0:k + 2],
                             np.vstack([qpos_log[u0:k + 1, i], qpos[i]]),
                             np.vstack([qvel_log[u0:k + 1, i], qvel[i]]), starts[i],
                             float(max_distance[i]))
@@ -263,6 +290,8 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         for i in pulse_steps.get(k, ()):
             apply_pulses(xfrc[i], preps[i].plan.pulses, k)
         control(k)
+        if ba is not None:
+            air_terms(k)
         done = np.flatnonzero(live & (last == k)) if k in finishing else ()
         if len(done):
             # The last sample needs only the kinematics of the final state.
@@ -294,6 +323,8 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     for i, p in enumerate(preps):
         r = int(rows[i])
         own = (np.ascontiguousarray(x[:r, i]) for x in (qpos_log, qvel_log, tip_log, ctrl_log))
-        lg = Log(p.plan.t[:r].copy(), *own, p.built.rotor_actuators, p.built.tendon_actuators)
+        qp, qv, tp, ct = own
+        lg = Log(p.plan.t[:r].copy(), qp, qv, tp, ct, p.built.rotor_actuators,
+                 p.built.tendon_actuators)
         out.append(Outcome(lg, failures[i], errors[i]))
     return out

@@ -42,7 +42,9 @@ Todo = list[tuple[Trial, bool]]  # trials to run, with whether each keeps its ti
 def structure(cfg: Config) -> tuple[Any, ...]:
     """The config values that fix a model's layout (sizes of everything MjData holds): trials
     with different values cannot share a batch."""
-    return (cfg.arm.segments, len(cfg.airframe.rotors), len(cfg.arm.tendon_angles_deg))
+    # Motor lag adds actuator states (na > 0).
+    return (cfg.arm.segments, len(cfg.airframe.rotors), len(cfg.arm.tendon_angles_deg),
+            cfg.airframe.motor_tau > 0)
 
 
 def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bool]:
@@ -78,10 +80,10 @@ def effective_jobs(runner: RunnerConfig) -> int:
 def split(runner: RunnerConfig, todo: Todo) -> tuple[Todo, Todo]:
     """``todo`` divided into the trials for the batched engine and the rest, by
     ``runner.engine`` (see the module docstring)."""
-    runnable = [(t, k) for t, k in todo if t.cfg is not None]
+    runnable = [(t, t.cfg) for t, _ in todo if t.cfg is not None]
     if runner.engine == "auto" and runner.backend == "dask":
         return [], todo
-    flags = wants_batch(runner.engine, runner.batch_min_trials, [t.cfg for t, _ in runnable])
+    flags = wants_batch(runner.engine, runner.batch_min_trials, [c for _, c in runnable])
     chosen = {id(t) for (t, _), f in zip(runnable, flags, strict=True) if f}
     return ([(t, k) for t, k in todo if id(t) in chosen],
             [(t, k) for t, k in todo if id(t) not in chosen])
@@ -176,8 +178,8 @@ def dispatch(runner: RunnerConfig, todo: Todo, n_jobs: int,
     worker process when ``n_jobs`` > 1 or on Dask)."""
     if runner.engine != "serial":
         batched, todo = split(runner, todo)
-        for i, ep in iter_batched([t.cfg for t, _ in batched], runner.batch_threads,
-                                  seconds=runner.batch_seconds):
+        cfgs = [t.cfg for t, _ in batched if t.cfg is not None]  # split() keeps no other
+        for i, ep in iter_batched(cfgs, runner.batch_threads, seconds=runner.batch_seconds):
             trial, keep = batched[i]
             yield record(trial, keep, ep)
     if runner.backend != "dask" and (n_jobs == 1 or len(todo) <= 1):

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import time
 from types import ModuleType
+from typing import Any
 
 import mujoco
 import numpy as np
 
 from quadarm.config import Config
 from quadarm.control import geometric
+from quadarm.runner import air
 from quadarm.runner.lifecycle import (
     Diverged,
     Episode,
@@ -55,10 +57,11 @@ def native_kernels() -> ModuleType | None:
     if _NATIVE is None:
         try:
             from quadarm.runner import native
+
+            _NATIVE = native
         except ImportError:
-            native = False
-        _NATIVE = native
-    return _NATIVE if _NATIVE and _NATIVE.enabled() else None
+            _NATIVE = False
+    return _NATIVE if isinstance(_NATIVE, ModuleType) and _NATIVE.enabled() else None
 
 
 _NATIVE: ModuleType | bool | None = None
@@ -77,8 +80,13 @@ def fly(p: Prepared) -> Outcome:
     cfg, built, plan = p.cfg, p.built, p.plan
     m = built.model
     d = mujoco.MjData(m)
+    wind = m.opt.wind  # live view: gusts are written into it before each step
+    wind[:] = cfg.aero.wind if cfg.aero.gust_intensity > 0 else wind
     reset(m, d, plan.start)
     ctl = make_controller(cfg, built)
+    # Gusts and downwash (quadarm.runner.air): None in still air without downwash.
+    air_on = (trial_air := air.setup(p)) is not None
+    air_args = air.args(trial_air, d, wind)
 
     n = plan.steps
     qpos_log = np.empty((n + 1, m.nq))
@@ -90,6 +98,13 @@ def fly(p: Prepared) -> Outcome:
     qpos, qvel, ctrl, xfrc = d.qpos, d.qvel, d.ctrl, d.xfrc_applied
     tip = built.tip_site
     kern = native_kernels()
+    # Arrays for the compiled chunk, lists and slices for the Python one.
+    prm: Any
+    mix: Any
+    integ: Any
+    rotors: Any
+    tendons: Any
+    tensions: Any
     if kern is not None:
         f64 = np.ascontiguousarray
         prm, mix, integ = f64(ctl.params), f64(ctl.mix_flat), np.zeros(3)
@@ -103,14 +118,15 @@ def fly(p: Prepared) -> Outcome:
 
         def chunk(k0: int, k1: int) -> None:
             kern.fly_chunk(m._address, d._address, k0, k1, n, prm, mix, integ, qpos, qvel,
-                           ctrl, site_xpos, tip, rotors, tendons, tensions, *refs, u, *logs)
+                           ctrl, site_xpos, tip, rotors, tendons, tensions, *refs, u, *logs,
+                           air_on, air_args)
     else:
         ref_p, ref_v, ref_a = (x.tolist() for x in (plan.ref.p, plan.ref.v, plan.ref.a))
         prm, mix, integ = ctl.params, ctl.mix_flat, ctl.integral
         rotors, tendons = _slice(built.rotor_actuators), _slice(built.tendon_actuators)
         tensions = plan.tensions
         q7, v6, tipx = qpos[:7], qvel[:6], d.site_xpos[tip]
-        law, step = geometric.law, mujoco.mj_step
+        law, step, air_step = geometric.law, mujoco.mj_step, air.step
 
         def chunk(k0: int, k1: int) -> None:
             u = [0.0] * len(ctl.mix)
@@ -126,6 +142,8 @@ def fly(p: Prepared) -> Outcome:
                     mujoco.mj_kinematics(m, d)
                     tip_log[k] = tipx
                     break
+                if air_on:
+                    air_step(k, u, air_args)
                 step(m, d)
                 # mj_step computed the kinematics of state k before integrating.
                 tip_log[k] = tipx

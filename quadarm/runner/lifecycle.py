@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from types import ModuleType
 
 import mujoco
 import numpy as np
@@ -28,7 +27,7 @@ from quadarm.config import Config
 from quadarm.control.geometric import GeometricController
 from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import mixer, total_mass
-from quadarm.scenarios.common import Log, Metric, Plan, Pulse
+from quadarm.scenarios.common import Log, Metric, Plan, Pulse, Scenario
 
 CHECK_EVERY = 50  # steps between divergence checks
 UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
@@ -67,7 +66,7 @@ class Prepared:
     cfg: Config
     built: BuiltModel
     plan: Plan
-    module: ModuleType
+    module: Scenario
     prepare_s: float = 0.0
 
 
@@ -84,8 +83,8 @@ class Outcome:
 def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     """The compiled model of ``cfg``, the vehicle at ``start`` (m, (3,); default (0, 0,
     scenario.altitude))."""
-    start = (0.0, 0.0, cfg.scenario.altitude) if start is None else tuple(start)
-    return build(cfg.airframe, cfg.arm, cfg.sim, start=start)
+    x, y, z = (0.0, 0.0, cfg.scenario.altitude) if start is None else (float(v) for v in start)
+    return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z), aero=cfg.aero)
 
 
 def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:
@@ -212,6 +211,8 @@ def score(p: Prepared, o: Outcome, wall_s: float) -> Episode:
         return Episode("error", o.error, [], o.log, p.plan, p.built, steps, wall_s)
     if o.failure is not None:
         return Episode("diverged", str(o.failure), [], o.log, p.plan, p.built, steps, wall_s)
+    if o.log is None:
+        return Episode("error", "no log", [], None, p.plan, p.built, 0, wall_s)
     try:
         values = p.module.metrics(p.cfg, p.plan, o.log)
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import llvmlite.binding
 import mujoco
@@ -28,6 +29,8 @@ import numpy as np
 from numba import types
 
 from quadarm.control import geometric
+from quadarm.model import aero
+from quadarm.runner import air
 
 
 def _library() -> str:
@@ -42,11 +45,19 @@ def _library() -> str:
 
 # Symbols are resolved by name, so the cached machine code stays valid across processes.
 llvmlite.binding.load_library_permanently(_library())
-_mj_step = types.ExternalFunction("mj_step", types.void(types.voidptr, types.voidptr))
-_mj_kinematics = types.ExternalFunction("mj_kinematics",
-                                        types.void(types.voidptr, types.voidptr))
+_C_SIGNATURE: Any = types.void(types.voidptr, types.voidptr)  # void f(mjModel*, mjData*)
+_mj_step = types.ExternalFunction("mj_step", _C_SIGNATURE)
+_mj_kinematics = types.ExternalFunction("mj_kinematics", _C_SIGNATURE)
 
 law = numba.njit(cache=True, nogil=True)(geometric.law)
+
+# The air terms (issue 9: gusts and downwash, quadarm.runner.air), the same sources as the
+# plain-Python loop's. register_jitable lets compiled code call the plain function.
+numba.extending.register_jitable(aero.downwash_forces)
+air_terms = numba.njit(cache=True, nogil=True)(air.terms)
+# The Dryden gusts' recursions (quadarm.model.aero.dryden_gusts(filters=native)).
+ar1_filter = numba.njit(cache=True, nogil=True)(aero.ar1_filter)
+lateral_filter = numba.njit(cache=True, nogil=True)(aero.lateral_filter)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -55,12 +66,15 @@ def fly_chunk(mp: int, dp: int, k0: int, k1: int, n: int, prm: np.ndarray, mix: 
               site_xpos: np.ndarray, tip: int, rotors: np.ndarray, tendons: np.ndarray,
               tensions: np.ndarray, ref_p: np.ndarray, ref_v: np.ndarray, ref_a: np.ndarray,
               u: np.ndarray, qpos_log: np.ndarray, qvel_log: np.ndarray, tip_log: np.ndarray,
-              ctrl_log: np.ndarray) -> None:  # pragma: no cover - compiled
+              ctrl_log: np.ndarray, air_on: bool, air_args: tuple
+              ) -> None:  # pragma: no cover - compiled
     """Steps k0..k1-1 of :func:`quadarm.runner.episode.fly` (same order of operations).
 
     ``mp``/``dp`` are the addresses of the ``mjModel``/``mjData``; ``qpos`` (nq,), ``qvel``
     (nv,), ``ctrl`` (nu,) and ``site_xpos`` (nsite, 3) are the bindings' live views of that
     ``mjData``. ``tensions`` is (n + 1, n_tendons) or (0, n_tendons) for slack tendons.
+    With ``air_on``, the air terms (:func:`quadarm.runner.air.terms`, arguments
+    ``air_args`` from :func:`quadarm.runner.air.args`) run before each ``mj_step``.
     """
     slack = tensions.shape[0] == 0
     for k in range(k0, k1):
@@ -74,10 +88,12 @@ def fly_chunk(mp: int, dp: int, k0: int, k1: int, n: int, prm: np.ndarray, mix: 
                 ctrl[tendons[j]] = tensions[k, j]
         ctrl_log[k, :] = ctrl
         if k == n:
-            _mj_kinematics(mp, dp)
+            _mj_kinematics(mp, dp)  # type: ignore[call-overload]  # numba's C call
             tip_log[k, :] = site_xpos[tip]
             break
-        _mj_step(mp, dp)
+        if air_on:  # gusts and downwash (issue 9)
+            air_terms(k, u, *air_args)
+        _mj_step(mp, dp)  # type: ignore[call-overload]  # numba's C call
         # mj_step computed the kinematics of state k before integrating.
         tip_log[k, :] = site_xpos[tip]
 
@@ -106,6 +122,27 @@ def batch_control(k: int, last: np.ndarray, live: np.ndarray, prm: np.ndarray, m
             for j in range(tendons.shape[0]):
                 ctrl[i, tendons[j]] = tensions[k, i, j]
         ctrl_log[k, i, :] = ctrl[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def batch_air(k: int, last: np.ndarray, live: np.ndarray, u: np.ndarray, gusty: np.ndarray,
+              wind_series: np.ndarray, wind: np.ndarray, downwash: np.ndarray, prm: np.ndarray,
+              quad: int, sites: np.ndarray, links: np.ndarray, act_adr: np.ndarray,
+              act: np.ndarray, xipos: np.ndarray, xmat: np.ndarray, cvel: np.ndarray,
+              subtree_com: np.ndarray, site_xpos: np.ndarray, pulse_link: np.ndarray,
+              pulse_force: np.ndarray, pulse_start: np.ndarray, pulse_stop: np.ndarray,
+              thrust: np.ndarray, force: np.ndarray,
+              xfrc: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The air terms before step k of every live simulation of the batched engine that steps
+    after sample k: :func:`quadarm.runner.air.terms` per simulation on its rows of the
+    stacked :class:`quadarm.runner.air.BatchAir` arrays and the batch's (nsim, ...) state."""
+    for i in range(u.shape[0]):
+        if not live[i] or k >= last[i] or not (gusty[i] or downwash[i]):
+            continue
+        air_terms(k, u[i], gusty[i], wind_series[:, i], wind[i], downwash[i], prm[i], quad,
+                  sites, links, act_adr, act[i], xipos[i], xmat[i], cvel[i], subtree_com[i],
+                  site_xpos[i], pulse_link[i], pulse_force[i], pulse_start[i], pulse_stop[i],
+                  thrust[i], force[i], xfrc[i])
 
 
 def enabled() -> bool:

@@ -76,7 +76,10 @@ def config_yaml(cfg: Config) -> str:
 
 def timeseries_frame(ep: Episode, run_id: str, every: int) -> pd.DataFrame:
     """The logged signals of one episode, every ``every``-th sample, as a flat frame."""
-    log, plan, model = ep.log, ep.plan, ep.built.model
+    log, plan, built = ep.log, ep.plan, ep.built
+    if log is None or plan is None or built is None:
+        raise ValueError("the episode has no time series")
+    model = built.model
     rows = slice(None, None, every)
     n = len(log.t)
     data: dict[str, Any] = {"run_id": run_id, "t": log.t[rows]}
@@ -161,7 +164,8 @@ def record(trial: Trial, ep: Episode | None, store: Path, keep_timeseries: bool,
         metrics = metrics_frame(trial.run_id, ep.metrics if ep else [])
         if ep is not None and ep.built is not None:
             io.write_text(part / io.MODEL_XML, ep.built.xml())
-        if keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t):
+        if (keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t)
+                and trial.cfg is not None):
             io.write_table(part / io.TIMESERIES, timeseries_frame(
                 ep, trial.run_id, trial.cfg.sim.log_every), trial_meta)
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash

@@ -1,20 +1,19 @@
-"""One module per study. Each has ``plan(cfg, built) -> Plan`` (what to fly) and
-``metrics(cfg, plan, log) -> [(phase, metric, value)]`` (what to report)."""
+"""One module per study, named after its scenario kind. The registry of kinds is
+:data:`quadarm.config.SCENARIOS` (kind -> config schema); each kind's module here provides what
+:class:`~quadarm.scenarios.common.Scenario` states: ``plan(cfg, built) -> Plan`` (what to fly)
+and ``metrics(cfg, plan, log) -> [(phase, metric, value)]`` (what to report)."""
 
 from __future__ import annotations
 
-from types import ModuleType
+import importlib
+from typing import cast
 
-from quadarm.scenarios import disturbance, held_bend, hover, mission, workspace
-
-MODULES: dict[str, ModuleType] = {
-    "mission": mission,
-    "workspace": workspace,
-    "disturbance": disturbance,
-    "held_bend": held_bend,
-    "hover": hover,
-}
+from quadarm.config import SCENARIOS
+from quadarm.scenarios.common import Scenario
 
 
-def get(kind: str) -> ModuleType:
-    return MODULES[kind]
+def get(kind: str) -> Scenario:
+    """The module of scenario ``kind`` (one of :data:`quadarm.config.SCENARIOS`)."""
+    if kind not in SCENARIOS:
+        raise KeyError(f"unknown scenario kind {kind!r}; known: {', '.join(SCENARIOS)}")
+    return cast(Scenario, importlib.import_module(f"quadarm.scenarios.{kind}"))

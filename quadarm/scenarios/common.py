@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from quadarm.control.reference import Reference
+
+if TYPE_CHECKING:
+    from quadarm.config import Config
+    from quadarm.model import BuiltModel
 
 Metric = tuple[str, str, float]  # (phase, metric, value)
 
@@ -120,3 +125,17 @@ def tracking_metrics(log: Log, plan: Plan, phase: str, mask: np.ndarray) -> list
         (phase, "thrust_min_n", float(u.min())),
         (phase, "thrust_max_n", float(u.max())),
     ]
+
+
+@runtime_checkable
+class Scenario(Protocol):
+    """What a scenario module provides (``quadarm/scenarios/<kind>.py``)."""
+
+    def plan(self, cfg: Config, built: BuiltModel) -> Plan:
+        """What to fly: the reference, tendon commands and force pulses, sampled every
+        ``sim.timestep`` over ``scenario.duration``."""
+        ...
+
+    def metrics(self, cfg: Config, plan: Plan, log: Log) -> list[Metric]:
+        """What to report from a finished log: (phase, metric, value) triples."""
+        ...

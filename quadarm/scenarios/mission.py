@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from quadarm.config import Config, MissionScenario
+from quadarm.config import (
+    AFTER_PHASE,
+    MISSION_PHASES,
+    WHOLE_PHASE,
+    Config,
+    MissionScenario,
+)
 from quadarm.control.reference import differentiate, mission_position, ramp_up_down
 from quadarm.control.tendons import tensions as allocate
 from quadarm.model import BuiltModel
 from quadarm.scenarios.common import Log, Metric, Plan, times, tracking_metrics
 
-PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return")
-
 
 def plan(cfg: Config, built: BuiltModel) -> Plan:
     sc: MissionScenario = cfg.scenario
     dt = cfg.sim.timestep
+    assert sc.duration is not None  # the phase times' sum, set by MissionScenario
     t = times(sc.duration, dt)
     ref = differentiate(lambda s: mission_position(s, sc), t, dt)
     edges = np.concatenate([[0.0], np.cumsum(sc.phase_times)])
@@ -25,7 +30,7 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     beta = 2.0 * np.pi * sc.sweep_rate * tau
     phi = np.radians(cfg.arm.tendon_angles_deg)
     tension = allocate(mu, beta, phi, cfg.arm.tension_max, cfg.control.tendon_map)
-    phases = {name: (edges[i], edges[i + 1]) for i, name in enumerate(PHASES)}
+    phases = {name: (edges[i], edges[i + 1]) for i, name in enumerate(MISSION_PHASES)}
     return Plan(t=t, ref=ref, start=np.array([0.0, 0.0, sc.altitude]), tensions=tension,
                 phases=phases)
 
@@ -33,13 +38,13 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
     sc: MissionScenario = cfg.scenario
     t = log.t
-    last = len(PHASES) - 1
+    last = len(MISSION_PHASES) - 1
     out: list[Metric] = []
-    for i, name in enumerate(PHASES):
+    for i, name in enumerate(MISSION_PHASES):
         lo, hi = plan.phases[name]
         # Phases are half-open except the last, which keeps the final sample.
         mask = (t >= lo - 1e-9) & ((t < hi - 1e-9) if i < last else (t <= hi + 1e-9))
         out += tracking_metrics(log, plan, name, mask)
-    out += tracking_metrics(log, plan, "whole", np.ones_like(t, dtype=bool))
-    out += tracking_metrics(log, plan, "after_24s", t > sc.after_time)
+    out += tracking_metrics(log, plan, WHOLE_PHASE, np.ones_like(t, dtype=bool))
+    out += tracking_metrics(log, plan, AFTER_PHASE, t > sc.after_time)
     return out

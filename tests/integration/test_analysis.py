@@ -1,5 +1,5 @@
 """quadarm.analysis on the Parquet of real (shortened) runs: tables agree with the stored
-metrics, trials are selected by their configuration columns, tolerances are applied as SPEC
+metrics, trials are selected by their configuration columns, tolerances are applied as docs/model.md
 section 5 states them, figures and Markdown/CSV are written, and MuJoCo is never imported."""
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ def test_drift_reports_missing_times_as_missing(res: Results) -> None:
     t = tables.drift(res.runs, res.metrics).checks.set_index("metric")
     assert math.isfinite(t.loc["drift_5s_cm", "ours"])
     assert math.isnan(t.loc["drift_30s_cm", "ours"])  # this run stopped at 15 s
-    assert t.loc["drift_30s_cm", "within"] is None  # no SPEC tolerance at 30 s
+    assert t.loc["drift_30s_cm", "within"] is None  # no tolerance at 30 s
 
 
 def test_writers_round_trip(res: Results, tmp_path: Path) -> None:

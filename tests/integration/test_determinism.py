@@ -57,6 +57,7 @@ def assert_identical(a: Path, b: Path) -> None:
         pd.testing.assert_frame_equal(x, y, check_exact=True)
 
 
+@pytest.mark.slow
 def test_serial_loky_and_dask_are_bit_identical(tmp_path: Path, cluster: Any) -> None:
     serial = study.run(cfg_of(*GRID), tmp_path / "serial", n_jobs=1)
     loky = study.run(cfg_of(*GRID, "runner.n_jobs=2"), tmp_path / "loky")
@@ -74,6 +75,7 @@ def test_serial_loky_and_dask_are_bit_identical(tmp_path: Path, cluster: Any) ->
     assert serial.metrics.groupby("run_id")["value"].sum().nunique() == 4
 
 
+@pytest.mark.slow
 def test_monte_carlo_study(tmp_path: Path) -> None:
     """16 draws with two workers: one row per trial, distinct seeds, values inside their
     distributions' support, and the same table rerun with the same seed and with one worker."""

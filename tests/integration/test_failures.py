@@ -151,6 +151,7 @@ def test_divergence_time_is_when_it_happened() -> None:
     assert 0.1 <= _time(ep.message) <= 0.1 + 50 * 0.002
 
 
+@pytest.mark.slow
 def test_cli_exit_code_and_summary_count_failures(tmp_path: Path) -> None:
     """A single job and a sweep, each with one healthy and one blown-up trial."""
     common = ["scenario=disturbance", "scenario.duration=0.4", "scenario.start=0.1",

@@ -140,6 +140,7 @@ def _resume_and_check(tmp_path: Path, before: dict[str, float], *args: str) -> N
     all_parquet_readable(tmp_path / "outputs")
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_main_process_then_rerun(tmp_path: Path) -> None:
     store = tmp_path / "outputs" / "trials"
     proc = _start(tmp_path, *COMMAND)

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from quadarm.analysis import published, tables
 
 SETS = ("soft", "medium", "stiff", "nominal")
+
+pytestmark = pytest.mark.slow  # real multiruns of whole missions
 
 
 def _quadarm(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""The paper's figures, regenerated and checked against SPEC section 5's tolerances.
+"""The paper's figures, regenerated and checked against the tolerances of docs/model.md section 5.
 
 Every study runs once per session (about 20 s of simulation on one core); the expected values
 are the paper's, from :mod:`quadarm.analysis.published`.
@@ -20,6 +20,8 @@ from quadarm.config import (
     WorkspaceScenario,
 )
 from quadarm.runner.episode import run_episode
+
+pytestmark = pytest.mark.slow  # the paper's missions and grids: about 30 s
 
 
 def metrics_of(cfg) -> dict[tuple[str, str], float]:

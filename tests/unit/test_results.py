@@ -1,4 +1,4 @@
-"""Result files: the SPEC section 7 columns, provenance metadata, pandas and pyarrow.dataset
+"""Result files: the columns of docs/results.md, provenance metadata, pandas and pyarrow.dataset
 readers (hive-style folders), atomic writes."""
 
 from __future__ import annotations

@@ -95,6 +95,29 @@ BAD: list[tuple[str, str]] = [
     ("scenario=mission scenario.duration=10", "scenario.duration=10"),
     ("seed=-1", "seed=-1"),
     ("control.tendon_map=foo", "control.tendon_map=foo"),
+    # the vehicle must hover: 4 x 3.0 N < 1.26 kg x 9.81 m/s^2
+    ("airframe.thrust_max=3.0", "airframe.thrust_max=3: must be at least 3.09 N"),
+    ("airframe.mass=20", "airframe.thrust_max=8: must be at least"),
+    ("arm.tip_mass=3", "airframe.thrust_max=8: must be at least"),
+    # folders the command would write
+    ("runner.store=/etc/passwd/trials", "runner.store=/etc/passwd/trials"),
+    ("hydra.run.dir=/etc/hostname/run", "hydra.run.dir=/etc/hostname/run"),
+    ("-m seed=0,1 hydra.sweep.dir=/etc/hostname/sweep", "hydra.sweep.dir=/etc/hostname/sweep"),
+    # motor lag and air (issue 9)
+    ("airframe.motor_tau=-0.01", "airframe.motor_tau=-0.01"),
+    ("airframe.motor_tau=nan", "airframe.motor_tau=nan"),
+    ("airframe.prop_radius=-0.1", "airframe.prop_radius=-0.1"),
+    ("aero=downwash airframe.prop_radius=0", "airframe.prop_radius=0"),
+    ("aero.drag_coefficient=-1", "aero.drag_coefficient=-1"),
+    ("aero.gust_intensity=-0.5", "aero.gust_intensity=-0.5"),
+    ("aero.gust_length=-5", "aero.gust_length=-5"),
+    ("aero.gust_length=0", "aero.gust_length=0"),
+    ("aero.wind=[nan,0,0]", "aero.wind"),
+    ("aero.wind=[0,inf,0]", "aero.wind"),
+    ("aero.wind=[1,2]", "aero.wind"),
+    ("aero.wind=[15,15,0]", "at most 20 m/s"),
+    ("aero.downwash=maybe", "aero.downwash"),
+    ("aero=nope", "aero=nope"),
     # unknown keys and group options
     ("scenario=nope", "scenario=nope"),
     ("airframe=nope", "airframe=nope"),
@@ -141,6 +164,11 @@ GOOD = [
     "arm.stiffness:{dist:normal,rel_std:0.1}} runner.trials=4",
     "runner=dask runner.address=tcp://127.0.0.1:8786",
     "++runner.grid={arm.segments:[8,12],seed:[0,1]}",
+    "airframe.thrust_max=3.1 scenario=hover",  # just above the 3.09 N hover thrust
+    "sim.gravity=[0,0,0] airframe.thrust_max=0.5 scenario=hover",
+    "aero=gusty scenario=hover",
+    "aero=downwash airframe.motor_tau=0.025",
+    "aero=breeze aero.wind=[0,-20,0]",
 ]
 
 
@@ -175,7 +203,7 @@ def test_refused_in_preflight(case: str, expected: str, conf_dir: Path) -> None:
 
 @pytest.mark.parametrize("case", GOOD)
 def test_accepted(case: str, conf_dir: Path) -> None:
-    assert preflight(_args(case, conf_dir), CONF_DIR) >= 1
+    assert preflight(_args(case, conf_dir), CONF_DIR).jobs >= 1
 
 
 def test_missing_config_dir(tmp_path: Path) -> None:
@@ -185,7 +213,9 @@ def test_missing_config_dir(tmp_path: Path) -> None:
 
 def test_sweep_expands_every_job(conf_dir: Path) -> None:
     """A multirun is validated job by job (the count proves every point was composed)."""
-    assert preflight(_args("-m gains=soft,stiff seed=0,1,2", conf_dir), CONF_DIR) == 6
+    checked = preflight(_args("-m gains=soft,stiff seed=0,1,2", conf_dir), CONF_DIR)
+    assert checked.jobs == 6 and checked.multirun
+    assert checked.out_dir is not None and checked.out_dir.startswith("outputs/multirun/")
 
 
 # A representative set through the real command line: exit 2, one line, nothing written.
@@ -202,6 +232,12 @@ CLI_CASES = [
     ("++runner.grid={arm.bogus:[1,2]}", "runner.grid.arm.bogus"),
     ("++runner.randomize={arm.stiffness:{dist:normal,std:-1}}", "std=-1"),
     ("--config-dir=missing scenario=hover", "--config-dir=missing"),
+    ("runner.store=/etc/passwd/trials", "runner.store=/etc/passwd/trials"),
+    ("airframe.thrust_max=3.0", "airframe.thrust_max=3"),
+    ("airframe.motor_tau=-0.01", "airframe.motor_tau=-0.01"),
+    ("aero.wind=[25,0,0]", "aero.wind"),
+    ("aero=downwash airframe.prop_radius=0", "airframe.prop_radius=0"),
+    ("aero.gust_length=-5", "aero.gust_length=-5"),
 ]
 
 

@@ -1,0 +1,23 @@
+"""Studies beyond the paper: motor lag, rotor downwash on the arm, steady wind and gusts.
+
+Each study has its own module with ``table(runs, metrics) -> Table`` (from Parquet frames,
+like the paper's tables in :mod:`quadarm.analysis.tables`, but with nothing to compare with:
+their ``checks`` are empty) and ``figure(table, path) -> Path``. A builder raises ValueError
+when the frames hold no trials of its study, so the builders can be tried on any results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from quadarm.analysis.beyond import downwash, motor_lag, wind
+from quadarm.analysis.tables import Table
+
+BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wind.table}
+FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
+    "motor_lag": (motor_lag.figure, "fig_motor_lag.png"),
+    "downwash": (downwash.figure, "fig_downwash.png"),
+    "wind": (wind.figure, "fig_wind.png"),
+}
+TITLE = "Beyond the paper"

@@ -1,0 +1,245 @@
+"""The air's per-step terms in the closed loop: gusts in ``opt.wind`` and the rotors' downwash.
+
+Both engines call these between the controller and ``mj_step``, at every step of a trial whose
+``aero`` switches ask for them (a trial in still air, without downwash, never calls them and
+runs exactly the paper's loop):
+
+- gusts: ``opt.wind`` is set to the steady wind plus the trial's Dryden gust at that sample
+  (the series comes from the trial's seed, :func:`quadarm.model.aero.dryden_gusts`); MuJoCo's
+  fluid model then drags every body through it;
+- downwash: the force of the rotors' wakes on every arm link
+  (:func:`quadarm.model.aero.downwash_forces`) from the live thrusts (the commands, or the
+  lagged actuator states with ``airframe.motor_tau`` > 0), written to the links' rows of
+  ``xfrc_applied`` together with any force pulse of the plan that is on at that sample (the
+  two add up; neither overwrites the other).
+
+:class:`Air` holds the per-trial arrays, made once before the first step; :func:`step` is the
+pure-Python twin of the compiled :func:`quadarm.runner.native.air_step` (same operations, same
+numbers) and :func:`step_batch` the numpy one over the simulations of a batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from quadarm.model import aero
+from quadarm.runner.lifecycle import Prepared
+
+
+@dataclass
+class Air:
+    """One trial's air terms.
+
+    ``wind``: ambient wind per sample (m/s, world), (n + 1, 3), steady plus gust; (0, 3)
+    without gusts (``opt.wind`` then keeps the model's steady wind). ``downwash``: whether the
+    wake force is applied; ``prm`` (N_DW_PARAMS,) its parameters, ``quad`` the airframe body,
+    ``sites`` (n_rotors,) the rotor hub sites, ``links`` (n_links,) the link bodies,
+    ``act_adr`` (n_rotors,) each rotor's actuator-state address (-1: ideal rotor, its thrust
+    is its command); ``pulse_link`` (n_pulses,) the link (index into ``links``, -1: another
+    body) each plan pulse pushes, ``pulse_force`` (n_pulses, 3) N, ``pulse_start`` and
+    ``pulse_stop`` (n_pulses,) its samples [start, stop). ``thrust`` (n_rotors,) and
+    ``force`` (n_links, 3) are scratch.
+    """
+
+    wind: np.ndarray
+    downwash: bool
+    prm: np.ndarray
+    quad: int
+    sites: np.ndarray
+    links: np.ndarray
+    act_adr: np.ndarray
+    pulse_link: np.ndarray
+    pulse_force: np.ndarray
+    pulse_start: np.ndarray
+    pulse_stop: np.ndarray
+    thrust: np.ndarray
+    force: np.ndarray
+
+    @property
+    def gusty(self) -> bool:
+        return len(self.wind) > 0
+
+
+def wants_air(p: Prepared) -> bool:
+    """Whether the trial has per-step air terms (gusts or downwash)."""
+    a = p.cfg.aero
+    return bool(a.downwash) or a.gust_intensity > 0
+
+
+def setup(p: Prepared) -> Air | None:
+    """The trial's :class:`Air`, or None when it has no per-step air terms."""
+    if not wants_air(p):
+        return None
+    cfg, built, plan = p.cfg, p.built, p.plan
+    a, m = cfg.aero, built.model
+    n = plan.steps
+    wind = np.zeros((0, 3))
+    if a.gust_intensity > 0:
+        from quadarm.runner.episode import native_kernels
+
+        kern = native_kernels()  # the compiled recursions when numba is on: same numbers
+        gust = aero.dryden_gusts(a.gust_intensity, a.gust_length, a.wind, m.opt.timestep,
+                                 n + 1, cfg.seed, kern if kern is not None else aero.PlainFilters)
+        wind = np.ascontiguousarray(np.asarray(a.wind, dtype=float) + gust)
+    links = np.ascontiguousarray(built.link_bodies, dtype=np.int64)
+    act_adr = np.where(m.actuator_dyntype[built.rotor_actuators] != mujoco.mjtDyn.mjDYN_NONE,
+                       m.actuator_actadr[built.rotor_actuators], -1).astype(np.int64)
+    index = {int(b): i for i, b in enumerate(links)}
+    pulses = plan.pulses if a.downwash else ()
+    prm = aero.downwash_params(cfg.sim.air_density, a.drag_coefficient,
+                               2.0 * cfg.arm.segment_radius, cfg.arm.segment_length,
+                               cfg.airframe.prop_radius)
+    return Air(
+        wind=wind, downwash=bool(a.downwash), prm=prm, quad=int(built.quad_body),
+        sites=np.ascontiguousarray(built.rotor_sites, dtype=np.int64), links=links,
+        act_adr=act_adr,
+        pulse_link=np.array([index.get(int(q.body), -1) for q in pulses], dtype=np.int64),
+        pulse_force=np.array([q.force for q in pulses], dtype=float).reshape(-1, 3),
+        pulse_start=np.array([q.start for q in pulses], dtype=np.int64),
+        pulse_stop=np.array([q.stop for q in pulses], dtype=np.int64),
+        thrust=np.zeros(len(built.rotor_actuators)), force=np.zeros((len(links), 3)))
+
+
+def terms(k: int, u: list[float] | np.ndarray, gusty: bool, wind_series: np.ndarray,
+          wind: np.ndarray, downwash: bool, prm: np.ndarray, quad: int, sites: np.ndarray,
+          links: np.ndarray, act_adr: np.ndarray, act: np.ndarray, xipos: np.ndarray,
+          xmat: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray, site_xpos: np.ndarray,
+          pulse_link: np.ndarray, pulse_force: np.ndarray, pulse_start: np.ndarray,
+          pulse_stop: np.ndarray, thrust: np.ndarray, force: np.ndarray,
+          xfrc: np.ndarray) -> None:
+    """The air terms before step k of one simulation, written once on scalars: plain Python
+    runs it (:func:`step`) and numba compiles it (:mod:`quadarm.runner.native`).
+
+    With ``gusty``, ``wind`` (the live ``opt.wind``, (3,)) becomes ``wind_series[k]``. With
+    ``downwash``, the thrusts (``u`` the rotor commands, or ``act`` the actuator states where
+    ``act_adr`` >= 0) drive :func:`quadarm.model.aero.downwash_forces`, and each link's row of
+    ``xfrc`` (nbody, 6) becomes the plan's pulses on it at sample k plus that force (the
+    fields of :class:`Air`; the ``mjData`` arrays as named).
+    """
+    if gusty:
+        wind[0], wind[1], wind[2] = wind_series[k, 0], wind_series[k, 1], wind_series[k, 2]
+    if not downwash:
+        return
+    for j in range(len(thrust)):
+        thrust[j] = act[act_adr[j]] if act_adr[j] >= 0 else u[j]
+    aero.downwash_forces(prm, thrust, quad, sites, links, xipos, xmat, cvel, subtree_com,
+                         site_xpos, wind, force)
+    for i in range(len(links)):
+        fx, fy, fz = 0.0, 0.0, 0.0
+        for q in range(len(pulse_link)):
+            if pulse_link[q] == i and pulse_start[q] <= k and k < pulse_stop[q]:
+                fx, fy, fz = fx + pulse_force[q, 0], fy + pulse_force[q, 1], fz + pulse_force[q, 2]
+        b = links[i]
+        xfrc[b, 0] = fx + force[i, 0]
+        xfrc[b, 1] = fy + force[i, 1]
+        xfrc[b, 2] = fz + force[i, 2]
+
+
+def args(air: Air | None, d: mujoco.MjData, wind: np.ndarray) -> tuple:
+    """The arguments of :func:`terms` after ``k`` and ``u`` for one trial: ``d`` its
+    ``MjData``, ``wind`` the live ``opt.wind`` of its model. Without air terms (None): inert
+    arguments of the same types (both flags off), so that the compiled loop has one shape."""
+    if air is None:
+        z1, i1, z2 = np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros((0, 3))
+        return (False, z2, wind, False, z1, 0, i1, i1, i1, d.act, d.xipos, d.xmat, d.cvel,
+                d.subtree_com, d.site_xpos, i1, z2, i1, i1, z1, z2, d.xfrc_applied)
+    return (air.gusty, air.wind, wind, air.downwash, air.prm, air.quad, air.sites, air.links,
+            air.act_adr, d.act, d.xipos, d.xmat, d.cvel, d.subtree_com, d.site_xpos,
+            air.pulse_link, air.pulse_force, air.pulse_start, air.pulse_stop, air.thrust,
+            air.force, d.xfrc_applied)
+
+
+def step(k: int, u: list[float] | np.ndarray, a: tuple) -> None:
+    """:func:`terms` in plain Python with the arguments of :func:`args`."""
+    terms(k, u, *a)
+
+
+@dataclass
+class BatchAir:
+    """The :class:`Air` of the simulations of a batch, stacked (same model structure, so the
+    ids are shared): ``gusty``/``downwash`` (nsim,) flags, ``wind`` (K + 1, nsim, 3)
+    time-major and padded, ``prm`` (nsim, N_DW_PARAMS), pulses (nsim, P) padded with
+    ``pulse_link`` -1, ``thrust`` (nsim, n_rotors) and ``force`` (nsim, n_links, 3) scratch."""
+
+    gusty: np.ndarray
+    wind: np.ndarray
+    downwash: np.ndarray
+    prm: np.ndarray
+    quad: int
+    sites: np.ndarray
+    links: np.ndarray
+    act_adr: np.ndarray
+    pulse_link: np.ndarray
+    pulse_force: np.ndarray
+    pulse_start: np.ndarray
+    pulse_stop: np.ndarray
+    thrust: np.ndarray
+    force: np.ndarray
+
+
+def stack(airs: list[Air | None], steps: int) -> BatchAir | None:
+    """The batch's :class:`BatchAir` (samples 0..``steps``), or None when no simulation has
+    air terms."""
+    some = [a for a in airs if a is not None]
+    if not some:
+        return None
+    ns, ref = len(airs), some[0]
+    wind = np.zeros((steps + 1, ns, 3))
+    prm = np.zeros((ns, len(ref.prm)))
+    npulse = max(len(a.pulse_link) for a in some)
+    plink = np.full((ns, npulse), -1, dtype=np.int64)
+    pforce = np.zeros((ns, npulse, 3))
+    pstart = np.zeros((ns, npulse), dtype=np.int64)
+    pstop = np.zeros((ns, npulse), dtype=np.int64)
+    for i, a in enumerate(airs):
+        if a is None:
+            continue
+        if a.gusty:
+            wind[:len(a.wind), i] = a.wind
+        prm[i] = a.prm
+        m = len(a.pulse_link)
+        plink[i, :m], pforce[i, :m] = a.pulse_link, a.pulse_force
+        pstart[i, :m], pstop[i, :m] = a.pulse_start, a.pulse_stop
+    return BatchAir(
+        gusty=np.array([a is not None and a.gusty for a in airs]), wind=wind,
+        downwash=np.array([a is not None and a.downwash for a in airs]), prm=prm,
+        quad=ref.quad, sites=ref.sites, links=ref.links, act_adr=ref.act_adr,
+        pulse_link=plink, pulse_force=pforce, pulse_start=pstart, pulse_stop=pstop,
+        thrust=np.zeros((ns, len(ref.sites))), force=np.zeros((ns, len(ref.links), 3)))
+
+
+def step_batch(ba: BatchAir, k: int, stepping: np.ndarray, u: np.ndarray, act: np.ndarray,
+               xipos: np.ndarray, xmat: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray,
+               site_xpos: np.ndarray, wind: np.ndarray, xfrc: np.ndarray) -> None:
+    """:func:`terms` for the simulations of a batch that step after sample k (``stepping``
+    (nsim,) bool), on numpy columns with the same operations in the same order. ``wind``
+    (nsim, 3) is the batch's expanded ``opt.wind``, the others its bound ``mjData`` arrays
+    (nsim, ...) and ``u`` (nsim, n_rotors) the rotor commands."""
+    g = np.flatnonzero(ba.gusty & stepping)
+    if g.size:
+        wind[g] = ba.wind[k, g]
+    dw = np.flatnonzero(ba.downwash & stepping)
+    if not dw.size:
+        return
+    thrust = act[dw][:, ba.act_adr] if ba.act_adr[0] >= 0 else u[dw]
+    force = np.empty((dw.size, len(ba.links), 3))
+    with np.errstate(all="ignore"):
+        aero.downwash_forces_batch(ba.prm[dw], thrust, ba.quad, ba.sites, ba.links, xipos[dw],
+                                   xmat[dw], cvel[dw], subtree_com[dw], site_xpos[dw],
+                                   wind[dw], force)
+    plink, pforce = ba.pulse_link[dw], ba.pulse_force[dw]
+    on = (ba.pulse_start[dw] <= k) & (k < ba.pulse_stop[dw])
+    for i in range(len(ba.links)):
+        fx = fy = fz = np.zeros(dw.size)
+        for q in range(plink.shape[1]):
+            hit = (plink[:, q] == i) & on[:, q]
+            fx = np.where(hit, fx + pforce[:, q, 0], fx)
+            fy = np.where(hit, fy + pforce[:, q, 1], fy)
+            fz = np.where(hit, fz + pforce[:, q, 2], fz)
+        b = ba.links[i]
+        xfrc[dw, b, 0] = fx + force[:, i, 0]
+        xfrc[dw, b, 1] = fy + force[:, i, 1]
+        xfrc[dw, b, 2] = fz + force[:, i, 2]
