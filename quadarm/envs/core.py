@@ -115,6 +115,7 @@ class Task:
     act_ids: np.ndarray  # (na,) actuator ids of the actions: rotors then tendons
     lo: np.ndarray  # (na,) actuator range low (N)
     half: np.ndarray  # (na,) half the actuator range (N)
+    prepared: Any  # the runner's Prepared (quadarm.runner.lifecycle), for the air terms
     ff: np.ndarray  # (n + 1, 9) v_d, a_d, tendon command (normalised)
     tendon_action: np.ndarray  # (n + 1, 3) the scenario's tendon command, normalised
     pulse_steps: frozenset[int]
@@ -148,8 +149,14 @@ def make_task(cfg: Config) -> Task:
     ff = np.ascontiguousarray(np.concatenate([plan.ref.v, plan.ref.a, tendon_action], axis=1))
     pulses = frozenset(k for p in plan.pulses for k in (p.start, p.stop))
     return Task(cfg, built, plan, module, list(ctl.params), list(ctl.mix_flat), act, lo, half,
-                ff, tendon_action, pulses, np.asarray(plan.start, dtype=float),
+                prepared, ff, tendon_action, pulses, np.asarray(plan.start, dtype=float),
                 float(cfg.sim.max_distance))
+
+
+def wants_air(cfg: Config) -> bool:
+    """Whether ``cfg`` has per-step air terms (gusts or rotor downwash,
+    :mod:`quadarm.runner.air`)."""
+    return bool(cfg.aero.downwash) or cfg.aero.gust_intensity > 0
 
 
 def normalise(u: np.ndarray, lo: np.ndarray, half: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ import numpy as np
 from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law
 from quadarm.envs import core
+from quadarm.runner import air
 from quadarm.runner.lifecycle import (
     UNSTABLE,
     apply_pulses,
@@ -101,6 +102,11 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
+        # Gusts and downwash (quadarm.runner.air), applied before each step as the runner's
+        # loop applies them; None in still air without downwash.
+        self._air = air.setup(task.prepared)
+        self._wind = m.opt.wind  # live view: gusts are written into it before each step
+        self._air_args = air.args(self._air, d, self._wind) if self._air is not None else ()
 
     def _observe(self, k: int) -> np.ndarray:
         q, v = self._qpos, self._qvel
@@ -117,6 +123,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         if self.randomizer is not None:
             cfg, self.drawn = self.randomizer.draw(self.np_random)
             self._load(core.make_task(cfg))
+        if self.task.cfg.aero.gust_intensity > 0:
+            self._wind[:] = self.task.cfg.aero.wind  # the steady wind, as every trial starts
         reset(self.model, self.data, self.task.start)
         self._k = 0
         self._integ = [0.0, 0.0, 0.0]
@@ -164,6 +172,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                 tip_log[k] = self._site_xpos[task.built.tip_site]
             self._k = -1
             return self._observe(k), 0.0, False, True, self._final(n + 1, "")
+        if self._air is not None:
+            air.step(k, u[:self._nr], self._air_args)
         mujoco.mj_step(self.model, self.data)
         if self.record:
             # mj_step computed the kinematics of state k before integrating.

@@ -76,6 +76,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self.metadata = {**self.metadata, "autoreset_mode": mode}
         self.num_envs = int(num_envs)
         self.cfg = config if config is not None else core.compose(overrides)
+        if core.wants_air(self.cfg) or (randomize and any(
+                str(k).startswith("aero.") for k in randomize)):
+            raise ValueError("aero.downwash / aero.gust_intensity: the vector environment does "
+                             "not apply the per-step air terms; use QuadArmEnv, or "
+                             "gymnasium.make_vec(..., vectorization_mode='sync')")
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.record = bool(record)
         self.render_mode = None

@@ -220,3 +220,19 @@ def test_vector_env_terminates_like_single_envs():
             break
     assert te and not term[:2].any()
     assert info["message"][2] == inf["message"] and info["status"][2] == "diverged"
+
+
+def test_controller_action_reproduces_the_runner_with_air_terms():
+    """Motor lag, gusts and downwash (issue 9's switches) act in the env as in the runner."""
+    air = [*PUSH, "airframe.motor_tau=0.025", "aero=gusty", "aero.downwash=true"]
+    env = QuadArmEnv(overrides=air)
+    for _ in range(2):  # a second episode starts like the first (wind reset)
+        _, info, _ = fly_controller(env)
+        cli = run_episode(env.cfg)
+        assert cli.status == "ok" and relative_gap(info["metrics"], cli.metrics) < 1e-9
+    still = QuadArmEnv(overrides=PUSH)
+    _, calm, _ = fly_controller(still)
+    assert calm["metrics"] != info["metrics"]  # the air terms changed the flight
+    with pytest.raises(ValueError, match="aero.downwash"):
+        gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
+                     overrides=air)
