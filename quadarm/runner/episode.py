@@ -81,7 +81,6 @@ def fly(p: Prepared) -> Outcome:
     m = built.model
     d = mujoco.MjData(m)
     wind = m.opt.wind  # live view: gusts are written into it before each step
-    wind[:] = cfg.aero.wind if cfg.aero.gust_intensity > 0 else wind
     reset(m, d, plan.start)
     ctl = make_controller(cfg, built)
     # Gusts and downwash (quadarm.runner.air): None in still air without downwash.
@@ -168,6 +167,8 @@ def fly(p: Prepared) -> Outcome:
                 rows = k1
                 break
             unchecked = k1 + 1
+    if air_on:
+        wind[:] = cfg.aero.wind  # leave the model as it was compiled (steady wind only)
     log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, tip_log, ctrl_log,
               built.rotor_actuators, built.tendon_actuators)
     return Outcome(log.truncated(rows) if rows < n + 1 else log, failure)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis.beyond.common import gains_name, only, trials, value
+from quadarm.analysis.beyond.common import gains_name, only, same_setup, trials, value
 from quadarm.analysis.figures import _save
 from quadarm.analysis.tables import Table, checks_frame, metric_frame
 
@@ -31,6 +31,8 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
         sel = sel[only(sel, lag=True)]
     if sel.empty or sel["airframe.motor_tau"].nunique() < 2:
         raise ValueError("no motor-lag sweep (missions at two or more airframe.motor_tau)")
+    lagged = sel[sel["airframe.motor_tau"].astype(float) > 0]
+    sel = same_setup(sel, lagged, ("airframe.motor_tau", "gains.kr", "gains.kw"))
     wide = metric_frame(metrics, sel["run_id"])
     rows = pd.DataFrame({
         "gains": sel["gains.kr"].map(gains_name),
@@ -74,12 +76,13 @@ def figure(tab: Table, path: Path | str) -> Path:
     for ax, (m, label) in zip(axes, METRICS, strict=True):
         top = (float(np.nanmax(stable[m].to_numpy(float))) if stable[m].notna().any()
                else 1.0)
-        for name, g in rows.groupby("gains", sort=False):
+        for j, (name, g) in enumerate(rows.groupby("gains", sort=False)):
             ok = g[g["stable"]]
             line, = ax.plot(ok["tau_ms"], ok[m], "o-", ms=4, label=name)
             bad = g[~g["stable"]]
             if len(bad):
-                ax.plot(bad["tau_ms"], [top * 1.05] * len(bad), "x", color=line.get_color(),
+                ax.plot(bad["tau_ms"], [top * (1.04 + 0.04 * j)] * len(bad), "x",
+                        color=line.get_color(),
                         ms=8, label=f"{name}: unstable")
         ax.set_xlabel("motor time constant tau [ms]")
         ax.set_title(label, fontsize=9)
