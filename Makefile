@@ -10,7 +10,7 @@ export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-fast lint mission table2 table3 workspace disturbance drift \
-	monte-carlo motor-lag downwash wind tune paper readme bench clean
+	monte-carlo motor-lag downwash wind feedforward active-damping tune paper readme bench clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -59,6 +59,12 @@ downwash: ## beyond the paper: workspace and mission without/with rotor downwash
 
 wind: ## beyond the paper: steady wind 0-8 m/s, 32 seeds of gusty hover -> outputs/wind
 	bash experiments/wind.sh
+
+feedforward: ## beyond the paper: arm feed-forward none/com/wrench x gain sets -> outputs/feedforward
+	bash experiments/feedforward.sh
+
+active-damping: ## beyond the paper: tip disturbance over the tendon-damping grid -> outputs/active_damping
+	bash experiments/active_damping.sh
 
 tune: ## Optuna search of the gains, 100 missions -> outputs/tune_gains (gains/tuned.yaml)
 	bash experiments/tune_gains.sh

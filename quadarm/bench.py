@@ -129,9 +129,12 @@ def _with_kernels(enabled: bool, fn: Callable[[], Any]) -> Any:
 
 
 def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2),
-            python_loop: bool = True) -> dict[str, Any]:
-    """All figures for one physics preset (``label`` in PRESETS), medians of ``repeat``."""
-    cfg = load([f"sim={PRESETS[label]}"])
+            python_loop: bool = True, overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+    """All figures for one physics preset (``label`` in PRESETS), medians of ``repeat``;
+    ``overrides`` (e.g. ``control.feedforward=wrench``) apply to every trial measured, and the
+    bare step is that of the same model (the wrench sensor included)."""
+    overrides = tuple(overrides)
+    cfg = load([f"sim={PRESETS[label]}", *overrides])
     prep = lifecycle.prepare(cfg)
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the nominal mission failed with sim={PRESETS[label]}: "
@@ -148,7 +151,8 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     # The batch workload: a bending-workspace sweep (each trial bends the arm and tilts the
     # vehicle: in motion), nsim trials of different beta.
     wcfgs = [load([f"sim={PRESETS[label]}", "scenario=workspace",
-                      f"scenario.beta_deg={360.0 * i / nsim:.6g}"]) for i in range(nsim)]
+                   f"scenario.beta_deg={360.0 * i / nsim:.6g}", *overrides])
+             for i in range(nsim)]
     preps = [p for p in map(lifecycle.prepare, wcfgs) if isinstance(p, Prepared)]
     if len(preps) < len(wcfgs):
         raise RuntimeError("a workspace trial of the batch benchmark failed to build")
@@ -192,6 +196,7 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
         "batch_trials": nsim,
         "batch_steps": batch_steps,
         "numba": native,
+        "overrides": list(overrides),
         "us_per_step": med,
         "samples_us": samples,
         "mujoco_timers_us": {k: statistics.median(v) for k, v in timers.items()},
@@ -390,13 +395,14 @@ def table(results: dict[str, Any]) -> str:
 
 
 def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfast", "fast"),
-        paper: bool = False, air: bool = True, nenv: int = 64) -> dict[str, Any]:
+        paper: bool = False, air: bool = True, overrides: tuple[str, ...] = (),
+        nenv: int = 64) -> dict[str, Any]:
     """Measure everything; returns the JSON-ready results (``nenv`` 0: skip the
     environments)."""
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     results: dict[str, Any] = {"presets": {}}
     for label in presets:
-        results["presets"][label] = measure(label, repeat, nsim)
+        results["presets"][label] = measure(label, repeat, nsim, overrides=overrides)
         if air:
             results["presets"][label]["air"] = measure_air(label, repeat)
         if nenv > 0:
@@ -442,11 +448,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time python -m quadarm.reproduce")
     parser.add_argument("--no-air", action="store_true",
                         help="skip the mission with motor lag, gusts and downwash on")
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override for every measured trial, e.g. "
+                             "control.feedforward=wrench (repeatable)")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.nsim < 2:
         parser.error("--repeat must be >= 1 and --nsim >= 2")
     results = run(args.repeat, args.nsim, tuple(args.preset or PRESETS), args.paper,
-                  not args.no_air, args.nenv)
+                  not args.no_air, tuple(args.override), args.nenv)
     print(table(results))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, default=float))

@@ -19,9 +19,12 @@ into ``<out>``: every table as Markdown and CSV, Figs. 1-5 and the drift plot as
 section 5).
 
 Beyond the paper (skip with ``--no-beyond``): the studies of the switches the paper does not
-have (``motor_lag``, ``downwash``, ``wind``: ``conf/experiment/``, ``docs/aero.md``) run into
-``<out>/data_beyond/``; their tables and figures go into ``<out>`` next to the paper's, and
-``reproduction.md`` gets a "Beyond the paper" section with their findings.
+have (``motor_lag``, ``downwash``, ``wind``: ``conf/experiment/``, ``docs/aero.md``;
+``feedforward``, ``active_damping``: ``docs/arm_aware_control.md``) run into
+``<out>/data_beyond/`` (the arm-aware ones into ``<out>/data_arm/``); their tables and
+figures go into ``<out>`` next to the paper's, and ``reproduction.md`` gets a "Beyond the
+paper" section with their findings (``--readme`` also refreshes the README's block of the
+arm-aware tables).
 """
 
 from __future__ import annotations
@@ -89,23 +92,36 @@ def plan_jobs(data_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
     return jobs
 
 
-# The studies beyond the paper: experiment -> Hydra-swept group (or None for one job).
+# The studies beyond the paper: experiment -> Hydra-swept group (or None for one job, ALL
+# for every point of the experiment's hydra.sweeper.params).
+ALL = "*"
 BEYOND = (("motor_lag", "gains"), ("downwash", None), ("downwash_mission", None),
           ("wind", None), ("wind_mission", None), ("wind_gusts", None))
+# The arm-aware studies: their data go into a folder of their own (<out>/data_arm), so that
+# their paper-physics trials (e.g. the soft gains' missions without feed-forward) never enter
+# the tables of the studies above, nor theirs into these.
+ARM = (("feedforward", ALL), ("active_damping", ALL))
 
 
-def plan_beyond(data_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
-    """Every job of the studies beyond the paper, composed from ``conf/experiment/``."""
+def plan_beyond(data_dir: Path, conf_dir: str = CONF_DIR,
+                studies: tuple[tuple[str, str | None], ...] = BEYOND) -> list[Job]:
+    """Every job of the ``studies`` beyond the paper, composed from ``conf/experiment/`` as
+    the multirun would compose it."""
+    import itertools
+
     jobs = []
-    for study, swept in BEYOND:
+    for study, swept in studies:
         cfg, hydra_cfg = compose_job([f"+experiment={study}", *COMMON], conf_dir)
         if swept is None:
             jobs.append(Job(study, cfg, data_dir / study))
             continue
-        for name in (v.strip() for v in str(hydra_cfg.sweeper.params[swept]).split(",")):
-            cfg, _ = compose_job([f"+experiment={study}", f"{swept}={name}", *COMMON],
-                                 conf_dir)
-            jobs.append(Job(study, cfg, data_dir / study / f"{swept}={name}"))
+        params = {str(k): [v.strip() for v in str(vals).split(",")]
+                  for k, vals in hydra_cfg.sweeper.params.items()
+                  if swept == ALL or str(k) == swept}
+        for values in itertools.product(*params.values()):
+            point = [f"{k}={v}" for k, v in zip(params, values, strict=True)]
+            cfg, _ = compose_job([f"+experiment={study}", *point, *COMMON], conf_dir)
+            jobs.append(Job(study, cfg, data_dir / study / ",".join(point)))
     return jobs
 
 
@@ -168,11 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when a value is outside its tolerance")
     p.add_argument("--no-beyond", action="store_true",
-                   help="skip the studies beyond the paper (motor lag, downwash, wind)")
+                   help="skip the studies beyond the paper (motor lag, downwash, wind, arm "
+                        "feed-forward, active damping)")
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error("--jobs must be >= 1")
     out, data, beyond = args.out, args.out / "data", args.out / "data_beyond"
+    arm_data = args.out / "data_arm"
     t0 = time.perf_counter()
     if not args.no_run:
         jobs = plan_jobs(data)
@@ -187,21 +205,24 @@ def main(argv: list[str] | None = None) -> int:
         render = None if args.no_render else start_render(data / "table2", out / FIG1)
         run_studies([j for j in jobs if j.trials > 1], args.jobs)
         if not args.no_beyond:
-            extra = plan_beyond(beyond)
-            shutil.rmtree(beyond, ignore_errors=True)
-            print(f"quadarm.reproduce: beyond the paper: {len(extra)} jobs, "
-                  f"{sum(j.trials for j in extra)} trials -> {beyond}")
-            run_studies(extra, args.jobs)
+            for folder, studies in ((beyond, BEYOND), (arm_data, ARM)):
+                extra = plan_beyond(folder, studies=studies)
+                shutil.rmtree(folder, ignore_errors=True)
+                print(f"quadarm.reproduce: beyond the paper: {len(extra)} jobs, "
+                      f"{sum(j.trials for j in extra)} trials -> {folder}")
+                run_studies(extra, args.jobs)
         print(f"quadarm.reproduce: simulations done in {time.perf_counter() - t0:.1f} s")
     else:
         if not data.exists():
             p.error(f"--no-run: {data} does not exist")
         render = None if args.no_render else start_render(data / "table2", out / FIG1)
     report = reporting.write_report([data], out)
-    if not args.no_beyond and beyond.exists():
-        extra_report = reporting.write_beyond([beyond], out)
-        report.tables += extra_report.tables
-        report.files += extra_report.files
+    if not args.no_beyond:
+        for folder in (beyond, arm_data):
+            if folder.exists():
+                extra_report = reporting.write_beyond([folder], out)
+                report.tables += extra_report.tables
+                report.files += extra_report.files
         reporting.write_reproduction(report, out)  # with the "Beyond the paper" section
     if render is not None:
         log, _ = render.communicate()
@@ -223,6 +244,12 @@ def main(argv: list[str] | None = None) -> int:
         block = reporting.readme_block(report.tables, "python -m quadarm.reproduce")
         if not reporting.update_readme(args.readme, block):
             print(f"quadarm.reproduce: {args.readme} has no {reporting.README_START} marker",
+                  file=sys.stderr)
+        arm = [t for t in report.tables if t.name in ("feedforward", "active_damping")]
+        if arm and not reporting.update_readme(
+                args.readme, reporting.beyond_block(arm, "python -m quadarm.reproduce"),
+                reporting.BEYOND_START, reporting.BEYOND_END):
+            print(f"quadarm.reproduce: {args.readme} has no {reporting.BEYOND_START} marker",
                   file=sys.stderr)
     print(f"quadarm.reproduce: {within} of {len(checks)} values within tolerance; "
           f"{len(report.files)} files -> {out} ({time.perf_counter() - t0:.1f} s)")

@@ -85,15 +85,27 @@ def paper_physics(runs: pd.DataFrame) -> pd.Series:
 
 def successful(runs: pd.DataFrame, scenario: str, paper_only: bool = True) -> pd.DataFrame:
     """The ``ok`` trials of ``scenario``, each run id once; with ``paper_only``, only those of
-    the paper's model (:func:`paper_physics`: studies beyond the paper never leak into its
-    tables)."""
+    the paper's model (:func:`paper_physics`) flown with the paper's controller
+    (:func:`paper_controller`): studies beyond the paper never leak into its tables."""
     if runs.empty or "scenario" not in runs:
         return runs.iloc[0:0]
     keep = (runs["scenario"] == scenario) & (runs["status"] == "ok")
     if paper_only:
-        keep &= paper_physics(runs)
+        keep &= paper_physics(runs) & paper_controller(runs)
     sel = runs[keep]
     return sel.drop_duplicates("run_id", keep="last").reset_index(drop=True)
+
+
+def paper_controller(runs: pd.DataFrame) -> pd.Series:
+    """Which rows were flown with the paper's controller (columns absent: results written
+    before the arm-aware switches existed, all with the paper's controller)."""
+    keep = pd.Series(True, index=runs.index)
+    if "control.feedforward" in runs:
+        keep &= runs["control.feedforward"].fillna("none") == "none"
+    for key in ("control.tendon_damping", "control.tendon_bias"):
+        if key in runs:
+            keep &= runs[key].fillna(0.0).astype(float) == 0.0
+    return keep
 
 
 def metric_frame(metrics: pd.DataFrame, run_ids: Iterable[str]) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from quadarm.config.checks import (
 
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
 TENDON_MAPS = ("balanced", "legacy")
+FEEDFORWARD = ("none", "com", "wrench")
 BACKENDS = ("sequential", "loky", "threading", "dask")
 ENGINES = ("auto", "serial", "batch")
 DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
@@ -394,12 +395,29 @@ SCENARIOS: dict[str, type[ScenarioConfig]] = {
 
 @dataclass
 class ControlConfig:
-    """``tendon_map``: ``balanced`` (saturation-free, paper eq. 8) or ``legacy`` (max(c, 0))."""
+    """Options of the controller beyond its gains.
+
+    ``tendon_map``: ``balanced`` (saturation-free, paper eq. 8) or ``legacy`` (max(c, 0)).
+    ``feedforward``: what the flight controller knows about the arm: ``none`` (the paper's
+    controller, the arm is an unknown disturbance), ``com`` (the quasi-static moment of the
+    arm's weight under the apparent gravity g - a_ref, from the hinge angles) or ``wrench``
+    (the arm's reaction wrench read by a force-torque sensor at the flange, one step old).
+    ``tendon_damping`` (N m s/rad): gain of the tendon moment that opposes the arm's mean
+    bending rate; ``tendon_bias`` (N): tension added to all three tendons (zero net moment) so
+    that the damping can pull either way. Both 0: the tendons carry the bend command only.
+    See ``docs/arm_aware_control.md``.
+    """
 
     tendon_map: str = "balanced"
+    feedforward: str = "none"
+    tendon_damping: float = 0.0  # N m s / rad
+    tendon_bias: float = 0.0  # N
 
     def __post_init__(self) -> None:
         _choice("tendon_map", self.tendon_map, TENDON_MAPS)
+        _choice("feedforward", self.feedforward, FEEDFORWARD)
+        _non_negative("tendon_damping", self.tendon_damping)
+        _non_negative("tendon_bias", self.tendon_bias)
 
 
 @dataclass
@@ -517,6 +535,11 @@ class Config:
                 and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
             raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
                               "must be a finite number > 0 (the rotor radius) with aero.downwash")
+        if not isinstance(self.arm, ArmConfig) or not isinstance(self.control, ControlConfig):
+            return  # a partial root (MISSING groups) is checked where it is completed
+        if self.control.tendon_bias > self.arm.tension_max:
+            raise ConfigError("control.tendon_bias", self.control.tendon_bias,
+                              f"must be <= arm.tension_max ({self.arm.tension_max:g} N)")
 
 
 GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner", "aero", "tune")

@@ -21,18 +21,24 @@ Floats = list[float] | np.ndarray  # what law() indexes: lists in Python, arrays
 # Layout of the flat parameter vector that :func:`law` reads (see :func:`law_params`).
 KP, KD, KI, KR, KW = 0, 3, 6, 9, 12  # first index of each 3-vector of gains
 ILIM, TAN_TILT, MASS, GRAV, DT, U_MIN, U_MAX, COS_YAW, SIN_YAW = range(15, 24)
-N_PARAMS = 24
+# Arm feed-forward (control.feedforward, quadarm.control.arm): a switch, then a force (N,
+# world) added to the desired force and a torque (N m, body) added to the attitude torque.
+# The closed loop writes the force and torque before every call; with the switch at 0 the
+# law does exactly what it did without them.
+FF_ON, FF_FX, FF_FY, FF_FZ, FF_TX, FF_TY, FF_TZ = range(24, 31)
+N_PARAMS = 31
 
 
 def law_params(gains: GainsConfig, mass: float, gravity: float, u_min: float, u_max: float,
                dt: float, yaw: float = 0.0) -> list[float]:
     """The flat parameter vector of :func:`law`, (N_PARAMS,): gains, integral limit (m s),
     tan of the tilt limit, total mass (kg), |g| (m/s^2), control period (s), rotor command
-    limits (N) and the heading's cos/sin."""
+    limits (N), the heading's cos/sin and the arm feed-forward slots (off, zero)."""
     prm = [float(v) for k in (gains.kp, gains.kd, gains.ki, gains.kr, gains.kw) for v in k]
     prm += [float(gains.integral_limit), math.tan(math.radians(gains.tilt_max_deg)),
             float(mass), float(gravity), float(dt), float(u_min), float(u_max),
             math.cos(yaw), math.sin(yaw)]
+    prm += [0.0] * (N_PARAMS - FF_ON)
     return prm
 
 
@@ -77,6 +83,9 @@ def law(prm: Floats, mix: Floats, integ: Floats, qpos: Floats, qvel: Floats, p_d
         ax, ay = ax * scale, ay * scale
     mass = prm[MASS]
     fx, fy, fz = mass * ax, mass * ay, mass * (az + g)
+    ff = prm[FF_ON] != 0.0
+    if ff:
+        fx, fy, fz = fx + prm[FF_FX], fy + prm[FF_FY], fz + prm[FF_FZ]
 
     # Attitude from the quaternion (w, x, y, z).
     r00 = 1 - 2 * (qy * qy + qz * qz)
@@ -113,6 +122,8 @@ def law(prm: Floats, mix: Floats, integ: Floats, qpos: Floats, qvel: Floats, p_d
     tx = -prm[KR] * erx - prm[KW] * wx
     ty = -prm[KR + 1] * ery - prm[KW + 1] * wy
     tz = -prm[KR + 2] * erz - prm[KW + 2] * wz
+    if ff:
+        tx, ty, tz = tx + prm[FF_TX], ty + prm[FF_TY], tz + prm[FF_TZ]
     lo, hi = prm[U_MIN], prm[U_MAX]
     for j in range(len(out)):
         u = mix[4 * j] * f + mix[4 * j + 1] * tx + mix[4 * j + 2] * ty + mix[4 * j + 3] * tz
@@ -160,7 +171,7 @@ class GeometricController:
         """
         prm = self.params
         if yaw != 0.0:
-            prm = prm[:COS_YAW] + [math.cos(yaw), math.sin(yaw)]
+            prm = prm[:COS_YAW] + [math.cos(yaw), math.sin(yaw)] + prm[SIN_YAW + 1:]
         out = [0.0] * len(self.mix)
         law(prm, self.mix_flat, self.integral, qpos, qvel, p_d, v_d, a_d, out)
         return out
@@ -199,6 +210,11 @@ def law_batch(prm: np.ndarray, mix: np.ndarray, integ: np.ndarray, qpos: np.ndar
     ax, ay = np.where(over, ax * scale, ax), np.where(over, ay * scale, ay)
     mass = col(MASS)
     fx, fy, fz = mass * ax, mass * ay, mass * (az + g)
+    ff = col(FF_ON) != 0.0
+    if np.any(ff):
+        fx = np.where(ff, fx + col(FF_FX), fx)
+        fy = np.where(ff, fy + col(FF_FY), fy)
+        fz = np.where(ff, fz + col(FF_FZ), fz)
 
     r00 = 1 - 2 * (qy * qy + qz * qz)
     r01 = 2 * (qx * qy - qw * qz)
@@ -232,6 +248,10 @@ def law_batch(prm: np.ndarray, mix: np.ndarray, integ: np.ndarray, qpos: np.ndar
     tx = -col(KR) * erx - col(KW) * wx
     ty = -col(KR + 1) * ery - col(KW + 1) * wy
     tz = -col(KR + 2) * erz - col(KW + 2) * wz
+    if np.any(ff):
+        tx = np.where(ff, tx + col(FF_TX), tx)
+        ty = np.where(ff, ty + col(FF_TY), ty)
+        tz = np.where(ff, tz + col(FF_TZ), tz)
     mix = np.asarray(mix, dtype=float)
     rotors = mix.shape[-1] // 4
     if out is None:

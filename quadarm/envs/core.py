@@ -153,6 +153,25 @@ def make_task(cfg: Config) -> Task:
                 float(cfg.sim.max_distance))
 
 
+def arm_aware(cfg: Config) -> str:
+    """The arm-aware control options of ``cfg`` that are on ('' when none): the runner's
+    per-step feed-forward and tendon damping (:mod:`quadarm.runner.arm_aware`), which
+    ``controller_action`` does not compute."""
+    c = cfg.control
+    on = [f"control.feedforward={c.feedforward}"] if c.feedforward != "none" else []
+    on += [f"control.{k}={getattr(c, k):g}" for k in ("tendon_damping", "tendon_bias")
+           if getattr(c, k) != 0.0]
+    return ", ".join(on)
+
+
+def refuse_arm_aware(cfg: Config) -> None:
+    """ValueError when ``controller_action`` cannot be quadarm's controller for ``cfg``."""
+    on = arm_aware(cfg)
+    if on:
+        raise ValueError(f"{on}: controller_action() gives the paper's controller only; the "
+                         "arm-aware terms run in python -m quadarm's loops, not here")
+
+
 def wants_air(cfg: Config) -> bool:
     """Whether ``cfg`` has per-step air terms (gusts or rotor downwash,
     :mod:`quadarm.runner.air`)."""

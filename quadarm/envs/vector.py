@@ -331,6 +331,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         computed by :func:`quadarm.control.geometric.law_batch` (the law's operations on
         columns). An environment that waits for its autoreset gets the action of its final
         state (it is ignored)."""
+        for t in {id(t): t for t in self.tasks}.values():
+            core.refuse_arm_aware(t.cfg)
         ks = np.maximum(self._k, 0)
         ix = self._ix(ks)
         u = np.empty((self.num_envs, self._nr))

@@ -44,6 +44,11 @@ class BuiltModel:
     tendon_actuators: np.ndarray  # (3,) actuator ids
     rotor_sites: np.ndarray  # (n_rotors,) site ids of the rotor hubs
     link_bodies: np.ndarray  # (segments,) body ids of the arm links, proximal first
+    # The flange force-torque sensor (``build(..., flange_sensor=True)``): the site id and the
+    # sensordata addresses of the force (3) and the torque (3); -1 without it.
+    flange_site: int = -1
+    flange_force_adr: int = -1
+    flange_torque_adr: int = -1
 
     def xml(self) -> str:
         """The MJCF of exactly this model (loads in plain MuJoCo)."""
@@ -126,14 +131,31 @@ def _add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeConfig, a
     return parent, joint_names
 
 
+def _add_flange_sensor(spec: mujoco.MjSpec) -> None:
+    """A site at the arm's mount (the first link's origin, the hinge centre) with MuJoCo
+    ``force`` and ``torque`` sensors: they read the wrench that the vehicle exerts on the arm
+    (through the hinges and, lumped with them, the tendons anchored on the vehicle), in the
+    site frame, the torque about the site. Sensors are outputs only: the dynamics are those of
+    the model without them."""
+    link0 = spec.body(names.link_body(0))
+    link0.add_site(name=names.FLANGE_SITE, pos=[0.0, 0.0, 0.0], size=[0.004, 0, 0], group=4)
+    spec.add_sensor(name=names.FLANGE_FORCE, type=mujoco.mjtSensor.mjSENS_FORCE,
+                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=names.FLANGE_SITE)
+    spec.add_sensor(name=names.FLANGE_TORQUE, type=mujoco.mjtSensor.mjSENS_TORQUE,
+                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=names.FLANGE_SITE)
+
+
 def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
                start: tuple[float, float, float] = (0.0, 0.0, 1.0),
-               aero: AeroConfig | None = None) -> mujoco.MjSpec:
+               aero: AeroConfig | None = None, flange_sensor: bool = False) -> mujoco.MjSpec:
     """The MjSpec of the whole scene, without the hover keyframe (see :func:`build`).
 
     ``aero.wind`` (m/s, world) becomes MuJoCo's ``opt.wind``: the fluid model drags every
     body through the moving air. Gusts and the downwash vary during a run and are applied by
     the closed loop (:mod:`quadarm.model.aero`), not stored in the model.
+
+    ``flange_sensor`` adds the force-torque sensor at the arm's mount (what
+    ``control.feedforward=wrench`` reads); without it the model is exactly the paper's.
     """
     spec = mujoco.MjSpec()
     spec.modelname = "quadarm"
@@ -184,18 +206,21 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
         spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
                           trntype=mujoco.mjtTrn.mjTRN_TENDON, gear=[-1, 0, 0, 0, 0, 0],
                           ctrlrange=[0.0, arm.tension_max])
+    if flange_sensor:
+        _add_flange_sensor(spec)
     return spec
 
 
 def build(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
           start: tuple[float, float, float] = (0.0, 0.0, 1.0),
-          aero: AeroConfig | None = None) -> BuiltModel:
-    """Build and compile the model, with a ``hover`` keyframe at ``start``.
+          aero: AeroConfig | None = None, flange_sensor: bool = False) -> BuiltModel:
+    """Build and compile the model, with a ``hover`` keyframe at ``start`` (and the flange
+    force-torque sensor with ``flange_sensor``, see :func:`build_spec`).
 
     The keyframe's rotor controls are the allocation of a pure thrust m_total*|g| (they sum to
     m_total*|g|), its tendon controls are zero and the arm hangs straight.
     """
-    spec = build_spec(frame, arm, sim, start, aero)
+    spec = build_spec(frame, arm, sim, start, aero, flange_sensor)
     model = spec.compile()
     rotors = np.array([model.actuator(names.rotor_actuator(j)).id
                        for j in range(len(frame.rotors))])
@@ -223,4 +248,8 @@ def build(frame: AirframeConfig, arm: ArmConfig, sim: SimConfig,
         rotor_sites=np.array([model.site(names.rotor_site(j)).id
                               for j in range(len(frame.rotors))]),
         link_bodies=np.array([model.body(names.link_body(k)).id for k in range(arm.segments)]),
+        **(dict(flange_site=model.site(names.FLANGE_SITE).id,
+                flange_force_adr=int(model.sensor_adr[model.sensor(names.FLANGE_FORCE).id]),
+                flange_torque_adr=int(model.sensor_adr[model.sensor(names.FLANGE_TORQUE).id]))
+           if flange_sensor else {}),
     )

@@ -15,6 +15,9 @@ TIP_BODY = "tip"
 TIP_SITE = "tip"
 TIP_GEOM = "tip_ball"
 HOVER_KEY = "hover"
+FLANGE_SITE = "flange_mount"  # on the arm's first link, at the hinge centre
+FLANGE_FORCE = "flange_force"
+FLANGE_TORQUE = "flange_torque"
 TENDON_LETTERS = "abc"
 
 

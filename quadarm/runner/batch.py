@@ -27,8 +27,10 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
+from quadarm.control import arm as arm_control
 from quadarm.control.geometric import law_batch
 from quadarm.runner import air
+from quadarm.runner.arm_aware import arm_terms
 from quadarm.runner.episode import native_kernels
 from quadarm.runner.lifecycle import (
     CHECK_EVERY,
@@ -177,6 +179,9 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     big = int(last.max())
     qpos, qvel, ctrl = batch.bind("qpos"), batch.bind("qvel"), batch.bind("ctrl")
     xfrc, site_xpos, sim_time = batch.bind("xfrc_applied"), batch.bind("site_xpos"), batch.time
+    # What the wrench feed-forward reads (bound before the reset, like every live view).
+    views = (batch.bind("sensordata"), batch.bind("site_xmat"), site_xpos, batch.bind("xipos"),
+             batch.bind("actuator_force"))
     # The start state of quadarm.runner.lifecycle.reset, for every simulation.
     batch.reset(keyframe=[m.key(0).id for m in models], stage=mujoco.mjtStage.mjSTAGE_NONE)
     starts = np.array([p.plan.start for p in preps], dtype=float)
@@ -214,6 +219,15 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     kern = native_kernels()
     rot = rotor_ids.astype(np.int64)
     ten = tendon_ids.astype(np.int64)
+    # The arm-aware terms (quadarm.runner.arm_aware), one row per simulation.
+    arms = [arm_terms(p.cfg, p.built) for p in preps]
+    if any(len(a.chain) != len(arms[0].chain) for a in arms):
+        raise Incompatible("the arms' chains differ in length")
+    ffp, chain, sites, damp, dofs = (np.ascontiguousarray(np.stack([getattr(a, f) for a in arms]))
+                                     for f in ("ffp", "chain", "sites", "dp", "dofs"))
+    work, s3, t_out = np.zeros((ns, arms[0].n_work)), np.zeros((ns, 3)), np.zeros((ns, 3))
+    fed = [i for i, a in enumerate(arms) if a.feedforward_on]
+    damped = [i for i, a in enumerate(arms) if a.damping_on]
 
     # Gusts and downwash (quadarm.runner.air): per-simulation terms before each step.
     ba = air.stack([air.setup(p) for p in preps], big)
@@ -244,17 +258,26 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         if kern is not None:
             kern.batch_control(k, last, live, prm, mix, integ, qpos, qvel, ctrl, rot, ten,
                                slack, tensions, ref_p, ref_v, ref_a, u, qpos_log, qvel_log,
-                               ctrl_log)
+                               ctrl_log, ffp, chain, work, s3, sites, *views, damp, dofs,
+                               t_out)
             return
         # numpy: every simulation (finished or failed ones too: harmless, never stepped or
         # read again), the same operations as the scalar law.
         qpos_log[k] = qpos
         qvel_log[k] = qvel
+        for i in fed:  # the scalar feed-forward, row by row (numba does this without numba)
+            arm_control.feedforward(prm[i], qpos[i], ref_a[k, i], ffp[i], chain[i], work[i],
+                                    s3[i], sites[i], views[0][i], views[1][i], views[2][i],
+                                    views[3][i], views[4][i], ten)
         with np.errstate(all="ignore"):
             law_batch(prm, mix, integ, qpos, qvel, ref_p[k], ref_v[k], ref_a[k], u)
         ctrl[:, rotor_ids] = u
         if tense.size:
             ctrl[tense[:, None], tendon_ids] = tensions[k, tense]
+        for i in damped:
+            arm_control.damped_tensions(damp[i], qvel[i], dofs[i, 0], dofs[i, 1],
+                                        tensions[k, i], t_out[i])
+            ctrl[i, tendon_ids] = t_out[i]
         ctrl_log[k] = ctrl
 
     def fail(i: int, err: Diverged | None, message: str, k: int) -> None:

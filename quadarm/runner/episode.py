@@ -20,8 +20,10 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config
+from quadarm.control import arm as arm_control
 from quadarm.control import geometric
 from quadarm.runner import air
+from quadarm.runner.arm_aware import arm_terms
 from quadarm.runner.lifecycle import (
     Diverged,
     Episode,
@@ -83,6 +85,7 @@ def fly(p: Prepared) -> Outcome:
     wind = m.opt.wind  # live view: gusts are written into it before each step
     reset(m, d, plan.start)
     ctl = make_controller(cfg, built)
+    arm = arm_terms(cfg, built)
     # Gusts and downwash (quadarm.runner.air): None in still air without downwash.
     air_on = (trial_air := air.setup(p)) is not None
     air_args = air.args(trial_air, d, wind)
@@ -114,11 +117,14 @@ def fly(p: Prepared) -> Outcome:
         tendons = f64(built.tendon_actuators, dtype=np.int64)
         u = np.zeros(rotors.size)
         site_xpos = d.site_xpos
+        extra = (arm.ffp, arm.chain, np.zeros(arm.n_work), np.zeros(3), arm.sites,
+                 d.sensordata, d.site_xmat, d.xipos, d.actuator_force, arm.dp, arm.dofs,
+                 np.zeros(3))
 
         def chunk(k0: int, k1: int) -> None:
             kern.fly_chunk(m._address, d._address, k0, k1, n, prm, mix, integ, qpos, qvel,
                            ctrl, site_xpos, tip, rotors, tendons, tensions, *refs, u, *logs,
-                           air_on, air_args)
+                           air_on, air_args, *extra)
     else:
         ref_p, ref_v, ref_a = (x.tolist() for x in (plan.ref.p, plan.ref.v, plan.ref.a))
         prm, mix, integ = ctl.params, ctl.mix_flat, ctl.integral
@@ -126,15 +132,28 @@ def fly(p: Prepared) -> Outcome:
         tensions = plan.tensions
         q7, v6, tipx = qpos[:7], qvel[:6], d.site_xpos[tip]
         law, step, air_step = geometric.law, mujoco.mj_step, air.step
+        # The arm-aware terms (same functions as the kernels; see quadarm.runner.arm_aware).
+        ff_on, damp_on = arm.feedforward_on, arm.damping_on
+        feedforward, damped = arm_control.feedforward, arm_control.damped_tensions
+        work, s3, t_out, zero = [0.0] * arm.n_work, [0.0] * 3, [0.0] * 3, [0.0] * 3
+        views = (d.sensordata, d.site_xmat, d.site_xpos, d.xipos, d.actuator_force,
+                 built.tendon_actuators)
 
         def chunk(k0: int, k1: int) -> None:
             u = [0.0] * len(ctl.mix)
             for k in range(k0, k1):
                 qpos_log[k] = qpos
                 qvel_log[k] = qvel
+                if ff_on:
+                    feedforward(prm, qpos, ref_a[k], arm.ffp, arm.chain, work, s3, arm.sites,
+                                *views)
                 law(prm, mix, integ, q7.tolist(), v6.tolist(), ref_p[k], ref_v[k], ref_a[k], u)
                 ctrl[rotors] = u
-                if tensions is not None:
+                if damp_on:
+                    damped(arm.dp, qvel, arm.dofs[0], arm.dofs[1],
+                           zero if tensions is None else tensions[k], t_out)
+                    ctrl[tendons] = t_out
+                elif tensions is not None:
                     ctrl[tendons] = tensions[k]
                 ctrl_log[k] = ctrl
                 if k == n:

@@ -24,7 +24,7 @@ import numpy as np
 
 from quadarm import scenarios
 from quadarm.config import Config
-from quadarm.control.geometric import GeometricController
+from quadarm.control.geometric import FF_ON, GeometricController
 from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import mixer, total_mass
 from quadarm.scenarios.common import Log, Metric, Plan, Pulse, Scenario
@@ -84,7 +84,10 @@ def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     """The compiled model of ``cfg``, the vehicle at ``start`` (m, (3,); default (0, 0,
     scenario.altitude))."""
     x, y, z = (0.0, 0.0, cfg.scenario.altitude) if start is None else (float(v) for v in start)
-    return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z), aero=cfg.aero)
+    # The flange force-torque sensor only where the controller reads it (it changes no
+    # dynamics, but it changes the model's sizes and its XML).
+    return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z), aero=cfg.aero,
+                 flange_sensor=cfg.control.feedforward == "wrench")
 
 
 def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:
@@ -92,8 +95,12 @@ def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:
     limits read off the model)."""
     m = built.model
     lo, hi = m.actuator_ctrlrange[built.rotor_actuators].T
-    return GeometricController(cfg.gains, total_mass(m), float(np.linalg.norm(m.opt.gravity)),
-                               mixer(m), float(lo.min()), float(hi.max()), m.opt.timestep)
+    ctl = GeometricController(cfg.gains, total_mass(m), float(np.linalg.norm(m.opt.gravity)),
+                              mixer(m), float(lo.min()), float(hi.max()), m.opt.timestep)
+    if cfg.control.feedforward != "none":
+        # The loops write the feed-forward slots every step (quadarm.runner.arm_aware).
+        ctl.params[FF_ON] = 1.0
+    return ctl
 
 
 def prepare(cfg: Config) -> Prepared | Episode:

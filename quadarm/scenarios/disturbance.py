@@ -41,4 +41,6 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
         ("all", "tilt_max_deg", float(log.tilt_deg().max())),
         ("all", "deviation_max_cm", float(e.max() * 100.0)),
         ("all", "recovery_s", recovery),
+        # The largest tendon command (N): 0 with slack tendons; what active damping spends.
+        ("all", "tension_peak_n", float(log.ctrl[:, log.tendon_ids].max())),
     ]

@@ -13,7 +13,7 @@ import pytest
 
 from quadarm.analysis import published as ref
 from quadarm.analysis.report import README_END, README_START
-from quadarm.reproduce import plan_jobs
+from quadarm.reproduce import ARM, plan_beyond, plan_jobs
 
 TABLES = ("table2", "table3", "workspace", "disturbance", "drift", "cost")
 FIGURES = ("fig1_frames.png", "fig2_tracking.png", "fig3_path.png", "fig4_workspace.png",
@@ -42,12 +42,26 @@ def test_jobs_are_the_papers_studies(tmp_path: Path) -> None:
     assert sum(j.trials for j in jobs) == 1 + 4 + 11 + 24 + 1 + 1
 
 
+def test_arm_aware_jobs_are_the_two_sweeps(tmp_path: Path) -> None:
+    jobs = plan_beyond(tmp_path, studies=ARM)
+    ff = [j for j in jobs if j.study == "feedforward"]
+    ad = [j for j in jobs if j.study == "active_damping"]
+    assert len(ff) == 2 * 3 * 4 and len(ad) == len(jobs) - len(ff) >= 9
+    assert {(j.cfg.scenario.kind, j.cfg.control.feedforward, j.cfg.gains.kr[0]) for j in ff} == {
+        (s, m, g.kr_xy) for s in ("mission", "held_bend") for m in ("none", "com", "wrench")
+        for g in ref.TABLE3}
+    assert all(j.cfg.scenario.kind == "disturbance" for j in ad)
+    assert len({(j.cfg.control.tendon_damping, j.cfg.control.tendon_bias) for j in ad}) == len(ad)
+    assert len({j.out_dir for j in jobs}) == len(jobs)
+    assert all(tmp_path in j.out_dir.parents for j in jobs)
+
+
 def _paper(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "quadarm.reproduce", *args], capture_output=True,
                           text=True, timeout=900)
 
 
-@pytest.mark.slow  # ~90 s on 2 cores: every study of the paper and the three beyond it
+@pytest.mark.slow  # ~2 min on 2 cores: every study of the paper and the five beyond it
 def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     out = tmp_path / "paper"
     readme = tmp_path / "README.md"
@@ -58,6 +72,9 @@ def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     for stem in TABLES:
         assert {f"{stem}.md", f"{stem}.csv"} <= names, stem
     assert {"reproduction.md", "reproduction.csv"} <= names
+    # The arm-aware studies beyond the paper (data in data_arm/, apart from the others).
+    assert {"feedforward.md", "active_damping.md", "fig_feedforward.png",
+            "fig_active_damping.png"} <= names
     rendered = "Fig. 1 not rendered" not in done.stderr
     for fig in FIGURES:
         if fig == "fig1_frames.png" and not rendered:

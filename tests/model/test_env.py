@@ -236,3 +236,11 @@ def test_controller_action_reproduces_the_runner_with_air_terms():
     with pytest.raises(ValueError, match="aero.downwash"):
         gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
                      overrides=air)
+
+
+def test_controller_action_refuses_the_arm_aware_terms():
+    env = QuadArmEnv(overrides=[*HOVER, "control.feedforward=com"])
+    env.reset(seed=0)
+    env.step(np.zeros(env.action_space.shape[0]))  # the env itself flies any actions
+    with pytest.raises(ValueError, match="control.feedforward=com"):
+        env.controller_action()

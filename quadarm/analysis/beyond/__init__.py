@@ -1,4 +1,5 @@
-"""Studies beyond the paper: motor lag, rotor downwash on the arm, steady wind and gusts.
+"""Studies beyond the paper: motor lag, rotor downwash on the arm, steady wind and gusts
+(issue 9); arm-aware feed-forward and active tendon damping (:mod:`.arm`).
 
 Each study has its own module with ``table(runs, metrics) -> Table`` (from Parquet frames,
 like the paper's tables in :mod:`quadarm.analysis.tables`, but with nothing to compare with:
@@ -11,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from quadarm.analysis.beyond import downwash, motor_lag, wind
+from quadarm.analysis.beyond import arm, downwash, motor_lag, wind
 from quadarm.analysis.tables import Table
 
-BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wind.table}
+BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wind.table,
+            "feedforward": arm.feedforward, "active_damping": arm.active_damping}
 FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "motor_lag": (motor_lag.figure, "fig_motor_lag.png"),
     "downwash": (downwash.figure, "fig_downwash.png"),
     "wind": (wind.figure, "fig_wind.png"),
+    "feedforward": (arm.feedforward_figure, "fig_feedforward.png"),
+    "active_damping": (arm.active_damping_figure, "fig_active_damping.png"),
 }
 TITLE = "Beyond the paper"

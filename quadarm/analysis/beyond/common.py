@@ -43,10 +43,15 @@ def wind_speed(runs: pd.DataFrame) -> pd.Series:
 
 
 def only(runs: pd.DataFrame, *, lag: bool = False, downwash: bool = False,
-         wind: bool = False, gusts: bool = False) -> pd.Series:
+         wind: bool = False, gusts: bool = False, arm: bool = False) -> pd.Series:
     """Trials whose switches other than the named ones are off (a study's trials are not
-    mixed with another study's)."""
+    mixed with another study's); ``arm``: the arm-aware controller switches
+    (``control.feedforward``, ``control.tendon_damping``, ``control.tendon_bias``)."""
     keep = pd.Series(True, index=runs.index)
+    if not arm:
+        keep &= column(runs, "control.feedforward", "none").fillna("none") == "none"
+        for key in ("control.tendon_damping", "control.tendon_bias"):
+            keep &= column(runs, key, 0.0).fillna(0.0).astype(float) == 0.0
     if not lag:
         keep &= column(runs, "airframe.motor_tau", 0.0).astype(float) == 0.0
     if not downwash:

@@ -1,0 +1,62 @@
+"""Per-trial arrays of the arm-aware control terms (``control.feedforward``,
+``control.tendon_damping``, ``control.tendon_bias``), computed once before a trial flies and
+read by the closed loops: the numba kernels (:mod:`quadarm.runner.native`), the pure-Python
+chunk (:mod:`quadarm.runner.episode`) and the numpy batch path (:mod:`quadarm.runner.batch`).
+The per-step maths is :mod:`quadarm.control.arm`.
+
+With ``feedforward: none`` and no damping or bias, ``feedforward_on`` and ``damping_on`` are
+False and the loops do exactly what they did without these terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from quadarm.config import Config
+from quadarm.control import arm as terms
+from quadarm.model import BuiltModel, names
+
+
+@dataclass(frozen=True)
+class ArmTerms:
+    """Arrays of one trial. Shapes: ffp (N_FEEDFORWARD,); chain (3 + 21 n_bodies,); sites
+    (7,) int64; dp (N_DAMPING,); dofs (2, segments) int64 (x and y hinge dof addresses)."""
+
+    ffp: np.ndarray
+    chain: np.ndarray
+    sites: np.ndarray
+    dp: np.ndarray
+    dofs: np.ndarray
+
+    @property
+    def feedforward_on(self) -> bool:
+        return bool(self.ffp[terms.F_MODE] != 0.0)
+
+    @property
+    def damping_on(self) -> bool:
+        return bool(self.dp[terms.D_GAIN] != 0.0 or self.dp[terms.D_BIAS] != 0.0)
+
+    @property
+    def n_work(self) -> int:
+        """Scratch size of :func:`quadarm.control.arm.arm_first_moment`."""
+        return 12 * ((len(self.chain) - terms.C_HEAD) // terms.C_STRIDE)
+
+
+def arm_terms(cfg: Config, built: BuiltModel) -> ArmTerms:
+    """The arrays of ``cfg``'s arm-aware terms for its compiled model."""
+    m = built.model
+    ctl, arm = cfg.control, cfg.arm
+    root = m.body(names.link_body(0)).id
+    wrench = ctl.feedforward == "wrench"
+    ffp = terms.feedforward_params(ctl.feedforward, float(m.body_subtreemass[root]),
+                                   m.opt.gravity, built.quad_body,
+                                   built.flange_force_adr, built.flange_torque_adr)
+    chain = terms.chain_params(m, built.quad_body, root)
+    sites = (terms.wrench_sites(m, built.flange_site) if wrench
+             else np.zeros(7, dtype=np.int64))
+    dp = terms.damping_params(ctl.tendon_damping, ctl.tendon_bias, arm.tension_max,
+                              arm.tendon_offset, arm.tendon_angles_deg)
+    dofs = np.stack(terms.hinge_dofs(m, arm.segments)).astype(np.int64)
+    return ArmTerms(ffp, chain, sites, dp, dofs)
