@@ -10,7 +10,8 @@ export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-fast lint mission table2 table3 workspace disturbance drift \
-	monte-carlo motor-lag downwash wind feedforward active-damping arm-convergence paper readme bench clean
+	monte-carlo motor-lag downwash wind feedforward active-damping arm-convergence tune \
+	paper readme bench clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -68,6 +69,9 @@ active-damping: ## beyond the paper: tip disturbance over the tendon-damping gri
 
 arm-convergence: ## arm fidelity: discretised arm vs Cosserat rod, N = 6..48 -> outputs/arm_convergence
 	bash experiments/arm_convergence.sh
+
+tune: ## Optuna search of the gains, 100 missions -> outputs/tune_gains (gains/tuned.yaml)
+	bash experiments/tune_gains.sh
 
 paper: ## all studies, tables (MD + CSV), Figs. 1-5, reproduction.md -> outputs/paper
 	bash experiments/paper.sh

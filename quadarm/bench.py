@@ -17,7 +17,13 @@ medians:
 - ``air``: the mission with motor lag, gusts and downwash on (``AIR``), closed loop against a
   bare replay of the same model;
 - MuJoCo's own timers for the bare step (``mjTIMER_*``), the real-time factors and the ratios the
-  performance targets are stated in: closed / bare <= 1.2 and batch (2 threads) >= 1.8 x bare.
+  performance targets are stated in: closed / bare <= 1.2 and batch (2 threads) >= 1.8 x bare;
+- ``env``: the Gymnasium environment (:mod:`quadarm.envs`, when gymnasium is installed):
+  ``env_single``, ``QuadArmEnv.step`` replaying the nominal mission's commands as actions, against
+  the bare loop (target: env / bare <= 1.5); ``env_vector``, the vector environment with
+  ``--nenv`` environments on 2 threads replaying controller actions over a 1 s workspace hover,
+  against the batched engine flying the same trials on 2 threads (target: vector env sim-steps/s
+  >= 0.8 x the engine's).
 
 The table goes to stdout, everything to ``--out`` as JSON. Timings on a shared machine are noisy:
 the load average before and after is recorded with them.
@@ -52,6 +58,8 @@ TIMERS = ("mjTIMER_STEP", "mjTIMER_FORWARD", "mjTIMER_POSITION", "mjTIMER_VELOCI
           "mjTIMER_ACTUATION", "mjTIMER_CONSTRAINT", "mjTIMER_ADVANCE")
 TARGET_CLOSED = 1.2
 TARGET_BATCH = 1.8
+TARGET_ENV = 1.5  # single env step / bare mj_step, at most
+TARGET_VECTOR = 0.8  # vector env sim-steps/s / the batched engine's, at least
 
 
 def _start(m: mujoco.MjModel, plan: Any) -> mujoco.MjData:
@@ -203,6 +211,76 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
             pool = med[f"batch_{t}_pool"]
             out[f"batch_{t}thread_pool_speedup_vs_bare"] = med["batch_bare"] / pool
     return out
+
+
+def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
+                 duration: float = 1.0) -> dict[str, Any] | None:
+    """The Gymnasium environments' step costs for one preset (None without gymnasium)."""
+    try:
+        from quadarm.envs import core
+        from quadarm.envs.single import QuadArmEnv
+        from quadarm.envs.vector import QuadArmVectorEnv
+    except ImportError:
+        return None
+    # Single: the nominal mission's commands, flown once in closed loop, replayed as actions.
+    cfg = load([f"sim={PRESETS[label]}"])
+    prep = lifecycle.prepare(cfg)
+    if not isinstance(prep, Prepared):
+        raise RuntimeError(f"the nominal mission failed: {prep.message}")
+    flown = episode.fly(prep)
+    if flown.log is None:
+        raise RuntimeError(f"the nominal mission failed: {flown.error}")
+    n = prep.plan.steps
+    ctrl = flown.log.ctrl[:n].copy()
+    env = QuadArmEnv(config=cfg)
+    t = env.task
+    actions = core.normalise(ctrl[:, t.act_ids], t.lo, t.half)
+
+    def single() -> float:
+        env.reset(seed=0)
+        step = env.step
+        t0 = time.perf_counter()
+        for a in actions:
+            step(a)
+        return time.perf_counter() - t0
+
+    # Vector: nenv copies of a short workspace hover (a bend ramped in: the vehicle moves), the
+    # controller's actions recorded once and replayed; the engine flies the same trials.
+    wcfg = load([f"sim={PRESETS[label]}", "scenario=workspace", f"scenario.duration={duration}"])
+    venv = QuadArmVectorEnv(num_envs=nenv, config=wcfg, nthread=nthread)
+    venv.reset(seed=0)
+    steps = venv.tasks[0].n
+    recorded = []
+    for _ in range(steps):
+        recorded.append(venv.controller_action())
+        venv.step(recorded[-1])
+    wprep = lifecycle.prepare(wcfg)
+    if not isinstance(wprep, Prepared):
+        raise RuntimeError(f"the workspace trial failed: {wprep.message}")
+    preps = [wprep] * nenv
+    batch.fly_batch(preps[:2], 1)  # warm-up
+
+    def vector() -> float:
+        venv.reset(seed=0)
+        step = venv.step
+        t0 = time.perf_counter()
+        for a in recorded:
+            step(a)
+        return time.perf_counter() - t0
+
+    samples: dict[str, list[float]] = {k: [] for k in ("bare", "env_single", "engine",
+                                                       "env_vector")}
+    for _ in range(repeat):
+        samples["bare"].append(bare_replay(prep.built.model, prep.plan, ctrl)[0] / n * 1e6)
+        samples["env_single"].append(single() / n * 1e6)
+        samples["engine"].append(_timed(lambda: batch.fly_batch(preps, nthread))
+                                 / (steps * nenv) * 1e6)
+        samples["env_vector"].append(vector() / (steps * nenv) * 1e6)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {"us_per_step": med, "samples_us": samples, "nenv": nenv, "nthread": nthread,
+            "vector_scenario": f"workspace, {duration:g} s ({steps} steps)",
+            "ratio_env_over_bare": med["env_single"] / med["bare"],
+            "ratio_vector_over_engine_steps_per_s": med["engine"] / med["env_vector"]}
 
 
 # All three switches of issue 9 on: motor lag, Dryden gusts on a steady wind, rotor downwash.
@@ -362,6 +440,23 @@ def table(results: dict[str, Any]) -> str:
                                 results["presets"][lab]["mujoco_timers_us"].items()
                                 if k in ("step", "forward", "advance"))
         for lab in labels))
+    envs = {lab: results["presets"][lab].get("envs") for lab in labels}
+    if any(envs.values()):
+        e0 = next(e for e in envs.values() if e)
+        lines.append(f"Gymnasium environments (us per simulated step; vector: {e0['nenv']} envs, "
+                     f"{e0['nthread']} threads, {e0['vector_scenario']})")
+        for text, key in (("single env step (mission replay)", "env_single"),
+                          ("bare loop, same replay", "bare"),
+                          ("vector env step, per env", "env_vector"),
+                          ("batched engine, same trials", "engine")):
+            lines.append(f"{text:42s}" + "".join(
+                f"{envs[lab]['us_per_step'][key]:16.1f}{'':13s}" if envs[lab] else ""
+                for lab in labels))
+        for text, key in (("env step / bare (target <= 1.5)", "ratio_env_over_bare"),
+                          ("vector / engine steps/s (target >= 0.8)",
+                           "ratio_vector_over_engine_steps_per_s")):
+            lines.append(f"{text:42s}" + "".join(
+                f"{envs[lab][key]:16.2f}{'':13s}" if envs[lab] else "" for lab in labels))
     if results.get("paper", {}).get("available"):
         lines.append(f"python -m quadarm.reproduce: {results['paper']['seconds']:.1f} s "
                      f"(exit {results['paper']['returncode']})")
@@ -371,15 +466,18 @@ def table(results: dict[str, Any]) -> str:
 
 
 def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfast", "fast"),
-        paper: bool = False, air: bool = True, overrides: tuple[str, ...] = ()
-        ) -> dict[str, Any]:
-    """Measure everything; returns the JSON-ready results."""
+        paper: bool = False, air: bool = True, overrides: tuple[str, ...] = (),
+        nenv: int = 64) -> dict[str, Any]:
+    """Measure everything; returns the JSON-ready results (``nenv`` 0: skip the
+    environments)."""
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
     results: dict[str, Any] = {"presets": {}}
     for label in presets:
         results["presets"][label] = measure(label, repeat, nsim, overrides=overrides)
         if air:
             results["presets"][label]["air"] = measure_air(label, repeat)
+        if nenv > 0:
+            results["presets"][label]["envs"] = measure_envs(label, repeat, nenv)
     if paper:
         results["paper"] = time_paper()
     try:
@@ -400,7 +498,9 @@ def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfa
         "repeat": repeat,
     }
     results["targets"] = {"closed_over_bare_max": TARGET_CLOSED,
-                          "batch_2thread_speedup_min": TARGET_BATCH}
+                          "batch_2thread_speedup_min": TARGET_BATCH,
+                          "env_over_bare_max": TARGET_ENV,
+                          "vector_over_engine_steps_per_s_min": TARGET_VECTOR}
     return results
 
 
@@ -413,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nsim", type=int, default=16, help="trials in the batch benchmark")
     parser.add_argument("--preset", choices=list(PRESETS), action="append",
                         help="physics preset(s) to measure (default: all)")
+    parser.add_argument("--nenv", type=int, default=64,
+                        help="environments of the vector-env benchmark (0: skip the envs)")
     parser.add_argument("--paper", action="store_true",
                         help="also time python -m quadarm.reproduce")
     parser.add_argument("--segments", default=None,
@@ -445,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}")
         return 0
     results = run(args.repeat, args.nsim, tuple(args.preset or PRESETS), args.paper,
-                  not args.no_air, tuple(args.override))
+                  not args.no_air, tuple(args.override), args.nenv)
     print(table(results))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, default=float))

@@ -55,9 +55,12 @@ def status_line(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
-def main(cfg: DictConfig) -> int:
+def main(cfg: DictConfig) -> int | float | list[float]:
     """The Hydra task of one job: build the typed config, run the study, print its summary.
-    Returns the job's exit code (0, or EXIT_FAILED_TRIALS); a bad config exits 2."""
+    Returns the job's exit code (0, or EXIT_FAILED_TRIALS); a bad config exits 2. In a
+    multirun with ``tune.enabled`` it returns the job's objective instead, for an optimising
+    sweeper (:func:`quadarm.tune.job_objective`; the command's exit code comes from the sweep's
+    tables then)."""
     from quadarm.runner.backends import BackendError
     from quadarm.runner.study import StudyInterrupted, resolve_store, run
 
@@ -100,8 +103,13 @@ def main(cfg: DictConfig) -> int:
     if result.failed:
         print(f"quadarm: {result.failed} of {len(result.runs)} trial(s) failed "
               f"({counts['diverged']} diverged, {counts['error']} error)", file=sys.stderr)
-        return EXIT_FAILED_TRIALS
-    return 0
+    if multirun and config.tune.enabled:
+        from quadarm.tune import job_objective
+
+        objective = job_objective(config, result.runs, result.metrics)
+        if objective is not None:
+            return objective
+    return EXIT_FAILED_TRIALS if result.failed else 0
 
 
 def sweep_exit(sweep_dir: str | None) -> int:
@@ -127,6 +135,9 @@ def cli(argv: list[str] | None = None) -> None:
         raise SystemExit(0)
     try:
         checked = preflight(args, CONF_DIR)
+        from quadarm.tune import check as check_tune
+
+        check_tune(args, CONF_DIR)
     except ConfigError as err:
         print(f"quadarm: error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_CONFIG) from None
@@ -137,6 +148,7 @@ def cli(argv: list[str] | None = None) -> None:
 
     def task(cfg: DictConfig) -> int:
         code = main(cfg)
+        assert isinstance(code, int)  # a single run returns its exit code, never an objective
         codes.append(code)  # a single run's job runs in this process
         return code
 

@@ -64,8 +64,20 @@ def _split(args: list[str]) -> tuple[dict[str, str], bool, list[str]] | None:
 
 
 def jobs(overrides: list[str], multirun: bool) -> list[list[str]]:
-    """The override lists of the jobs Hydra would launch (the basic sweeper's expansion)."""
+    """The override lists of the jobs Hydra would launch (the basic sweeper's expansion).
+
+    An ``interval(a, b)`` sweep (a search dimension for an optimising sweeper such as Optuna's,
+    which the basic sweeper cannot expand) is checked at its two ends."""
+    from hydra.core.override_parser.types import IntervalSweep
+
     parsed = OverridesParser.create().parse_overrides(overrides)
+    intervals = [(o, v) for o in parsed if isinstance(v := o.value(), IntervalSweep)]
+    if multirun and intervals:
+        ends = {o.input_line: (f"{o.get_key_element()}={v.start}",
+                               f"{o.get_key_element()}={v.end}") for o, v in intervals}
+        rest = [a for a in overrides if a not in ends]
+        return [job for pick in (0, 1) for job in jobs([*rest, *(e[pick] for e in
+                                                                 ends.values())], multirun)]
     if not multirun or not any(o.is_sweep_override() for o in parsed):
         return [overrides]
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper

@@ -44,6 +44,7 @@ from quadarm.config.schemas import (
     ScenarioConfig,
     SimConfig,
     StaticsScenario,
+    TuneConfig,
     WorkspaceScenario,
 )
 
@@ -55,6 +56,7 @@ __all__ = [
     "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
-    "StaticsScenario", "WorkspaceScenario", "compose", "flatten", "load", "register_configs",
+    "StaticsScenario", "TuneConfig", "WorkspaceScenario", "compose", "flatten", "load",
+    "register_configs",
     "to_config",
 ]

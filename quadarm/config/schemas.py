@@ -585,6 +585,43 @@ class RunnerConfig:
 
 
 @dataclass
+class TuneConfig:
+    """Gain optimisation with Hydra's Optuna sweeper (``+experiment=tune_gains``).
+
+    With ``enabled``, a job's return value (what the sweeper minimises) is ``metric`` in
+    ``phase``, averaged over the job's trials; a second objective (``metric2`` in ``phase2``,
+    default: the same phase) makes it a list of two, for a multi-objective search. A trial that
+    diverged or failed, or whose metric is NaN, scores ``penalty`` on every objective.
+    ``params`` holds values the sampler writes and the gains refer to (``${tune.params.kr_xy}``),
+    to tie several gain entries to one search dimension. Not part of a trial's identity.
+    """
+
+    enabled: bool = False
+    metric: str = "rms_cm"
+    phase: str = "whole"
+    metric2: Optional[str] = None  # noqa: UP045
+    phase2: Optional[str] = None  # noqa: UP045
+    penalty: float = 100.0
+    params: Dict[str, float] = field(default_factory=dict)  # noqa: UP006
+
+    def __post_init__(self) -> None:
+        for key in ("metric", "phase"):
+            if not (isinstance(getattr(self, key), str) and getattr(self, key).strip()):
+                raise ConfigError(key, getattr(self, key), "must be a metric/phase name")
+        if self.phase2 is not None and self.metric2 is None:
+            raise ConfigError("phase2", self.phase2, "needs metric2")
+        if not (_real(self.penalty)):
+            raise ConfigError("penalty", self.penalty, "must be a finite number")
+
+    def objectives(self) -> list[tuple[str, str]]:
+        """(phase, metric) of each objective, in order."""
+        out = [(self.phase, self.metric)]
+        if self.metric2 is not None:
+            out.append((self.phase2 or self.phase, self.metric2))
+        return out
+
+
+@dataclass
 class Config:
     """The root config: one of each group plus ``seed``."""
 
@@ -596,6 +633,7 @@ class Config:
     control: ControlConfig = field(default_factory=ControlConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     aero: AeroConfig = field(default_factory=AeroConfig)
+    tune: TuneConfig = field(default_factory=TuneConfig)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -618,4 +656,4 @@ class Config:
                               f"must be <= arm.tension_max ({self.arm.tension_max:g} N)")
 
 
-GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner", "aero")
+GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner", "aero", "tune")

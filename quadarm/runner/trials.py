@@ -169,8 +169,9 @@ def draw(spec: dict[str, Any], nominal: Any, rng: np.random.Generator) -> Any:
 
 
 def trial_id(cfg: Config) -> str:
-    """A stable id: hash of the trial's resolved config (runner options excluded) and seed."""
-    flat = {k: v for k, v in flatten(cfg).items() if not k.startswith("runner.")}
+    """A stable id: hash of the trial's resolved config (runner and tune options excluded:
+    they steer the job, not the simulation) and seed."""
+    flat = {k: v for k, v in flatten(cfg).items() if not k.startswith(("runner.", "tune."))}
     blob = json.dumps(flat, sort_keys=True, default=str).encode()
     return hashlib.sha1(blob).hexdigest()[:16]
 

@@ -1,0 +1,29 @@
+"""Gymnasium environments: ``quadarm/QuadArm-v0`` (:class:`~quadarm.envs.single.QuadArmEnv`)
+and its batched twin (:class:`~quadarm.envs.vector.QuadArmVectorEnv`, through
+``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``).
+
+Importing this package registers the id. Gymnasium 1.x no longer loads the ``gymnasium.envs``
+plugin entry point that ``pyproject.toml`` declares, so either ``import quadarm.envs`` first or
+name the module in the id: ``gymnasium.make("quadarm.envs:quadarm/QuadArm-v0")``.
+"""
+
+from __future__ import annotations
+
+ENV_ID = "quadarm/QuadArm-v0"
+
+
+def register_envs() -> None:
+    """Register ``quadarm/QuadArm-v0`` with Gymnasium (idempotent); the plugin entry point."""
+    import gymnasium
+
+    if ENV_ID in gymnasium.registry:
+        return
+    gymnasium.register(
+        id=ENV_ID,
+        entry_point="quadarm.envs.single:QuadArmEnv",
+        vector_entry_point="quadarm.envs.vector:QuadArmVectorEnv",
+        disable_env_checker=False,
+    )
+
+
+register_envs()

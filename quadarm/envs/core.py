@@ -1,0 +1,244 @@
+"""What the single and the vector environment share: the task an episode flies, the action
+mapping, the observation and the reward.
+
+Both environments compute observations and rewards with the functions here on 2-D arrays (one
+row per simulation; the single environment passes one row), with the same operations in the
+same order, so that a vector environment's row i equals a single environment's values bit for
+bit.
+
+Observation, a flat float64 vector of ``22 + 4 h`` entries for an arm with
+``h = arm.segments`` links (two hinges each; 70 for the paper's 12 links), at sample k:
+
+===========  =====  ============================================================================
+slice        size   content
+===========  =====  ============================================================================
+0:3          3      position error p - p_d(t_k) (m, world frame)
+3:6          3      velocity error v - v_d(t_k) (m/s, world frame)
+6:10         4      attitude quaternion (w, x, y, z), body to world, as MuJoCo holds it
+10:10+2h     2h     hinge angles (rad), link 0 first, x then y hinge of each link
+..+3         3      body angular rate (rad/s, body frame)
+..+2h        2h     hinge rates (rad/s), same order as the angles
+..+3         3      reference velocity v_d(t_k) (m/s), the feed-forward term
+..+3         3      reference acceleration a_d(t_k) (m/s^2), the feed-forward term
+..+3         3      the scenario's tendon command at t_k, normalised like the actions
+===========  =====  ============================================================================
+
+Action: ``n_rotors + 3`` numbers in [-1, 1], rotor thrusts first then the three tendon
+tensions, mapped affinely onto each actuator's range: -1 -> 0 N, +1 -> ``airframe.thrust_max``
+(rotors) or ``arm.tension_max`` (tendons). Values outside [-1, 1] are clipped to it; a NaN
+raises ValueError.
+
+Reward of the step from sample k to k + 1: ``-(|p - p_d|(t_{k+1}) / 1 cm)^2 / (n + 1)``, the
+sample's share of the episode's mean squared position error, so that an episode that starts on
+its reference (every shipped scenario does) and runs to the end returns minus the square of the
+whole-episode RMS error in cm, the ``rms_cm`` of phase ``whole`` (``all`` for hover). The final
+step (k = n, which records the last command and does not integrate) rewards 0. A step that
+terminates (divergence) is charged as if the error were ``sim.max_distance`` at every sample
+left, so that ending an episode early never pays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from quadarm.config import Config, ConfigError
+from quadarm.model import BuiltModel
+from quadarm.scenarios.common import Plan, Scenario
+
+CM2 = 1e4  # (cm / m)^2
+
+
+def compose(overrides: Sequence[str]) -> Config:
+    """The validated config of command-line style ``overrides``, checked as
+    ``python -m quadarm`` checks them (raises :class:`ConfigError`, a ValueError, with the
+    CLI's one-line message)."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from quadarm.config import CONF_DIR
+    from quadarm.preflight import check_job
+
+    if isinstance(overrides, str):
+        raise ConfigError("overrides", overrides, "must be a list of strings such as "
+                          "['scenario=hover']")
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3",
+                                   job_name="quadarm_env"):
+            return check_job([str(o) for o in overrides])[0]
+    finally:
+        GlobalHydra.instance().clear()
+
+
+class Randomizer:
+    """Draws a config per episode from distributions over dotted keys, as ``runner.randomize``
+    does for Monte-Carlo trials (same distributions, same checks: :mod:`quadarm.runner.trials`)."""
+
+    def __init__(self, cfg: Config, randomize: Mapping[str, Any]) -> None:
+        from omegaconf import OmegaConf
+
+        from quadarm.config import MissionScenario
+        from quadarm.runner.trials import _lookup, check_distributions
+
+        self.spec = {str(k): dict(v) if isinstance(v, Mapping) else v
+                     for k, v in randomize.items()}
+        self.node = OmegaConf.structured(cfg)
+        if isinstance(cfg.scenario, MissionScenario):
+            self.node.scenario.duration = None  # recomputed from drawn phase times
+        check_distributions(self.node, self.spec)
+        self.nominal = {k: _lookup(self.node, k, f"randomize.{k}") for k in self.spec}
+
+    def draw(self, rng: np.random.Generator) -> tuple[Config, dict[str, Any]]:
+        """A config with every key drawn from ``rng`` (in the order given), and the values."""
+        from quadarm.runner.trials import apply, draw
+
+        values = {k: draw(s, self.nominal[k], rng) for k, s in self.spec.items()}
+        return apply(self.node, values), values
+
+
+@dataclass
+class Task:
+    """One episode's fixed data: config, compiled model, plan, controller parameters and the
+    per-sample arrays the step reads. n = plan.steps; sample k is at t_k = k dt."""
+
+    cfg: Config
+    built: BuiltModel
+    plan: Plan
+    module: Scenario
+    params: list[float]  # the control law's parameters (geometric.law_params)
+    mix: list[float]  # row-major mixer
+    act_ids: np.ndarray  # (na,) actuator ids of the actions: rotors then tendons
+    lo: np.ndarray  # (na,) actuator range low (N)
+    half: np.ndarray  # (na,) half the actuator range (N)
+    prepared: Any  # the runner's Prepared (quadarm.runner.lifecycle), for the air terms
+    ff: np.ndarray  # (n + 1, 9) v_d, a_d, tendon command (normalised)
+    tendon_action: np.ndarray  # (n + 1, 3) the scenario's tendon command, normalised
+    pulse_steps: frozenset[int]
+    start: np.ndarray  # (3,) m
+    max_distance: float  # m
+
+    @property
+    def n(self) -> int:
+        return self.plan.steps
+
+
+def make_task(cfg: Config) -> Task:
+    """Build the model, the scenario's plan (the runner's :func:`~quadarm.runner.lifecycle.
+    prepare`) and the controller's parameters for ``cfg``."""
+    from quadarm.runner.lifecycle import Episode, make_controller, prepare
+
+    prepared = prepare(cfg)
+    if isinstance(prepared, Episode):
+        raise RuntimeError(f"cannot prepare the episode: {prepared.message}")
+    built, plan, module = prepared.built, prepared.plan, prepared.module
+    ctl = make_controller(cfg, built)
+    m = built.model
+    act = np.concatenate([built.rotor_actuators, built.tendon_actuators]).astype(np.int64)
+    lo, hi = (np.ascontiguousarray(x, dtype=float) for x in m.actuator_ctrlrange[act].T)
+    half = (hi - lo) * 0.5
+    nt = built.tendon_actuators.size
+    tensions = (np.zeros((plan.steps + 1, nt)) if plan.tensions is None
+                else np.asarray(plan.tensions, dtype=float))
+    nr = built.rotor_actuators.size
+    tendon_action = normalise(tensions, lo[nr:], half[nr:])
+    ff = np.ascontiguousarray(np.concatenate([plan.ref.v, plan.ref.a, tendon_action], axis=1))
+    pulses = frozenset(k for p in plan.pulses for k in (p.start, p.stop))
+    return Task(cfg, built, plan, module, list(ctl.params), list(ctl.mix_flat), act, lo, half,
+                prepared, ff, tendon_action, pulses, np.asarray(plan.start, dtype=float),
+                float(cfg.sim.max_distance))
+
+
+def arm_aware(cfg: Config) -> str:
+    """The arm-aware control options of ``cfg`` that are on ('' when none): the runner's
+    per-step feed-forward and tendon damping (:mod:`quadarm.runner.arm_aware`), which
+    ``controller_action`` does not compute."""
+    c = cfg.control
+    on = [f"control.feedforward={c.feedforward}"] if c.feedforward != "none" else []
+    on += [f"control.{k}={getattr(c, k):g}" for k in ("tendon_damping", "tendon_bias")
+           if getattr(c, k) != 0.0]
+    return ", ".join(on)
+
+
+def refuse_arm_aware(cfg: Config) -> None:
+    """ValueError when ``controller_action`` cannot be quadarm's controller for ``cfg``."""
+    on = arm_aware(cfg)
+    if on:
+        raise ValueError(f"{on}: controller_action() gives the paper's controller only; the "
+                         "arm-aware terms run in python -m quadarm's loops, not here")
+
+
+def wants_air(cfg: Config) -> bool:
+    """Whether ``cfg`` has per-step air terms (gusts or rotor downwash,
+    :mod:`quadarm.runner.air`)."""
+    return bool(cfg.aero.downwash) or cfg.aero.gust_intensity > 0
+
+
+def normalise(u: np.ndarray, lo: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Actuator commands (N), (..., na) -> actions in [-1, 1]; inverse of :func:`denormalise`
+    up to rounding (exact for ranges whose half-width is a power of two, e.g. 8 N)."""
+    return (u - lo) / half - 1.0
+
+
+def denormalise(a: np.ndarray, lo: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Actions in [-1, 1], (..., na) -> actuator commands (N)."""
+    return lo + (a + 1.0) * half
+
+
+def checked_action(action: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``action`` as float64 of ``shape``, clipped to [-1, 1]; ValueError for a wrong shape or
+    a NaN entry."""
+    a = np.asarray(action, dtype=np.float64)
+    if a.shape != shape:
+        raise ValueError(f"action has shape {a.shape}; expected {shape} (rotor thrusts then "
+                         "tendon tensions, each in [-1, 1])")
+    a = np.clip(a, -1.0, 1.0)
+    if np.isnan(a).any():
+        raise ValueError("action contains NaN; expected numbers in [-1, 1] (values outside "
+                         "are clipped)")
+    return a
+
+
+def observe(qpos: np.ndarray, qvel: np.ndarray, p_d: np.ndarray, v_d: np.ndarray,
+            ff: np.ndarray) -> np.ndarray:
+    """Observations (m, obs_dim) of m simulations: qpos (m, nq), qvel (m, nv), p_d and v_d
+    (m, 3) the reference at their samples, ff (m, 9) the feed-forward rows."""
+    return np.concatenate((qpos[:, :3] - p_d, qvel[:, :3] - v_d, qpos[:, 3:], qvel[:, 3:], ff),
+                          axis=1)
+
+
+def obs_dim(model: mujoco.MjModel) -> int:
+    return 3 + 3 + (model.nq - 3) + (model.nv - 3) + 9
+
+
+def observation_space(dim: int) -> Any:
+    """Any finite float64 vector of ``dim`` entries (a state that became non-finite ends the
+    episode, and its non-finite entries are returned as 0)."""
+    import gymnasium as gym
+
+    big = np.finfo(np.float64).max
+    return gym.spaces.Box(-big, big, shape=(dim,), dtype=np.float64)
+
+
+def reward(obs: np.ndarray, n: int) -> np.ndarray:
+    """Rewards (m,) of steps that arrive in the states of ``obs`` (m, obs_dim)."""
+    ex, ey, ez = obs[:, 0], obs[:, 1], obs[:, 2]
+    return -(ex * ex + ey * ey + ez * ez) * (CM2 / (n + 1))
+
+
+def penalty(k: int, n: int, max_distance: float) -> float:
+    """Reward of a step from sample k that ends the episode by divergence: the error
+    ``max_distance`` at each of the samples k + 1..n that will not be flown."""
+    return -((max_distance * max_distance) * CM2) * ((n - k) / (n + 1))
+
+
+def metrics_dict(values: list[tuple[str, str, float]]) -> dict[str, dict[str, float]]:
+    """The scenario's metrics as ``{phase: {metric: value}}``."""
+    out: dict[str, dict[str, float]] = {}
+    for phase, name, value in values:
+        out.setdefault(phase, {})[name] = float(value)
+    return out

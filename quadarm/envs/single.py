@@ -1,0 +1,263 @@
+"""``quadarm/QuadArm-v0``: one quadrotor-with-arm flying a scenario's reference (Gymnasium).
+
+The observation, action, reward and episode rules are those of :mod:`quadarm.envs.core`. One
+step is one physics step (``sim.timestep``, 2 ms by default): the action at sample t_k is
+applied and the physics advances to t_{k+1}. An episode has the n + 1 samples of the
+command line's log (n = duration / dt): the last step, at t = duration, records its action
+but does not integrate, and returns ``truncated=True`` with ``info["metrics"]`` =
+``{phase: {metric: value}}``, the scenario's metrics computed by the same function as for
+``python -m quadarm``. An episode is ``terminated`` when the state leaves the box of half-size
+``sim.max_distance`` around the start, becomes non-finite or MuJoCo flags an instability
+(checked after every step); ``info["status"]`` is then ``diverged`` and the metrics are empty,
+as for a diverged trial.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import numpy as np
+
+from quadarm.config import Config
+from quadarm.control.geometric import DT, ILIM, law
+from quadarm.envs import core
+from quadarm.runner import air
+from quadarm.runner.lifecycle import (
+    UNSTABLE,
+    apply_pulses,
+    divergence,
+    reset,
+    warning_counts,
+)
+from quadarm.scenarios.common import Log
+
+
+class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
+    """The quadrotor with its tendon-driven arm, flying a scenario of the Hydra config.
+
+    Args:
+        overrides: command-line style overrides of the config (``["scenario=hover",
+            "gains=soft"]``), validated like ``python -m quadarm``'s: a bad one raises
+            :class:`~quadarm.config.ConfigError` (a ValueError) with the CLI's one-line message.
+        config: an already validated :class:`~quadarm.config.Config` instead of overrides.
+        randomize: dotted key -> distribution, as ``runner.randomize`` (e.g.
+            ``{"arm.stiffness": {"dist": "normal", "rel_std": 0.1}}``): drawn at every
+            ``reset`` from the environment's ``np_random`` (so ``reset(seed=s)`` reproduces it),
+            and the model and plan rebuilt for the drawn values.
+        render_mode: None or ``"rgb_array"`` (offscreen, headless with ``MUJOCO_GL=egl``).
+        width, height: size of rendered frames (pixels).
+        record: keep the episode's log to report its metrics at the end (default); False
+            saves the logging (a few microseconds per step) and reports no metrics.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
+
+    def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
+                 randomize: Mapping[str, Any] | None = None, render_mode: str | None = None,
+                 width: int = 480, height: int = 480, record: bool = True) -> None:
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode={render_mode!r}: must be None or 'rgb_array'")
+        self.cfg = config if config is not None else core.compose(overrides)
+        self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
+        self.render_mode = render_mode
+        self.width, self.height = int(width), int(height)
+        self.record = bool(record)
+        self.drawn: dict[str, Any] = {}
+        self._renderer: mujoco.Renderer | None = None
+        self._load(core.make_task(self.cfg))
+        na = self.task.act_ids.size
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=np.float64)
+        self.observation_space = core.observation_space(core.obs_dim(self.task.built.model))
+        self._k = -1
+
+    # ---------------------------------------------------------------------------------------
+
+    def _load(self, task: core.Task) -> None:
+        """Make ``task`` current: its MjData, live views and per-sample lists."""
+        self.task = task
+        m = self.model = task.built.model
+        d = self.data = mujoco.MjData(m)
+        self._qpos, self._qvel, self._ctrl = d.qpos, d.qvel, d.ctrl
+        self._xfrc, self._site_xpos = d.xfrc_applied, d.site_xpos
+        self._warnings = [d.warning[int(w)] for w in UNSTABLE]
+        ids = task.act_ids
+        contiguous = np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
+        self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
+        self._shape = (ids.size,)
+        self._lo, self._half, self._n = task.lo.tolist(), task.half.tolist(), task.n
+        self._nr = task.built.rotor_actuators.size
+        ref = task.plan.ref
+        self._ref_p, self._ref_v = ref.p, ref.v
+        self._ref_lists = (ref.p.tolist(), ref.v.tolist(), ref.a.tolist())
+        self._prm = list(task.params)
+        self._dt, self._lim = task.params[DT], task.params[ILIM]
+        n = task.n
+        if self.record:
+            self._logs = (np.empty((n + 1, m.nq)), np.empty((n + 1, m.nv)),
+                          np.empty((n + 1, 3)), np.zeros((n + 1, m.nu)))
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        # Gusts and downwash (quadarm.runner.air), applied before each step as the runner's
+        # loop applies them; None in still air without downwash.
+        self._air = air.setup(task.prepared)
+        self._wind = m.opt.wind  # live view: gusts are written into it before each step
+        self._air_args = air.args(self._air, d, self._wind) if self._air is not None else ()
+
+    def _observe(self, k: int) -> np.ndarray:
+        q, v = self._qpos, self._qvel
+        return np.concatenate((q[:3] - self._ref_p[k], v[:3] - self._ref_v[k], q[3:], v[3:],
+                               self.task.ff[k]))
+
+    # ---------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode at rest at the scenario's start (its first sample). With
+        ``randomize``, first draw the keys from ``np_random`` and rebuild the model."""
+        super().reset(seed=seed)
+        if self.randomizer is not None:
+            cfg, self.drawn = self.randomizer.draw(self.np_random)
+            self._load(core.make_task(cfg))
+        if self.task.cfg.aero.gust_intensity > 0:
+            self._wind[:] = self.task.cfg.aero.wind  # the steady wind, as every trial starts
+        reset(self.model, self.data, self.task.start)
+        self._k = 0
+        self._integ = [0.0, 0.0, 0.0]
+        self._pos = self._qpos[:3].tolist()
+        info: dict[str, Any] = {"drawn": dict(self.drawn)} if self.randomizer else {}
+        return self._observe(0), info
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        k = self._k
+        if k < 0:
+            raise RuntimeError("the episode has ended (or not started): call reset()")
+        a = np.asarray(action, dtype=np.float64)
+        if a.shape != self._shape:
+            core.checked_action(a, self._shape)  # raises the shape error
+        # On floats (a few microseconds cheaper than numpy on 7 numbers), the same operations
+        # as the vector environment's: clip to [-1, 1], then lo + (a + 1) half.
+        u = []
+        for x, lo, half in zip(a.tolist(), self._lo, self._half, strict=True):
+            if x != x:
+                core.checked_action(a, self._shape)  # raises the NaN error
+            u.append(lo + (min(max(x, -1.0), 1.0) + 1.0) * half)
+        task = self.task
+        n = self._n
+        if k in task.pulse_steps:
+            apply_pulses(self._xfrc, task.plan.pulses, k)
+        ctrl = self._ctrl
+        ctrl[self._act] = u
+        # The controller's position integral follows the flown states whatever the actions,
+        # with the law's own operations, so that controller_action() is the law's output.
+        x, y, z = self._pos
+        p = self._ref_lists[0][k]
+        dt, lim, integ = self._dt, self._lim, self._integ
+        integ[0] = min(max(integ[0] + (p[0] - x) * dt, -lim), lim)
+        integ[1] = min(max(integ[1] + (p[1] - y) * dt, -lim), lim)
+        integ[2] = min(max(integ[2] + (p[2] - z) * dt, -lim), lim)
+        if self.record:
+            qpos_log, qvel_log, tip_log, ctrl_log = self._logs
+            qpos_log[k] = self._qpos
+            qvel_log[k] = self._qvel
+            ctrl_log[k] = ctrl
+        if k == n:
+            # The last sample: record the command and the kinematics, do not integrate.
+            mujoco.mj_kinematics(self.model, self.data)
+            if self.record:
+                tip_log[k] = self._site_xpos[task.built.tip_site]
+            self._k = -1
+            return self._observe(k), 0.0, False, True, self._final(n + 1, "")
+        if self._air is not None:
+            air.step(k, u[:self._nr], self._air_args)
+        mujoco.mj_step(self.model, self.data)
+        if self.record:
+            # mj_step computed the kinematics of state k before integrating.
+            tip_log[k] = self._site_xpos[task.built.tip_site]
+        k += 1
+        self._k = k
+        obs = self._observe(k)
+        ex, ey, ez = obs[0], obs[1], obs[2]
+        r = -(ex * ex + ey * ey + ez * ez) * (core.CM2 / (n + 1))
+        self._pos = self._qpos[:3].tolist()
+        reason = ""
+        if (not math.isfinite(obs.sum()) or self._warnings[0].number or self._warnings[1].number
+                or self._warnings[2].number or self._away()):
+            reason = divergence(warning_counts(self.data), self._qpos[None], self._qvel[None],
+                                task.start[None], np.array([task.max_distance]))[0]
+        if reason:
+            self._k = -1
+            obs = np.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
+            return (obs, core.penalty(k - 1, n, task.max_distance), True, False,
+                    self._final(k, f"diverged at t={self.data.time:.3f} s: {reason}"))
+        return obs, float(r), False, False, {}
+
+    def _away(self) -> bool:
+        x, y, z = self._pos
+        s = self.task.start
+        md = self.task.max_distance
+        return not (abs(x - s[0]) <= md and abs(y - s[1]) <= md and abs(z - s[2]) <= md)
+
+    def _final(self, rows: int, message: str) -> dict[str, Any]:
+        """The info of an episode's last step: status, message and metrics."""
+        info: dict[str, Any] = {"status": "diverged" if message else "ok", "message": message}
+        if self.randomizer is not None:
+            info["drawn"] = dict(self.drawn)
+        info["metrics"] = {}
+        if self.record and not message:
+            info["metrics"] = core.metrics_dict(
+                self.task.module.metrics(self.task.cfg, self.task.plan, self.log(rows)))
+        return info
+
+    def log(self, rows: int | None = None) -> Log:
+        """The episode's log so far (the first ``rows`` samples), as the runner's."""
+        if not self.record:
+            raise RuntimeError("record=False: the environment keeps no log")
+        rows = (self._k if self._k >= 0 else self.task.n + 1) if rows is None else rows
+        b = self.task.built
+        qpos, qvel, tip, ctrl = (x[:rows].copy() for x in self._logs)
+        return Log(self.task.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
+                   b.tendon_actuators)
+
+    # ---------------------------------------------------------------------------------------
+
+    def controller_action(self) -> np.ndarray:
+        """The action quadarm's controller (:func:`quadarm.control.geometric.law`, with the
+        position integral of the states flown so far) and the scenario's tendon command would
+        apply at the current sample. Stepping with it flies the command line's closed loop."""
+        k = self._k
+        if k < 0:
+            raise RuntimeError("the episode has ended (or not started): call reset()")
+        core.refuse_arm_aware(self.task.cfg)
+        out = [0.0] * self._nr
+        p, v, a = (r[k] for r in self._ref_lists)
+        law(self._prm, self.task.mix, list(self._integ), self._qpos[:7].tolist(),
+            self._qvel[:6].tolist(), p, v, a, out)
+        nr, task = self._nr, self.task
+        rotors = (np.array(out) - task.lo[:nr]) / task.half[:nr] - 1.0
+        return np.concatenate([rotors, task.tendon_action[k]])
+
+    def render(self) -> np.ndarray | None:
+        """An RGB frame (height, width, 3) uint8 from a camera following the hub."""
+        if self.render_mode != "rgb_array":
+            return None
+        from quadarm import render
+
+        if self._renderer is None:
+            self._renderer = render.make_renderer(self.model, self.width, self.height)
+            self._vis = mujoco.MjData(self.model)
+        # Pose a copy: the simulation's own MjData is never touched by rendering.
+        self._vis.qpos[:] = self._qpos
+        mujoco.mj_forward(self.model, self._vis)
+        self._renderer.update_scene(self._vis, camera=render._camera(self._vis, render.View()))
+        return self._renderer.render().copy()
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+

@@ -1,0 +1,347 @@
+"""The batched ``quadarm/QuadArm-v0``: N environments stepped together on ``mujoco.batch.Batch``.
+
+``gymnasium.make_vec("quadarm/QuadArm-v0", num_envs=N, vectorization_mode="vector_entry_point")``
+builds it. Environment i behaves exactly like a :class:`~quadarm.envs.single.QuadArmEnv` given
+the same actions and seeds (``reset(seed=s)`` seeds environment i with ``s + i``, as Gymnasium's
+vector environments do): MuJoCo's batch steps are bit-identical to ``mj_step`` on one
+``MjData``, and observations, rewards and terminations are computed by the functions of
+:mod:`quadarm.envs.core` on the batch's rows. Episodes end independently and reset
+automatically by Gymnasium 1.x's rules: ``autoreset_mode=AutoresetMode.NEXT_STEP`` (default;
+the step after an episode's end resets that environment, ignoring its action, and returns the
+first observation with reward 0) or ``AutoresetMode.SAME_STEP`` (the ending step resets at once,
+returns the first observation of the next episode, and puts the last one in
+``info["final_obs"]`` and its info in ``info["final_info"]``).
+
+With ``randomize``, every reset draws environment i's keys from its own generator and
+rebuilds its model (``Batch.set_models``); keys that change the model's sizes
+(``arm.segments``, the number of rotors) cannot be randomised here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import mujoco
+import mujoco.batch
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from quadarm.config import Config
+from quadarm.control.geometric import DT, ILIM, law_batch
+from quadarm.envs import core
+from quadarm.envs.batches import Batches
+from quadarm.runner.lifecycle import UNSTABLE, apply_pulses, divergence
+from quadarm.scenarios.common import Log
+
+MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
+
+
+class QuadArmVectorEnv(gym.vector.VectorEnv):
+    """``num_envs`` copies of :class:`~quadarm.envs.single.QuadArmEnv` on ``mujoco.batch.Batch``,
+    dealt to ``nthread`` single-threaded batches stepped in parallel (0: one per core; see
+    :mod:`quadarm.envs.batches`).
+
+    The other arguments are the single environment's (``overrides``, ``config``,
+    ``randomize``, ``record``). ``record`` keeps every environment's log (memory: about
+    ``num_envs * (duration / dt) * 570`` bytes for the paper's arm).
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+
+    def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
+                 config: Config | None = None, randomize: Mapping[str, Any] | None = None,
+                 record: bool = True, nthread: int = 0,
+                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+                 render_mode: str | None = None, max_episode_steps: int | None = None) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
+                or num_envs < 1:
+            raise ValueError(f"num_envs={num_envs!r}: must be an integer >= 1")
+        if render_mode is not None:
+            raise ValueError("the vector environment does not render; render a single "
+                             "QuadArmEnv or replay a run with quadarm.render")
+        if max_episode_steps is not None:
+            raise ValueError("max_episode_steps: episodes end at the scenario's duration; "
+                             "set scenario.duration instead")
+        try:
+            mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            mode = None
+        if mode not in MODES:
+            raise ValueError(f"autoreset_mode={autoreset_mode!r}: must be NEXT_STEP or "
+                             "SAME_STEP")
+        self.metadata = {**self.metadata, "autoreset_mode": mode}
+        self.num_envs = int(num_envs)
+        self.cfg = config if config is not None else core.compose(overrides)
+        if core.wants_air(self.cfg) or (randomize and any(
+                str(k).startswith("aero.") for k in randomize)):
+            raise ValueError("aero.downwash / aero.gust_intensity: the vector environment does "
+                             "not apply the per-step air terms; use QuadArmEnv, or "
+                             "gymnasium.make_vec(..., vectorization_mode='sync')")
+        self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
+        self.record = bool(record)
+        self.render_mode = None
+        task = core.make_task(self.cfg)
+        self.tasks = [task] * self.num_envs
+        self.drawn: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        from quadarm.runner.engine import threads
+
+        model = task.built.model
+        self.sims = Batches(model, self.num_envs, threads(nthread))
+        self._refresh()
+        na = self._na = task.act_ids.size
+        self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=np.float64)
+        self.single_observation_space = core.observation_space(core.obs_dim(model))
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
+        self._k = np.full(self.num_envs, -1, dtype=np.int64)
+        self._ended = np.zeros(self.num_envs, dtype=bool)
+        self._integ = np.zeros((self.num_envs, 3))
+        self._all = np.arange(self.num_envs)
+        self._arrays()
+
+    # ---------------------------------------------------------------------------------------
+
+    def _arrays(self) -> None:
+        """Per-environment arrays of the current tasks."""
+        tasks, n_env = self.tasks, self.num_envs
+        first = tasks[0]
+        self._shared = all(t is first for t in tasks)
+        self._n = np.array([t.n for t in tasks], dtype=np.int64)
+        if self._shared:
+            ref = first.plan.ref
+            self._P, self._V, self._A = ref.p, ref.v, ref.a
+            self._FF, self._TA = first.ff, first.tendon_action
+        else:
+            big = int(self._n.max()) + 1
+
+            def stack(get: Any) -> np.ndarray:
+                out = np.zeros((n_env, big, get(first).shape[1]))
+                for i, t in enumerate(tasks):
+                    out[i, :t.n + 1] = get(t)
+                return out
+
+            self._P = stack(lambda t: t.plan.ref.p)
+            self._V = stack(lambda t: t.plan.ref.v)
+            self._A = stack(lambda t: t.plan.ref.a)
+            self._FF = stack(lambda t: t.ff)
+            self._TA = stack(lambda t: t.tendon_action)
+        self._lo = np.array([t.lo for t in tasks])
+        self._half = np.array([t.half for t in tasks])
+        self._prm = np.array([t.params for t in tasks])
+        self._mix = np.array([t.mix for t in tasks])
+        self._dt, self._lim = self._prm[:, DT], self._prm[:, ILIM]
+        self._start = np.array([t.start for t in tasks])
+        self._md = np.array([t.max_distance for t in tasks])
+        self._pulsed = any(t.plan.pulses for t in tasks)
+        ids = first.act_ids
+        contiguous = np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
+        self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
+        self._nr = first.built.rotor_actuators.size
+        self._tip = first.built.tip_site
+        if self.record:
+            m = first.built.model
+            rows = int(self._n.max()) + 1
+            old = getattr(self, "_logs", None)
+            if old is None or old[0].shape[1] < rows:
+                self._logs = (np.empty((n_env, rows, m.nq)), np.empty((n_env, rows, m.nv)),
+                              np.empty((n_env, rows, 3)), np.zeros((n_env, rows, m.nu)))
+
+    def _refresh(self) -> None:
+        """Read the simulations' state after a call that changed it."""
+        sims = self.sims
+        self._qpos, self._qvel = sims.gather("qpos"), sims.gather("qvel")
+        self._site_xpos = sims.gather("site_xpos")
+
+    def _ix(self, ks: np.ndarray, ids: Any = slice(None)) -> Any:
+        """Index of samples ``ks`` of environments ``ids`` into the per-sample arrays."""
+        return ks if self._shared else (self._all[ids], ks)
+
+    def _observe(self, ids: Any = slice(None)) -> np.ndarray:
+        ix = self._ix(self._k[ids], ids)
+        return core.observe(self._qpos[ids], self._qvel[ids], self._P[ix], self._V[ix],
+                            self._FF[ix])
+
+    # ---------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset every environment (or those of ``options["reset_mask"]``); ``seed`` is an int
+        (environment i gets ``seed + i``) or one seed per environment."""
+        if seed is None:
+            seeds: list[int | None] = [None] * self.num_envs
+        elif isinstance(seed, int | np.integer):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed: {len(seeds)} seeds for {self.num_envs} environments")
+        mask = np.ones(self.num_envs, dtype=bool)
+        if options and "reset_mask" in options:
+            mask = np.asarray(options["reset_mask"], dtype=bool)
+        ids = np.flatnonzero(mask)
+        for i in ids:
+            if seeds[i] is not None or self._rngs[i] is None:
+                self._rngs[i], _ = seeding.np_random(seeds[i])
+        infos = self._reset_ids(ids, {})
+        return self._observe(), infos
+
+    def _reset_ids(self, ids: np.ndarray, infos: dict[str, Any]) -> dict[str, Any]:
+        """Reset environments ``ids`` (drawing new tasks with ``randomize``)."""
+        if not len(ids):
+            return infos
+        if self.randomizer is not None:
+            tasks = list(self.tasks)
+            for i in ids:
+                cfg, self.drawn[i] = self.randomizer.draw(self._rngs[i])
+                tasks[i] = core.make_task(cfg)
+            self.tasks = tasks
+            self.sims.set_models([t.built.model for t in tasks])
+            self._arrays()
+        # As quadarm.runner.lifecycle.reset: keyframe, start position, then mj_forward.
+        sims = self.sims
+        sims.reset(ids, [self.tasks[i].built.model.key(0).id for i in ids])
+        sims.write("qpos", ids, slice(0, 3), self._start[ids])
+        sims.forward(ids)
+        self._refresh()
+        self._k[ids] = 0
+        self._ended[ids] = False
+        self._integ[ids] = 0.0
+        if self.randomizer is not None:
+            for i in ids:
+                infos = self._add_info(infos, {"drawn": dict(self.drawn[i])}, int(i))
+        return infos
+
+    def step(self, actions: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        a = core.checked_action(actions, (self.num_envs, self._na))
+        infos: dict[str, Any] = {}
+        resetting = np.flatnonzero(self._ended)
+        if self.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP and len(resetting):
+            infos = self._reset_ids(resetting, infos)
+            live = ~np.zeros(self.num_envs, dtype=bool)
+            live[resetting] = False
+            act = np.flatnonzero(live)
+        else:
+            live = None
+            act = self._all
+        ks = self._k
+        sel = slice(None) if live is None else act
+        kx = ks[sel]
+        qpos, qvel, sims = self._qpos, self._qvel, self.sims
+        if self._pulsed:
+            for i in act:
+                t = self.tasks[i]
+                if int(ks[i]) in t.pulse_steps:
+                    apply_pulses(sims.row("xfrc_applied", int(i)), t.plan.pulses, int(ks[i]))
+        sims.write("ctrl", None if live is None else act, self._act,
+                   self._lo[sel] + (a[sel] + 1.0) * self._half[sel])
+        # The controller's position integral, with the law's operations (see QuadArmEnv.step).
+        p = self._P[self._ix(kx, sel)]
+        dt, lim = self._dt[sel, None], self._lim[sel, None]
+        self._integ[sel] = np.minimum(np.maximum(self._integ[sel] + (p - qpos[sel, :3]) * dt,
+                                                 -lim), lim)
+        if self.record:
+            qpos_log, qvel_log, tip_log, ctrl_log = self._logs
+            rows = (self._all[sel], kx)
+            qpos_log[rows] = qpos[sel]
+            qvel_log[rows] = qvel[sel]
+            ctrl_log[rows] = sims.gather("ctrl")[sel]
+        final = kx == self._n[sel]
+        done_ids = self._all[sel][final]
+        stepping = self._all[sel][~final]
+        if len(done_ids):
+            # The last sample: kinematics only, as the single environment's mj_kinematics.
+            sims.forward(done_ids, stage=mujoco.mjtStage.mjSTAGE_POS)
+        if len(stepping):
+            sims.step(None if len(stepping) == self.num_envs else stepping)
+        self._refresh()
+        qpos, qvel = self._qpos, self._qvel
+        if self.record:
+            tip_log[rows] = self._site_xpos[sel, self._tip]
+        self._k[stepping] += 1
+        obs = self._observe()
+        rewards = np.zeros(self.num_envs)
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        truncated = np.zeros(self.num_envs, dtype=bool)
+        if len(stepping):
+            o = obs[stepping]
+            rewards[stepping] = core.reward(o, self._n[stepping]) if not self._shared else \
+                core.reward(o, int(self._n[0]))
+            warn = sims.warnings(stepping, [int(w) for w in UNSTABLE])
+            with np.errstate(invalid="ignore"):
+                bad = (warn > 0).any(axis=1) | ~np.isfinite(o).all(axis=1)
+                bad |= ~(np.abs(qpos[stepping, :3] - self._start[stepping])
+                         <= self._md[stepping, None]).all(axis=1)
+            flagged = stepping[bad]
+            reasons = divergence(warn[bad], qpos[flagged], qvel[flagged], self._start[flagged],
+                                 self._md[flagged]) if len(flagged) else []
+            for i, reason in zip(flagged, reasons, strict=True):
+                t = self.tasks[i]
+                terminated[i] = True
+                rewards[i] = core.penalty(int(self._k[i]) - 1, t.n, t.max_distance)
+                obs[i] = np.nan_to_num(obs[i], nan=0.0, posinf=0.0, neginf=0.0)
+                msg = f"diverged at t={sims.time(int(i)):.3f} s: {reason}"
+                infos = self._add_info(infos, self._final(int(i), int(self._k[i]), msg), int(i))
+        for i in done_ids:
+            truncated[i] = True
+            infos = self._add_info(infos, self._final(int(i), int(self._n[i]) + 1, ""), int(i))
+        ended = terminated | truncated
+        self._ended[:] = ended
+        self._k[ended] = -1
+        if self.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP and ended.any():
+            ids = np.flatnonzero(ended)
+            final_obs = np.full(self.num_envs, None, dtype=object)
+            for i in ids:
+                final_obs[i] = obs[i].copy()
+            infos = {"final_obs": final_obs, "_final_obs": ended.copy(),
+                     "final_info": infos, "_final_info": ended.copy()}
+            infos = self._reset_ids(ids, infos)
+            obs[ids] = self._observe(ids)
+            self._ended[ids] = False
+        return obs, rewards, terminated, truncated, infos
+
+    def _final(self, i: int, rows: int, message: str) -> dict[str, Any]:
+        info: dict[str, Any] = {"status": "diverged" if message else "ok", "message": message}
+        if self.randomizer is not None:
+            info["drawn"] = dict(self.drawn[i])
+        info["metrics"] = {}
+        if self.record and not message:
+            t = self.tasks[i]
+            info["metrics"] = core.metrics_dict(t.module.metrics(t.cfg, t.plan,
+                                                                 self.log(i, rows)))
+        return info
+
+    def log(self, i: int, rows: int) -> Log:
+        """Environment i's log of its current (or just ended) episode, first ``rows`` samples."""
+        if not self.record:
+            raise RuntimeError("record=False: the environment keeps no log")
+        t = self.tasks[i]
+        b = t.built
+        qpos, qvel, tip, ctrl = (x[i, :rows].copy() for x in self._logs)
+        return Log(t.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
+                   b.tendon_actuators)
+
+    def controller_action(self) -> np.ndarray:
+        """(num_envs, n_actions): every environment's :meth:`QuadArmEnv.controller_action`,
+        computed by :func:`quadarm.control.geometric.law_batch` (the law's operations on
+        columns). An environment that waits for its autoreset gets the action of its final
+        state (it is ignored)."""
+        for t in {id(t): t for t in self.tasks}.values():
+            core.refuse_arm_aware(t.cfg)
+        ks = np.maximum(self._k, 0)
+        ix = self._ix(ks)
+        u = np.empty((self.num_envs, self._nr))
+        with np.errstate(all="ignore"):
+            law_batch(self._prm, self._mix, self._integ.copy(), self._qpos, self._qvel,
+                      self._P[ix], self._V[ix], self._A[ix], u)
+        nr = self._nr
+        rotors = (u - self._lo[:, :nr]) / self._half[:, :nr] - 1.0
+        return np.concatenate([rotors, self._TA[ix]], axis=1)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self.sims.close()
