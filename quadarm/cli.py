@@ -135,9 +135,6 @@ def cli(argv: list[str] | None = None) -> None:
         raise SystemExit(0)
     try:
         checked = preflight(args, CONF_DIR)
-        from quadarm.tune import check as check_tune
-
-        check_tune(args, CONF_DIR)
     except ConfigError as err:
         print(f"quadarm: error: {err}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_CONFIG) from None

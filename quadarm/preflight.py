@@ -277,6 +277,9 @@ def preflight(args: list[str], conf_dir: str) -> Checked:
             for job in job_list[:MAX_JOBS]:
                 job_cfg, hydra_node = check_job(job, name, extra)
                 if checked == 0:
+                    from quadarm.tune import check as check_tune
+
+                    check_tune(job_cfg, hydra_node, multirun)
                     out_dir = _out_dir(hydra_node, multirun)
                     if out_dir is not None:
                         writable("hydra.sweep.dir" if multirun else "hydra.run.dir", out_dir)

@@ -103,40 +103,11 @@ def check_sweeper(hydra_node: Any, cfg: Config) -> None:
                           f"{' and tune.metric2' if want == 2 else ''})")
 
 
-def check(args: list[str], conf_dir: str) -> None:
-    """Validate the tuning of the command ``args`` (its first job) before anything runs: the
-    objective names against the scenario's metrics, the search space and the directions.
-    Raises ConfigError (one line). Composes only when the command mentions ``tune``."""
-    if not any("tune" in a for a in args):
-        return
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import HydraException
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    from quadarm.config import to_config
-    from quadarm.preflight import _split, _user_dir, explain, jobs
-
-    split = _split(args)
-    if split is None:
-        return
-    flags, multirun, overrides = split
-    user_dir = _user_dir(flags)
-    extra = [f"hydra.searchpath=[file://{user_dir}]"] if user_dir else []
-    first = jobs(overrides, multirun)[0]
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=conf_dir, version_base="1.3",
-                                   job_name="tune_check"):
-            try:
-                full = compose(config_name=flags.get("-cn") or "config",
-                               overrides=[*first, *extra], return_hydra_config=True)
-            except (HydraException, OmegaConfBaseException) as err:
-                raise explain(err, first, extra) from None
-    finally:
-        GlobalHydra.instance().clear()
-    cfg = to_config(OmegaConf.masked_copy(full, [str(k) for k in full if k != "hydra"]))
+def check(cfg: Config, hydra_node: Any, multirun: bool) -> None:
+    """Validate the tuning of a composed job before anything runs (called by
+    :func:`quadarm.preflight.preflight` on the first job): the objective names against the
+    scenario's metrics and, for a sweep, the search space and the directions. Raises
+    ConfigError (one line)."""
     check_objectives(cfg)
     if multirun:
-        check_sweeper(full.hydra, cfg)
+        check_sweeper(hydra_node, cfg)

@@ -88,7 +88,7 @@ def test_controller_action_reproduces_the_mission():
 
 
 def test_bad_override_is_one_line_value_error():
-    with pytest.raises(ValueError, match=r"^arm\.segments=0: must be an integer >= 1$"):
+    with pytest.raises(ValueError, match=r"^arm\.segments=0: must be an integer in \[1, 100\]$"):
         QuadArmEnv(overrides=["arm.segments=0"])
     with pytest.raises(ConfigError, match=r"^scenario=nope: unknown option"):
         gym.make(ENV_ID, overrides=["scenario=nope"])
