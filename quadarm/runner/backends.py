@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 from collections.abc import Iterator
 
 import joblib
@@ -59,6 +60,13 @@ def dask_client(runner: RunnerConfig) -> Iterator[object]:
             cluster.close()
 
 
+def ignore_interrupts() -> None:
+    """Worker-process initializer: a terminal's Ctrl-C reaches the whole process group, but
+    only the parent acts on it (it stops the dispatch, keeps the finished trials and ends the
+    workers); a worker that took it too would print a traceback of its own."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @contextlib.contextmanager
 def parallel_backend(runner: RunnerConfig) -> Iterator[None]:
     """Context in which ``joblib.Parallel`` uses the runner's backend.
@@ -67,9 +75,13 @@ def parallel_backend(runner: RunnerConfig) -> Iterator[None]:
     multiplies with library threads (Dask's nanny does the same for its workers). ``dask``
     connects to ``runner.address`` or starts a ``LocalCluster`` (:func:`dask_client`).
     """
+    if runner.backend == "loky":
+        with joblib.parallel_config(backend="loky", inner_max_num_threads=1,
+                                    initializer=ignore_interrupts):
+            yield
+        return
     if runner.backend != "dask":
-        with joblib.parallel_config(backend=runner.backend, inner_max_num_threads=1
-                                    if runner.backend == "loky" else None):
+        with joblib.parallel_config(backend=runner.backend):
             yield
         return
     with dask_client(runner), joblib.parallel_config(backend="dask"):

@@ -23,8 +23,9 @@ from quadarm.runner import study
 from quadarm.runner.trials import expand
 
 SEEDS = list(range(10))
-# Ten hover trials of 3 s (~0.2-0.5 s each on one core), distinct through their seed.
-COMMAND = ["scenario=hover", "scenario.duration=3.0", "runner.progress=false",
+# Ten hover trials of 10 s (0.3-1 s each on one core: long enough that a kill after the first
+# two lands while the others still run), distinct through their seed.
+COMMAND = ["scenario=hover", "scenario.duration=10.0", "runner.progress=false",
            "runner.engine=serial", f"++runner.grid={{seed:{SEEDS}}}".replace(" ", "")]
 
 
