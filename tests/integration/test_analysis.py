@@ -94,6 +94,7 @@ def test_tolerance_semantics() -> None:
     assert rel.describe() == "±10 %" and absolute.describe("N") == "±0.1 N"
 
 
+@pytest.mark.slow
 def test_analysis_never_imports_mujoco(root: Path, tmp_path: Path) -> None:
     """The whole analysis (tables, figures, README block) runs in a process without MuJoCo."""
     readme = tmp_path / "README.md"

@@ -42,6 +42,7 @@ def test_jobs_are_the_papers_studies(tmp_path: Path) -> None:
     assert sum(j.trials for j in jobs) == 1 + 4 + 11 + 24 + 1 + 1
 
 
+@pytest.mark.slow
 def test_arm_aware_jobs_are_the_two_sweeps(tmp_path: Path) -> None:
     jobs = plan_beyond(tmp_path, studies=ARM)
     ff = [j for j in jobs if j.study == "feedforward"]

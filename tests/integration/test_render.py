@@ -115,6 +115,7 @@ def test_mission_moments_need_a_mission(run_dir: Path) -> None:
     assert "REFUSED not a mission run" in done.stdout, done.stderr
 
 
+@pytest.mark.slow
 def test_video(run_dir: Path, backend: str, tmp_path: Path) -> None:
     pytest.importorskip("imageio_ffmpeg", reason="MP4 output needs the video extra")
     mp4 = tmp_path / "run.mp4"

@@ -282,6 +282,7 @@ CLI_CASES = [
 ]
 
 
+@pytest.mark.slow
 def test_cli_refuses_bad_configs(conf_dir: Path, tmp_path: Path) -> None:
     before = sorted(p.relative_to(conf_dir) for p in conf_dir.rglob("*"))
     procs = []
