@@ -185,15 +185,7 @@ def com_torque(s, qpos, gx: float, gy: float, gz: float, a_d) -> tuple[float, fl
     qw, qx, qy, qz = qpos[3], qpos[4], qpos[5], qpos[6]
     ax, ay, az = gx - a_d[0], gy - a_d[1], gz - a_d[2]
     # R^T g_app, R from the quaternion (w, x, y, z), in the order of geometric.law.
-    r00 = 1 - 2 * (qy * qy + qz * qz)
-    r01 = 2 * (qx * qy - qw * qz)
-    r02 = 2 * (qx * qz + qw * qy)
-    r10 = 2 * (qx * qy + qw * qz)
-    r11 = 1 - 2 * (qx * qx + qz * qz)
-    r12 = 2 * (qy * qz - qw * qx)
-    r20 = 2 * (qx * qz - qw * qy)
-    r21 = 2 * (qy * qz + qw * qx)
-    r22 = 1 - 2 * (qx * qx + qy * qy)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _quat_mat(qw, qx, qy, qz)
     bx = r00 * ax + r10 * ay + r20 * az
     by = r01 * ax + r11 * ay + r21 * az
     bz = r02 * ax + r12 * ay + r22 * az
@@ -264,16 +256,7 @@ def wrench_feedforward(sensordata, adr_f: int, adr_t: int, site_xmat, site_xpos,
         mx -= ay * pz - az * py
         my -= az * px - ax * pz
         mz -= ax * py - ay * px
-    qw, qx, qy, qz = qpos[3], qpos[4], qpos[5], qpos[6]
-    r00 = 1 - 2 * (qy * qy + qz * qz)
-    r01 = 2 * (qx * qy - qw * qz)
-    r02 = 2 * (qx * qz + qw * qy)
-    r10 = 2 * (qx * qy + qw * qz)
-    r11 = 1 - 2 * (qx * qx + qz * qz)
-    r12 = 2 * (qy * qz - qw * qx)
-    r20 = 2 * (qx * qz - qw * qy)
-    r21 = 2 * (qy * qz + qw * qx)
-    r22 = 1 - 2 * (qx * qx + qy * qy)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _quat_mat(qpos[3], qpos[4], qpos[5], qpos[6])
     return (fx, fy, fz, r00 * mx + r10 * my + r20 * mz, r01 * mx + r11 * my + r21 * mz,
             r02 * mx + r12 * my + r22 * mz)
 
