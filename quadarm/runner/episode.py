@@ -70,6 +70,21 @@ def native_kernels() -> ModuleType | None:
 _NATIVE: ModuleType | bool | None = None
 
 
+def _failure(d: mujoco.MjData, q: np.ndarray, v: np.ndarray, qpos_log: np.ndarray,
+             qvel_log: np.ndarray, p: Prepared, unchecked: int, k1: int) -> Diverged | None:
+    """The check after the chunk that ended with step k1 - 1: None when the state (q (nq,),
+    v (nv,), MuJoCo's warnings in ``d``) is usable, else the failure dated at the first bad one
+    of the unchecked states (``unchecked``..k1 - 1 are in the logs, state k1 is q, v)."""
+    plan, box = p.plan, p.cfg.sim.max_distance
+    reason = divergence(warning_counts(d), q[None], v[None], plan.start[None],
+                        np.array([box]))[0]
+    if not reason:
+        return None
+    return onset(Diverged(d.time, reason), plan.t[unchecked:k1 + 1],
+                 np.vstack([qpos_log[unchecked:k1], q]), np.vstack([qvel_log[unchecked:k1], v]),
+                 plan.start, box)
+
+
 def fly(p: Prepared) -> Outcome:
     """Run the closed loop over the trial's plan. Returns the log (up to the failure, if any)
     and the failure.
@@ -178,14 +193,8 @@ def fly(p: Prepared) -> Outcome:
         chunk(k0, k1)
         last = k1 - 1
         if last < n and checked(last, n):
-            reason = divergence(warning_counts(d), qpos[None], qvel[None], plan.start[None],
-                                np.array([cfg.sim.max_distance]))[0]
-            if reason:
-                # States unchecked..last are in the log, state last + 1 is in d.
-                failure = onset(Diverged(d.time, reason), plan.t[unchecked:k1 + 1],
-                                np.vstack([qpos_log[unchecked:k1], qpos]),
-                                np.vstack([qvel_log[unchecked:k1], qvel]),
-                                plan.start, cfg.sim.max_distance)
+            failure = _failure(d, qpos, qvel, qpos_log, qvel_log, p, unchecked, k1)
+            if failure is not None:
                 rows = k1
                 break
             unchecked = k1 + 1
@@ -206,7 +215,7 @@ def hold(p: Prepared) -> Outcome:
     and zero velocity come first, then the model's own (arm) coordinates, so that everything
     reading logs (body-frame tip, time series) works unchanged.
     """
-    cfg, built, plan = p.cfg, p.built, p.plan
+    built, plan = p.built, p.plan
     m = built.model
     d = mujoco.MjData(m)
     reset(m, d, plan.start)
@@ -253,15 +262,10 @@ def hold(p: Prepared) -> Outcome:
         chunk(k0, k1)
         last = k1 - 1
         if last < n and checked(last, n):
-            now_q = np.concatenate([pose, qpos])[None]
-            now_v = np.concatenate([np.zeros(6), qvel])[None]
-            reason = divergence(warning_counts(d), now_q, now_v, plan.start[None],
-                                np.array([cfg.sim.max_distance]))[0]
-            if reason:
-                failure = onset(Diverged(d.time, reason), plan.t[unchecked:k1 + 1],
-                                np.vstack([qpos_log[unchecked:k1], now_q]),
-                                np.vstack([qvel_log[unchecked:k1], now_v]),
-                                plan.start, cfg.sim.max_distance)
+            failure = _failure(d, np.concatenate([pose, qpos]),
+                               np.concatenate([np.zeros(6), qvel]), qpos_log, qvel_log, p,
+                               unchecked, k1)
+            if failure is not None:
                 rows = k1
                 break
             unchecked = k1 + 1
