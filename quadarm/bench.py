@@ -102,10 +102,10 @@ def bare_rollout(m: mujoco.MjModel, plan: Any, ctrl: np.ndarray) -> float:
     return time.perf_counter() - t0
 
 
-def _log(outcome: Outcome) -> Log:
-    """The log of a flight the benchmark needs whole."""
+def _log(outcome: Outcome, what: str = "a benchmark flight") -> Log:
+    """The log of a flight the benchmark needs whole (``what`` names it if it failed)."""
     if outcome.log is None or outcome.failure is not None or outcome.error:
-        raise RuntimeError(f"a benchmark flight failed: {outcome.failure or outcome.error}")
+        raise RuntimeError(f"{what} failed: {outcome.failure or outcome.error}")
     return outcome.log
 
 
@@ -142,11 +142,9 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     built, plan = prep.built, prep.plan
     m, n, dt = built.model, plan.steps, cfg.sim.timestep
     native = episode.native_kernels() is not None
-    flown = episode.fly(prep)  # warm-up: caches, numba's compiled code
-    if flown.failure is not None or flown.log is None:
-        raise RuntimeError(f"the nominal mission diverged with sim={PRESETS[label]}: "
-                           f"{flown.failure}")
-    ctrl = flown.log.ctrl[:n].copy()
+    # The first flight warms up caches and numba's compiled code.
+    nominal = f"the nominal mission with sim={PRESETS[label]}"
+    ctrl = _log(episode.fly(prep), nominal).ctrl[:n].copy()
 
     # The batch workload: a bending-workspace sweep (each trial bends the arm and tilts the
     # vehicle: in motion), nsim trials of different beta.
@@ -227,11 +225,8 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
     prep = lifecycle.prepare(cfg)
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the nominal mission failed: {prep.message}")
-    flown = episode.fly(prep)
-    if flown.log is None:
-        raise RuntimeError(f"the nominal mission failed: {flown.error}")
     n = prep.plan.steps
-    ctrl = flown.log.ctrl[:n].copy()
+    ctrl = _log(episode.fly(prep), "the nominal mission").ctrl[:n].copy()
     env = QuadArmEnv(config=cfg)
     t = env.task
     actions = core.normalise(ctrl[:, t.act_ids], t.lo, t.half)
@@ -296,10 +291,7 @@ def measure_air(label: str, repeat: int) -> dict[str, Any]:
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the mission with {' '.join(AIR)} failed: {prep.message}")
     n = prep.plan.steps
-    flown = episode.fly(prep)  # warm-up
-    if flown.failure is not None or flown.log is None:
-        raise RuntimeError(f"the mission with {' '.join(AIR)} diverged: {flown.failure}")
-    ctrl = flown.log.ctrl[:n].copy()
+    ctrl = _log(episode.fly(prep), f"the mission with {' '.join(AIR)}").ctrl[:n].copy()
     samples: dict[str, list[float]] = {"bare": [], "closed": []}
     for _ in range(repeat):
         samples["bare"].append(bare_replay(prep.built.model, prep.plan, ctrl)[0] / n * 1e6)
@@ -357,16 +349,14 @@ def measure_segments(label: str, segments: tuple[int, ...], repeat: int = 1,
         prep = lifecycle.prepare(cfg)
         if not isinstance(prep, Prepared):
             raise RuntimeError(f"N={n}: {prep.message}")
-        flown = episode.fly(prep)  # warm-up
-        if flown.log is None or flown.failure is not None:
-            raise RuntimeError(f"N={n}: the short mission diverged: {flown.failure}")
+        flown = _log(episode.fly(prep), f"N={n}: the short mission")  # also the warm-up
         steps = prep.plan.steps
         closed = statistics.median(_timed(partial(episode.fly, prep))
                                    for _ in range(repeat)) / steps * 1e6
         m = prep.built.model
         d = _start(m, prep.plan)
         for k in range(steps):
-            d.ctrl[:] = flown.log.ctrl[k]
+            d.ctrl[:] = flown.ctrl[k]
             mujoco.mj_step(m, d)
         stages = {name[8:].lower(): d.timer[getattr(mujoco.mjtTimer, name)].duration / steps
                   * 1e6 for name in STAGE_TIMERS}
