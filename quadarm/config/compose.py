@@ -23,8 +23,24 @@ from quadarm.config.schemas import (
     ScenarioConfig,
 )
 
-# The shipped config groups (the repository's conf/ folder).
-CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
+
+def shipped_conf_dir() -> str:
+    """The folder of the shipped config groups.
+
+    An installed package (a wheel, ``pip install .``) carries them as ``quadarm/conf``: the
+    build maps the repository's top-level ``conf/`` there (``setup.py``). A source checkout and
+    the editable install of ``make install`` have no ``quadarm/conf`` and read ``conf/`` itself,
+    so that an edit to a YAML file takes effect without reinstalling.
+    """
+    from importlib.resources import files
+
+    packaged = Path(str(files("quadarm"))) / "conf"
+    if (packaged / "config.yaml").is_file():
+        return str(packaged)
+    return str(Path(__file__).resolve().parents[2] / "conf")
+
+
+CONF_DIR = shipped_conf_dir()
 
 
 def register_configs() -> None:
