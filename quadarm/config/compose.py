@@ -3,6 +3,7 @@ typed, range-checked :class:`~quadarm.config.schemas.Config` built from it."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -95,6 +96,11 @@ def to_config(cfg: DictConfig | Config) -> Config:
                 f"kinds: {', '.join(SCENARIOS)}",
             )
         built[f.name] = obj
+    if built["airframe"].file is not None:
+        # The reader needs MuJoCo, which the analysis layer (it imports quadarm.config) must
+        # never load: it is imported only when a config names an MJCF airframe.
+        mjcf = importlib.import_module("quadarm.config.mjcf")
+        built["airframe"] = mjcf.resolve(built["airframe"])
     _check_rotor_rank(built["airframe"])
     config = Config(**built, seed=cfg.get("seed", 0))
     _check_hover(config)
@@ -165,10 +171,12 @@ def load(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> Config:
 
 
 def _allocation(airframe: AirframeConfig) -> np.ndarray:
-    """The (4, n_rotors) map from rotor thrusts to [f; tau] about the hub, from the config
-    (the compiled model's own is :func:`quadarm.model.allocation.allocation_matrix`)."""
+    """The (4, n_rotors) map from rotor thrusts to [f; tau] about the centre of mass, from the
+    config (the compiled model's own is :func:`quadarm.model.allocation.allocation_matrix`)."""
+    cx, cy = airframe.com[0], airframe.com[1]
     return np.array(
-        [[1.0, r.pos[1], -r.pos[0], r.spin * airframe.kappa] for r in airframe.rotors]
+        [[1.0, r.pos[1] - cy, -(r.pos[0] - cx), r.spin * airframe.kappa]
+         for r in airframe.rotors]
     ).T
 
 
@@ -188,11 +196,21 @@ def _check_hover(cfg: Config) -> None:
 
 
 def _check_rotor_rank(airframe: AirframeConfig) -> None:
-    a = _allocation(airframe)
-    if np.linalg.matrix_rank(a, tol=1e-9) < 4:
+    """Refuse rotors that cannot produce every thrust and torque: the allocation must have rank
+    4 (e.g. Menagerie's skydio_x2 file, whose spins make yaw a multiple of roll: rank 3)."""
+    rank = int(np.linalg.matrix_rank(_allocation(airframe), tol=1e-9))
+    if rank < 4:
+        spins = ", ".join(f"{r.spin:+d}" for r in airframe.rotors)
+        if airframe.file is not None:
+            raise ConfigError(
+                "airframe.file", airframe.file,
+                f"its rotors' allocation matrix has rank {rank}, a multirotor needs rank 4 "
+                f"(thrust, roll, pitch and yaw); check the rotors' spins ({spins}): "
+                "on a quadrotor, diagonal rotors share a spin")
         raise ConfigError(
             "airframe.rotors", [list(r.pos) + [r.spin] for r in airframe.rotors],
-            "rotor positions and spins must give an allocation matrix of full rank 4",
+            f"rotor positions and spins give an allocation matrix of rank {rank}, a "
+            "multirotor needs full rank 4 (thrust, roll, pitch and yaw)",
         )
 
 

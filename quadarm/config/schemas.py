@@ -36,6 +36,7 @@ BACKENDS = ("sequential", "loky", "threading", "dask")
 ENGINES = ("auto", "serial", "batch")
 DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
 MOTOR_TAU_MAX = 1.0  # s: slower "motors" are not rotors any more
+COM_MAX = 1.0  # m: a centre of mass further than this from the hub is not a multirotor's
 # m/s: the fastest steady wind (and gust intensity) accepted. A 1 kg multirotor cannot hold
 # station much beyond this, and the drag models (MuJoCo's and the downwash's) assume
 # subsonic, low-Reynolds-number flow around small bodies.
@@ -72,31 +73,89 @@ def _x_rotors() -> list[RotorConfig]:
     ]
 
 
+def inertia_matrix(inertia: list[float]) -> list[list[float]]:
+    """The (3, 3) inertia tensor (kg m^2) of ``airframe.inertia``: 3 values are the principal
+    moments (diagonal), 6 values are MuJoCo's ``fullinertia`` order Ixx, Iyy, Izz, Ixy, Ixz,
+    Iyz."""
+    if len(inertia) == 3:
+        ixx, iyy, izz = inertia
+        ixy = ixz = iyz = 0.0
+    else:
+        ixx, iyy, izz, ixy, ixz, iyz = inertia
+    return [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]
+
+
+def _principal_moments(m: list[list[float]]) -> list[float]:
+    """Eigenvalues of a symmetric 3x3 matrix (closed form, ascending): the config layer stays
+    free of numpy's linear algebra for this one use."""
+    (a, d, e), (_, b, f), (_, _, c) = m
+    p1 = d * d + e * e + f * f
+    q = (a + b + c) / 3
+    if p1 == 0:
+        return sorted([a, b, c])
+    p2 = (a - q) ** 2 + (b - q) ** 2 + (c - q) ** 2 + 2 * p1
+    p = math.sqrt(p2 / 6)
+    bm = [[(m[i][j] - (q if i == j else 0.0)) / p for j in range(3)] for i in range(3)]
+    det = (bm[0][0] * (bm[1][1] * bm[2][2] - bm[1][2] * bm[2][1])
+           - bm[0][1] * (bm[1][0] * bm[2][2] - bm[1][2] * bm[2][0])
+           + bm[0][2] * (bm[1][0] * bm[2][1] - bm[1][1] * bm[2][0]))
+    phi = math.acos(min(max(det / 2, -1.0), 1.0)) / 3
+    hi = q + 2 * p * math.cos(phi)
+    lo = q + 2 * p * math.cos(phi + 2 * math.pi / 3)
+    return sorted([lo, 3 * q - hi - lo, hi])
+
+
+def check_inertia(key: str, inertia: list[float]) -> None:
+    """``inertia``: 3 principal moments or the 6 ``fullinertia`` values; the tensor must be
+    positive definite and its principal moments must satisfy the triangle rule (a rigid body's
+    do)."""
+    if len(inertia) not in (3, 6) or not all(_real(v) for v in inertia):
+        raise ConfigError(key, list(inertia), "must be 3 principal moments or the 6 values "
+                          "Ixx, Iyy, Izz, Ixy, Ixz, Iyz (kg m^2, MuJoCo's fullinertia order)")
+    moments = _principal_moments(inertia_matrix(list(inertia)))
+    if moments[0] <= 0:
+        raise ConfigError(key, list(inertia), "the inertia tensor must be positive definite "
+                          f"(its smallest principal moment is {moments[0]:.3g} kg m^2)")
+    if moments[0] + moments[1] < moments[2] * (1 - 1e-9):
+        raise ConfigError(key, list(inertia), "principal moments must satisfy the triangle rule")
+
+
 @dataclass
 class AirframeConfig:
-    """The multirotor: a rigid body with rotor thrust/drag actuators (Table I)."""
+    """The multirotor: a rigid body with rotor thrust/drag actuators (Table I).
+
+    The body frame's origin is the hub centre, z up. ``com`` is the centre of mass's offset
+    from the hub and ``inertia`` the inertia about the centre of mass in body axes; the rotor
+    allocation is written about the centre of mass (:mod:`quadarm.model.allocation`).
+
+    ``file`` (``airframe=mjcf``): the vehicle is body ``body`` of that MJCF file. Its bodies
+    and geoms are attached to the model as they are (MuJoCo's ``MjSpec`` attach), and when the
+    config is loaded the file's values replace ``mass``, ``inertia`` (6 values), ``com``,
+    ``rotors``, ``kappa`` and ``thrust_max`` (:mod:`quadarm.config.mjcf`). The arm then hangs
+    ``flange_depth`` below the centre of mass, or at the file's site ``mount``.
+    """
 
     mass: float = 1.06  # kg, frame + rotors + flange
-    inertia: list[float] = field(default_factory=lambda: [6.7e-3, 6.7e-3, 12.9e-3])  # kg m^2
+    # kg m^2, about the centre of mass: 3 principal moments, or 6 values Ixx Iyy Izz Ixy Ixz Iyz
+    inertia: list[float] = field(default_factory=lambda: [6.7e-3, 6.7e-3, 12.9e-3])
     rotors: list[RotorConfig] = field(default_factory=_x_rotors)
     kappa: float = 0.016  # m, reaction torque per newton of thrust
     thrust_max: float = 8.0  # N per rotor
-    flange_depth: float = 0.034  # m below the hub centre
+    flange_depth: float = 0.034  # m below the hub centre (an MJCF vehicle: below its com)
     hub_half_size: list[float] = field(default_factory=lambda: [0.06, 0.06, 0.02])  # m
     boom_radius: float = 0.01  # m
     prop_radius: float = 0.1  # m, rotor radius R (the discs drawn; the wake with aero.downwash)
     # s, first-order lag from commanded to produced thrust (MuJoCo filterexact actuator
     # dynamics); 0 = ideal force sources (the paper's model)
     motor_tau: float = 0.0
+    com: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])  # m, from the hub
+    file: Optional[str] = None  # noqa: UP045 - an MJCF file with the vehicle (airframe=mjcf)
+    body: Optional[str] = None  # noqa: UP045 - the vehicle's body in ``file``
+    mount: Optional[str] = None  # noqa: UP045 - a site in ``file`` where the arm hangs
 
     def __post_init__(self) -> None:
         _positive("mass", self.mass)
-        _vector("inertia", self.inertia, 3, _positive)
-        i = sorted(self.inertia)
-        if i[0] + i[1] < i[2] * (1 - 1e-9):
-            raise ConfigError(
-                "inertia", list(self.inertia), "principal moments must satisfy the triangle rule"
-            )
+        check_inertia("inertia", self.inertia)
         if len(self.rotors) < 3:
             raise ConfigError("rotors", len(self.rotors), "must list at least 3 rotors")
         for j, r in enumerate(self.rotors):
@@ -110,6 +169,18 @@ class AirframeConfig:
         _positive("boom_radius", self.boom_radius)
         _positive("prop_radius", self.prop_radius)
         _in_range("motor_tau", self.motor_tau, 0.0, MOTOR_TAU_MAX)
+        _vector("com", self.com, 3, lambda k, v: _in_range(k, v, -COM_MAX, COM_MAX))
+        if self.file is not None and not str(self.file).strip():
+            raise ConfigError("file", self.file, "must be the path of an MJCF file "
+                              "(airframe=mjcf airframe.file=PATH airframe.body=NAME)")
+        if self.file is None and (self.body is not None or self.mount is not None):
+            raise ConfigError("body" if self.body is not None else "mount",
+                              self.body if self.body is not None else self.mount,
+                              "is read from an MJCF airframe only: set airframe.file too "
+                              "(airframe=mjcf)")
+        if self.file is not None and not self.body:
+            raise ConfigError("body", self.body, "must name the vehicle's body in "
+                              f"airframe.file={self.file}")
 
 
 MAX_SEGMENTS = 100

@@ -61,11 +61,18 @@ def _add_airframe(spec: mujoco.MjSpec, frame: AirframeConfig, start: tuple[float
     quad = spec.worldbody.add_body(name=names.QUAD_BODY, pos=list(start))
     if not fixed_base:
         quad.add_freejoint(name=names.ROOT_JOINT)
-    # The frame's mass and inertia are given at the hub (Table I), not derived from geoms.
+    # The frame's mass and inertia are given (Table I; an MJCF vehicle's are read from its
+    # file at load), not derived from geoms: the hub's body carries them all.
     quad.explicitinertial = True
     quad.mass = frame.mass
-    quad.ipos = [0.0, 0.0, 0.0]
-    quad.inertia = list(frame.inertia)
+    quad.ipos = [float(c) for c in frame.com]
+    if len(frame.inertia) == 6:
+        quad.fullinertia = list(frame.inertia)
+    else:
+        quad.inertia = list(frame.inertia)
+    if frame.file is not None:
+        _attach_vehicle(spec, quad, frame)
+        return quad
     solid = dict(contype=FRAME_CONTYPE, conaffinity=FRAME_CONAFFINITY, group=0)
     quad.add_geom(name=names.HUB_GEOM, type=mujoco.mjtGeom.mjGEOM_BOX,
                   size=list(frame.hub_half_size), rgba=[0.25, 0.25, 0.3, 1], mass=0, **solid)
@@ -87,17 +94,67 @@ def _add_airframe(spec: mujoco.MjSpec, frame: AirframeConfig, start: tuple[float
     return quad
 
 
+def _attach_vehicle(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeConfig) -> None:
+    """Attach the MJCF file's vehicle body (its geoms, sites and welded children) to ``quad``
+    with MuJoCo's ``MjSpec`` attach, its frame on the hub's. The attached bodies carry no mass:
+    ``quad`` has the vehicle's (read from the same file at load, see
+    :mod:`quadarm.config.mjcf`). The file's joints (its free joint), actuators, sensors and
+    keyframes stay behind: quadarm adds its own rotors at the file's rotor sites. So do its
+    physics options: the simulation's are quadarm's (``sim``, ``aero``)."""
+    from quadarm.config.mjcf import load_spec, read_vehicle
+
+    assert frame.file is not None and frame.body is not None
+    vehicle = read_vehicle(frame.file, frame.body, frame.mount)
+    child = load_spec(vehicle.path)
+    root = child.body(frame.body)
+    for kind in ("actuators", "sensors", "keys", "excludes", "tendons", "equalities"):
+        for element in list(getattr(child, kind)):
+            child.delete(element)
+    for joint in list(root.joints):
+        child.delete(joint)
+    # MuJoCo's attach reports (as a warning) every option on which the two specs differ; the
+    # file's options are not the simulation's, so they take quadarm's before attaching.
+    for name in dir(spec.option):
+        value = getattr(spec.option, name)
+        if not name.startswith("_") and not callable(value):
+            setattr(child.option, name, value)
+    root.pos = [0.0, 0.0, 0.0]
+    root.quat = [1.0, 0.0, 0.0, 0.0]
+    for body in [root, *root.find_all(mujoco.mjtObj.mjOBJ_BODY)]:
+        body.explicitinertial = True
+        body.mass = 0.0
+        body.ipos = [0.0, 0.0, 0.0]
+        body.inertia = [0.0, 0.0, 0.0]
+    quad.add_frame().attach_body(root, names.VEHICLE_PREFIX, "")
+    for j, rotor in enumerate(vehicle.rotors):
+        quad.add_site(name=names.rotor_site(j), pos=list(rotor.pos), size=[0.01, 0, 0])
+
+
+def mount_point(frame: AirframeConfig) -> list[float]:
+    """Where the arm hangs (m, (3,), hub frame): ``flange_depth`` below the hub centre; for an
+    MJCF vehicle at its site ``mount``, else ``flange_depth`` below its centre of mass."""
+    if frame.file is None:
+        return [0.0, 0.0, -frame.flange_depth]
+    from quadarm.config.mjcf import read_vehicle
+
+    assert frame.body is not None
+    mount = read_vehicle(frame.file, frame.body, frame.mount).mount
+    if mount is not None:
+        return list(mount)
+    return [float(frame.com[0]), float(frame.com[1]), float(frame.com[2]) - frame.flange_depth]
+
+
 def _add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeConfig, chain: Chain
              ) -> tuple[mujoco.MjsBody, list[str]]:
     r = chain.tendon_offset
     phis = [math.radians(a) for a in chain.tendon_angles_deg]
     offsets = [(r * math.cos(p), r * math.sin(p)) for p in phis]
-    z0 = -frame.flange_depth
+    mx, my, z0 = mount_point(frame)
     for i, (x, y) in enumerate(offsets):
-        quad.add_site(name=names.tendon_anchor(i), pos=[x, y, z0], size=[0.003, 0, 0])
+        quad.add_site(name=names.tendon_anchor(i), pos=[mx + x, my + y, z0], size=[0.003, 0, 0])
 
     solid = dict(contype=ARM_CONTYPE, conaffinity=ARM_CONAFFINITY)
-    parent, pos = quad, [0.0, 0.0, z0]
+    parent, pos = quad, [mx, my, z0]
     vias: list[list[str]] = [[] for _ in offsets]
     if chain.base_length > 0:
         # Midpoint placement: the half-length piece between the flange and hinge 0 has no
@@ -159,15 +216,20 @@ def _flange_excludes(spec: mujoco.MjSpec, chain: Chain) -> None:
     filtering hides this in flight, but not when the airframe is welded to the world). Links
     shorter than the capsule radius (fine chains) put more links' caps there, which would
     otherwise press on the flange with the arm hanging straight."""
-    spec.add_exclude(name="flange_link0", bodyname1=names.QUAD_BODY,
-                     bodyname2=names.link_body(0))
+    # An attached MJCF vehicle's welded bodies are the airframe too.
+    vehicle = [b.name for b in spec.body(names.QUAD_BODY).find_all(mujoco.mjtObj.mjOBJ_BODY)
+               if b.name.startswith(names.VEHICLE_PREFIX)]
     depth = chain.base_length
-    for k in range(1, chain.segments):
-        depth += chain.lengths[k - 1]
-        if depth >= chain.radius:
-            break
+    for k in range(chain.segments):
+        if k > 0:
+            depth += chain.lengths[k - 1]
+            if depth >= chain.radius:
+                break
         spec.add_exclude(name=f"flange_link{k}", bodyname1=names.QUAD_BODY,
                          bodyname2=names.link_body(k))
+        for body in vehicle:
+            spec.add_exclude(name=f"flange_link{k}_{body}", bodyname1=body,
+                             bodyname2=names.link_body(k))
 
 
 def _add_flange_sensor(spec: mujoco.MjSpec, chain: Chain) -> None:

@@ -19,6 +19,7 @@ FLANGE_SITE = "flange_mount"  # on the arm's first link, at the hinge centre
 FLANGE_FORCE = "flange_force"
 FLANGE_TORQUE = "flange_torque"
 TENDON_LETTERS = "abc"
+VEHICLE_PREFIX = "airframe/"  # the bodies, geoms and sites attached from an MJCF airframe
 
 
 def rotor_site(j: int) -> str:

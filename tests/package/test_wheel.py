@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-
 REPO = Path(__file__).resolve().parents[2]
 # The module (quadarm.config re-exports a function of the same name).
 composition = importlib.import_module("quadarm.config.compose")
