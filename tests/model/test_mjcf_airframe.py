@@ -94,7 +94,8 @@ def expected_mass_properties() -> tuple[float, np.ndarray, np.ndarray]:
 def closed_form_allocation(com: np.ndarray, spins: tuple[int, ...]) -> np.ndarray:
     """[f; tau] per newton of each rotor, about the centre of mass: thrust along z at site r_j
     gives tau = (r_j - c) x (0, 0, 1) + spin_j kappa (0, 0, 1)."""
-    cols = [[1.0, (y - com[1]), -(x - com[0]), s * KAPPA] for (x, y, _), s in zip(SITES, spins)]
+    cols = [[1.0, (y - com[1]), -(x - com[0]), s * KAPPA]
+            for (x, y, _), s in zip(SITES, spins, strict=True)]
     return np.array(cols).T
 
 
