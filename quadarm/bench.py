@@ -278,6 +278,59 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
             "ratio_vector_over_engine_steps_per_s": med["engine"] / med["env_vector"]}
 
 
+def measure_sb3(nenv: int = 8, repeat: int = 3, duration: float = 1.0, nthread: int = 1,
+                dtype: str = "float32") -> dict[str, Any] | None:
+    """Steps per second of the Stable-Baselines3 adapter (:mod:`quadarm.envs.sb3`) against the
+    batched vector environment it wraps, on the same work: ``nenv`` short workspace hovers
+    (``duration`` s, then the automatic reset), the same recorded controller actions, the same
+    autoreset mode (SAME_STEP, SB3's) and ``dtype``. Medians over ``repeat`` interleaved runs;
+    None without stable-baselines3."""
+    try:
+        from gymnasium.vector import AutoresetMode
+
+        from quadarm.envs.sb3 import QuadArmSB3VecEnv
+        from quadarm.envs.vector import QuadArmVectorEnv
+    except ImportError:
+        return None
+    cfg = load(["scenario=workspace", f"scenario.duration={duration}"])
+    venv = QuadArmVectorEnv(num_envs=nenv, config=cfg, nthread=nthread, record=False,
+                            autoreset_mode=AutoresetMode.SAME_STEP, dtype=dtype)
+    adapter = QuadArmSB3VecEnv(nenv, config=cfg, nthread=nthread, dtype=dtype)
+    venv.reset(seed=0)
+    steps = venv.tasks[0].n + 1  # the episode's steps, the final (truncating) one included
+    recorded = []
+    for _ in range(steps):
+        recorded.append(venv.controller_action().astype(dtype))
+        venv.step(recorded[-1])
+
+    def vector() -> float:
+        venv.reset(seed=0)
+        step = venv.step
+        t0 = time.perf_counter()
+        for a in recorded:
+            step(a)
+        return time.perf_counter() - t0
+
+    def sb3() -> float:
+        adapter.seed(0)
+        adapter.reset()
+        step = adapter.step
+        t0 = time.perf_counter()
+        for a in recorded:
+            step(a)
+        return time.perf_counter() - t0
+
+    samples: dict[str, list[float]] = {"vector": [], "sb3": []}
+    for _ in range(repeat):
+        samples["vector"].append(nenv * steps / vector())
+        samples["sb3"].append(nenv * steps / sb3())
+    venv.close()
+    adapter.close()
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {"steps_per_s": med, "samples_steps_per_s": samples, "nenv": nenv,
+            "steps": steps, "dtype": dtype, "ratio_sb3_over_vector": med["sb3"] / med["vector"]}
+
+
 # All three switches of issue 9 on: motor lag, Dryden gusts on a steady wind, rotor downwash.
 AIR = ("airframe.motor_tau=0.025", "aero=gusty", "aero.downwash=true")
 
@@ -517,9 +570,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for every measured trial, e.g. "
                              "control.feedforward=wrench (repeatable)")
+    parser.add_argument("--sb3", action="store_true",
+                        help="only the Stable-Baselines3 adapter against the vector env "
+                             "(--nenv environments, default 64)")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.nsim < 2:
         parser.error("--repeat must be >= 1 and --nsim >= 2")
+    if args.sb3:
+        sb3 = measure_sb3(max(args.nenv, 1), args.repeat)
+        if sb3 is None:
+            parser.error("--sb3 needs stable-baselines3 (pip install 'quadarm[rl]')")
+        print(f"steps/s: vector env {sb3['steps_per_s']['vector']:.0f}, SB3 adapter "
+              f"{sb3['steps_per_s']['sb3']:.0f} (ratio {sb3['ratio_sb3_over_vector']:.3f}; "
+              f"{sb3['nenv']} envs x {sb3['steps']} steps, {sb3['dtype']})")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"sb3": sb3}, indent=2, default=float))
+        print(f"wrote {args.out}")
+        return 0
     if args.segments:
         try:
             ns = tuple(int(v) for v in args.segments.split(","))

@@ -9,6 +9,15 @@ name the module in the id: ``gymnasium.make("quadarm.envs:quadarm/QuadArm-v0")``
 
 from __future__ import annotations
 
+import os
+import sys
+
+# render() draws off-screen: choose EGL before MuJoCo is first imported (it reads MUJOCO_GL
+# then), as quadarm.render does, so that a machine without a display renders with nothing set.
+# A user's own MUJOCO_GL, or a MuJoCo already imported, is left as it is.
+if "MUJOCO_GL" not in os.environ and "mujoco" not in sys.modules:
+    os.environ["MUJOCO_GL"] = "egl"
+
 ENV_ID = "quadarm/QuadArm-v0"
 
 

@@ -215,13 +215,27 @@ def obs_dim(model: mujoco.MjModel) -> int:
     return 3 + 3 + (model.nq - 3) + (model.nv - 3) + 9
 
 
-def observation_space(dim: int) -> Any:
-    """Any finite float64 vector of ``dim`` entries (a state that became non-finite ends the
-    episode, and its non-finite entries are returned as 0)."""
+DTYPES = ("float64", "float32")
+
+
+def space_dtype(dtype: Any) -> type[np.floating[Any]]:
+    """The numpy type of the environments' ``dtype`` argument: ``"float64"`` (the default,
+    the simulation's own precision: :meth:`controller_action` reproduces the command line to
+    1e-15 only there) or ``"float32"`` (what neural-network libraries train in: observations
+    and actions are float32, observations are the float64 state rounded once)."""
+    name = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+    if name not in DTYPES:
+        raise ValueError(f"dtype={dtype!r}: must be one of {', '.join(DTYPES)}")
+    return np.float32 if name == "float32" else np.float64
+
+
+def observation_space(dim: int, dtype: Any = np.float64) -> Any:
+    """Any finite vector of ``dim`` entries of ``dtype`` (a state that became non-finite ends
+    the episode, and its non-finite entries are returned as 0)."""
     import gymnasium as gym
 
-    big = np.finfo(np.float64).max
-    return gym.spaces.Box(-big, big, shape=(dim,), dtype=np.float64)
+    big = np.finfo(dtype).max
+    return gym.spaces.Box(-big, big, shape=(dim,), dtype=dtype)
 
 
 def reward(obs: np.ndarray, n: int) -> np.ndarray:

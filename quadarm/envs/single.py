@@ -52,15 +52,20 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         width, height: size of rendered frames (pixels).
         record: keep the episode's log to report its metrics at the end (default); False
             saves the logging (a few microseconds per step) and reports no metrics.
+        dtype: ``"float64"`` (default: the simulation's precision, as the reproduction needs)
+            or ``"float32"`` (observation and action spaces in float32, as neural-network
+            libraries expect; see :func:`quadarm.envs.core.space_dtype`).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
 
     def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
                  randomize: Mapping[str, Any] | None = None, render_mode: str | None = None,
-                 width: int = 480, height: int = 480, record: bool = True) -> None:
+                 width: int = 480, height: int = 480, record: bool = True,
+                 dtype: str = "float64") -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r}: must be None or 'rgb_array'")
+        self._dtype = core.space_dtype(dtype)
         self.cfg = config if config is not None else core.compose(overrides)
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.render_mode = render_mode
@@ -70,8 +75,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._renderer: mujoco.Renderer | None = None
         self._load(core.make_task(self.cfg))
         na = self.task.act_ids.size
-        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=np.float64)
-        self.observation_space = core.observation_space(core.obs_dim(self.task.built.model))
+        self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=self._dtype)
+        self.observation_space = core.observation_space(core.obs_dim(self.task.built.model),
+                                                        self._dtype)
         self._k = -1
 
     # ---------------------------------------------------------------------------------------
@@ -110,8 +116,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _observe(self, k: int) -> np.ndarray:
         q, v = self._qpos, self._qvel
-        return np.concatenate((q[:3] - self._ref_p[k], v[:3] - self._ref_v[k], q[3:], v[3:],
-                               self.task.ff[k]))
+        obs = np.concatenate((q[:3] - self._ref_p[k], v[:3] - self._ref_v[k], q[3:], v[3:],
+                              self.task.ff[k]))
+        return obs if self._dtype is np.float64 else obs.astype(self._dtype)
 
     # ---------------------------------------------------------------------------------------
 

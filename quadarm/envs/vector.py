@@ -46,7 +46,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
     :mod:`quadarm.envs.batches`).
 
     The other arguments are the single environment's (``overrides``, ``config``,
-    ``randomize``, ``record``). ``record`` keeps every environment's log (memory: about
+    ``randomize``, ``record``, ``dtype``). ``record`` keeps every environment's log (memory: about
     ``num_envs * (duration / dt) * 570`` bytes for the paper's arm).
     """
 
@@ -56,7 +56,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                  config: Config | None = None, randomize: Mapping[str, Any] | None = None,
                  record: bool = True, nthread: int = 0,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-                 render_mode: str | None = None, max_episode_steps: int | None = None) -> None:
+                 render_mode: str | None = None, max_episode_steps: int | None = None,
+                 dtype: str = "float64") -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r}: must be an integer >= 1")
@@ -74,6 +75,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"autoreset_mode={autoreset_mode!r}: must be NEXT_STEP or "
                              "SAME_STEP")
         self.metadata = {**self.metadata, "autoreset_mode": mode}
+        self._dtype = core.space_dtype(dtype)
         self.num_envs = int(num_envs)
         self.cfg = config if config is not None else core.compose(overrides)
         if core.wants_air(self.cfg) or (randomize and any(
@@ -93,8 +95,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self.sims = Batches(model, self.num_envs, threads(nthread))
         self._refresh()
         na = self._na = task.act_ids.size
-        self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=np.float64)
-        self.single_observation_space = core.observation_space(core.obs_dim(model))
+        self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=self._dtype)
+        self.single_observation_space = core.observation_space(core.obs_dim(model), self._dtype)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
@@ -163,8 +165,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
 
     def _observe(self, ids: Any = slice(None)) -> np.ndarray:
         ix = self._ix(self._k[ids], ids)
-        return core.observe(self._qpos[ids], self._qvel[ids], self._P[ix], self._V[ix],
-                            self._FF[ix])
+        obs = core.observe(self._qpos[ids], self._qvel[ids], self._P[ix], self._V[ix],
+                           self._FF[ix])
+        return obs if self._dtype is np.float64 else obs.astype(self._dtype)
 
     # ---------------------------------------------------------------------------------------
 
