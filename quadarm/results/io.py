@@ -61,6 +61,20 @@ def provenance(config_yaml: str) -> dict[str, str]:
     }
 
 
+def current_umask() -> int:
+    """The process's file-mode creation mask. Linux reports it in ``/proc/self/status``
+    without changing it; elsewhere it is read by setting and restoring it."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path`` atomically, on
@@ -68,6 +82,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    # mkstemp creates the file 0600 whatever the umask; give it the mode a plain open() would
+    # (0644 under the usual 022), so that results on a shared file system stay readable.
+    os.fchmod(fd, 0o666 & ~current_umask())
     os.close(fd)
     try:
         yield Path(tmp)
