@@ -15,7 +15,7 @@ export PYTHON OUT JOBS RESUME
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
-		awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+		awk 'BEGIN {FS = ":.*## "}; {printf "  %-16s %s\n", $$1, $$2}'
 
 install: ## create .venv (if missing) and install quadarm with its dev tools into it
 	test -x .venv/bin/python || python3 -m venv .venv

@@ -36,8 +36,11 @@ from yaml import YAMLError
 from quadarm.config import DEFAULT_STORE, Config, ConfigError, to_config
 
 # Flags after which Hydra prints information instead of running: nothing to validate.
-_INFO_FLAGS = {"-h", "--help", "--hydra-help", "--version", "-i", "--info", "-c", "--cfg",
+_INFO_FLAGS = {"-h", "--help", "--hydra-help", "--version", "-i", "--info",
                "-sc", "--shell-completion", "--experimental-rerun"}
+# ``--cfg job|hydra|all`` prints the composed config: it is validated like a run (a bad value
+# is refused the same way), but nothing is written, so no folder is checked.
+_PRINT_FLAGS = {"-c", "--cfg"}
 _VALUE_FLAGS = {"-cd", "--config-dir", "-cp", "--config-path", "-cn", "--config-name",
                 "-p", "--package"}
 MAX_JOBS = 1000  # a larger sweep is validated on its first MAX_JOBS jobs
@@ -52,7 +55,9 @@ def _split(args: list[str]) -> tuple[dict[str, str], bool, list[str]] | None:
         name, eq, value = a.partition("=")
         if name in _INFO_FLAGS:
             return None
-        if a in ("-m", "--multirun"):
+        if name in _PRINT_FLAGS:
+            flags["--cfg"] = value if eq else next(it, "")
+        elif a in ("-m", "--multirun"):
             multirun = True
         elif name in _VALUE_FLAGS:
             flags[name] = value if eq else next(it, "")
@@ -125,6 +130,13 @@ def explain(err: Exception, overrides: list[str], extra: list[str] | None = None
     while cause.__cause__ is not None and not isinstance(cause, OmegaConfBaseException):
         cause = cause.__cause__
     text = str(err)
+    if "No match in the defaults list" in text:
+        m = re.search(r"Could not override '([^']+)'", text)
+        group = m.group(1) if m else "?"
+        value = next((o.partition("=")[2] for o in overrides
+                      if o.partition("=")[0] == group), None)
+        return ConfigError(group, value, f"is not in the primary config's defaults list: add "
+                           f"it with +{group}={value if value is not None else '...'}")
     if isinstance(err, MissingConfigException) or "Could not find" in text:
         m = re.search(r"Could not (?:find|load) '([^']+)'", text)
         missing = m.group(1) if m else "?"
@@ -147,6 +159,12 @@ def explain(err: Exception, overrides: list[str], extra: list[str] | None = None
         if parent_path and not key.startswith(parent_path.split("[")[0] + "."):
             key = f"{parent_path}.{key}"
         msg = str(getattr(cause, "msg", None) or cause).splitlines()[0]
+        if "is not a ListConfig" in msg:
+            example = "[5,5,5]" if key.startswith("gains.") else "[...]"
+            return ConfigError(key, None, f"must be a list{in_file} (the gains are 3-vectors, "
+                               f"x y z): {key}={example}; a sweep: -m '{key}=[4,4,4],[6,6,6]'"
+                               if key.startswith("gains.") else f"must be a list{in_file}: "
+                               f"{key}={example}")
         if isinstance(cause, ConfigIndexError):
             return ConfigError(key, None, f"index out of range{in_file}")
         if isinstance(cause, ConfigKeyError | ConfigAttributeError):
@@ -217,7 +235,13 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
 
 def writable(key: str, path: str | Path) -> None:
     """Refuse ``path`` (a folder the command will create and write) unless its nearest existing
-    ancestor is a folder this process may write into. Creates nothing."""
+    ancestor is a folder this process may write into. Leaves nothing behind.
+
+    ``os.access`` answers yes to root for any folder, ``/proc`` and read-only mounts included,
+    so a folder it passes is also tried: an empty temporary folder is made in it and removed.
+    """
+    import tempfile
+
     target = Path(path).expanduser().absolute()
     probe = target
     while not probe.exists() and probe != probe.parent:
@@ -228,6 +252,38 @@ def writable(key: str, path: str | Path) -> None:
     if not os.access(probe, os.W_OK | os.X_OK):
         raise ConfigError(key, str(path), f"must be a writable folder ({probe} is not "
                           "writable)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".quadarm-probe-", dir=probe))
+    except OSError as err:
+        raise ConfigError(key, str(path), f"must be a folder that can be created (in {probe}: "
+                          f"{err.strerror or err})") from None
+
+
+def _refuse_schema_options(overrides: list[str]) -> None:
+    """``scenario=hover_schema``: the ``*_schema`` entries are the typed bases that config
+    files extend (``defaults: [hover_schema, _self_]``), not options to run."""
+    from quadarm.config import GROUPS
+
+    for o in overrides:
+        key, eq, value = o.partition("=")
+        group = key.lstrip("+~")
+        if eq and group in GROUPS and any(v.strip().endswith("_schema")
+                                          for v in value.split(",")):
+            raise ConfigError(group, value, "is a schema that config files extend, not an "
+                              "option (python -m quadarm --help lists the options)")
+
+
+def _check_sweeper(overrides: list[str], hydra_node: DictConfig, multirun: bool) -> None:
+    """An ``interval(a, b)`` sweep is a search range for an optimising sweeper; the basic
+    sweeper cannot expand it (Hydra would fail after the job started, with a traceback)."""
+    if not multirun or "BasicSweeper" not in str(hydra_node.sweeper.get("_target_", "")):
+        return
+    for o in overrides:
+        if re.search(r"=\s*interval\(", o):
+            raise ConfigError(o.partition("=")[0], o.partition("=")[2],
+                              "interval() is a search range for an optimising sweeper "
+                              "(hydra/sweeper=optuna, see +experiment=tune_gains); the basic "
+                              "sweeper needs values, e.g. a,b,c or range(start,stop,step)")
 
 
 @dataclass(frozen=True)
@@ -263,11 +319,13 @@ def preflight(args: list[str], conf_dir: str) -> Checked:
     user_dir = _user_dir(flags)
     name = flags.get("-cn") or flags.get("--config-name") or "config"
     extra = [f"hydra.searchpath=[file://{user_dir}]"] if user_dir else []
+    _refuse_schema_options(overrides)
     try:
         job_list = jobs(overrides, multirun)
     except HydraException as err:
         raise ConfigError("override", " ".join(overrides),
                           str(err).splitlines()[0]) from None
+    printing = "--cfg" in flags
     GlobalHydra.instance().clear()
     checked = 0
     out_dir: str | None = None
@@ -280,10 +338,12 @@ def preflight(args: list[str], conf_dir: str) -> Checked:
                     from quadarm.tune import check as check_tune
 
                     check_tune(job_cfg, hydra_node, multirun)
-                    out_dir = _out_dir(hydra_node, multirun)
+                    _check_sweeper(overrides, hydra_node, multirun)
+                    out_dir = None if printing else _out_dir(hydra_node, multirun)
                     if out_dir is not None:
                         writable("hydra.sweep.dir" if multirun else "hydra.run.dir", out_dir)
-                writable("runner.store", job_cfg.runner.store or DEFAULT_STORE)
+                if not printing:
+                    writable("runner.store", job_cfg.runner.store or DEFAULT_STORE)
                 checked += 1
     finally:
         GlobalHydra.instance().clear()

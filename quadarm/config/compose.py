@@ -103,6 +103,7 @@ def to_config(cfg: DictConfig | Config) -> Config:
         built["airframe"] = mjcf.resolve(built["airframe"])
     _check_rotor_rank(built["airframe"])
     config = Config(**built, seed=cfg.get("seed", 0))
+    _check_duration(config)
     _check_hover(config)
     return config
 
@@ -193,6 +194,14 @@ def _check_hover(cfg: Config) -> None:
             "airframe.thrust_max", frame.thrust_max,
             f"must be at least {thrusts.max():.3g} N: hovering the vehicle ({mass:.3g} kg with "
             f"its arm) needs {thrusts.max():.3g} N from a rotor")
+
+
+def _check_duration(cfg: Config) -> None:
+    """A flight shorter than one time step would have no step at all (and NaN metrics)."""
+    duration = getattr(cfg.scenario, "duration", None)
+    if duration is not None and duration < cfg.sim.timestep:
+        raise ConfigError("scenario.duration", duration,
+                          f"must be at least one time step (sim.timestep={cfg.sim.timestep:g} s)")
 
 
 def _check_rotor_rank(airframe: AirframeConfig) -> None:
