@@ -129,6 +129,9 @@ def cli(argv: list[str] | None = None) -> None:
     command's status."""
     from hydra._internal.utils import _run_hydra, get_args_parser
 
+    from quadarm.gl import require
+
+    require("quadarm")  # MUJOCO_GL naming a GL library that is not installed: one line, exit 1
     args = sys.argv[1:] if argv is None else list(argv)
     if any(a in ("-h", "--help") for a in args):
         print(help_text(args))

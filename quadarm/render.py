@@ -36,6 +36,13 @@ AUTO_GL = "MUJOCO_GL" not in os.environ
 if AUTO_GL and "mujoco" not in sys.modules:
     os.environ["MUJOCO_GL"] = "egl"
 
+from quadarm.gl import missing_library, require  # noqa: E402
+
+if __name__ == "__main__":
+    require("quadarm.render")  # one line, not PyOpenGL's traceback, when the library is missing
+elif missing_library():
+    raise ImportError(missing_library())
+
 import mujoco  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -43,6 +50,7 @@ from quadarm.config import DEFAULT_STORE, MISSION_PHASE_TIMES  # noqa: E402
 from quadarm.results import io  # noqa: E402
 
 BACKENDS = ("egl", "osmesa")
+EXIT_COULD_NOT_RUN = 1  # the CLI's code for "could not run" (3 means failed trials there)
 FREE_COLUMNS = ("x", "y", "z", "qw", "qx", "qy", "qz")
 MISSION_KEYS = tuple(f"scenario.{k}" for k in MISSION_PHASE_TIMES)
 
@@ -100,10 +108,13 @@ class Replay:
         if not series.exists():
             raise FileNotFoundError(f"{series}: no time series (was the run made with "
                                     "runner.timeseries=none?)")
+        self.trials: list[str] = []  # the job's trials with a time series, in file order
         if run_id is None:
             import pyarrow.parquet as pq
 
-            run_id = str(pq.read_table(series, columns=["run_id"]).column("run_id")[0])
+            ids = pq.read_table(series, columns=["run_id"]).column("run_id").to_pylist()
+            self.trials = list(dict.fromkeys(str(i) for i in ids))
+            run_id = self.trials[0]
         self.run_id = run_id
         candidates = [Path(model)] if model is not None else [
             self.run_dir / "trials" / run_id / io.MODEL_XML,
@@ -180,8 +191,24 @@ def make_renderer(model: mujoco.MjModel, width: int, height: int) -> mujoco.Rend
     try:
         return mujoco.Renderer(model, height=height, width=width)
     except Exception as err:  # the GL stack reports failures with many exception types
-        raise GLUnavailable(f"no offscreen OpenGL context (MUJOCO_GL="
-                            f"{os.environ.get('MUJOCO_GL', '')}): {err}") from err
+        raise GLUnavailable(gl_problem(err)) from err
+
+
+def gl_problem(err: BaseException) -> str:
+    """One line for a failure to create a GL context: for a missing EGL or OSMesa library it
+    names the library and its Debian package (PyOpenGL reports it as an import or attribute
+    error several frames deep)."""
+    from quadarm.gl import GL_LIBRARIES
+
+    backend = os.environ.get("MUJOCO_GL", "")
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    lib = GL_LIBRARIES.get(backend)
+    missing = isinstance(err, ImportError | AttributeError) or any(
+        w in text for w in ("Unable to load", "cannot open shared object", "not found"))
+    if lib is not None and missing:
+        return (f"MUJOCO_GL={backend} needs the lib{lib[0]} library, which could not be loaded "
+                f"(Debian/Ubuntu: apt-get install {lib[1]}): {text}")
+    return f"no offscreen OpenGL context (MUJOCO_GL={backend}): {text}"
 
 
 def _camera(data: mujoco.MjData, view: View) -> mujoco.MjvCamera:
@@ -269,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(args_in)
     try:
         replay = Replay(args.run_dir, args.run_id, args.model)
+        if len(replay.trials) > 1:
+            print(f"quadarm.render: {args.run_dir} holds {len(replay.trials)} trials; drawing "
+                  f"the first, --run-id {replay.run_id} (others: "
+                  f"{', '.join(replay.trials[1:4])}{', ...' if len(replay.trials) > 4 else ''})",
+                  file=sys.stderr)
         if args.frames:
             times = [float(v) for v in args.frames.split(",") if v.strip()]
             moments = [(f"({chr(97 + i)})", t) for i, t in enumerate(times)]
@@ -285,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             env = {**os.environ, "MUJOCO_GL": "osmesa"}
             return subprocess.call([sys.executable, "-m", "quadarm.render", *args_in], env=env)
         print(f"quadarm.render: error: {err}", file=sys.stderr)
-        return 3
+        return EXIT_COULD_NOT_RUN
     except (FileNotFoundError, KeyError, ValueError, RuntimeError) as err:
         print(f"quadarm.render: error: {err}", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ speed, BACKSPACE restart. MuJoCo's own viewer keys and mouse work as usual.
 
 The viewer needs a display. Without one (no ``DISPLAY``/``WAYLAND_DISPLAY``, or ``MUJOCO_GL``
 set to a headless backend) it stops with one line pointing to :mod:`quadarm.render`, which
-renders frames and videos headless. Exit codes: 0 closed, 2 bad input, 3 no display.
+renders frames and videos headless. Exit codes: 0 closed, 1 no display (could not run), 2 bad input.
 """
 
 from __future__ import annotations
@@ -27,14 +27,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from quadarm.gl import missing_library, require  # noqa: I001
+
+if __name__ == "__main__":
+    require("quadarm.view")  # one line, not PyOpenGL's traceback, when the library is missing
+elif missing_library():
+    raise ImportError(missing_library())
+
 # MuJoCo before quadarm.render: render selects a headless GL backend when it is imported
 # first, and the interactive viewer needs the windowing one (GLFW).
-import mujoco  # noqa: I001
+import mujoco  # noqa: E402
 import numpy as np
 
 HEADLESS = ("egl", "osmesa")
 EXIT_BAD_INPUT = 2
-EXIT_NO_DISPLAY = 3
+EXIT_NO_DISPLAY = 1  # "could not run", as the CLI's 1 (its 3 means failed trials)
 KEY_SPACE, KEY_BACKSPACE = 32, 259
 KEYS_FASTER = (61, 334)  # '=' (the '+' key without shift), keypad '+'
 KEYS_SLOWER = (45, 333)  # '-', keypad '-'

@@ -18,6 +18,11 @@ import sys
 if "MUJOCO_GL" not in os.environ and "mujoco" not in sys.modules:
     os.environ["MUJOCO_GL"] = "egl"
 
+from quadarm.gl import missing_library  # noqa: E402
+
+if missing_library():  # MuJoCo's import would fail deep in PyOpenGL
+    raise ImportError(missing_library())
+
 ENV_ID = "quadarm/QuadArm-v0"
 
 
