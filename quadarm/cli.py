@@ -25,7 +25,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from quadarm.config import CONF_DIR, DEFAULT_STORE, ConfigError, to_config
+from quadarm.config import CONF_DIR, ConfigError, to_config
 from quadarm.preflight import preflight
 
 if TYPE_CHECKING:  # pandas is imported lazily: a refused config should exit fast
@@ -80,8 +80,7 @@ def main(cfg: DictConfig) -> int | float | list[float]:
         config = replace(config, runner=replace(config.runner, n_jobs=1, batch_threads=1))
     # One trial store for every command, relative to where the command was launched, so that
     # rerunning it (into a new timestamped directory) reuses what already finished.
-    store = resolve_store(config, out_dir, config.runner.store or DEFAULT_STORE,
-                          base=hc.runtime.cwd)
+    store = resolve_store(config, out_dir, base=hc.runtime.cwd)
     try:
         result = run(config, out_dir, store=store)
     except BackendError as err:

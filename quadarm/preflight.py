@@ -33,7 +33,7 @@ from omegaconf.errors import (
 )
 from yaml import YAMLError
 
-from quadarm.config import DEFAULT_STORE, Config, ConfigError, to_config
+from quadarm.config import DEFAULT_STORE, Config, ConfigError, default_store, to_config
 
 # Flags after which Hydra prints information instead of running: nothing to validate.
 _INFO_FLAGS = {"-h", "--help", "--hydra-help", "--version", "-i", "--info",
@@ -343,7 +343,8 @@ def preflight(args: list[str], conf_dir: str) -> Checked:
                     if out_dir is not None:
                         writable("hydra.sweep.dir" if multirun else "hydra.run.dir", out_dir)
                 if not printing:
-                    writable("runner.store", job_cfg.runner.store or DEFAULT_STORE)
+                    writable("runner.store", job_cfg.runner.store or (
+                        default_store(out_dir) if out_dir is not None else DEFAULT_STORE))
                 checked += 1
     finally:
         GlobalHydra.instance().clear()

@@ -47,6 +47,7 @@ from quadarm.config.schemas import (
     TuneConfig,
     WorkspaceScenario,
 )
+from quadarm.config.store import default_store
 
 __all__ = [
     "ARMS", "GROUNDED", "JOINT_PLACEMENTS", "MAX_SEGMENTS", "RodArmConfig",
@@ -57,6 +58,6 @@ __all__ = [
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
     "StaticsScenario", "TuneConfig", "WorkspaceScenario", "compose", "flatten", "load",
-    "register_configs",
+    "default_store", "register_configs",
     "to_config",
 ]

@@ -2,11 +2,12 @@
 
 Finished trials live in the trial store (:mod:`quadarm.runner.store`); the job-level
 ``runs.parquet``, ``metrics.parquet``, ``timeseries.parquet`` and ``model.xml`` in the output
-directory are assembled from it at the end of the job. The command line keeps one store for
-every command, ``outputs/trials`` under the launch directory (``runner.store`` to move it), so
-rerunning an interrupted command - which Hydra gives a new, timestamped output directory -
-computes only the trials that had not finished. Called from Python, :func:`run` keeps the store
-inside the output directory unless told otherwise.
+directory are assembled from it at the end of the job. One rule places the store, for the
+command line and for Python (:func:`quadarm.config.default_store`): every job under
+``outputs/`` shares ``outputs/trials`` under the launch directory (``runner.store`` to move
+it), so rerunning an interrupted command - which Hydra gives a new, timestamped output
+directory - computes only the trials that had not finished; an output folder outside the
+working directory keeps its store inside it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from quadarm.config import Config
+from quadarm.config import Config, default_store
 from quadarm.results import io
 from quadarm.runner import engine
 from quadarm.runner.backends import BackendError
@@ -93,11 +94,12 @@ def _progress(items: Iterable, total: int, enabled: bool) -> Iterable:
 def resolve_store(cfg: Config, out_dir: Path, store: Path | str | None = None,
                   base: Path | str | None = None) -> Path:
     """The absolute trial store: ``store`` if given, else ``runner.store``, else
-    ``<out_dir>/trials``. Relative paths are taken from ``base`` (default: the working
-    directory). Absolute, because Dask workers may run elsewhere."""
+    :func:`quadarm.config.default_store` of ``out_dir`` (the command line's rule too).
+    Relative paths are taken from ``base`` (default: the working directory). Absolute, because
+    Dask workers may run elsewhere."""
     chosen = store if store is not None else cfg.runner.store
     if chosen is None:
-        return (Path(out_dir) / "trials").resolve()
+        return default_store(out_dir, base)
     path = Path(chosen).expanduser()
     if not path.is_absolute():
         path = Path(base or os.getcwd()) / path
