@@ -121,7 +121,7 @@ class Replay:
             Path(DEFAULT_STORE) / run_id / io.MODEL_XML,
             self.run_dir / io.MODEL_XML]
         self.model_path = next((c for c in candidates if c.exists()), candidates[-1])
-        self.model = mujoco.MjModel.from_xml_path(str(self.model_path))
+        self.model = visual_model(mujoco.MjSpec.from_file(str(self.model_path)))
         self.data = mujoco.MjData(self.model)
         self.series = pd.read_parquet(series, filters=[("run_id", "==", run_id)]).sort_values(
             "t", ignore_index=True)
@@ -184,6 +184,22 @@ class Replay:
             t = min(t_sweep + ramp + i * quarter, t_sweep + sweep)
             moments.append((f"({'cdef'[i]}) tendon sweep", t))
         return moments
+
+
+SKY = ([0.42, 0.6, 0.85], [0.93, 0.95, 0.98])  # zenith and horizon colours of the backdrop
+
+
+def visual_model(spec: mujoco.MjSpec) -> mujoco.MjModel:
+    """The model to draw: ``spec`` compiled with a sky (a gradient skybox, unless it has one)
+    behind the scene, so that frames show no black void above the horizon. Textures change
+    nothing in the state or its dynamics, and the simulated model (and its ``model.xml``) is
+    never touched: ``spec`` is copied first."""
+    spec = mujoco.MjSpec.from_string(spec.to_xml())
+    if not any(t.type == mujoco.mjtTexture.mjTEXTURE_SKYBOX for t in spec.textures):
+        spec.add_texture(name="quadarm_sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+                         builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT, rgb1=SKY[0],
+                         rgb2=SKY[1], width=256, height=256)
+    return spec.compile()
 
 
 def make_renderer(model: mujoco.MjModel, width: int, height: int) -> mujoco.Renderer:

@@ -103,7 +103,7 @@ def fig3_path(ts: pd.DataFrame, run: pd.Series, path: Path | str, every_s: float
     ax2.plot(seg["t"], seg["tip_lateral_cm"] / 100.0, color="0.4", lw=0.8,
              label="tip lateral offset [m]")
     ax2.set_xlabel("time [s]")
-    ax2.set_ylabel("[m]")
+    ax2.set_ylabel("x, tip lateral offset [m]")
     ax2.set_title("Vehicle and tip x: the tip trails and overshoots", fontsize=9)
     ax2.legend(fontsize=7, loc="lower left")
     ax2.grid(alpha=0.3)

@@ -255,11 +255,13 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         from quadarm import render
 
         if self._renderer is None:
-            self._renderer = render.make_renderer(self.model, self.width, self.height)
-            self._vis = mujoco.MjData(self.model)
+            # A copy of the model with a sky behind the scene (render.visual_model).
+            self._vis_model = render.visual_model(self.task.built.spec)
+            self._renderer = render.make_renderer(self._vis_model, self.width, self.height)
+            self._vis = mujoco.MjData(self._vis_model)
         # Pose a copy: the simulation's own MjData is never touched by rendering.
         self._vis.qpos[:] = self._qpos
-        mujoco.mj_forward(self.model, self._vis)
+        mujoco.mj_forward(self._vis_model, self._vis)
         self._renderer.update_scene(self._vis, camera=render._camera(self._vis, render.View()))
         return self._renderer.render().copy()
 

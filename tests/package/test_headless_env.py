@@ -24,9 +24,13 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     check_env(env.unwrapped)
 env.reset(seed=0)
+xml = env.unwrapped.task.built.xml()
 frame = env.render()
+top = frame[: frame.shape[0] // 3]
 print(json.dumps({"gl": os.environ.get("MUJOCO_GL"), "warnings": [str(w.message) for w in caught],
-                  "shape": list(frame.shape), "std": float(frame.std())}))
+                  "shape": list(frame.shape), "std": float(frame.std()),
+                  "top_black": float((top.sum(axis=2) < 30).mean()),
+                  "model_unchanged": env.unwrapped.task.built.xml() == xml}))
 """
 
 
@@ -40,4 +44,7 @@ def test_env_renders_headless_without_mujoco_gl() -> None:
     assert result["gl"] == "egl"
     assert result["warnings"] == []
     assert result["shape"] == [480, 480, 3] and result["std"] > 0
+    # A sky behind the scene (quadarm.render.visual_model): no black void above the horizon,
+    # drawn on a copy, the simulated model untouched.
+    assert result["top_black"] < 0.01 and result["model_unchanged"]
     assert "GLFW" not in out.stderr
