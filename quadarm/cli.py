@@ -152,6 +152,9 @@ def cli(argv: list[str] | None = None) -> None:
         return code
 
     parser = get_args_parser()
+    if any(a in ("-sc", "--shell-completion") for a in args):
+        complete(args)
+        raise SystemExit(0)
     try:
         _run_hydra(args=parser.parse_args(args), args_parser=parser,
                    task_function=main if checked.multirun else task, config_path=CONF_DIR,
@@ -161,6 +164,27 @@ def cli(argv: list[str] | None = None) -> None:
               "same command to resume", file=sys.stderr)
         raise SystemExit(EXIT_INTERRUPTED) from None
     raise SystemExit(sweep_exit(checked.out_dir) if checked.multirun else max(codes, default=0))
+
+
+def complete(args: list[str]) -> None:
+    """Hydra's shell completion (``-sc install=bash``, and the ``query`` the installed function
+    sends), without the ``*_schema`` entries: they are the typed bases that config files extend
+    (``scenario=hover_schema`` is refused), not options to complete."""
+    import contextlib
+    import io
+
+    from hydra._internal.utils import _run_hydra, get_args_parser
+
+    parser = get_args_parser()
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        _run_hydra(args=parser.parse_args(args), args_parser=parser, task_function=main,
+                   config_path=CONF_DIR, config_name="config")
+    text = printed.getvalue()
+    if any(a.startswith("query=") for a in args):
+        words = [w for w in text.split() if not w.partition("=")[2].endswith("_schema")]
+        text = " ".join(words) + ("\n" if words else "")
+    sys.stdout.write(text)
 
 
 def help_text(args: list[str]) -> str:

@@ -36,3 +36,19 @@ def nominal(**groups) -> Config:
 @pytest.fixture
 def cfg() -> Config:
     return nominal()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _mujoco_log_outside_the_checkout(tmp_path_factory: pytest.TempPathFactory):
+    """MuJoCo appends its warnings to ``MUJOCO_LOG.TXT`` in the working directory: keep the
+    test session's in a temporary folder, not in the repository root."""
+    import mujoco
+
+    log = mujoco.MjLogConfig.get()
+    before = log.logfile
+    log.logfile = str(tmp_path_factory.mktemp("mujoco") / "MUJOCO_LOG.TXT")
+    log.set()
+    yield
+    log = mujoco.MjLogConfig.get()
+    log.logfile = before
+    log.set()

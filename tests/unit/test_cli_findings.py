@@ -57,3 +57,14 @@ def test_one_store_rule_for_cli_and_python(tmp_path: Path) -> None:
     assert default_store("results/a", base=tmp_path) == (tmp_path / "results/trials").resolve()
     elsewhere = tmp_path.parent / "elsewhere"
     assert default_store(elsewhere, base=tmp_path) == (elsewhere / "trials").resolve()
+
+
+def test_shell_completion_hides_the_schemas(monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("COMP_LINE", "quadarm scenario=")
+    with pytest.raises(SystemExit) as code:
+        cli(["-sc", "query=bash"])
+    assert code.value.code == 0
+    words = capsys.readouterr().out.split()
+    assert "scenario=hover" in words and "scenario=mission" in words
+    assert not [w for w in words if w.endswith("_schema")]
