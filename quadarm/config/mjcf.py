@@ -16,6 +16,7 @@ MuJoCo, and the analysis layer, which reads :mod:`quadarm.config`, must never lo
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -70,7 +71,9 @@ def load_spec(path: Path) -> mujoco.MjSpec:
 
 
 def read_vehicle(path: str | Path, body: str, mount: str | None = None) -> Vehicle:
-    """Read body ``body`` of the MJCF file ``path`` (see the module docstring).
+    """Read body ``body`` of the MJCF file ``path`` (see the module docstring). Loading the
+    config and building each trial's model read the same file: the result is kept per file
+    version (path, size and modification time), so MuJoCo compiles it once.
 
     Raises :class:`ConfigError` (one line) for a missing or unreadable file, a body that is not
     in it, a vehicle with joints inside it, no mass or an inertia that is not positive definite,
@@ -78,6 +81,15 @@ def read_vehicle(path: str | Path, body: str, mount: str | None = None) -> Vehic
     that is not a site of the vehicle.
     """
     path = Path(path).expanduser().resolve()
+    if not path.is_file():
+        load_spec(path)  # raises the one-line error
+    stat = path.stat()
+    return _read_vehicle(path, stat.st_size, stat.st_mtime_ns, body, mount)
+
+
+@functools.lru_cache(maxsize=32)
+def _read_vehicle(path: Path, size: int, mtime_ns: int, body: str, mount: str | None
+                  ) -> Vehicle:
     spec = load_spec(path)
     try:
         model = spec.compile()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -112,6 +113,7 @@ def _attach_vehicle(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeCo
             child.delete(element)
     for joint in list(root.joints):
         child.delete(joint)
+    _absolute_asset_files(child, vehicle.path)
     # MuJoCo's attach reports (as a warning) every option on which the two specs differ; the
     # file's options are not the simulation's, so they take quadarm's before attaching.
     for name in dir(spec.option):
@@ -128,6 +130,21 @@ def _attach_vehicle(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeCo
     quad.add_frame().attach_body(root, names.VEHICLE_PREFIX, "")
     for j, rotor in enumerate(vehicle.rotors):
         quad.add_site(name=names.rotor_site(j), pos=list(rotor.pos), size=[0.01, 0, 0])
+
+
+def _absolute_asset_files(child: mujoco.MjSpec, path: Path) -> None:
+    """Make the file names of ``child``'s meshes, textures, height fields and skins absolute
+    (relative to the MJCF file and its ``meshdir``/``texturedir``), so that the model written
+    to the run folder (``model.xml``) loads from anywhere, as quadarm's own models do."""
+    folder = path.parent
+    mesh_dir = folder / (child.compiler.meshdir or "")
+    texture_dir = folder / (child.compiler.texturedir or "")
+    for elements, base in ((child.meshes, mesh_dir), (child.hfields, folder),
+                           (child.skins, mesh_dir), (child.textures, texture_dir)):
+        for element in elements:
+            name = getattr(element, "file", "")
+            if name and not Path(name).is_absolute():
+                element.file = str((base / name).resolve())
 
 
 def mount_point(frame: AirframeConfig) -> list[float]:

@@ -30,7 +30,7 @@ X2_SPINS = (-1, 1, 1, -1)  # Menagerie's stored file: yaw is a multiple of roll
 
 
 def write_vehicle(path: Path, spins: tuple[int, ...] = GOOD_SPINS, n_rotors: int = 4,
-                  inertial: str | None = None) -> Path:
+                  inertial: str | None = None, mesh: bool = False) -> Path:
     hub = inertial or (f'<inertial pos="{" ".join(map(str, HUB["pos"]))}" mass="{HUB["mass"]}"'
                        f' fullinertia="{" ".join(map(str, HUB["full"]))}"/>')
     sites = "\n".join(f'      <site name="thrust{j + 1}" pos="{" ".join(map(str, p))}"/>'
@@ -39,8 +39,17 @@ def write_vehicle(path: Path, spins: tuple[int, ...] = GOOD_SPINS, n_rotors: int
         f'    <motor class="x2" name="thrust{j + 1}" site="thrust{j + 1}" '
         f'gear="0 0 1 0 0 {spins[j] * KAPPA}"/>' for j in range(n_rotors))
     bx, by, bz = BATTERY["pos"]
+    compiler, asset, shell = '<compiler autolimits="true"/>', "", ""
+    if mesh:  # a visual mesh in an assets folder beside the file, as Menagerie's X2 has
+        (path.parent / "assets").mkdir(exist_ok=True)
+        (path.parent / "assets" / "shell.obj").write_text(
+            "v 0 0 0\nv .05 0 0\nv 0 .05 0\nv 0 0 .05\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n")
+        compiler = '<compiler autolimits="true" meshdir="assets"/>'
+        asset = '<asset><mesh name="shell" file="shell.obj"/></asset>'
+        shell = '<geom type="mesh" mesh="shell" contype="0" conaffinity="0"/>'
     path.write_text(f"""<mujoco model="test x2">
-  <compiler autolimits="true"/>
+  {compiler}
+  {asset}
   <option timestep="0.01"/>
   <default>
     <default class="x2">
@@ -54,6 +63,7 @@ def write_vehicle(path: Path, spins: tuple[int, ...] = GOOD_SPINS, n_rotors: int
       <freejoint/>
       {hub}
       <geom name="body" type="box" size=".06 .027 .02" pos=".04 0 .02"/>
+      {shell}
       <geom name="arm1" type="capsule" fromto="0 0 .03 -.14 -.18 .05" size=".01"/>
       <site name="imu" pos="0 0 .02"/>
       <site name="arm_mount" pos="0.01 0 -0.02"/>
@@ -142,6 +152,17 @@ def test_compiled_allocation_equals_the_closed_form(tmp_path: Path) -> None:
     # The arm hangs flange_depth below the centre of mass.
     np.testing.assert_allclose(m.body_pos[built.link_bodies[0]],
                                com - [0.0, 0.0, cfg.airframe.flange_depth], atol=1e-12)
+
+
+def test_model_xml_of_a_mesh_vehicle_loads_anywhere(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run folder's model.xml names the file's meshes by absolute path: it loads in plain
+    MuJoCo from any folder, as quadarm's own models do."""
+    cfg = load(mjcf_overrides(write_vehicle(tmp_path / "x2.xml", mesh=True), "scenario=hover"))
+    built = build(cfg.airframe, cfg.arm, cfg.sim)
+    monkeypatch.chdir(tmp_path.parent)
+    again = mujoco.MjModel.from_xml_string(built.xml())
+    assert again.nmesh == 1 and again.nbody == built.model.nbody
 
 
 def test_mount_site_places_the_arm(tmp_path: Path) -> None:
