@@ -68,3 +68,35 @@ def test_shell_completion_hides_the_schemas(monkeypatch: pytest.MonkeyPatch,
     words = capsys.readouterr().out.split()
     assert "scenario=hover" in words and "scenario=mission" in words
     assert not [w for w in words if w.endswith("_schema")]
+
+
+def test_a_missing_gl_library_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MUJOCO_GL=osmesa without libOSMesa: one line naming the library and its Debian package
+    (checked before MuJoCo's import, which would fail deep in PyOpenGL)."""
+    import ctypes
+    import sys
+
+    from quadarm import gl
+
+    def no_library(name: str, *args: object, **kwargs: object) -> None:
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    monkeypatch.delitem(sys.modules, "mujoco")
+    monkeypatch.setattr(ctypes, "CDLL", no_library)
+    line = gl.missing_library()
+    assert line is not None and "\n" not in line
+    assert "OSMesa" in line and "libosmesa6" in line
+    with pytest.raises(SystemExit) as code:
+        gl.require("quadarm")
+    assert code.value.code == 1
+
+
+def test_a_run_folder_has_no_empty_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as code:
+        cli(["scenario=hover", "scenario.duration=0.02", "runner.timeseries=none"])
+    assert code.value.code == 0
+    (run,) = (tmp_path / "outputs" / "runs").glob("*/*")
+    assert (run / "runs.parquet").is_file()
+    assert not [p.name for p in run.glob("*.log") if p.stat().st_size == 0]
