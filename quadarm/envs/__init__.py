@@ -12,15 +12,18 @@ from __future__ import annotations
 import os
 import sys
 
+from quadarm.gl import missing_library
+
 # render() draws off-screen: choose EGL before MuJoCo is first imported (it reads MUJOCO_GL
 # then), as quadarm.render does, so that a machine without a display renders with nothing set.
-# A user's own MUJOCO_GL, or a MuJoCo already imported, is left as it is.
+# Where libEGL is missing the choice is undone (MuJoCo's own default, as before); a user's own
+# MUJOCO_GL naming a missing library is refused in one line (MuJoCo's import would fail deep
+# in PyOpenGL), and a MuJoCo already imported is left as it is.
 if "MUJOCO_GL" not in os.environ and "mujoco" not in sys.modules:
     os.environ["MUJOCO_GL"] = "egl"
-
-from quadarm.gl import missing_library  # noqa: E402
-
-if missing_library():  # MuJoCo's import would fail deep in PyOpenGL
+    if missing_library():
+        del os.environ["MUJOCO_GL"]
+elif missing_library():
     raise ImportError(missing_library())
 
 ENV_ID = "quadarm/QuadArm-v0"
