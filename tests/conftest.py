@@ -1,38 +1,19 @@
-"""Shared fixtures: the paper's nominal configuration as typed dataclasses."""
+"""Shared fixtures. Plain helper functions (``nominal``, ``cfg_of``) are in ``helpers.py``."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 
 import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from quadarm.config import (  # noqa: E402 - MUJOCO_GL must be set before mujoco loads
-    AirframeConfig,
-    ArmConfig,
-    Config,
-    GainsConfig,
-    MissionScenario,
-    SimConfig,
-    load,
-)
+from helpers import nominal  # noqa: E402 - MUJOCO_GL must be set before mujoco loads
 
-
-def cfg_of(*overrides: str) -> Config:
-    """The validated config of command-line style ``overrides`` (``python -m quadarm`` would
-    run it)."""
-    return load(overrides)
-
-
-def nominal(**groups) -> Config:
-    """The paper's configuration (schema defaults), with whole groups replaced by ``groups``."""
-    base = Config(airframe=AirframeConfig(), arm=ArmConfig(), gains=GainsConfig(),
-                  sim=SimConfig(), scenario=MissionScenario())
-    return replace(base, **groups)
+from quadarm.config import Config  # noqa: E402
 
 
 @pytest.fixture
 def cfg() -> Config:
+    """The paper's nominal configuration (schema defaults)."""
     return nominal()

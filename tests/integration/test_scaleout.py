@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.cli import CONF_DIR
 from quadarm.preflight import preflight

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.results import io
 from quadarm.runner import engine, lifecycle, store, study

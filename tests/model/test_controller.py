@@ -7,7 +7,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-from conftest import nominal
+from helpers import nominal
 
 from quadarm.config import HoverScenario
 from quadarm.control.geometric import GeometricController, control_batch

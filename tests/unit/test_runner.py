@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 from omegaconf import OmegaConf
 
 from quadarm.config import flatten
