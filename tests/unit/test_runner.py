@@ -3,6 +3,7 @@ time-series choice, dispatch sizes, and the fast config flattening and YAML it r
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -81,7 +82,10 @@ def test_effective_jobs() -> None:
     assert engine.effective_jobs(cfg_of("runner.backend=sequential",
                                         "runner.n_jobs=4").runner) == 1
     assert engine.effective_jobs(cfg_of("runner.n_jobs=3").runner) == 3
-    assert engine.effective_jobs(cfg_of("runner.n_jobs=-1").runner) >= 1
+    # -1 is every core of this machine (what joblib would start), not merely "some"
+    assert engine.effective_jobs(cfg_of("runner.n_jobs=-1").runner) == (os.cpu_count() or 1)
+    assert engine.effective_jobs(cfg_of("runner.n_jobs=-1",
+                                        "runner.backend=sequential").runner) == 1
     assert engine.effective_jobs(cfg_of("runner=dask").runner) == -1  # every cluster worker
 
 
