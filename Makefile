@@ -25,7 +25,7 @@ test: ## run the whole test suite (the CI command)
 	$(PYTHON) -m pytest -q
 
 test-fast: ## the tests not marked slow, on two processes (under a minute on 2 cores)
-	$(PYTHON) -m pytest -q -m "not slow" -n 2
+	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadgroup
 
 lint: ## ruff on everything, mypy on quadarm/
 	$(PYTHON) -m ruff check .

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -10,10 +11,25 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 from helpers import nominal  # noqa: E402 - MUJOCO_GL must be set before mujoco loads
 
-from quadarm.config import Config  # noqa: E402
+from quadarm.config import Config, load  # noqa: E402
+
+if TYPE_CHECKING:
+    from quadarm.runner.lifecycle import Episode
 
 
 @pytest.fixture
 def cfg() -> Config:
     """The paper's nominal configuration (schema defaults)."""
     return nominal()
+
+
+@pytest.fixture(scope="session")
+def nominal_mission() -> Episode:
+    """The paper's 36 s mission with the nominal gains (``python -m quadarm`` with no
+    overrides), flown once per test process. Tests that use it are in the xdist group
+    ``nominal_mission``, so ``make test-fast`` (``--dist loadgroup``) flies it once."""
+    from quadarm.runner.episode import run_episode  # MuJoCo loads only when a test needs it
+
+    ep = run_episode(load([]))
+    assert ep.status == "ok", ep.message
+    return ep
