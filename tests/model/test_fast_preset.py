@@ -20,9 +20,6 @@ PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return", "whole")
 REL = 0.005
 
 
-pytestmark = pytest.mark.xdist_group("nominal_mission")
-
-
 @pytest.fixture(scope="module")
 def missions(nominal_mission):
     """The nominal mission flown with each integrator (``implicitfast``: the session's)."""

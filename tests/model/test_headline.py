@@ -10,8 +10,6 @@ import pytest
 from quadarm.analysis import published
 from quadarm.config import WHOLE_PHASE, MissionScenario, SimConfig
 
-pytestmark = pytest.mark.xdist_group("nominal_mission")
-
 
 @pytest.mark.parametrize("metric", ["rms_cm", "max_cm"])
 def test_table2_whole_mission_error_is_the_papers(nominal_mission, metric: str) -> None:
