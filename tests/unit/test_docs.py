@@ -5,6 +5,7 @@ commands are make targets."""
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,29 @@ def test_readme_is_short_and_its_two_commands_are_make_targets() -> None:
     assert "make install mission" in readme and "\nmake test " in readme
     targets = set(re.findall(r"^([a-z0-9-]+):", (ROOT / "Makefile").read_text(), flags=re.M))
     assert {"install", "mission", "test"} <= targets
+
+
+def _command_lines() -> list[tuple[str, str]]:
+    """Every ``python -m quadarm ...`` line of the pages' bash blocks (continuations joined,
+    comments dropped), except those that need a folder the page creates (``--config-dir``)."""
+    found = []
+    for page in PAGES:
+        for block in re.findall(r"^```bash\n(.*?)^```", page.read_text(), flags=re.S | re.M):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.split(" #")[0].strip()
+                if re.fullmatch(r"python -m quadarm( .*)?", line) and "--config-dir" not in line:
+                    found.append((page.name, line))
+    return found
+
+
+@pytest.mark.slow  # one Hydra composition per line
+@pytest.mark.parametrize(("page", "line"), _command_lines(),
+                         ids=[f"{p}: {line}" for p, line in _command_lines()])
+def test_documented_command_lines_are_valid(page: str, line: str) -> None:
+    """What the pages tell a reader to type passes the command's own preflight (every job
+    composed and checked; nothing runs)."""
+    from quadarm.cli import CONF_DIR
+    from quadarm.preflight import preflight
+
+    args = shlex.split(line)[3:]
+    assert preflight(args, CONF_DIR).jobs >= 1
