@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from helpers import nominal  # noqa: E402 - MUJOCO_GL must be set before mujoco loads
+from helpers import Flown, fly_once, nominal  # noqa: E402 - MUJOCO_GL before mujoco
 
-from quadarm.config import Config, load  # noqa: E402
-
-if TYPE_CHECKING:
-    from quadarm.runner.lifecycle import Episode
+from quadarm.config import Config  # noqa: E402
 
 
 @pytest.fixture
@@ -24,12 +20,11 @@ def cfg() -> Config:
 
 
 @pytest.fixture(scope="session")
-def nominal_mission() -> Episode:
+def nominal_mission(tmp_path_factory: pytest.TempPathFactory) -> Flown:
     """The paper's 36 s mission with the nominal gains (``python -m quadarm`` with no
-    overrides), flown at most once per test process (``make test-fast`` has two)."""
-    from quadarm.runner.episode import run_episode  # MuJoCo loads only when a test needs it
-
-    ep = run_episode(load([]))
-    assert ep.status == "ok", ep.message
-    return ep
-
+    overrides), flown once per test session: under xdist the workers share one flight
+    through their common temporary root."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by every worker of this session
+    return fly_once(root / "nominal_mission.json", [])
