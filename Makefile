@@ -24,8 +24,8 @@ install: ## create .venv (if missing) and install quadarm with its dev tools int
 test: ## run the whole test suite (the CI command)
 	$(PYTHON) -m pytest -q
 
-test-fast: ## the tests not marked slow, on two processes (under a minute on 2 cores)
-	$(PYTHON) -m pytest -q -m "not slow" -n 2
+test-fast: ## the tests not marked slow, on two processes, one test file per process at a time
+	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadfile
 
 lint: ## ruff on everything, mypy on quadarm/
 	$(PYTHON) -m ruff check .

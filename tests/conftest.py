@@ -1,40 +1,21 @@
-"""Shared fixtures: the paper's nominal configuration as typed dataclasses."""
+"""Shared fixtures. Plain helper functions (``nominal``, ``cfg_of``) are in ``helpers.py``."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 
 import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from quadarm.config import (  # noqa: E402 - MUJOCO_GL must be set before mujoco loads
-    AirframeConfig,
-    ArmConfig,
-    Config,
-    GainsConfig,
-    MissionScenario,
-    SimConfig,
-    load,
-)
+from helpers import Flown, fly_once, nominal  # noqa: E402 - MUJOCO_GL before mujoco
 
-
-def cfg_of(*overrides: str) -> Config:
-    """The validated config of command-line style ``overrides`` (``python -m quadarm`` would
-    run it)."""
-    return load(overrides)
-
-
-def nominal(**groups) -> Config:
-    """The paper's configuration (schema defaults), with whole groups replaced by ``groups``."""
-    base = Config(airframe=AirframeConfig(), arm=ArmConfig(), gains=GainsConfig(),
-                  sim=SimConfig(), scenario=MissionScenario())
-    return replace(base, **groups)
+from quadarm.config import Config  # noqa: E402
 
 
 @pytest.fixture
 def cfg() -> Config:
+    """The paper's nominal configuration (schema defaults)."""
     return nominal()
 
 
@@ -52,3 +33,14 @@ def _mujoco_log_outside_the_checkout(tmp_path_factory: pytest.TempPathFactory):
     log = mujoco.MjLogConfig.get()
     log.logfile = before
     log.set()
+
+
+@pytest.fixture(scope="session")
+def nominal_mission(tmp_path_factory: pytest.TempPathFactory) -> Flown:
+    """The paper's 36 s mission with the nominal gains (``python -m quadarm`` with no
+    overrides), flown once per test session: under xdist the workers share one flight
+    through their common temporary root."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by every worker of this session
+    return fly_once(root / "nominal_mission.json", [])

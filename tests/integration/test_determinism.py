@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.results import io
 from quadarm.runner import study

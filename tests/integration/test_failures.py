@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.cli import EXIT_FAILED_TRIALS
 from quadarm.config import Config

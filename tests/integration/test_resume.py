@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.cli import EXIT_ERROR, EXIT_INTERRUPTED
 from quadarm.config import Config

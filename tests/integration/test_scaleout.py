@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.cli import CONF_DIR
 from quadarm.preflight import preflight
@@ -79,7 +79,7 @@ def test_unreachable_scheduler_is_one_clear_error(tmp_path: Path,
 
 
 def test_slurm_launcher_composes() -> None:
-    """The README's SLURM command line is a valid configuration (nothing is submitted)."""
+    """The SLURM command line of docs/cluster.md is a valid configuration (nothing is submitted)."""
     args = ["-m", "hydra/launcher=submitit_slurm", "hydra.launcher.partition=cpu",
             "hydra.launcher.cpus_per_task=4", "hydra.launcher.timeout_min=120",
             "runner.n_jobs=4", "gains=soft,stiff", "scenario=hover"]

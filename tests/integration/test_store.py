@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
+from omegaconf import OmegaConf
 
 from quadarm.results import io
 from quadarm.runner import engine, lifecycle, store, study
@@ -150,3 +151,17 @@ def test_a_killed_batched_run_loses_at_most_one_batch(tmp_path: Path) -> None:
     a = pd.read_parquet(tmp_path / "resumed" / io.METRICS)
     b = pd.read_parquet(tmp_path / "clean" / io.METRICS)
     pd.testing.assert_frame_equal(a, b)
+
+
+def test_job_tables_follow_trial_order(tmp_path: Path) -> None:
+    cfg = cfg_of("scenario=hover", "scenario.duration=0.1", "runner.progress=false",
+                      "runner.engine=serial", "++runner.grid={seed:[5,2,9]}")
+    result = study.run(cfg, tmp_path)
+    runs = io.read_runs(tmp_path)
+    assert list(runs["seed"]) == [5, 2, 9] and list(runs["trial"]) == [0, 1, 2]
+    assert list(pd.unique(io.read_metrics(tmp_path)["run_id"])) == list(runs["run_id"])
+    assert result.counts() == {"ok": 3, "diverged": 0, "error": 0} and result.failed == 0
+    assert (tmp_path / io.MODEL_XML).read_text().startswith("<mujoco")
+    # every part carries its own trial's config as provenance
+    part = store.part_dir(result.store, runs["run_id"][1]) / io.RUNS
+    assert OmegaConf.create(io.read_metadata(part)["quadarm.config"]).seed == 2

@@ -16,7 +16,9 @@ import yaml
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 
 from quadarm.analysis import tune as tune_analysis  # noqa: E402
-from quadarm.config import load  # noqa: E402
+from quadarm.cli import CONF_DIR  # noqa: E402
+from quadarm.config import ConfigError, load  # noqa: E402
+from quadarm.preflight import preflight  # noqa: E402
 from quadarm.results.objective import objective_of  # noqa: E402
 
 # The mission's five phases, shortened to 2.4 s (a gentler figure-eight than the paper's).
@@ -89,7 +91,7 @@ def test_diverging_trials_score_the_penalty(tmp_path: Path) -> None:
     assert np.all(_objectives(sweep) == 77.5)
 
 
-@pytest.mark.parametrize("bad, message", [
+BAD_TUNING = [
     ("tune.metric=nope", "tune.metric=nope: is not a metric of phase whole; metrics: rms_cm"),
     ("tune.phase=nope", "tune.phase=nope: is not a phase of scenario mission; phases: hover"),
     ("hydra.sweeper.params=null", "hydra.sweeper.params={}: empty search space"),
@@ -97,7 +99,21 @@ def test_diverging_trials_score_the_penalty(tmp_path: Path) -> None:
                                   "objective (2"),
     # A search dimension given on the command line is checked at both ends.
     ("gains.kr.0=interval(-1,5)", "gains.kr[0]=-1: must be a finite number >= 0"),
-])
+]
+
+
+@pytest.mark.parametrize("bad, message", BAD_TUNING)
+def test_bad_tuning_input_is_refused_in_preflight(bad: str, message: str) -> None:
+    """Every refusal, in-process: what the command checks before anything runs."""
+    with pytest.raises(ConfigError) as info:
+        preflight(["-m", "+experiment=tune_gains", bad], CONF_DIR)
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+# Through the real command line (a Python process each): the first case in the fast tier.
+@pytest.mark.parametrize("bad, message", [
+    pytest.param(*case, marks=() if i == 0 else pytest.mark.slow)
+    for i, case in enumerate(BAD_TUNING)])
 def test_bad_tuning_input_is_one_line_exit_2(tmp_path: Path, bad: str, message: str) -> None:
     sweep = tmp_path / "sweep"
     done = _quadarm(["-m", "+experiment=tune_gains", bad, f"hydra.sweep.dir={sweep}"],

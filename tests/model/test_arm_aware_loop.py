@@ -9,7 +9,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-from conftest import nominal
+from helpers import nominal
 
 from quadarm.config import ControlConfig, DisturbanceScenario, HeldBendScenario
 from quadarm.control.geometric import FF_ON

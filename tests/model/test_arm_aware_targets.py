@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import cfg_of, nominal
+from helpers import cfg_of, nominal
 
 from quadarm.config import ControlConfig, HeldBendScenario
 from quadarm.runner.episode import run_episode

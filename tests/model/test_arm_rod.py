@@ -9,7 +9,7 @@ import dataclasses
 import mujoco
 import numpy as np
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.config import RodArmConfig
 from quadarm.model import build, names

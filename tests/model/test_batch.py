@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import nominal
+from helpers import nominal
 
 from quadarm.config import (
     AirframeConfig,

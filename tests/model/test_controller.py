@@ -7,7 +7,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-from conftest import nominal
+from helpers import nominal
 
 from quadarm.config import HoverScenario
 from quadarm.control.geometric import GeometricController, control_batch
@@ -111,11 +111,50 @@ def test_commanded_tilt_is_limited():
     assert 30.0 < tilt.max() < 35.0 + 3.0  # reaches the limit, overshoots it only slightly
 
 
-def test_gains_come_from_config():
+def test_every_gain_of_the_config_shapes_the_command(setup):
+    """Each gain of ``GainsConfig`` enters the law where the control law puts it: read back
+    through the allocation, [f; tau] of single-error states are the closed forms of each term."""
     from quadarm.config import GainsConfig
+    from quadarm.model.allocation import allocation_matrix
 
-    g = GainsConfig(kp=[1, 2, 3], kd=[4, 5, 6], ki=[0, 0, 0], kr=[7, 8, 9], kw=[1, 1, 1],
-                    integral_limit=0.5, tilt_max_deg=20)
-    ctl = GeometricController(g, 2.0, 9.81, np.eye(4), 0.0, 100.0, 0.01)
-    assert ctl.kp == [1, 2, 3] and ctl.kr == [7, 8, 9] and ctl.ilim == 0.5
-    assert ctl.tan_tilt == pytest.approx(np.tan(np.radians(20)))
+    cfg, built = setup
+    g = GainsConfig(kp=[1.5, 2.5, 3.5], kd=[0.4, 0.6, 0.8], ki=[0.2, 0.3, 0.7],
+                    kr=[2.0, 3.0, 0.5], kw=[0.25, 0.35, 0.45], integral_limit=0.5,
+                    tilt_max_deg=20.0)
+    mass, grav, dt = 2.0, 9.81, 0.01
+    mix = np.array(make_controller(cfg, built).mix)
+    a = allocation_matrix(built.model)
+    ctl = GeometricController(g, mass, grav, mix, -1e3, 1e3, dt)  # limits far away
+
+    def wrench(p=(0, 0, 1), q=(1, 0, 0, 0), v=(0, 0, 0), w=(0, 0, 0), p_d=(0, 0, 1)):
+        ctl.reset()
+        u = ctl.update([*p, *q], [*v, *w], list(p_d), [0, 0, 0], [0, 0, 0])
+        return a @ np.array(u)
+
+    level = mass * grav
+    # Height error e_z: f = m (kp_z e_z + ki_z e_z dt + g); the integral has one step.
+    f, *tau = wrench(p=(0, 0, 0.9))
+    assert f == pytest.approx(mass * (3.5 * 0.1 + 0.7 * 0.1 * dt + grav), rel=1e-12)
+    assert tau == pytest.approx([0, 0, 0], abs=1e-12)
+    # Climb-rate error: f = m (g - kd_z v_z).
+    f, *_ = wrench(v=(0, 0, 0.2))
+    assert f == pytest.approx(mass * (grav - 0.8 * 0.2), rel=1e-12)
+    # Roll by 0.1 rad with a yaw rate: tau_x = -kr_x sin(0.1), tau_z = -kw_z w_z.
+    f, tx, ty, tz = wrench(q=_quat([1, 0, 0], 0.1), w=(0, 0, 0.5))
+    assert tx == pytest.approx(-2.0 * np.sin(0.1), rel=1e-9)
+    assert ty == pytest.approx(0.0, abs=1e-12)
+    assert tz == pytest.approx(-0.45 * 0.5, rel=1e-9)
+    # A pitch rate alone is damped by kw_y.
+    _, tx, ty, tz = wrench(w=(0, 0.3, 0))
+    assert (tx, tz) == pytest.approx((0, 0), abs=1e-12) and ty == pytest.approx(-0.35 * 0.3)
+    # A set-point 10 m ahead asks for far more than tilt_max: the desired attitude is pitched
+    # by exactly tilt_max, so the attitude loop answers with |tau_y| = kr_y sin(tilt_max).
+    f, tx, ty, tz = wrench(p_d=(10, 0, 1))
+    assert abs(ty) == pytest.approx(3.0 * np.sin(np.radians(20.0)), rel=1e-9)
+    assert (tx, tz) == pytest.approx((0, 0), abs=1e-12)
+    assert f == pytest.approx(level, rel=1e-12)  # level body: the vertical part, m g
+    # The integral is clamped at integral_limit: after many steps of a 1 m error it holds 0.5.
+    ctl.reset()
+    for _ in range(1000):
+        ctl.update([0, 0, 0, 1, 0, 0, 0], [0] * 6, [0, 0, 1], [0, 0, 0], [0, 0, 0])
+    assert ctl.integral == pytest.approx([0, 0, 0.5])

@@ -13,7 +13,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-from conftest import nominal
+from helpers import nominal
 
 from quadarm import scenarios
 from quadarm.config import DisturbanceScenario

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import nominal
+from helpers import nominal
 
 from quadarm.analysis import published
 from quadarm.config import (

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.control.tendons import tensions
 from quadarm.reference.cosserat import Rod, solve

@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from conftest import nominal
+from helpers import nominal
 from omegaconf import OmegaConf
 
 from quadarm.config import GainsConfig, HoverScenario, RunnerConfig

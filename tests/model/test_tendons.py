@@ -5,7 +5,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
-from conftest import nominal
+from helpers import nominal
 
 from quadarm.config import SimConfig, StaticsScenario
 from quadarm.control.tendons import resultant, tensions

@@ -1,0 +1,77 @@
+"""Helpers the tests import: the paper's nominal configuration and command-line composition.
+
+Fixtures live in ``conftest.py``; plain functions that tests call with arguments live here, so
+no test imports ``conftest`` (pytest's own module) by name. ``tests/`` is on ``sys.path``
+through ``pythonpath`` in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from quadarm.config import (  # noqa: E402 - MUJOCO_GL must be set before mujoco loads
+    AirframeConfig,
+    ArmConfig,
+    Config,
+    GainsConfig,
+    MissionScenario,
+    SimConfig,
+    load,
+)
+
+
+def cfg_of(*overrides: str) -> Config:
+    """The validated config of command-line style ``overrides`` (what ``python -m quadarm``
+    would run)."""
+    return load(overrides)
+
+
+def nominal(**groups: Any) -> Config:
+    """The paper's configuration (schema defaults), with whole groups replaced by ``groups``."""
+    base = Config(airframe=AirframeConfig(), arm=ArmConfig(), gains=GainsConfig(),
+                  sim=SimConfig(), scenario=MissionScenario())
+    return replace(base, **groups)
+
+
+@dataclass(frozen=True)
+class Flown:
+    """What the tests read of one flown trial: its metrics by (phase, metric) in the units of
+    docs/model.md section 4, and its number of physics steps."""
+
+    metrics: dict[tuple[str, str], float]
+    steps: int
+
+    def to_json(self) -> str:
+        # json writes floats as their shortest repr, which reads back to the same double.
+        return json.dumps({"metrics": [[p, k, v] for (p, k), v in self.metrics.items()],
+                           "steps": self.steps})
+
+    @classmethod
+    def from_json(cls, text: str) -> Flown:
+        data = json.loads(text)
+        return cls({(p, k): float(v) for p, k, v in data["metrics"]}, int(data["steps"]))
+
+
+def fly_once(path: Path, overrides: list[str]) -> Flown:
+    """Fly ``overrides`` with ``run_episode`` once for every process that asks with the same
+    ``path``: the first one flies under an exclusive lock and writes ``path``; the others (the
+    other xdist workers) wait for the lock and read it back."""
+    import fcntl
+
+    from quadarm.runner.episode import run_episode  # MuJoCo loads only when a test needs it
+
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return Flown.from_json(path.read_text())
+        ep = run_episode(load(overrides))
+        assert ep.status == "ok", ep.message
+        flown = Flown({(p, k): v for p, k, v in ep.metrics}, ep.steps)
+        path.write_text(flown.to_json())
+        return flown
