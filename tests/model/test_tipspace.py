@@ -1,0 +1,191 @@
+"""The tip map, its inverse and the split law (quadarm.control.tipspace, docs/tipspace.md):
+checked against closed forms, against the model stepped to rest and against its own inverse."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from quadarm.config import AirframeConfig, ArmConfig, SimConfig
+from quadarm.control import tipspace as ts
+from quadarm.control.tendons import tensions
+from quadarm.model import build
+
+PHI = np.radians([0.0, 120.0, 240.0])
+
+
+@pytest.fixture(scope="module")
+def tipmap(tmp_path_factory: pytest.TempPathFactory) -> ts.TipMap:
+    folder = tmp_path_factory.mktemp("tipmap")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(ts.CACHE_ENV, str(folder))
+        return ts.tip_map(AirframeConfig(), ArmConfig(), SimConfig())
+
+
+def _wrap(a: float) -> float:
+    return (a + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def _split(tipmap: ts.TipMap, mode: int, target: np.ndarray, hub: np.ndarray,
+           rot: np.ndarray | None = None, g_body: np.ndarray | None = None,
+           tol: float = 0.01) -> np.ndarray:
+    out = np.empty(7)
+    ts.split(mode, tipmap.knots, tipmap.coef, tipmap.g0, tipmap.mu_cap, target, hub,
+             np.eye(3) if rot is None else rot, tipmap.g0 if g_body is None else g_body, tol,
+             np.empty((3, ts.N_CHAN)), out)
+    return out
+
+
+def test_inverse_returns_the_bend(tipmap: ts.TipMap) -> None:
+    """20 random bends: the forward map's tip, inverted, gives back the bend within 1e-3.
+    mu starts at 0.05: at the straight arm beta is undefined (every beta is the same tip)."""
+    rng = np.random.default_rng(18)
+    for _ in range(20):
+        mu, beta = rng.uniform(0.05, 1.0), rng.uniform(0.0, 2.0 * math.pi)
+        mu_back, beta_back, residual = tipmap.inverse(tipmap.tip(mu, beta))
+        assert abs(mu_back - mu) < 1e-3
+        assert abs(_wrap(beta_back - beta)) < 1e-3
+        assert np.linalg.norm(residual) < 1e-6
+
+
+def test_straight_arm_hangs_at_the_modelled_offset(tipmap: ts.TipMap) -> None:
+    """docs/model.md section 1: flange depth + the links + the tip ball's radius below the hub."""
+    frame, arm = AirframeConfig(), ArmConfig()
+    depth = frame.flange_depth + arm.segments * arm.segment_length + arm.tip_radius
+    np.testing.assert_allclose(tipmap.hanging(), [0.0, 0.0, -depth], atol=1e-12)
+    for beta in np.linspace(0.0, 2.0 * math.pi, 7):
+        np.testing.assert_allclose(tipmap.tip(0.0, beta), tipmap.hanging(), atol=1e-12)
+
+
+def test_map_is_where_the_model_comes_to_rest(tipmap: ts.TipMap) -> None:
+    """Off the grid, the interpolant agrees with the fixed-base model stepped to rest (an
+    independent route: the dynamics with ten times the hinge damping, same equilibria)."""
+    built = build(AirframeConfig(), ArmConfig(), SimConfig(), fixed_base=True)
+    model = built.model
+    model.dof_damping[:] *= 10.0  # damping moves no equilibrium; it only shortens the settling
+    data = mujoco.MjData(model)
+    for mu, beta in ((0.37, 0.41), (0.83, 2.9), (0.61, 4.7)):
+        mujoco.mj_resetData(model, data)
+        data.ctrl[built.tendon_actuators] = tensions(mu, beta, PHI, ArmConfig().tension_max)
+        for _ in range(10000):
+            mujoco.mj_step(model, data)
+        assert np.abs(data.qvel).max() < 1e-5
+        rest = data.site_xpos[built.tip_site] - data.xpos[built.quad_body]
+        assert np.linalg.norm(tipmap.tip(mu, beta) - rest) < 1e-3
+
+
+def test_tilted_gravity_is_first_order(tipmap: ts.TipMap) -> None:
+    """Apparent gravity tilted by 2.5 and 5 deg: the linear correction T0 + G (g_B - g0) is
+    within 5 % of the tilt's effect and its error grows quadratically (ratio about 4)."""
+    built = build(AirframeConfig(), ArmConfig(), SimConfig(), fixed_base=True)
+    model, data = built.model, mujoco.MjData(built.model)
+    mu, beta = 0.5, 0.3
+    data.ctrl[built.tendon_actuators] = tensions(mu, beta, PHI, ArmConfig().tension_max)
+    errors = []
+    for deg in (2.5, 5.0):
+        th = math.radians(deg)
+        g = 9.81 * np.array([0.0, math.sin(th), -math.cos(th)])
+        model.opt.gravity[:] = g
+        ts.equilibrium(model, data, model.qpos0)
+        rest = data.site_xpos[built.tip_site] - data.xpos[built.quad_body]
+        shift = np.linalg.norm(rest - tipmap.tip(mu, beta))
+        errors.append(np.linalg.norm(rest - tipmap.tip(mu, beta, g)))
+        assert errors[-1] < 0.05 * shift
+    assert 3.0 < errors[1] / errors[0] < 5.0
+
+
+def test_planned_attitude_puts_apparent_gravity_on_the_axis() -> None:
+    """A vehicle tilted along its acceleration (the controller's b3) feels gravity along its
+    own -z with magnitude |a - g|."""
+    g = np.array([0.0, 0.0, -9.81])
+    rot, gb = np.empty((3, 3)), np.empty(3)
+    for acc, yaw in (((2.0, -1.0, 0.5), 0.3), ((0.0, 3.0, -1.0), -2.0)):
+        a = np.array(acc)
+        ts.planned_attitude(a, yaw, g, rot)
+        np.testing.assert_allclose(rot.T @ rot, np.eye(3), atol=1e-12)
+        ts.apparent_gravity(rot, a, g, gb)
+        np.testing.assert_allclose(gb, [0.0, 0.0, -np.linalg.norm(a - g)], atol=1e-12)
+
+
+def test_vehicle_mode_is_the_target_minus_the_hanging_offset(tipmap: ts.TipMap) -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        target, hub = rng.uniform(-1, 1, 3) + [0, 0, 1.5], rng.uniform(-1, 1, 3) + [0, 0, 1.5]
+        out = _split(tipmap, ts.VEHICLE, target, hub)
+        np.testing.assert_allclose(out[:3], target - tipmap.hanging(), atol=1e-12)
+        assert out[3] == 0.0 and out[5] == 1.0
+
+
+def test_coordinated_moves_the_hub_less(tipmap: ts.TipMap) -> None:
+    """Targets within 10 cm of the hanging tip: ``coordinated`` never moves the hub more than
+    ``vehicle``, and strictly less whenever the target is off the arm's axis (bending from the
+    straight arm moves the tip sideways at first order and up only at second order); the tip
+    still lands on the target (hub + R T)."""
+    rng = np.random.default_rng(7)
+    hub = np.array([0.2, -0.1, 1.5])
+    rot = np.empty((3, 3))
+    ts.planned_attitude(np.zeros(3), 0.4, np.array([0.0, 0.0, -9.81]), rot)
+    for _ in range(40):
+        offset = rng.normal(size=3)
+        offset *= rng.uniform(0.01, 0.10) / np.linalg.norm(offset)
+        target = hub + rot @ tipmap.hanging() + offset
+        veh = _split(tipmap, ts.VEHICLE, target, hub, rot)
+        crd = _split(tipmap, ts.COORDINATED, target, hub, rot)
+        travel_v, travel_c = np.linalg.norm(veh[:3] - hub), np.linalg.norm(crd[:3] - hub)
+        assert travel_c <= travel_v + 1e-12
+        lateral = np.linalg.norm((rot.T @ offset)[:2])
+        if lateral > 0.01:
+            assert travel_c < travel_v - 1e-4
+        tip = crd[:3] + rot @ tipmap.tip(crd[3], crd[4])
+        np.testing.assert_allclose(tip, target, atol=1e-9)
+
+
+def test_arm_mode_holds_the_hub_and_flags_the_unreachable(tipmap: ts.TipMap) -> None:
+    hub = np.array([0.0, 0.0, 1.5])
+    on_surface = hub + tipmap.tip(0.6, 1.0)
+    out = _split(tipmap, ts.ARM, on_surface, hub)
+    np.testing.assert_array_equal(out[:3], hub)
+    assert out[5] == 1.0 and out[6] < 1e-9
+    below = hub + tipmap.hanging() + [0.0, 0.0, -0.05]  # the straight arm is its longest
+    out = _split(tipmap, ts.ARM, below, hub)
+    assert out[5] == 0.0 and out[6] == pytest.approx(0.05, abs=1e-9)
+
+
+def test_compiled_split_runs_the_same_source(tipmap: ts.TipMap) -> None:
+    numba = pytest.importorskip("numba")
+    compiled = numba.njit(ts.split)
+    hub = np.array([0.0, 0.0, 1.5])
+    target = hub + tipmap.hanging() + [0.06, -0.03, 0.02]
+    for mode in (ts.VEHICLE, ts.ARM, ts.COORDINATED):
+        a, b = np.empty(7), np.empty(7)
+        args = (mode, tipmap.knots, tipmap.coef, tipmap.g0, tipmap.mu_cap, target, hub,
+                np.eye(3), tipmap.g0, 0.01)
+        ts.split(*args, np.empty((3, ts.N_CHAN)), a)
+        compiled(*args, np.empty((3, ts.N_CHAN)), b)
+        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+
+
+def test_cache_key_and_reuse(tipmap: ts.TipMap, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key changes with the arm's structure and not otherwise; a stored map is read, not
+    solved again (a marked copy under the key comes back marked)."""
+    frame, sim = AirframeConfig(), SimConfig()
+
+    def key(arm: ArmConfig, mapping: str = "balanced") -> str:
+        return ts.map_key(build(frame, arm, sim, fixed_base=True).xml(), mapping,
+                          ts.GRID_MU, ts.GRID_BETA)
+
+    assert key(ArmConfig()) == tipmap.key
+    assert key(replace(ArmConfig(), stiffness=0.07)) != tipmap.key
+    assert key(ArmConfig(), "legacy") != tipmap.key
+    monkeypatch.setenv(ts.CACHE_ENV, str(tmp_path))
+    marked = tipmap.samples.copy()
+    marked[:, :, 2] += 1.0
+    np.savez(tmp_path / f"tipmap-{tipmap.key}.npz", knots=tipmap.knots, samples=marked)
+    again = ts.tip_map(frame, ArmConfig(), sim)
+    np.testing.assert_allclose(again.hanging(), tipmap.hanging() + [0.0, 0.0, 1.0], atol=1e-12)
