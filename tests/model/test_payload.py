@@ -1,0 +1,121 @@
+"""The payload weld (quadarm.model.payload): a grasp that moves nothing, a held payload's weight
+at the flange sensor, and a released payload in free fall. MuJoCo is stepped directly on the
+real arm (fixed-base build, airframe welded level), with the payload added to its spec."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import mujoco
+import numpy as np
+import pytest
+
+from quadarm.config import AirframeConfig, ArmConfig, SimConfig
+from quadarm.model import build, build_spec, names
+from quadarm.model.payload import Payload, add_payload, grasp, holding, release
+
+MASS, RADIUS = 0.1, 0.03  # kg, m
+HUB = (0.0, 0.0, 1.0)
+
+
+def _below_tip() -> tuple[float, float, float]:
+    """Where a ball hangs against the straight arm's tip ball (docs/model.md section 1)."""
+    frame, arm = AirframeConfig(), ArmConfig()
+    tip = HUB[2] - frame.flange_depth - arm.segments * arm.segment_length - arm.tip_radius
+    return (0.0, 0.0, tip - arm.tip_radius - RADIUS)
+
+
+def _model(sim: SimConfig, pos: tuple[float, float, float],
+           quat: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+           ) -> tuple[mujoco.MjModel, Payload, int]:
+    spec = build_spec(AirframeConfig(), ArmConfig(), sim, start=HUB, flange_sensor=True,
+                      fixed_base=True)
+    add_payload(spec, MASS, RADIUS, pos, quat)
+    model = spec.compile()
+    force_adr = int(model.sensor_adr[model.sensor(names.FLANGE_FORCE).id])
+    return model, Payload.of(model), force_adr
+
+
+def test_grasp_moves_neither_body() -> None:
+    """Without gravity, a payload at rest 5 cm from the tip and turned 40 deg: grasped, neither
+    body moves by 1e-6 m in 1 s. Switched on with the pose the weld held before (the holder's
+    origin), the same weld drags the payload onto the tip: the test can see a snap."""
+    theta = np.radians(40.0)
+    quat = (float(np.cos(theta / 2)), 0.0, float(np.sin(theta / 2)), 0.0)
+    pos = np.add(_below_tip(), (0.04, -0.03, 0.0))
+    model, payload, _ = _model(replace(SimConfig(), gravity=[0.0, 0.0, 0.0]), tuple(pos), quat)
+    tip = model.body(names.TIP_BODY).id
+    moves = {}
+    for how in ("grasp", "stale pose"):
+        data = mujoco.MjData(model)
+        mujoco.mj_forward(model, data)
+        start = data.xpos[[tip, payload.body]].copy()
+        if how == "grasp":
+            grasp(model, data, payload)
+        else:
+            data.eq_active[payload.weld] = 1
+        assert holding(data, payload)
+        for _ in range(500):
+            mujoco.mj_step(model, data)
+        mujoco.mj_kinematics(model, data)
+        moves[how] = np.linalg.norm(data.xpos[[tip, payload.body]] - start, axis=1).max()
+        model.eq_data[payload.weld, 3:10] = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]
+    assert moves["grasp"] < 1e-6
+    assert moves["stale pose"] > 0.01
+
+
+def test_held_payload_weighs_on_the_flange_and_falls_at_g_when_released() -> None:
+    """Grasped where it hangs: the flange sensor's vertical force rises by m_p g within 1 %.
+    Released: the payload's acceleration over the next 0.2 s is g within 1 %."""
+    sim = SimConfig()
+    model, payload, adr = _model(sim, _below_tip())
+    data = mujoco.MjData(model)
+    g = float(np.linalg.norm(sim.gravity))
+    mujoco.mj_forward(model, data)
+    arm_alone = float(data.sensordata[adr + 2])
+    grasp(model, data, payload)
+    for _ in range(1500):  # 3 s: the weld's spring (time constant 0.02 s) settles
+        mujoco.mj_step(model, data)
+    assert np.abs(data.qvel).max() < 1e-6
+    mujoco.mj_forward(model, data)
+    carried = float(data.sensordata[adr + 2]) - arm_alone
+    assert carried == pytest.approx(MASS * g, rel=0.01)
+    lateral = data.sensordata[adr:adr + 2]
+    assert np.abs(lateral).max() < 1e-6 * MASS * g
+
+    release(data, payload)
+    assert not holding(data, payload)
+    dz = payload.dof_adr + 2
+    mujoco.mj_step(model, data)  # the first step after the release still sees the weld's data
+    v0, steps = float(data.qvel[dz]), 100
+    for _ in range(steps):
+        mujoco.mj_step(model, data)
+    accel = (float(data.qvel[dz]) - v0) / (steps * model.opt.timestep)
+    assert accel == pytest.approx(-g, rel=0.01)
+
+
+def test_payload_leaves_the_vehicle_and_arm_layout_alone() -> None:
+    """The payload is appended: the vehicle's and the arm's joint addresses and every actuator
+    are those of the model without it, and the hover keyframe holds the payload at rest."""
+    frame, arm, sim = AirframeConfig(), ArmConfig(), SimConfig()
+    plain = build(frame, arm, sim)
+    spec = plain.spec.copy()
+    add_payload(spec, MASS, RADIUS, (0.5, 0.0, 0.3))
+    model = spec.compile()
+    payload = Payload.of(model)
+    for j in range(plain.model.njnt):
+        name = plain.model.joint(j).name
+        assert model.joint(name).qposadr == plain.model.joint(j).qposadr
+        assert model.joint(name).dofadr == plain.model.joint(j).dofadr
+    assert model.nu == plain.model.nu and payload.qpos_adr == plain.model.nq
+    key = model.key(names.HOVER_KEY)
+    np.testing.assert_array_equal(key.qpos[:plain.model.nq], plain.model.key_qpos[0])
+    np.testing.assert_array_equal(key.qpos[payload.qpos_adr:], [0.5, 0.0, 0.3, 1, 0, 0, 0])
+    np.testing.assert_array_equal(key.qvel, 0.0)
+
+
+@pytest.mark.parametrize("mass, radius", [(0.0, 0.03), (-0.1, 0.03), (0.1, 0.0)])
+def test_refuses_a_payload_that_cannot_exist(mass: float, radius: float) -> None:
+    spec = build_spec(AirframeConfig(), ArmConfig(), SimConfig())
+    with pytest.raises(ValueError, match="payload (mass|radius)="):
+        add_payload(spec, mass, radius, (0.0, 0.0, 0.0))
