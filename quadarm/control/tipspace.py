@@ -38,6 +38,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -201,6 +202,29 @@ class TipMap:
                      lim, work, out)
         return float(out[0]), float(out[1]), out[2:5].copy()
 
+    def plan(self, mode: str, targets: np.ndarray, hubs: np.ndarray,
+             rots: np.ndarray | None = None, g_bodies: np.ndarray | None = None,
+             mu_limit: float = 1.0, tol: float = 0.01,
+             kernel: Callable[..., None] | None = None) -> np.ndarray:
+        """The split law over a path (see :func:`split`): tip ``targets`` and hub references
+        (n, 3, world, m), attitudes (n, 3, 3; default level) and apparent gravities (n, 3, hub
+        frame; default the level hover's). Returns (n, 7): hub target (3), mu, beta, the
+        in-workspace flag, the predicted miss (m). ``kernel``: a compiled
+        :func:`split_path` (the plain function by default)."""
+        if mode not in MODES:
+            raise ValueError(f"control.tip_mode={mode}: must be one of {', '.join(MODES)}")
+        targets = np.ascontiguousarray(targets, dtype=float).reshape(-1, 3)
+        n = len(targets)
+        hubs = np.ascontiguousarray(np.broadcast_to(hubs, (n, 3)), dtype=float)
+        rots = np.ascontiguousarray(np.broadcast_to(np.eye(3) if rots is None else rots,
+                                                    (n, 3, 3)), dtype=float)
+        g = np.ascontiguousarray(np.broadcast_to(self.g0 if g_bodies is None else g_bodies,
+                                                 (n, 3)), dtype=float)
+        out = np.empty((n, 7))
+        (kernel or split_path)(MODES[mode], self.knots, self.coef, self.g0,
+                               min(mu_limit, self.mu_cap), targets, hubs, rots, g, tol, out)
+        return out
+
     def in_workspace(self, target_body: np.ndarray, tol: float,
                      g_body: np.ndarray | None = None) -> bool:
         """Whether the arm alone (hub held) puts its tip within ``tol`` (m) of the target."""
@@ -352,6 +376,29 @@ def tip_body(knots, coef, g0, mu: float, beta: float, g_body, work, out) -> None
 
 
 @register_jitable
+def gravity_tip_coef(coef, g0, g_body, out) -> None:  # noqa: ANN001
+    """The interpolant of the gravity-corrected tip T0 + G (g_B - g0) alone: ``out``
+    (4, n_mu - 1, 3, n_harm) from the map's ``coef`` (the correction is linear, so it can be
+    applied to the coefficients once instead of at every evaluation)."""
+    dg0, dg1, dg2 = g_body[0] - g0[0], g_body[1] - g0[1], g_body[2] - g0[2]
+    for p in range(coef.shape[0]):
+        for i in range(coef.shape[1]):
+            for a in range(3):
+                s = 3 + 3 * a
+                for h in range(coef.shape[3]):
+                    out[p, i, a, h] = (coef[p, i, a, h] + coef[p, i, s, h] * dg0
+                                       + coef[p, i, s + 1, h] * dg1 + coef[p, i, s + 2, h] * dg2)
+
+
+@register_jitable
+def _tip3(knots, tc, mu: float, beta: float, work, tip) -> None:  # noqa: ANN001
+    """The tip from :func:`gravity_tip_coef`'s coefficients into ``tip`` (3,); ``work``'s first
+    three columns hold it and its derivatives (as :func:`map_eval`)."""
+    map_eval(knots, tc, mu, beta, work)
+    tip[0], tip[1], tip[2] = work[0, 0], work[0, 1], work[0, 2]
+
+
+@register_jitable
 def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) -> None:  # noqa: ANN001
     """The bend nearest a target: out = (mu, beta rad in [0, 2 pi), residual tip - target (3,
     m)), for ``target`` (3,) in the hub frame, mu <= ``mu_limit``.
@@ -361,18 +408,20 @@ def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) ->
     at the target's lateral offset. ``work`` (3, 12) is scratch.
     """
     tip = np.empty(3)
+    tc = np.empty((coef.shape[0], coef.shape[1], 3, coef.shape[3]))
+    gravity_tip_coef(coef, g0, g_body, tc)
     # Start: beta towards the lateral offset from the hanging tip, mu from the initial slope.
-    tip_body(knots, coef, g0, 0.0, 0.0, g_body, work, tip)
+    _tip3(knots, tc, 0.0, 0.0, work, tip)
     ex, ey = target[0] - tip[0], target[1] - tip[1]
     lat = math.sqrt(ex * ex + ey * ey)
     beta = math.atan2(ey, ex) if lat > 0.0 else 0.0
-    tip_body(knots, coef, g0, 0.0, beta, g_body, work, tip)
+    _tip3(knots, tc, 0.0, beta, work, tip)
     slope = math.sqrt(work[1, 0] * work[1, 0] + work[1, 1] * work[1, 1])
     mu = min(lat / slope, mu_limit) if slope > 0.0 else 0.0
     u, v = mu * math.cos(beta), mu * math.sin(beta)
     lam = 1e-6
     step, gain = 0.0, 0.0
-    tip_body(knots, coef, g0, mu, beta, g_body, work, tip)
+    _tip3(knots, tc, mu, beta, work, tip)
     r0, r1, r2 = tip[0] - target[0], tip[1] - target[1], tip[2] - target[2]
     cost = r0 * r0 + r1 * r1 + r2 * r2
     for _ in range(200):
@@ -402,7 +451,7 @@ def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) ->
             if nm > mu_limit:
                 nu, nv, nm = nu * mu_limit / nm, nv * mu_limit / nm, mu_limit
             nb = math.atan2(nv, nu) if nm > 0.0 else beta
-            tip_body(knots, coef, g0, nm, nb, g_body, work, tip)
+            _tip3(knots, tc, nm, nb, work, tip)
             s0, s1, s2 = tip[0] - target[0], tip[1] - target[1], tip[2] - target[2]
             new = s0 * s0 + s1 * s1 + s2 * s2
             if new <= cost:
@@ -416,7 +465,7 @@ def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) ->
         if not accepted or step < 1e-14 or gain <= 1e-30:
             break
     # Leave work holding the final point's derivatives and report beta in [0, 2 pi).
-    tip_body(knots, coef, g0, mu, beta, g_body, work, tip)
+    _tip3(knots, tc, mu, beta, work, tip)
     beta = beta % (2.0 * math.pi)
     out[0], out[1] = mu, beta
     out[2], out[3], out[4] = tip[0] - target[0], tip[1] - target[1], tip[2] - target[2]
@@ -511,3 +560,18 @@ def planned_attitude(acc, yaw: float, gravity, out) -> None:  # noqa: ANN001
     out[0, 0], out[1, 0], out[2, 0] = x0, x1, x2
     out[0, 1], out[1, 1], out[2, 1] = y0, y1, y2
     out[0, 2], out[1, 2], out[2, 2] = z0, z1, z2
+
+
+@register_jitable
+def split_path(mode: int, knots, coef, g0, mu_limit: float, targets, hubs, rots, g_bodies,  # noqa: ANN001
+               tol: float, out) -> None:
+    """:func:`split` for every sample of a planned path: ``targets``, ``hubs`` (n, 3),
+    ``rots`` (n, 3, 3), ``g_bodies`` (n, 3) into ``out`` (n, 7). The planner's loop; the
+    runner may hand a numba-compiled copy to :meth:`TipMap.plan`."""
+    work = np.empty((3, coef.shape[2]))
+    row = np.empty(7)
+    for k in range(targets.shape[0]):
+        split(mode, knots, coef, g0, mu_limit, targets[k], hubs[k], rots[k], g_bodies[k], tol,
+              work, row)
+        for i in range(7):
+            out[k, i] = row[i]

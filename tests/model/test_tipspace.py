@@ -14,7 +14,7 @@ import pytest
 from quadarm.config import AirframeConfig, ArmConfig, SimConfig
 from quadarm.control import tipspace as ts
 from quadarm.control.tendons import tensions
-from quadarm.model import build
+from quadarm.model import build, build_spec, names
 
 PHI = np.radians([0.0, 120.0, 240.0])
 
@@ -156,18 +156,27 @@ def test_arm_mode_holds_the_hub_and_flags_the_unreachable(tipmap: ts.TipMap) -> 
     assert out[5] == 0.0 and out[6] == pytest.approx(0.05, abs=1e-9)
 
 
-def test_compiled_split_runs_the_same_source(tipmap: ts.TipMap) -> None:
+def test_compiled_plan_runs_the_same_source(tipmap: ts.TipMap) -> None:
+    """The planner's loop compiled by numba gives the plain function's numbers, in every mode,
+    for tilted hubs under their apparent gravity; each row is :func:`split` of its sample."""
     numba = pytest.importorskip("numba")
-    compiled = numba.njit(ts.split)
-    hub = np.array([0.0, 0.0, 1.5])
-    target = hub + tipmap.hanging() + [0.06, -0.03, 0.02]
-    for mode in (ts.VEHICLE, ts.ARM, ts.COORDINATED):
-        a, b = np.empty(7), np.empty(7)
-        args = (mode, tipmap.knots, tipmap.coef, tipmap.g0, tipmap.mu_cap, target, hub,
-                np.eye(3), tipmap.g0, 0.01)
-        ts.split(*args, np.empty((3, ts.N_CHAN)), a)
-        compiled(*args, np.empty((3, ts.N_CHAN)), b)
-        np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+    compiled = numba.njit(ts.split_path)
+    rng = np.random.default_rng(5)
+    n = 4
+    hubs = rng.uniform(-0.5, 0.5, (n, 3)) + [0.0, 0.0, 1.5]
+    targets = hubs + tipmap.hanging() + rng.uniform(-0.08, 0.08, (n, 3))
+    acc = rng.uniform(-2.0, 2.0, (n, 3))
+    g = np.array([0.0, 0.0, -9.81])
+    rots, gbs = np.empty((n, 3, 3)), np.empty((n, 3))
+    for k in range(n):
+        ts.planned_attitude(acc[k], 0.3 * k, g, rots[k])
+        ts.apparent_gravity(rots[k], np.zeros(3), g, gbs[k])  # the tilted hub, not accelerating
+    for mode, code in ts.MODES.items():
+        plain = tipmap.plan(mode, targets, hubs, rots, gbs)
+        fast = tipmap.plan(mode, targets, hubs, rots, gbs, kernel=compiled)
+        np.testing.assert_allclose(fast, plain, rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(plain[1], _split(tipmap, code, targets[1], hubs[1], rots[1],
+                                                       gbs[1]))
 
 
 def test_cache_key_and_reuse(tipmap: ts.TipMap, tmp_path: Path,
@@ -189,3 +198,37 @@ def test_cache_key_and_reuse(tipmap: ts.TipMap, tmp_path: Path,
     np.savez(tmp_path / f"tipmap-{tipmap.key}.npz", knots=tipmap.knots, samples=marked)
     again = ts.tip_map(frame, ArmConfig(), sim)
     np.testing.assert_allclose(again.hanging(), tipmap.hanging() + [0.0, 0.0, 1.0], atol=1e-12)
+
+
+def test_split_accounts_for_a_tilted_hub(tipmap: ts.TipMap) -> None:
+    """A hub held tilted by 5 deg (the airframe welded at that attitude): the bend that ``arm``
+    mode computes with the hub's attitude and apparent gravity puts the model's resting tip
+    within 3 mm of the target; planned as if gravity were along the hub's axis, it misses by
+    more than 2 cm (the soft arm swings towards gravity almost like a pendulum)."""
+    th = math.radians(5.0)
+    quat = [math.cos(th / 2), math.sin(th / 2), 0.0, 0.0]
+    spec = build_spec(AirframeConfig(), ArmConfig(), SimConfig(), fixed_base=True)
+    spec.body(names.QUAD_BODY).quat = quat
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    hub, rot = data.xpos[1].copy(), data.xmat[1].reshape(3, 3).copy()
+    g = np.asarray(SimConfig().gravity, dtype=float)
+    g_body = rot.T @ g
+    target = hub + rot @ tipmap.tip(0.55, 2.2, g_body)
+    tip_site = model.site(names.TIP_SITE).id
+    actuators = [model.actuator(names.tendon_actuator(i)).id for i in range(3)]
+    misses = []
+    for gb in (g_body, tipmap.g0):
+        out = _split(tipmap, ts.ARM, target, hub, rot, gb, tol=0.05)
+        data.ctrl[:] = 0.0
+        data.ctrl[actuators] = tensions(out[3], out[4], PHI, ArmConfig().tension_max)
+        ts.equilibrium(model, data, model.qpos0)
+        misses.append(np.linalg.norm(data.site_xpos[tip_site] - target))
+    assert misses[0] < 0.003
+    assert misses[1] > 0.02
+
+
+def test_plan_refuses_an_unknown_mode(tipmap: ts.TipMap) -> None:
+    with pytest.raises(ValueError, match="control.tip_mode=hub"):
+        tipmap.plan("hub", np.zeros(3), np.zeros(3))
