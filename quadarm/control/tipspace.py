@@ -48,7 +48,7 @@ from scipy.interpolate import CubicSpline
 
 from quadarm.config import AirframeConfig, ArmConfig, RodArmConfig, SimConfig
 from quadarm.control.tendons import tensions
-from quadarm.model import build
+from quadarm.model import BuiltModel, build
 
 try:  # numba compiles these functions into the kernels that call them
     from numba.extending import register_jitable
@@ -266,13 +266,12 @@ def map_key(xml: str, mapping: str, n_mu: int, n_beta: int) -> str:
     return h.hexdigest()[:20]
 
 
-def solve_grid(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
-               mapping: str, n_mu: int, n_beta: int) -> tuple[np.ndarray, np.ndarray, str]:
-    """The grid (mu knots (n_mu,), samples (n_mu, n_beta, 12)) and the model's MJCF.
+def solve_grid(built: BuiltModel, arm: ArmConfig | RodArmConfig, mapping: str, n_mu: int,
+               n_beta: int) -> tuple[np.ndarray, np.ndarray]:
+    """The grid of a fixed-base build: mu knots (n_mu,) and samples (n_mu, n_beta, 12).
 
     Each beta is swept from the straight arm up in mu, each equilibrium starting from the
     previous one (continuation keeps Newton on the branch the arm reaches by bending)."""
-    built = build(frame, arm, sim, fixed_base=True)
     model = built.model
     data = mujoco.MjData(model)
     phi = np.radians(np.asarray(arm.tendon_angles_deg, dtype=float))
@@ -288,7 +287,7 @@ def solve_grid(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
             data.ctrl[built.tendon_actuators] = tensions(mu, beta, phi, t_max, mapping)
             q = equilibrium(model, data, q)
             samples[i, j] = _tip_and_sensitivity(model, data, q, hub, built.tip_site)
-    return knots, samples, built.xml()
+    return knots, samples
 
 
 def _mu_cap(knots: np.ndarray, samples: np.ndarray) -> float:
@@ -304,14 +303,14 @@ def tip_map(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig
     """The tip map of this airframe, arm and gravity (see the module docstring), read from the
     cache when its key is there, otherwise solved (about 400 equilibria, a few seconds) and
     stored. Writes are atomic, so parallel workers can share the folder."""
-    built_xml = build(frame, arm, sim, fixed_base=True).xml()
-    key = map_key(built_xml, mapping, n_mu, n_beta)
+    built = build(frame, arm, sim, fixed_base=True)
+    key = map_key(built.xml(), mapping, n_mu, n_beta)
     path = cache_dir() / f"tipmap-{key}.npz"
     if cache and path.exists():
         with np.load(path) as f:
             knots, samples = f["knots"], f["samples"]
     else:
-        knots, samples, _ = solve_grid(frame, arm, sim, mapping, n_mu, n_beta)
+        knots, samples = solve_grid(built, arm, mapping, n_mu, n_beta)
         if cache:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
@@ -418,6 +417,11 @@ def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) ->
     _tip3(knots, tc, 0.0, beta, work, tip)
     slope = math.sqrt(work[1, 0] * work[1, 0] + work[1, 1] * work[1, 1])
     mu = min(lat / slope, mu_limit) if slope > 0.0 else 0.0
+    if lat < 1e-9:
+        # On the axis the straight arm is a stationary point of the distance (a maximum for
+        # targets far enough above the hanging tip, where the nearest tips form a ring): start
+        # off it, so that the descent can find either.
+        mu = min(0.05, mu_limit)
     u, v = mu * math.cos(beta), mu * math.sin(beta)
     lam = 1e-6
     step, gain = 0.0, 0.0

@@ -12,7 +12,7 @@ import pytest
 
 from quadarm.config import AirframeConfig, ArmConfig, SimConfig
 from quadarm.model import build, build_spec, names
-from quadarm.model.payload import Payload, add_payload, grasp, holding, release
+from quadarm.model.payload import Payload, add_payload, grasp, holding, release, weld_relpose
 
 MASS, RADIUS = 0.1, 0.03  # kg, m
 HUB = (0.0, 0.0, 1.0)
@@ -119,3 +119,26 @@ def test_refuses_a_payload_that_cannot_exist(mass: float, radius: float) -> None
     spec = build_spec(AirframeConfig(), ArmConfig(), SimConfig())
     with pytest.raises(ValueError, match="payload (mass|radius)="):
         add_payload(spec, mass, radius, (0.0, 0.0, 0.0))
+
+
+def test_compiled_relative_pose_is_the_plain_one() -> None:
+    """The grasp's pose arithmetic compiles (the closed loop can grasp inside its kernel) and
+    gives the plain function's numbers; the pose it writes maps body 1's pose onto body 2's."""
+    numba = pytest.importorskip("numba")
+    compiled = numba.njit(weld_relpose)
+    rng = np.random.default_rng(9)
+    for _ in range(5):
+        p1, p2 = rng.normal(size=3), rng.normal(size=3)
+        q1, q2 = rng.normal(size=4), rng.normal(size=4)
+        q1, q2 = q1 / np.linalg.norm(q1), q2 / np.linalg.norm(q2)
+        a, b = np.full(12, 7.0), np.full(12, 7.0)
+        weld_relpose(p1, q1, p2, q2, a)
+        compiled(p1, q1, p2, q2, b)
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-15)
+        assert a[10] == 7.0 and a[11] == 0.0  # the torque scale kept, the qpos0 flag cleared
+        r1 = np.empty(9)
+        mujoco.mju_quat2Mat(r1, q1)
+        np.testing.assert_allclose(p1 + r1.reshape(3, 3) @ a[3:6], p2, atol=1e-12)
+        q = np.empty(4)
+        mujoco.mju_mulQuat(q, q1, a[6:10])
+        np.testing.assert_allclose(q, q2, atol=1e-12)

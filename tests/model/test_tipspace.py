@@ -158,6 +158,19 @@ def test_arm_mode_holds_the_hub_and_flags_the_unreachable(tipmap: ts.TipMap) -> 
     assert out[5] == 0.0 and out[6] == pytest.approx(0.05, abs=1e-9)
 
 
+def test_inverse_on_the_axis(tipmap: ts.TipMap) -> None:
+    """Targets straight above the hanging tip: close above it the straight arm is nearest; far
+    above it (beyond the bowl's radius of curvature at its bottom) a ring of bent tips is
+    nearer, and the inverse finds it rather than stopping on the axis."""
+    for dz in (0.0, 0.05):
+        mu, _, residual = tipmap.inverse(tipmap.hanging() + [0.0, 0.0, dz])
+        assert mu < 1e-6 and np.linalg.norm(residual) == pytest.approx(dz, abs=1e-9)
+    mu, beta, residual = tipmap.inverse(tipmap.hanging() + [0.0, 0.0, 0.2])
+    assert mu > 0.5 and np.linalg.norm(residual) < 0.2 - 0.01
+    np.testing.assert_allclose(residual, tipmap.tip(mu, beta) - tipmap.hanging() - [0, 0, 0.2],
+                               atol=1e-12)
+
+
 def test_compiled_plan_runs_the_same_source(tipmap: ts.TipMap) -> None:
     """The planner's loop compiled by numba gives the plain function's numbers, in every mode,
     for tilted hubs under their apparent gravity; each row is :func:`split` of its sample."""
