@@ -127,7 +127,7 @@ def test_compiled_relative_pose_is_the_plain_one() -> None:
     """The grasp's pose arithmetic compiles (the closed loop can grasp inside its kernel) and
     gives the plain function's numbers; the pose it writes maps body 1's pose onto body 2's."""
     numba = pytest.importorskip("numba")
-    compiled = numba.njit(weld_relpose)
+    compiled = numba.njit(cache=True)(weld_relpose)
     rng = np.random.default_rng(9)
     for _ in range(5):
         p1, p2 = rng.normal(size=3), rng.normal(size=3)

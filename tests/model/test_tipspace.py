@@ -175,7 +175,7 @@ def test_compiled_plan_runs_the_same_source(tipmap: ts.TipMap) -> None:
     """The planner's loop compiled by numba gives the plain function's numbers, in every mode,
     for tilted hubs under their apparent gravity; each row is :func:`split` of its sample."""
     numba = pytest.importorskip("numba")
-    compiled = numba.njit(ts.split_path)
+    compiled = numba.njit(cache=True)(ts.split_path)
     rng = np.random.default_rng(5)
     n = 4
     hubs = rng.uniform(-0.5, 0.5, (n, 3)) + [0.0, 0.0, 1.5]
