@@ -316,7 +316,7 @@ def tip_map(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig
             tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
             np.savez(tmp, knots=knots, samples=samples)
             os.replace(tmp, path)
-    g0 = np.array([0.0, 0.0, -float(np.linalg.norm(sim.gravity))])
+    g0 = np.array(sim.gravity, dtype=float)  # the level hub: its frame is the world's
     return TipMap(knots=knots, coef=fit(knots, samples), samples=samples, g0=g0,
                   mu_cap=_mu_cap(knots, samples), key=key)
 
