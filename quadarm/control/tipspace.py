@@ -403,7 +403,8 @@ def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) ->
     m)), for ``target`` (3,) in the hub frame, mu <= ``mu_limit``.
 
     Levenberg-Marquardt on 1/2 |T - target|^2 in the Cartesian command (u, v) = mu (cos beta,
-    sin beta), projected on the disk; started from the straight arm's linear response pointed
+    sin beta), projected on the disk (on its boundary, steps that push outwards slide along it
+    in beta); started from the straight arm's linear response pointed
     at the target's lateral offset. ``work`` (3, 12) is scratch.
     """
     tip = np.empty(3)
@@ -444,6 +445,10 @@ def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) ->
         a11 = jv0 * jv0 + jv1 * jv1 + jv2 * jv2
         g_u = ju0 * r0 + ju1 * r1 + ju2 * r2
         g_v = jv0 * r0 + jv1 * r1 + jv2 * r2
+        # Along the boundary circle mu = mu_limit only beta moves: its Gauss-Newton terms.
+        tb0, tb1, tb2 = work[2, 0], work[2, 1], work[2, 2]
+        a_b = tb0 * tb0 + tb1 * tb1 + tb2 * tb2 + 1e-300
+        g_b = tb0 * r0 + tb1 * r1 + tb2 * r2
         accepted = False
         while lam < 1e12:
             d00, d11 = a00 * (1.0 + lam) + 1e-300, a11 * (1.0 + lam) + 1e-300
@@ -452,9 +457,16 @@ def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) ->
             dv = -(d00 * g_v - a01 * g_u) / det
             nu, nv = u + du, v + dv
             nm = math.sqrt(nu * nu + nv * nv)
-            if nm > mu_limit:
-                nu, nv, nm = nu * mu_limit / nm, nv * mu_limit / nm, mu_limit
-            nb = math.atan2(nv, nu) if nm > 0.0 else beta
+            if nm > mu_limit and mu >= mu_limit:
+                # On the boundary and pushed outwards: slide along it (projecting the step
+                # back would stall, its tangential part being tiny).
+                nm = mu_limit
+                nb = beta - g_b / (a_b * (1.0 + lam))
+                nu, nv = nm * math.cos(nb), nm * math.sin(nb)
+            else:
+                if nm > mu_limit:
+                    nu, nv, nm = nu * mu_limit / nm, nv * mu_limit / nm, mu_limit
+                nb = math.atan2(nv, nu) if nm > 0.0 else beta
             _tip3(knots, tc, nm, nb, work, tip)
             s0, s1, s2 = tip[0] - target[0], tip[1] - target[1], tip[2] - target[2]
             new = s0 * s0 + s1 * s1 + s2 * s2
