@@ -75,3 +75,10 @@ def tendon_via(i: int, k: int) -> str:
 
 def tendon_actuator(i: int) -> str:
     return f"tendon_{TENDON_LETTERS[i]}_tension"
+
+
+# The payload (quadarm.model.payload): a free body and the weld that grasps it at the tip.
+PAYLOAD_BODY = "payload"
+PAYLOAD_JOINT = "payload_free"
+PAYLOAD_GEOM = "payload_ball"
+PAYLOAD_WELD = "payload_grasp"
