@@ -6,10 +6,12 @@ vehicle's axes, origin at hinge 0): link k turns by Rx(theta_x,k) Ry(theta_y,k) 
 proximal end (the builder's hinges, x then y); each tendon's length is the sum of the straight
 distances between its anchor and its via sites, as MuJoCo's spatial tendon computes it; the
 arm's first moment about the flange, s = sum_i m_i (c_i - o_0), is taken in the flange sensor's
-frame (link 0's). Quasi-statically the sensor reads the force f = -m_arm g_app and the torque
-t = s x f / m_arm (the arm's weight moment about the flange under the apparent gravity), so the
-torque measures the arm's centre of mass across the measured apparent gravity, whatever the
-vehicle's attitude and acceleration.
+frame (link 0's). The sensor reads the hinges' share of the wrench the vehicle exerts on the
+arm; with the tendons' pull on link 0 added (their tensions are the controller's commands), the
+whole wrench (F, M) balances the arm's weight quasi-statically: F = -m_arm g_app and M = s x F /
+m_arm (the weight moment about the flange under the apparent gravity), so it measures the
+arm's centre of mass across the apparent gravity, whatever the vehicle's attitude and
+acceleration.
 
 The shape is a weighted sum of fixed hinge-angle profiles w_m (k = 0..N-1):
 theta_x,k = sum_m c_x,m w_m,k and theta_y,k = sum_m c_y,m w_m,k. :func:`profiles` derives them
@@ -28,7 +30,9 @@ loops), so plain Python and numba give the same numbers. Supported: the ``base``
 
 from __future__ import annotations
 
+import copy
 import math
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
@@ -63,12 +67,8 @@ def shape_params(model: mujoco.MjModel) -> np.ndarray:
     placement: no base piece, every link hinged x then y at its origin, unrotated bodies)."""
     if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, names.BASE_PIECE) >= 0:
         raise ValueError("the shape estimator supports joint_placement=base only")
-    links = []
-    k = 0
-    while mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, names.link_body(k)) >= 0:
-        links.append(model.body(names.link_body(k)).id)
-        k += 1
-    n = len(links)
+    n = _links(model)
+    links = [model.body(names.link_body(k)).id for k in range(n)]
     for k, b in enumerate(links):
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
         axes = [tuple(model.jnt_axis[j]) for j in joints]
@@ -97,6 +97,13 @@ def shape_params(model: mujoco.MjModel) -> np.ndarray:
     mass += float(model.body_mass[tip])
     out[S_MASS] = mass
     return np.array(out)
+
+
+def _links(model: mujoco.MjModel) -> int:
+    n = 0
+    while mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, names.link_body(n)) >= 0:
+        n += 1
+    return n
 
 
 def hinge_qpos(model: mujoco.MjModel, n: int) -> np.ndarray:
@@ -205,31 +212,85 @@ def points(sp, work, pts) -> None:  # noqa: ANN001
 
 
 @register_jitable
-def hinges(prof, c, th) -> None:  # noqa: ANN001
-    """Hinge angles ``th`` (2 N,) from the coefficients ``c`` (2 M,) of the profiles
-    ``prof`` (M, N): theta_x,k = sum_m c[2m] w_m,k, theta_y,k = sum_m c[2m+1] w_m,k."""
-    m_prof, n = prof.shape[0], prof.shape[1]
+def hinges(tab, prof, c, th) -> None:  # noqa: ANN001
+    """Hinge angles ``th`` (2 N,) from the coefficients ``c``.
+
+    With a table ``tab`` (K, 1 + N) of quasi-static shapes (:func:`quasi_static_table`; K = 0
+    for none), c[0:2] = (a_x, a_y) is the bend vector, magnitude A (the total bend, rad) along
+    the direction beta: hinge k bends by m_k(A) (interpolated linearly in the table's uniform
+    grid of A, column 0) towards beta, i.e. theta_x,k = m_k a_y / A, theta_y,k = -m_k a_x / A.
+    The profiles ``prof`` (M, N) add theta_x,k += sum_m c[o + 2m] w_m,k and theta_y,k +=
+    sum_m c[o + 2m + 1] w_m,k after them (o = 2 with a table, else 0).
+    """
+    m_prof, n = prof.shape[0], len(th) // 2
+    rows = tab.shape[0]
+    o = 0
+    if rows > 0:
+        o = 2
+        ax, ay = c[0], c[1]
+        big_a = math.sqrt(ax * ax + ay * ay)
+        if big_a > 0.0:
+            step = tab[1, 0] - tab[0, 0]
+            u = (big_a - tab[0, 0]) / step
+            j = min(max(int(math.floor(u)), 0), rows - 2)
+            f = u - j  # beyond the table: linear extrapolation of its last interval
+            for k in range(n):
+                m = tab[j, 1 + k] + f * (tab[j + 1, 1 + k] - tab[j, 1 + k])
+                th[2 * k], th[2 * k + 1] = m * ay / big_a, -m * ax / big_a
+        else:
+            for k in range(2 * n):
+                th[k] = 0.0
+    else:
+        for k in range(2 * n):
+            th[k] = 0.0
     for k in range(n):
         ax, ay = 0.0, 0.0
         for m in range(m_prof):
-            ax += c[2 * m] * prof[m, k]
-            ay += c[2 * m + 1] * prof[m, k]
-        th[2 * k], th[2 * k + 1] = ax, ay
+            ax += c[o + 2 * m] * prof[m, k]
+            ay += c[o + 2 * m + 1] * prof[m, k]
+        th[2 * k] += ax
+        th[2 * k + 1] += ay
 
 
 @register_jitable
-def _residual(sp, prof, c, meas, wts, th, work, out, res) -> None:  # noqa: ANN001
-    """Weighted residuals (6,): tendon lengths, then the torque s x f / m_arm - t."""
-    hinges(prof, c, th)
+def _residual(sp, tab, prof, c, meas, wts, th, work, out, res) -> None:  # noqa: ANN001
+    """Weighted residuals (6,): tendon lengths, then the quasi-static balance of the moments
+    about the flange, in the sensor's frame: t + sum_i v_i x T_i u_i - s x F / m_arm with
+    F = f + sum_i T_i u_i (the sensor reads the hinges' share; tendon i pulls link 0 at its
+    first via point v_i towards its anchor, along u_i, with its tension T_i)."""
+    hinges(tab, prof, c, th)
     forward(sp, th, work, out)
     for i in range(3):
         res[i] = (out[O_LEN + i] - meas[i]) * wts[0]
     fx, fy, fz = meas[3], meas[4], meas[5]
+    mx, my, mz = meas[6], meas[7], meas[8]
+    r00, r01, r02 = work[0], work[1], work[2]
+    r10, r11, r12 = work[3], work[4], work[5]
+    r20, r21, r22 = work[6], work[7], work[8]
+    for i in range(3):
+        tension = meas[9 + i]
+        if tension != 0.0:
+            a = S_ANCHOR + 3 * i
+            ax, ay, az = sp[a], sp[a + 1], sp[a + 2]
+            # The anchor in link 0's frame, R_0^T a, less the via point.
+            v = S_LINKS + L_VIA + 3 * i
+            vx, vy, vz = sp[v], sp[v + 1], sp[v + 2]
+            ux = r00 * ax + r10 * ay + r20 * az - vx
+            uy = r01 * ax + r11 * ay + r21 * az - vy
+            uz = r02 * ax + r12 * ay + r22 * az - vz
+            scale = tension / math.sqrt(ux * ux + uy * uy + uz * uz)
+            px, py, pz = ux * scale, uy * scale, uz * scale
+            fx += px
+            fy += py
+            fz += pz
+            mx += vy * pz - vz * py
+            my += vz * px - vx * pz
+            mz += vx * py - vy * px
     sx, sy, sz = out[O_MOM], out[O_MOM + 1], out[O_MOM + 2]
     m = sp[S_MASS]
-    res[3] = ((sy * fz - sz * fy) / m - meas[6]) * wts[1]
-    res[4] = ((sz * fx - sx * fz) / m - meas[7]) * wts[1]
-    res[5] = ((sx * fy - sy * fx) / m - meas[8]) * wts[1]
+    res[3] = (mx - (sy * fz - sz * fy) / m) * wts[1]
+    res[4] = (my - (sz * fx - sx * fz) / m) * wts[1]
+    res[5] = (mz - (sx * fy - sy * fx) / m) * wts[1]
 
 
 # Gauss-Newton: central-difference step (rad) and the damping added to J^T J's diagonal
@@ -240,16 +301,18 @@ DAMPING = 1e-9
 
 
 @register_jitable
-def estimate(sp, prof, meas, wts, iters: int, c, th, work, scratch) -> None:  # noqa: ANN001
-    """Fit the profile coefficients ``c`` (2 M,) (in place, warm-started from its value) to
-    ``meas`` (9,): tendon lengths (m, 3), flange force (N, 3) and torque (N m, 3), sensor frame.
+def estimate(sp, tab, prof, meas, wts, iters: int, c, th, work, scratch) -> None:  # noqa: ANN001
+    """Fit the coefficients ``c`` (2 M, or 2 + 2 M with a table; see :func:`hinges`), in
+    place and warm-started from its value, to
+    ``meas`` (12,): tendon lengths (m, 3), flange force (N, 3) and torque (N m, 3) in the
+    sensor frame, and the tendon tensions (N, 3; the commanded ones, known to the controller).
 
     ``wts`` (2,): the weights of the length and torque residuals (1 / their noise, 0 drops
     one). ``iters`` Gauss-Newton steps with a central-difference Jacobian; ``th`` (2 N,) gets
     the hinge angles of the result; ``work`` (12 N,); ``scratch`` (>= 6 + 6 (2 M + 2) +
-    2 M (2 M + 1)).
+    P (P + 1)), P the number of coefficients (:func:`scratch_size`).
     """
-    npar = 2 * prof.shape[0]
+    npar = 2 * prof.shape[0] + (2 if tab.shape[0] > 0 else 0)
     out = scratch[0:N_OUT]
     r0 = scratch[N_OUT:N_OUT + 6]
     rp = scratch[N_OUT + 6:N_OUT + 12]
@@ -257,13 +320,13 @@ def estimate(sp, prof, meas, wts, iters: int, c, th, work, scratch) -> None:  # 
     jac = scratch[N_OUT + 18:N_OUT + 18 + 6 * npar]
     a = scratch[N_OUT + 18 + 6 * npar:N_OUT + 18 + 6 * npar + npar * (npar + 1)]
     for _ in range(iters):
-        _residual(sp, prof, c, meas, wts, th, work, out, r0)
+        _residual(sp, tab, prof, c, meas, wts, th, work, out, r0)
         for j in range(npar):
             cj = c[j]
             c[j] = cj + H_STEP
-            _residual(sp, prof, c, meas, wts, th, work, out, rp)
+            _residual(sp, tab, prof, c, meas, wts, th, work, out, rp)
             c[j] = cj - H_STEP
-            _residual(sp, prof, c, meas, wts, th, work, out, rm)
+            _residual(sp, tab, prof, c, meas, wts, th, work, out, rm)
             c[j] = cj
             for i in range(6):
                 jac[i * npar + j] = (rp[i] - rm[i]) / (2.0 * H_STEP)
@@ -282,7 +345,7 @@ def estimate(sp, prof, meas, wts, iters: int, c, th, work, scratch) -> None:  # 
         _solve(a, npar)
         for j in range(npar):
             c[j] += a[j * w + npar]
-    hinges(prof, c, th)
+    hinges(tab, prof, c, th)
     forward(sp, th, work, out)
 
 
@@ -314,9 +377,13 @@ def _solve(a, n: int) -> None:  # noqa: ANN001
         a[i * w + n] = s / a[i * w + i]
 
 
-def scratch_size(n_profiles: int) -> int:
-    npar = 2 * n_profiles
+def scratch_size(n_profiles: int, table: bool = False) -> int:
+    npar = 2 * n_profiles + (2 if table else 0)
     return N_OUT + 18 + 6 * npar + npar * (npar + 1)
+
+
+NO_TABLE = np.zeros((0, 2))  # hinges() without a table of quasi-static shapes
+NO_PROFILE = np.zeros((0, 1))
 
 
 def uniform_profile(n: int) -> np.ndarray:
@@ -376,3 +443,39 @@ def bend_of(total_x: float, total_y: float) -> tuple[float, float]:
     """Bend angle (rad) and direction beta (rad, body xy) of total hinge angles about x and y:
     link bends point along b = (-theta_y, theta_x) (docs/arm_aware_control.md)."""
     return float(math.hypot(total_x, total_y)), float(math.atan2(total_x, -total_y))
+
+
+def quasi_static_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
+                       tensions: Callable[[float], np.ndarray], ramp: float = 20.0,
+                       rows: int = 41, damping_scale: float = 10.0) -> np.ndarray:
+    """The arm's quasi-static bends towards +x, (rows, 1 + N): column 0 the total bend A
+    (rad, uniform grid from 0), then each hinge's bend m_k(A) (rad) towards the bend direction.
+
+    ``model`` is a fixed-base build (``build(..., fixed_base=True)``: the arm clamped at a level
+    flange in gravity); the bend command ramps linearly from 0 to 1 over ``ramp`` (s), the
+    tendons pulling ``tensions(mu)`` (3,) (N) (the caller's tendon map at beta = 0), with the
+    hinge damping scaled by ``damping_scale`` so that the arm follows its equilibrium branch
+    (damping does not move an equilibrium). The shapes are the model's own: the estimator that
+    uses them knows the arm's stiffness, masses and geometry exactly (docs/sensing.md).
+    Setup only (numpy and MuJoCo).
+    """
+    n = _links(model)
+    adr = hinge_qpos(model, n)
+    model = copy.deepcopy(model)
+    model.dof_damping[:] *= damping_scale
+    data = mujoco.MjData(model)
+    steps = int(round(ramp / model.opt.timestep))
+    bend, total = np.zeros((steps, n)), np.zeros(steps)
+    for s in range(steps):
+        data.ctrl[tendon_actuators] = tensions((s + 1) / steps)
+        mujoco.mj_step(model, data)
+        m = -data.qpos[adr[1::2]]  # b = (-theta_y, theta_x): along +x is -theta_y
+        bend[s], total[s] = m, m.sum()
+    keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
+    grid = np.linspace(0.0, float(total[keep].max()), rows)
+    table = np.zeros((rows, 1 + n))
+    table[:, 0] = grid
+    for k in range(n):
+        table[:, 1 + k] = np.interp(grid, np.concatenate([[0.0], total[keep]]),
+                                    np.concatenate([[0.0], bend[keep, k]]))
+    return table

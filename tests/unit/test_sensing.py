@@ -298,11 +298,11 @@ def test_plain_python_equals_numba() -> None:
 
     @numba.njit
     def fit(sp, prof, meas, wts, c, th, work, scratch):  # noqa: ANN001, ANN202
-        shape.estimate(sp, prof, meas, wts, 4, c, th, work, scratch)
+        shape.estimate(sp, shape.NO_TABLE, prof, meas, wts, 4, c, th, work, scratch)
 
     sp = _toy_chain(6)
     prof = np.stack([np.linspace(1.0, 2.0, 6), np.linspace(2.0, 0.5, 6)]) / 9.0
-    meas = np.array([0.24, 0.2405, 0.2395, 0.1, -0.2, -2.0, 0.01, -0.02, 0.003])
+    meas = np.array([0.24, 0.2405, 0.2395, 0.1, -0.2, -2.0, 0.01, -0.02, 0.003, 1.0, 0.5, 0.0])
     outs = []
     for fn in (shape.estimate, fit):
         c, th = np.zeros(4), np.zeros(12)
@@ -310,7 +310,7 @@ def test_plain_python_equals_numba() -> None:
         if fn is fit:
             fn(sp, prof, meas, np.array([1e4, 10.0]), c, th, work, scr)
         else:
-            fn(sp, prof, meas, np.array([1e4, 10.0]), 4, c, th, work, scr)
+            fn(sp, shape.NO_TABLE, prof, meas, np.array([1e4, 10.0]), 4, c, th, work, scr)
         outs.append(np.concatenate([c, th]))
     assert np.array_equal(outs[0], outs[1])
 
@@ -370,10 +370,11 @@ def test_pcc_inverse_of_a_chain_with_equal_hinges() -> None:
         th[0::2], th[1::2] = total / n * math.sin(beta), -total / n * math.cos(beta)
         work, out = np.zeros(12 * n), np.zeros(6)
         shape.forward(sp, th, work, out)
-        meas = np.concatenate([out[:3], np.zeros(6)])
+        meas = np.concatenate([out[:3], np.zeros(9)])
         c, est = np.zeros(2), np.zeros(2 * n)
-        shape.estimate(sp, shape.uniform_profile(n), meas, np.array([1.0 / 1e-6, 0.0]), 12, c,
-                       est, work, np.zeros(shape.scratch_size(1)))
+        shape.estimate(sp, shape.NO_TABLE, shape.uniform_profile(n), meas,
+                       np.array([1.0 / 1e-6, 0.0]), 12, c, est, work,
+                       np.zeros(shape.scratch_size(1)))
         np.testing.assert_allclose(est, th, atol=1e-9)
         got = shape.bend_of(c[0], c[1])
         assert got[0] == pytest.approx(abs(total), abs=1e-9)
