@@ -180,9 +180,9 @@ def steps_of(seconds: float, timestep: float) -> int:
 
 
 def period_of(rate: float, timestep: float) -> int:
-    """A sensor's sample period in physics steps: 1 / (rate timestep), rounded to the nearest
-    whole step (at least 1). A sensor samples at the physics steps that are multiples of it, so
-    its effective rate is 1 / (period timestep): 400 Hz at 500 Hz physics becomes 500 Hz."""
+    """A sensor's sample period in physics steps, 1 / (rate timestep) (at least 1); a sensor
+    samples at the physics steps that are multiples of it. :func:`check` refuses a rate whose
+    period is not a whole number of steps, so nothing is silently rounded."""
     return max(1, int(math.floor(1.0 / (rate * timestep) + 0.5)))
 
 
@@ -199,6 +199,11 @@ def check(cfg: SensingConfig, timestep: float) -> None:
                 if value > physics_rate * (1 + 1e-12):
                     raise ConfigError(key, value, f"must be at most the physics rate "
                                       f"{physics_rate:g} Hz (1 / sim.timestep)")
+                ratio = physics_rate / value
+                if abs(ratio - round(ratio)) > 1e-9 * ratio:
+                    raise ConfigError(key, value, f"must divide the physics rate "
+                                      f"{physics_rate:g} Hz (a sample every whole number of "
+                                      "physics steps)")
             else:
                 _non_negative(key, value)
             if f.name == "latency" and value > LATENCY_MAX:

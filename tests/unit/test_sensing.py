@@ -129,6 +129,7 @@ def test_same_seed_same_noise_and_common_random_numbers() -> None:
     (dict(force_torque=dict(torque_bias=-1.0)), "sensing.force_torque.torque_bias"),
     (dict(imu=dict(rate=0.0)), "sensing.imu.rate"),
     (dict(tip=dict(rate=1000.0)), "sensing.tip.rate"),
+    (dict(imu=dict(rate=400.0)), "sensing.imu.rate"),
     (dict(position=dict(latency=0.3)), "sensing.position.latency"),
     (dict(imu=dict(latency=0.05)), "sensing.imu.latency"),
 ])
