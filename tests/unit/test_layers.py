@@ -15,8 +15,8 @@ import quadarm
 
 ROOT = Path(quadarm.__file__).resolve().parent
 TOP = 6  # top-level modules: the entry points
-LAYERS = {"config": 0, "results": 0, "reference": 0, "model": 1, "control": 2, "scenarios": 3,
-          "runner": 4, "analysis": 5, "envs": TOP}
+LAYERS = {"config": 0, "results": 0, "reference": 0, "model": 1, "control": 2, "sensing": 2,
+          "scenarios": 3, "runner": 4, "analysis": 5, "envs": TOP}
 
 
 def layer(module: str) -> int:

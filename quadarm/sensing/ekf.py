@@ -1,0 +1,333 @@
+"""The vehicle's error-state extended Kalman filter (Sola 2017, "Quaternion kinematics for the
+error-state Kalman filter", arXiv:1711.02508, Sec. 5 and 6), written out on scalars.
+
+Nominal state x (16): position p (m, world), velocity v (m/s, world), attitude q (w, x, y, z,
+body to world), gyro bias b_g (rad/s), accelerometer bias b_a (m/s^2). Error state (15):
+dp, dv, dtheta (the local attitude error: q_true = q (x) Exp(dtheta)), db_g, db_a. The IMU
+propagates at its rate, motion-capture or GNSS fixes update the position at theirs, and a fix
+that arrives ``latency`` late is applied at its stamp: the filter keeps the states and IMU
+samples of the last epochs in a ring, rolls back to the fix's epoch, updates there and replays
+the IMU samples since (exact: the same numbers as a filter that had the fix on time). The
+equations are in ``docs/sensing.md``.
+
+Like :func:`quadarm.control.geometric.law`, every per-step function uses scalars and explicit
+loops (no numpy linear algebra, whose BLAS differs between numba and numpy), so plain Python and
+numba give the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from quadarm.sensing.config import SensingConfig, period_of, steps_of
+
+try:  # numba compiles these functions into the kernels that call them
+    from numba.extending import register_jitable
+except ImportError:  # pragma: no cover - numba is optional
+    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
+        return fn
+
+# Nominal state layout.
+XP, XV, XQ, XBG, XBA = 0, 3, 6, 10, 13
+NX = 16
+# Error state layout.
+EP, EV, ETH, EBG, EBA = 0, 3, 6, 9, 12
+NE = 15
+NP = NE * NE
+# One ring entry: the state at an epoch (after the fixes of that epoch), its covariance and the
+# IMU sample (gyro, accel) that propagates it to the next epoch.
+R_X, R_P, R_U = 0, NX, NX + NP
+R_STRIDE = NX + NP + 6
+# Parameter vector: gravity (m/s^2, world), IMU period (s), the process noise variances per
+# IMU period (gyro white, accel white, gyro bias walk, accel bias walk) and the position fix
+# variance (m^2).
+E_GX, E_GY, E_GZ, E_DT, E_QG, E_QA, E_QBG, E_QBA, E_RP = range(9)
+N_EKF = 9
+WORK = 3 * NP  # scratch the per-step functions need
+
+# The filter's variances never go below these (a perfect sensor would make the innovation
+# covariance singular; with exact measurements the innovation is zero and nothing changes).
+FLOOR_POS = 1e-6  # m
+FLOOR_RATE = 1e-7  # rad/s per sample
+FLOOR_ACC = 1e-6  # m/s^2 per sample
+
+
+def ekf_params(cfg: SensingConfig, timestep: float, gravity: tuple[float, float, float]
+               ) -> np.ndarray:
+    """The filter's parameter vector (N_EKF,) for the sensors of ``cfg`` at ``timestep`` (s).
+
+    The process noise is the sensors' own (the filter is tuned to the truth model):
+    per IMU period T the velocity receives accel noise variance (N_a sqrt(1/T))^2 T^2 =
+    N_a^2 T, the attitude N_g^2 T, the biases walk^2 T.
+    """
+    imu, pos = cfg.imu, cfg.position
+    t = period_of(imu.rate, timestep) * timestep
+    qg = max(imu.gyro_noise * imu.gyro_noise * t, (FLOOR_RATE * t) ** 2)
+    qa = max(imu.accel_noise * imu.accel_noise * t, (FLOOR_ACC * t) ** 2)
+    out = np.zeros(N_EKF)
+    out[E_GX], out[E_GY], out[E_GZ] = gravity
+    out[E_DT], out[E_QG], out[E_QA] = t, qg, qa
+    out[E_QBG], out[E_QBA] = imu.gyro_walk ** 2 * t, imu.accel_walk ** 2 * t
+    out[E_RP] = max(pos.noise, FLOOR_POS) ** 2
+    return out
+
+
+def ring_capacity(cfg: SensingConfig, timestep: float) -> int:
+    """Epochs the ring keeps: enough to reach back over the position latency (plus two: the
+    fix's epoch is at most one IMU period behind its stamp, and the current epoch)."""
+    return steps_of(cfg.position.latency, timestep) // period_of(cfg.imu.rate, timestep) + 3
+
+
+def initial_sigma(cfg: SensingConfig) -> np.ndarray:
+    """The initial error's standard deviations (15,): position as the fix noise, 5 cm/s,
+    0.5 deg, and the biases' turn-on spread (the filter starts at zero bias)."""
+    pos = max(cfg.position.noise, FLOOR_POS)
+    return np.array([pos] * 3 + [0.05] * 3 + [math.radians(0.5)] * 3
+                    + [max(cfg.imu.gyro_bias, FLOOR_RATE)] * 3
+                    + [max(cfg.imu.accel_bias, FLOOR_ACC)] * 3)
+
+
+def ekf_init(x0: np.ndarray, sigma0: np.ndarray, capacity: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The filter's arrays: state (NX,), covariance (NP,) = diag(sigma0^2), ring
+    (capacity, R_STRIDE) and the epoch counter (1,)."""
+    p = np.zeros(NP)
+    for i in range(NE):
+        p[i * NE + i] = float(sigma0[i]) ** 2
+    return (np.array(x0, dtype=float), p, np.zeros((capacity, R_STRIDE)), np.zeros(1))
+
+
+@register_jitable
+def _qmul(aw: float, ax: float, ay: float, az: float, bw: float, bx: float, by: float,
+          bz: float) -> tuple[float, float, float, float]:
+    return (aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw)
+
+
+@register_jitable
+def _exp(tx: float, ty: float, tz: float) -> tuple[float, float, float, float]:
+    """The unit quaternion Exp(theta) of a rotation vector (rad)."""
+    th = math.sqrt(tx * tx + ty * ty + tz * tz)
+    if th < 1e-12:
+        return 1.0, 0.5 * tx, 0.5 * ty, 0.5 * tz
+    s = math.sin(0.5 * th) / th
+    return math.cos(0.5 * th), s * tx, s * ty, s * tz
+
+
+@register_jitable
+def _mat(qw: float, qx: float, qy: float, qz: float) -> tuple[float, ...]:
+    return (1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy),
+            2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx),
+            2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy))
+
+
+@register_jitable
+def _set_quat(x, qw: float, qx: float, qy: float, qz: float) -> None:  # noqa: ANN001
+    n = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
+    x[XQ], x[XQ + 1], x[XQ + 2], x[XQ + 3] = qw / n, qx / n, qy / n, qz / n
+
+
+@register_jitable
+def propagate(x, p, u, prm, work) -> None:  # noqa: ANN001
+    """One IMU period T: x and p (NP,) in place from the sample ``u`` (gyro (rad/s), specific
+    force (m/s^2), body), held over the period.
+
+    Nominal: a = R (f - b_a) + g, p += v T + a T^2 / 2, v += a T, q = q (x) Exp((w - b_g) T).
+    Error: P = F P F^T + Q with F = I except dp/dv = I T, dv/dtheta = -R [f - b_a]x T,
+    dv/db_a = -R T, dtheta/dtheta = R{(w - b_g) T}^T, dtheta/db_g = -I T (Sola eq. 270).
+    """
+    dt = prm[E_DT]
+    wx, wy, wz = u[0] - x[XBG], u[1] - x[XBG + 1], u[2] - x[XBG + 2]
+    fx, fy, fz = u[3] - x[XBA], u[4] - x[XBA + 1], u[5] - x[XBA + 2]
+    qw, qx, qy, qz = x[XQ], x[XQ + 1], x[XQ + 2], x[XQ + 3]
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _mat(qw, qx, qy, qz)
+    ax = r00 * fx + r01 * fy + r02 * fz + prm[E_GX]
+    ay = r10 * fx + r11 * fy + r12 * fz + prm[E_GY]
+    az = r20 * fx + r21 * fy + r22 * fz + prm[E_GZ]
+    h = 0.5 * dt * dt
+    x[XP] += x[XV] * dt + ax * h
+    x[XP + 1] += x[XV + 1] * dt + ay * h
+    x[XP + 2] += x[XV + 2] * dt + az * h
+    x[XV] += ax * dt
+    x[XV + 1] += ay * dt
+    x[XV + 2] += az * dt
+    dw, dx, dy, dz = _exp(wx * dt, wy * dt, wz * dt)
+    nw, nx, ny, nz = _qmul(qw, qx, qy, qz, dw, dx, dy, dz)
+    _set_quat(x, nw, nx, ny, nz)
+
+    # F, row-major, in work[0:NP].
+    for i in range(NP):
+        work[i] = 0.0
+    for i in range(NE):
+        work[i * NE + i] = 1.0
+    for i in range(3):
+        work[(EP + i) * NE + EV + i] = dt
+        work[(ETH + i) * NE + EBG + i] = -dt
+    # -R [f]x T, with [f]x = [[0, -fz, fy], [fz, 0, -fx], [-fy, fx, 0]].
+    rs = ((r00, r01, r02), (r10, r11, r12), (r20, r21, r22))
+    for i in range(3):
+        a0, a1, a2 = rs[i]
+        work[(EV + i) * NE + ETH] = -(a1 * fz - a2 * fy) * dt
+        work[(EV + i) * NE + ETH + 1] = -(a2 * fx - a0 * fz) * dt
+        work[(EV + i) * NE + ETH + 2] = -(a0 * fy - a1 * fx) * dt
+        work[(EV + i) * NE + EBA] = -a0 * dt
+        work[(EV + i) * NE + EBA + 1] = -a1 * dt
+        work[(EV + i) * NE + EBA + 2] = -a2 * dt
+    d00, d01, d02, d10, d11, d12, d20, d21, d22 = _mat(dw, dx, dy, dz)
+    ds = ((d00, d10, d20), (d01, d11, d21), (d02, d12, d22))  # the transpose
+    for i in range(3):
+        for j in range(3):
+            work[(ETH + i) * NE + ETH + j] = ds[i][j]
+    # A = F P in work[NP:2 NP], skipping F's zeros (the same skips in every engine).
+    for i in range(NE):
+        for j in range(NE):
+            work[NP + i * NE + j] = 0.0
+        for k in range(NE):
+            f = work[i * NE + k]
+            if f != 0.0:
+                for j in range(NE):
+                    work[NP + i * NE + j] += f * p[k * NE + j]
+    # P = A F^T + Q.
+    for i in range(NE):
+        for j in range(NE):
+            s = 0.0
+            for k in range(NE):
+                f = work[j * NE + k]
+                if f != 0.0:
+                    s += work[NP + i * NE + k] * f
+            p[i * NE + j] = s
+    for i in range(3):
+        p[(EV + i) * NE + EV + i] += prm[E_QA]
+        p[(ETH + i) * NE + ETH + i] += prm[E_QG]
+        p[(EBG + i) * NE + EBG + i] += prm[E_QBG]
+        p[(EBA + i) * NE + EBA + i] += prm[E_QBA]
+
+
+@register_jitable
+def update_position(x, p, z, prm, work) -> None:  # noqa: ANN001
+    """The position fix ``z`` (3,) (m, world): H = [I 0], S = H P H^T + r I,
+    K = P H^T S^-1, dx = K (z - p), P = P - K H P (symmetrised), then the error is injected
+    into the nominal state (q = q (x) Exp(dtheta)) and reset to zero (Sola Sec. 6; the reset
+    Jacobian is taken as I, Sola eq. 287)."""
+    r = prm[E_RP]
+    s00, s01, s02 = p[0] + r, p[1], p[2]
+    s11, s12, s22 = p[NE + 1] + r, p[NE + 2], p[2 * NE + 2] + r
+    # Inverse of the symmetric 3x3 S by cofactors.
+    c00 = s11 * s22 - s12 * s12
+    c01 = s02 * s12 - s01 * s22
+    c02 = s01 * s12 - s02 * s11
+    c11 = s00 * s22 - s02 * s02
+    c12 = s01 * s02 - s00 * s12
+    c22 = s00 * s11 - s01 * s01
+    det = s00 * c00 + s01 * c01 + s02 * c02
+    i00, i01, i02, i11, i12, i22 = c00 / det, c01 / det, c02 / det, c11 / det, c12 / det, \
+        c22 / det
+    y0, y1, y2 = z[0] - x[XP], z[1] - x[XP + 1], z[2] - x[XP + 2]
+    # K (NE x 3) in work[0:3 NE]; dx in work[3 NE: 4 NE].
+    for i in range(NE):
+        a0, a1, a2 = p[i * NE], p[i * NE + 1], p[i * NE + 2]
+        k0 = a0 * i00 + a1 * i01 + a2 * i02
+        k1 = a0 * i01 + a1 * i11 + a2 * i12
+        k2 = a0 * i02 + a1 * i12 + a2 * i22
+        work[3 * i], work[3 * i + 1], work[3 * i + 2] = k0, k1, k2
+        work[3 * NE + i] = k0 * y0 + k1 * y1 + k2 * y2
+    # P - K (H P): H P is P's first three rows.
+    for i in range(NE):
+        k0, k1, k2 = work[3 * i], work[3 * i + 1], work[3 * i + 2]
+        for j in range(NE):
+            work[NP + i * NE + j] = p[i * NE + j] - (k0 * p[j] + k1 * p[NE + j]
+                                                     + k2 * p[2 * NE + j])
+    for i in range(NE):
+        for j in range(NE):
+            p[i * NE + j] = 0.5 * (work[NP + i * NE + j] + work[NP + j * NE + i])
+    d = 3 * NE
+    for i in range(3):
+        x[XP + i] += work[d + EP + i]
+        x[XV + i] += work[d + EV + i]
+        x[XBG + i] += work[d + EBG + i]
+        x[XBA + i] += work[d + EBA + i]
+    ew, ex, ey, ez = _exp(work[d + ETH], work[d + ETH + 1], work[d + ETH + 2])
+    nw, nx, ny, nz = _qmul(x[XQ], x[XQ + 1], x[XQ + 2], x[XQ + 3], ew, ex, ey, ez)
+    _set_quat(x, nw, nx, ny, nz)
+
+
+@register_jitable
+def ekf_fix(x, p, ring, meta, prm, z, epoch: int, work) -> bool:  # noqa: ANN001
+    """Apply the position fix ``z`` (3,) stamped at IMU epoch ``epoch``.
+
+    The filter is at epoch J = meta[0] (J IMU samples consumed). A fix of epoch J updates the
+    state now; an older one still in the ring rolls back to its epoch, updates there and
+    replays the stored IMU samples up to J, rewriting the ring with the corrected states.
+    Returns False (and changes nothing) for a fix older than the ring or ahead of the filter.
+    """
+    cap = ring.shape[0]
+    j_now = int(meta[0])
+    if epoch == j_now:
+        update_position(x, p, z, prm, work)
+        return True
+    if epoch > j_now or j_now - epoch >= cap:
+        return False
+    slot = epoch % cap
+    for i in range(NX):
+        x[i] = ring[slot, R_X + i]
+    for i in range(NP):
+        p[i] = ring[slot, R_P + i]
+    update_position(x, p, z, prm, work)
+    for e in range(epoch, j_now):
+        slot = e % cap
+        for i in range(NX):
+            ring[slot, R_X + i] = x[i]
+        for i in range(NP):
+            ring[slot, R_P + i] = p[i]
+        propagate(x, p, ring[slot, R_U:], prm, work)
+    return True
+
+
+@register_jitable
+def ekf_predict(x, p, ring, meta, prm, u, work) -> None:  # noqa: ANN001
+    """Consume the IMU sample ``u`` (6,): store the current epoch's state and the sample in
+    the ring, propagate one IMU period, advance the epoch counter."""
+    cap = ring.shape[0]
+    j_now = int(meta[0])
+    slot = j_now % cap
+    for i in range(NX):
+        ring[slot, R_X + i] = x[i]
+    for i in range(NP):
+        ring[slot, R_P + i] = p[i]
+    for i in range(6):
+        ring[slot, R_U + i] = u[i]
+    propagate(x, p, u, prm, work)
+    meta[0] = j_now + 1
+
+
+@register_jitable
+def ekf_step(x, p, ring, meta, prm, imu_k: int, u, fix_k: int, z, fix_epoch: int, est,
+             work) -> None:  # noqa: ANN001
+    """One physics step of the filter: a delivered fix first (``fix_k`` >= 0), then the
+    estimate at the current epoch is copied into ``est`` (NX,), then a delivered IMU sample
+    (``imu_k`` >= 0) propagates to the next epoch. ``fix_epoch`` is the IMU epoch of the fix's
+    stamp: floor(stamp step / IMU period)."""
+    if fix_k >= 0:
+        ekf_fix(x, p, ring, meta, prm, z, fix_epoch, work)
+    for i in range(NX):
+        est[i] = x[i]
+    if imu_k >= 0:
+        ekf_predict(x, p, ring, meta, prm, u, work)
+
+
+def error_state(x_est: np.ndarray, x_true: np.ndarray) -> np.ndarray:
+    """The 15-vector true minus estimate, the attitude as the local rotation vector
+    Log(q_est^-1 (x) q_true) (rad); for NEES tests and reports (numpy, not per step)."""
+    qe, qt = x_est[XQ:XQ + 4], x_true[XQ:XQ + 4]
+    w, a, b, c = _qmul(qe[0], -qe[1], -qe[2], -qe[3], qt[0], qt[1], qt[2], qt[3])
+    if w < 0:
+        w, a, b, c = -w, -a, -b, -c
+    v = math.sqrt(a * a + b * b + c * c)
+    scale = 2.0 * math.atan2(v, w) / v if v > 0 else 2.0
+    return np.concatenate([x_true[XP:XP + 3] - x_est[XP:XP + 3],
+                           x_true[XV:XV + 3] - x_est[XV:XV + 3],
+                           np.array([a, b, c]) * scale,
+                           x_true[XBG:XBG + 3] - x_est[XBG:XBG + 3],
+                           x_true[XBA:XBA + 3] - x_est[XBA:XBA + 3]])

@@ -1,0 +1,481 @@
+"""The arm-shape estimator: hinge angles and tip position from the three tendon lengths and the
+flange force/torque sensor.
+
+The forward model (:func:`forward`) is the chain's exact kinematics in the flange frame (the
+vehicle's axes, origin at hinge 0): link k turns by Rx(theta_x,k) Ry(theta_y,k) about its
+proximal end (the builder's hinges, x then y); each tendon's length is the sum of the straight
+distances between its anchor and its via sites, as MuJoCo's spatial tendon computes it; the
+arm's first moment about the flange, s = sum_i m_i (c_i - o_0), is taken in the flange sensor's
+frame (link 0's). The sensor reads the hinges' share of the wrench the vehicle exerts on the
+arm; with the tendons' pull on link 0 added (their tensions are the controller's commands), the
+whole wrench (F, M) balances the arm's weight quasi-statically: F = -m_arm g_app and M = s x F /
+m_arm (the weight moment about the flange under the apparent gravity), so it measures the
+arm's centre of mass across the apparent gravity, whatever the vehicle's attitude and
+acceleration.
+
+The shape is a weighted sum of fixed hinge-angle profiles w_m (k = 0..N-1):
+theta_x,k = sum_m c_x,m w_m,k and theta_y,k = sum_m c_y,m w_m,k. :func:`profiles` derives them
+from the chain's linearised statics about the hanging pose: H = K + (the Hessian of the
+gravity potential), w_1 = H^-1 1 (the response to a tendon moment, the same on every hinge) and
+w_2 = H^-1 S (the response to a sideways apparent gravity; S_k is the derivative of the arm's
+sideways first moment with hinge k). :func:`estimate` fits the coefficients by Gauss-Newton to
+the measurements, each residual weighted by the inverse of its sensor's noise. With the single
+uniform profile w = 1/N and no torque it is the PCC inverse: the coefficients are the total
+bend about x and y, equal hinge angles.
+
+Per-step functions are written like :func:`quadarm.control.geometric.law` (scalars, explicit
+loops), so plain Python and numba give the same numbers. Supported: the ``base`` joint placement
+(``arm=prb12`` and ``arm=rod`` with ``joint_placement: base``).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+
+import mujoco
+import numpy as np
+
+from quadarm.model import names
+
+try:  # numba compiles these functions into the kernels that call them
+    from numba.extending import register_jitable
+except ImportError:  # pragma: no cover - numba is optional
+    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
+        return fn
+
+# Layout of the shape parameter vector (see shape_params): the number of links N, the arm's
+# mass (kg), each tendon's anchor (3 x 3, flange frame), then per link its body position in
+# its parent (3), centre of mass (3), mass and via sites (3 x 3, link frame), then the tip
+# body's position in the last link (3), centre of mass (3) and mass.
+S_N, S_MASS, S_ANCHOR = 0, 1, 2
+S_LINKS = S_ANCHOR + 9
+L_POS, L_IPOS, L_MASS, L_VIA = 0, 3, 6, 7
+L_STRIDE = 16
+T_POS, T_IPOS, T_MASS = 0, 3, 6
+T_STRIDE = 7
+# forward()'s outputs: tendon lengths (3, m) and the first moment in the sensor frame (3, kg m).
+O_LEN, O_MOM = 0, 3
+N_OUT = 6
+# Scratch per link: rotation (9, row-major) and origin (3), flange frame.
+W_STRIDE = 12
+
+
+def shape_params(model: mujoco.MjModel) -> np.ndarray:
+    """The flat vector :func:`forward` reads, from a model the builder made (``base``
+    placement: no base piece, every link hinged x then y at its origin, unrotated bodies)."""
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, names.BASE_PIECE) >= 0:
+        raise ValueError("the shape estimator supports joint_placement=base only")
+    n = _links(model)
+    links = [model.body(names.link_body(k)).id for k in range(n)]
+    for k, b in enumerate(links):
+        joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
+        axes = [tuple(model.jnt_axis[j]) for j in joints]
+        if axes != [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0)] or any(np.any(model.jnt_pos[j] != 0)
+                                                             for j in joints):
+            raise ValueError(f"link {k}: expected hinges about x then y at the body origin")
+        if np.any(model.body_quat[b] != [1.0, 0.0, 0.0, 0.0]):
+            raise ValueError(f"link {k}: expected an unrotated body")
+    tip = model.body(names.TIP_BODY).id
+    origin = model.body_pos[links[0]]
+    out = [float(n), 0.0]
+    for i in range(3):
+        out += [float(v) for v in model.site_pos[model.site(names.tendon_anchor(i)).id] - origin]
+    mass = 0.0
+    for k, b in enumerate(links):
+        pos = [0.0, 0.0, 0.0] if k == 0 else [float(v) for v in model.body_pos[b]]
+        out += pos + [float(v) for v in model.body_ipos[b]] + [float(model.body_mass[b])]
+        for i in range(3):
+            site = model.site(names.tendon_via(i, k)).id
+            if model.site_bodyid[site] != b:
+                raise ValueError(f"tendon {i}'s via site {k} is not on link {k}")
+            out += [float(v) for v in model.site_pos[site]]
+        mass += float(model.body_mass[b])
+    out += ([float(v) for v in model.body_pos[tip]] + [float(v) for v in model.body_ipos[tip]]
+            + [float(model.body_mass[tip])])
+    mass += float(model.body_mass[tip])
+    out[S_MASS] = mass
+    return np.array(out)
+
+
+def _links(model: mujoco.MjModel) -> int:
+    n = 0
+    while mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, names.link_body(n)) >= 0:
+        n += 1
+    return n
+
+
+def hinge_qpos(model: mujoco.MjModel, n: int) -> np.ndarray:
+    """The qpos addresses of (theta_x,0, theta_y,0, theta_x,1, ...), (2 n,)."""
+    return np.array([model.jnt_qposadr[model.joint(names.link_joint(k, a)).id]
+                     for k in range(n) for a in "xy"], dtype=np.int64)
+
+
+@register_jitable
+def forward(sp, th, work, out) -> None:  # noqa: ANN001
+    """The measurements a shape would give: ``out`` (N_OUT,) = tendon lengths (m, 3) and the
+    arm's first moment about the flange in the sensor's (link 0's) frame (kg m, 3).
+
+    ``th`` (2 N,): (theta_x,0, theta_y,0, theta_x,1, ...) (rad). ``work`` (12 N,): each link's
+    rotation and origin in the flange frame, written (read by :func:`points`).
+    """
+    n = int(sp[S_N])
+    a00, a01, a02, a10, a11, a12, a20, a21, a22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    ox, oy, oz = 0.0, 0.0, 0.0
+    sx, sy, sz = 0.0, 0.0, 0.0
+    l0, l1, l2 = 0.0, 0.0, 0.0
+    # The previous via point of each tendon (its anchor first), flange frame.
+    px0, py0, pz0 = sp[S_ANCHOR], sp[S_ANCHOR + 1], sp[S_ANCHOR + 2]
+    px1, py1, pz1 = sp[S_ANCHOR + 3], sp[S_ANCHOR + 4], sp[S_ANCHOR + 5]
+    px2, py2, pz2 = sp[S_ANCHOR + 6], sp[S_ANCHOR + 7], sp[S_ANCHOR + 8]
+    for k in range(n):
+        c = S_LINKS + L_STRIDE * k
+        bx, by, bz = sp[c + L_POS], sp[c + L_POS + 1], sp[c + L_POS + 2]
+        ox, oy, oz = (ox + a00 * bx + a01 * by + a02 * bz, oy + a10 * bx + a11 * by + a12 * bz,
+                      oz + a20 * bx + a21 * by + a22 * bz)
+        cx, sxa = math.cos(th[2 * k]), math.sin(th[2 * k])
+        cy, sya = math.cos(th[2 * k + 1]), math.sin(th[2 * k + 1])
+        # Rx(theta_x) Ry(theta_y).
+        b00, b01, b02 = cy, 0.0, sya
+        b10, b11, b12 = sxa * sya, cx, -sxa * cy
+        b20, b21, b22 = -cx * sya, sxa, cx * cy
+        a00, a01, a02, a10, a11, a12, a20, a21, a22 = (
+            a00 * b00 + a01 * b10 + a02 * b20, a00 * b01 + a01 * b11 + a02 * b21,
+            a00 * b02 + a01 * b12 + a02 * b22,
+            a10 * b00 + a11 * b10 + a12 * b20, a10 * b01 + a11 * b11 + a12 * b21,
+            a10 * b02 + a11 * b12 + a12 * b22,
+            a20 * b00 + a21 * b10 + a22 * b20, a20 * b01 + a21 * b11 + a22 * b21,
+            a20 * b02 + a21 * b12 + a22 * b22)
+        w = W_STRIDE * k
+        work[w], work[w + 1], work[w + 2] = a00, a01, a02
+        work[w + 3], work[w + 4], work[w + 5] = a10, a11, a12
+        work[w + 6], work[w + 7], work[w + 8] = a20, a21, a22
+        work[w + 9], work[w + 10], work[w + 11] = ox, oy, oz
+        ix, iy, iz = sp[c + L_IPOS], sp[c + L_IPOS + 1], sp[c + L_IPOS + 2]
+        m = sp[c + L_MASS]
+        sx += m * (ox + a00 * ix + a01 * iy + a02 * iz)
+        sy += m * (oy + a10 * ix + a11 * iy + a12 * iz)
+        sz += m * (oz + a20 * ix + a21 * iy + a22 * iz)
+        for i in range(3):
+            v = c + L_VIA + 3 * i
+            vx, vy, vz = sp[v], sp[v + 1], sp[v + 2]
+            qx = ox + a00 * vx + a01 * vy + a02 * vz
+            qy = oy + a10 * vx + a11 * vy + a12 * vz
+            qz = oz + a20 * vx + a21 * vy + a22 * vz
+            if i == 0:
+                dx, dy, dz = qx - px0, qy - py0, qz - pz0
+                l0 += math.sqrt(dx * dx + dy * dy + dz * dz)
+                px0, py0, pz0 = qx, qy, qz
+            elif i == 1:
+                dx, dy, dz = qx - px1, qy - py1, qz - pz1
+                l1 += math.sqrt(dx * dx + dy * dy + dz * dz)
+                px1, py1, pz1 = qx, qy, qz
+            else:
+                dx, dy, dz = qx - px2, qy - py2, qz - pz2
+                l2 += math.sqrt(dx * dx + dy * dy + dz * dz)
+                px2, py2, pz2 = qx, qy, qz
+    t = S_LINKS + L_STRIDE * n
+    bx, by, bz = sp[t + T_POS], sp[t + T_POS + 1], sp[t + T_POS + 2]
+    tx = ox + a00 * bx + a01 * by + a02 * bz
+    ty = oy + a10 * bx + a11 * by + a12 * bz
+    tz = oz + a20 * bx + a21 * by + a22 * bz
+    ix, iy, iz = sp[t + T_IPOS], sp[t + T_IPOS + 1], sp[t + T_IPOS + 2]
+    m = sp[t + T_MASS]
+    sx += m * (tx + a00 * ix + a01 * iy + a02 * iz)
+    sy += m * (ty + a10 * ix + a11 * iy + a12 * iz)
+    sz += m * (tz + a20 * ix + a21 * iy + a22 * iz)
+    out[O_LEN], out[O_LEN + 1], out[O_LEN + 2] = l0, l1, l2
+    # Into link 0's frame: R_0^T s.
+    r00, r01, r02 = work[0], work[1], work[2]
+    r10, r11, r12 = work[3], work[4], work[5]
+    r20, r21, r22 = work[6], work[7], work[8]
+    out[O_MOM] = r00 * sx + r10 * sy + r20 * sz
+    out[O_MOM + 1] = r01 * sx + r11 * sy + r21 * sz
+    out[O_MOM + 2] = r02 * sx + r12 * sy + r22 * sz
+
+
+@register_jitable
+def points(sp, work, pts) -> None:  # noqa: ANN001
+    """The points along the arm after :func:`forward`: hinges 1..N-1 and the tip body's origin
+    (the tip site), flange frame, ``pts`` (N, 3)."""
+    n = int(sp[S_N])
+    for k in range(1, n):
+        w = W_STRIDE * k
+        pts[k - 1, 0], pts[k - 1, 1], pts[k - 1, 2] = work[w + 9], work[w + 10], work[w + 11]
+    w = W_STRIDE * (n - 1)
+    t = S_LINKS + L_STRIDE * n
+    bx, by, bz = sp[t + T_POS], sp[t + T_POS + 1], sp[t + T_POS + 2]
+    pts[n - 1, 0] = work[w + 9] + work[w] * bx + work[w + 1] * by + work[w + 2] * bz
+    pts[n - 1, 1] = work[w + 10] + work[w + 3] * bx + work[w + 4] * by + work[w + 5] * bz
+    pts[n - 1, 2] = work[w + 11] + work[w + 6] * bx + work[w + 7] * by + work[w + 8] * bz
+
+
+@register_jitable
+def hinges(tab, prof, c, th) -> None:  # noqa: ANN001
+    """Hinge angles ``th`` (2 N,) from the coefficients ``c``.
+
+    With a table ``tab`` (K, 1 + N) of quasi-static shapes (:func:`quasi_static_table`; K = 0
+    for none), c[0:2] = (a_x, a_y) is the bend vector, magnitude A (the total bend, rad) along
+    the direction beta: hinge k bends by m_k(A) (interpolated linearly in the table's uniform
+    grid of A, column 0) towards beta, i.e. theta_x,k = m_k a_y / A, theta_y,k = -m_k a_x / A.
+    The profiles ``prof`` (M, N) add theta_x,k += sum_m c[o + 2m] w_m,k and theta_y,k +=
+    sum_m c[o + 2m + 1] w_m,k after them (o = 2 with a table, else 0).
+    """
+    m_prof, n = prof.shape[0], len(th) // 2
+    rows = tab.shape[0]
+    o = 0
+    if rows > 0:
+        o = 2
+        ax, ay = c[0], c[1]
+        big_a = math.sqrt(ax * ax + ay * ay)
+        if big_a > 0.0:
+            step = tab[1, 0] - tab[0, 0]
+            u = (big_a - tab[0, 0]) / step
+            j = min(max(int(math.floor(u)), 0), rows - 2)
+            f = u - j  # beyond the table: linear extrapolation of its last interval
+            for k in range(n):
+                m = tab[j, 1 + k] + f * (tab[j + 1, 1 + k] - tab[j, 1 + k])
+                th[2 * k], th[2 * k + 1] = m * ay / big_a, -m * ax / big_a
+        else:
+            for k in range(2 * n):
+                th[k] = 0.0
+    else:
+        for k in range(2 * n):
+            th[k] = 0.0
+    for k in range(n):
+        ax, ay = 0.0, 0.0
+        for m in range(m_prof):
+            ax += c[o + 2 * m] * prof[m, k]
+            ay += c[o + 2 * m + 1] * prof[m, k]
+        th[2 * k] += ax
+        th[2 * k + 1] += ay
+
+
+@register_jitable
+def _residual(sp, tab, prof, c, meas, wts, th, work, out, res) -> None:  # noqa: ANN001
+    """Weighted residuals (6,): tendon lengths, then the quasi-static balance of the moments
+    about the flange, in the sensor's frame: t + sum_i v_i x T_i u_i - s x F / m_arm with
+    F = f + sum_i T_i u_i (the sensor reads the hinges' share; tendon i pulls link 0 at its
+    first via point v_i towards its anchor, along u_i, with its tension T_i)."""
+    hinges(tab, prof, c, th)
+    forward(sp, th, work, out)
+    for i in range(3):
+        res[i] = (out[O_LEN + i] - meas[i]) * wts[0]
+    fx, fy, fz = meas[3], meas[4], meas[5]
+    mx, my, mz = meas[6], meas[7], meas[8]
+    r00, r01, r02 = work[0], work[1], work[2]
+    r10, r11, r12 = work[3], work[4], work[5]
+    r20, r21, r22 = work[6], work[7], work[8]
+    for i in range(3):
+        tension = meas[9 + i]
+        if tension != 0.0:
+            a = S_ANCHOR + 3 * i
+            ax, ay, az = sp[a], sp[a + 1], sp[a + 2]
+            # The anchor in link 0's frame, R_0^T a, less the via point.
+            v = S_LINKS + L_VIA + 3 * i
+            vx, vy, vz = sp[v], sp[v + 1], sp[v + 2]
+            ux = r00 * ax + r10 * ay + r20 * az - vx
+            uy = r01 * ax + r11 * ay + r21 * az - vy
+            uz = r02 * ax + r12 * ay + r22 * az - vz
+            scale = tension / math.sqrt(ux * ux + uy * uy + uz * uz)
+            px, py, pz = ux * scale, uy * scale, uz * scale
+            fx += px
+            fy += py
+            fz += pz
+            mx += vy * pz - vz * py
+            my += vz * px - vx * pz
+            mz += vx * py - vy * px
+    sx, sy, sz = out[O_MOM], out[O_MOM + 1], out[O_MOM + 2]
+    m = sp[S_MASS]
+    res[3] = (mx - (sy * fz - sz * fy) / m) * wts[1]
+    res[4] = (my - (sz * fx - sx * fz) / m) * wts[1]
+    res[5] = (mz - (sx * fy - sy * fx) / m) * wts[1]
+
+
+# Gauss-Newton: central-difference step (rad) and the damping added to J^T J's diagonal
+# (weighted residual^2 per rad^2; far below J^T J's entries, it only keeps an unobservable
+# direction - e.g. w_2 without a torque weight - at its previous value).
+H_STEP = 1e-6
+DAMPING = 1e-9
+
+
+@register_jitable
+def estimate(sp, tab, prof, meas, wts, iters: int, c, th, work, scratch) -> None:  # noqa: ANN001
+    """Fit the coefficients ``c`` (2 M, or 2 + 2 M with a table; see :func:`hinges`), in
+    place and warm-started from its value, to
+    ``meas`` (12,): tendon lengths (m, 3), flange force (N, 3) and torque (N m, 3) in the
+    sensor frame, and the tendon tensions (N, 3; the commanded ones, known to the controller).
+
+    ``wts`` (2,): the weights of the length and torque residuals (1 / their noise, 0 drops
+    one). ``iters`` Gauss-Newton steps with a central-difference Jacobian; ``th`` (2 N,) gets
+    the hinge angles of the result; ``work`` (12 N,); ``scratch`` (>= 6 + 6 (2 M + 2) +
+    P (P + 1)), P the number of coefficients (:func:`scratch_size`).
+    """
+    npar = 2 * prof.shape[0] + (2 if tab.shape[0] > 0 else 0)
+    out = scratch[0:N_OUT]
+    r0 = scratch[N_OUT:N_OUT + 6]
+    rp = scratch[N_OUT + 6:N_OUT + 12]
+    rm = scratch[N_OUT + 12:N_OUT + 18]
+    jac = scratch[N_OUT + 18:N_OUT + 18 + 6 * npar]
+    a = scratch[N_OUT + 18 + 6 * npar:N_OUT + 18 + 6 * npar + npar * (npar + 1)]
+    for _ in range(iters):
+        _residual(sp, tab, prof, c, meas, wts, th, work, out, r0)
+        for j in range(npar):
+            cj = c[j]
+            c[j] = cj + H_STEP
+            _residual(sp, tab, prof, c, meas, wts, th, work, out, rp)
+            c[j] = cj - H_STEP
+            _residual(sp, tab, prof, c, meas, wts, th, work, out, rm)
+            c[j] = cj
+            for i in range(6):
+                jac[i * npar + j] = (rp[i] - rm[i]) / (2.0 * H_STEP)
+        # Normal equations [J^T J + d I | -J^T r], row-major with npar + 1 columns.
+        w = npar + 1
+        for i in range(npar):
+            for j in range(npar):
+                s = 0.0
+                for r in range(6):
+                    s += jac[r * npar + i] * jac[r * npar + j]
+                a[i * w + j] = s + (DAMPING if i == j else 0.0)
+            s = 0.0
+            for r in range(6):
+                s -= jac[r * npar + i] * r0[r]
+            a[i * w + npar] = s
+        _solve(a, npar)
+        for j in range(npar):
+            c[j] += a[j * w + npar]
+    hinges(tab, prof, c, th)
+    forward(sp, th, work, out)
+
+
+@register_jitable
+def _solve(a, n: int) -> None:  # noqa: ANN001
+    """Solve the symmetric positive definite system in the augmented ``a`` (n, n + 1),
+    row-major, in place by Cholesky: the solution ends in the last column."""
+    w = n + 1
+    for j in range(n):
+        d = a[j * w + j]
+        for k in range(j):
+            d -= a[j * w + k] * a[j * w + k]
+        d = math.sqrt(d)
+        a[j * w + j] = d
+        for i in range(j + 1, n):
+            s = a[i * w + j]
+            for k in range(j):
+                s -= a[i * w + k] * a[j * w + k]
+            a[i * w + j] = s / d
+    for i in range(n):  # L y = b
+        s = a[i * w + n]
+        for k in range(i):
+            s -= a[i * w + k] * a[k * w + n]
+        a[i * w + n] = s / a[i * w + i]
+    for i in range(n - 1, -1, -1):  # L^T x = y
+        s = a[i * w + n]
+        for k in range(i + 1, n):
+            s -= a[k * w + i] * a[k * w + n]
+        a[i * w + n] = s / a[i * w + i]
+
+
+def scratch_size(n_profiles: int, table: bool = False) -> int:
+    npar = 2 * n_profiles + (2 if table else 0)
+    return N_OUT + 18 + 6 * npar + npar * (npar + 1)
+
+
+NO_TABLE = np.zeros((0, 2))  # hinges() without a table of quasi-static shapes
+NO_PROFILE = np.zeros((0, 1))
+
+
+def uniform_profile(n: int) -> np.ndarray:
+    """The PCC profile (1, N): equal hinge angles, the coefficient being the total bend."""
+    return np.full((1, n), 1.0 / n)
+
+
+def profiles(sp: np.ndarray, stiffness: np.ndarray, gravity: float, h: float = 1e-4
+             ) -> np.ndarray:
+    """The two static profiles (2, N) of the hanging chain (module docstring), each scaled to
+    sum to 1 (so a coefficient is a total bend, rad). ``stiffness`` (N,) (N m/rad) per hinge,
+    ``gravity`` |g| (m/s^2) along the flange frame's -z. Setup only (numpy)."""
+    n = int(sp[S_N])
+    work, out = np.zeros(W_STRIDE * n), np.zeros(N_OUT)
+    mass = float(sp[S_MASS])
+
+    def moment(th_x: np.ndarray) -> np.ndarray:
+        th = np.zeros(2 * n)
+        th[0::2] = th_x
+        forward(sp, th, work, out)
+        r = work[0:9].reshape(3, 3)
+        return r @ out[O_MOM:O_MOM + 3]  # the first moment in the flange frame
+
+    def potential(th_x: np.ndarray) -> float:
+        # gravity potential, about the flange: m g z_c = g s_z
+        return float(gravity * moment(th_x)[2])
+
+    hess = np.zeros((n, n))
+    eye = np.eye(n) * h
+    for i in range(n):
+        for j in range(n):
+            hess[i, j] = (potential(eye[i] + eye[j]) - potential(eye[i] - eye[j])
+                          - potential(-eye[i] + eye[j]) + potential(-eye[i] - eye[j])) / (
+                4 * h * h)
+    big_h = np.diag(stiffness) + hess
+    side = np.array([(moment(eye[j])[1] - moment(-eye[j])[1]) / (2 * h) for j in range(n)])
+    w1 = np.linalg.solve(big_h, np.ones(n))
+    w2 = np.linalg.solve(big_h, side)
+    del mass
+    return np.stack([w1 / w1.sum(), w2 / w2.sum()])
+
+
+def pcc_arc_inverse(lengths: np.ndarray, length: float, offset: float,
+                    angles_deg: np.ndarray) -> tuple[float, float]:
+    """The PCC inverse of a continuous constant-curvature arc (not per step): tendon i at
+    offset r towards phi_i has length L - r Theta cos(beta - phi_i) exactly, so
+    (Theta cos beta, Theta sin beta) is the least-squares solution of
+    L - l_i = r (a cos phi_i + b sin phi_i). Returns (Theta (rad), beta (rad)); beta is where
+    the arm bends, i.e. where the tendon shortens most."""
+    phi = np.radians(np.asarray(angles_deg, dtype=float))
+    a = offset * np.stack([np.cos(phi), np.sin(phi)], axis=1)
+    sol = np.linalg.solve(a.T @ a, a.T @ (length - np.asarray(lengths, dtype=float)))
+    return float(math.hypot(sol[0], sol[1])), float(math.atan2(sol[1], sol[0]))
+
+
+def bend_of(total_x: float, total_y: float) -> tuple[float, float]:
+    """Bend angle (rad) and direction beta (rad, body xy) of total hinge angles about x and y:
+    link bends point along b = (-theta_y, theta_x) (docs/arm_aware_control.md)."""
+    return float(math.hypot(total_x, total_y)), float(math.atan2(total_x, -total_y))
+
+
+def quasi_static_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
+                       tensions: Callable[[float], np.ndarray], ramp: float = 20.0,
+                       rows: int = 41, damping_scale: float = 10.0) -> np.ndarray:
+    """The arm's quasi-static bends towards +x, (rows, 1 + N): column 0 the total bend A
+    (rad, uniform grid from 0), then each hinge's bend m_k(A) (rad) towards the bend direction.
+
+    ``model`` is a fixed-base build (``build(..., fixed_base=True)``: the arm clamped at a level
+    flange in gravity); the bend command ramps linearly from 0 to 1 over ``ramp`` (s), the
+    tendons pulling ``tensions(mu)`` (3,) (N) (the caller's tendon map at beta = 0), with the
+    hinge damping scaled by ``damping_scale`` so that the arm follows its equilibrium branch
+    (damping does not move an equilibrium). The shapes are the model's own: the estimator that
+    uses them knows the arm's stiffness, masses and geometry exactly (docs/sensing.md).
+    Setup only (numpy and MuJoCo).
+    """
+    n = _links(model)
+    adr = hinge_qpos(model, n)
+    model = copy.deepcopy(model)
+    model.dof_damping[:] *= damping_scale
+    data = mujoco.MjData(model)
+    steps = int(round(ramp / model.opt.timestep))
+    bend, total = np.zeros((steps, n)), np.zeros(steps)
+    for s in range(steps):
+        data.ctrl[tendon_actuators] = tensions((s + 1) / steps)
+        mujoco.mj_step(model, data)
+        m = -data.qpos[adr[1::2]]  # b = (-theta_y, theta_x): along +x is -theta_y
+        bend[s], total[s] = m, m.sum()
+    keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
+    grid = np.linspace(0.0, float(total[keep].max()), rows)
+    table = np.zeros((rows, 1 + n))
+    table[:, 0] = grid
+    for k in range(n):
+        table[:, 1 + k] = np.interp(grid, np.concatenate([[0.0], total[keep]]),
+                                    np.concatenate([[0.0], bend[keep, k]]))
+    return table
