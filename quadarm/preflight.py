@@ -6,7 +6,8 @@ job (every point of a ``-m`` sweep): the ``--config-dir`` exists and its YAML fi
 options exist, keys exist in their typed schema (also keys appended with ``+``), values have the
 schema's type and range (the vehicle can hover, among the checks of the whole config), the
 trial expansion (``runner.grid`` values, ``runner.randomize`` distributions and their
-parameters) is valid, and the output folder and the trial store can be written.
+parameters) is valid, no object of the world overlaps the vehicle at the start, and the output
+folder and the trial store can be written.
 """
 
 from __future__ import annotations
@@ -212,6 +213,9 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
     except (ValueError, TypeError, OmegaConfBaseException) as err:  # defensive: one line
         raise ConfigError("runner", None, f"cannot expand the trials: "
                           f"{str(err).splitlines()[0]}") from None
+    from quadarm.model.clearance import check_start
+
+    check_start(job_cfg)  # no world object overlaps the vehicle at the start
     return job_cfg, hydra_node
 
 

@@ -1,5 +1,6 @@
 """The world around the vehicle: the objects of ``world.objects`` in the MjSpec, their contact
-sensors, and the check that nothing overlaps the vehicle at the start.
+sensors (the check that nothing overlaps the vehicle at the start is
+:mod:`quadarm.model.clearance`).
 
 Each object is a geom named ``world_<name>``: rigid ones hang on the world body, spring-mounted
 ones on a body of their own that slides along the object's local z (its surface normal) on a
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from quadarm.config import ConfigError, WorldConfig, WorldObject
+from quadarm.config import WorldConfig, WorldObject
 from quadarm.model import names
 
 # Bitmasks of the objects (see the module docstring): the builder's ARM_CONTYPE = 2 and
@@ -178,43 +179,9 @@ def split(force: np.ndarray, normal: np.ndarray) -> tuple[float, float]:
     return fn, float(np.linalg.norm(force - fn * normal))
 
 
-def overlaps(model: mujoco.MjModel, world: WorldConfig) -> list[tuple[str, str, float]]:
-    """The (object, vehicle geom, penetration m) pairs that overlap in the model's first
-    keyframe (the start), deepest first; MuJoCo's collision detection at that pose. A contact
-    at exactly zero distance (resting) is not an overlap."""
-    if not world.objects:
-        return []
-    data = mujoco.MjData(model)
-    if model.nkey:
-        mujoco.mj_resetDataKeyframe(model, data, 0)
-    mujoco.mj_forward(model, data)
-    object_of = {model.geom(names.world_geom(n)).id: n for n in world.names()}
-    found: list[tuple[str, str, float]] = []
-    for c in data.contact[:data.ncon]:
-        g1, g2 = int(c.geom[0]), int(c.geom[1])
-        if c.dist >= 0 or (g1 in object_of) == (g2 in object_of):
-            continue
-        obj, other = (g1, g2) if g1 in object_of else (g2, g1)
-        if int(model.geom_bodyid[other]) == 0:
-            continue  # a moving object on the ground is not the vehicle's concern
-        found.append((object_of[obj], model.geom(other).name, float(-c.dist)))
-    return sorted(found, key=lambda x: -x[2])
-
-
-def check_clear(model: mujoco.MjModel, world: WorldConfig) -> None:
-    """Raise :class:`ConfigError` naming the first object that overlaps the vehicle or the
-    arm at the start (the model's first keyframe)."""
-    hits = overlaps(model, world)
-    if hits:
-        name, geom, depth = hits[0]
-        i = world.names().index(name)
-        raise ConfigError(f"world.objects[{i}]", name,
-                          f"overlaps the vehicle's {geom} by {depth * 1000:.1f} mm at the start; "
-                          "move the object or the start (scenario.altitude)")
-
-
 def mount_force(obj: WorldObject, displacement: float) -> float:
     """The spring mount's force (N, along the object's normal) at slider ``displacement``
     (m, along the normal): -k x. Zero for a rigid object."""
     return -float(obj.mount_stiffness) * displacement if obj.mount_stiffness > 0 else 0.0
+
 
