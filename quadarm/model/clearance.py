@@ -9,11 +9,15 @@ from quadarm.config import GROUNDED, Config, ConfigError, WorldConfig
 from quadarm.model import names
 from quadarm.model.builder import build
 
+# m: deeper than this is an overlap; a surface placed exactly at the tip (rounding of the
+# start's sums, ~1e-16 m) is resting contact.
+TOUCH_TOLERANCE = 1e-6
+
 
 def overlaps(model: mujoco.MjModel, world: WorldConfig) -> list[tuple[str, str, float]]:
     """The (object, vehicle geom, penetration m) pairs that overlap in the model's first
     keyframe (the start), deepest first; MuJoCo's collision detection at that pose. A contact
-    at exactly zero distance (resting) is not an overlap."""
+    within ``TOUCH_TOLERANCE`` (resting) is not an overlap."""
     if not world.objects:
         return []
     data = mujoco.MjData(model)
@@ -24,7 +28,7 @@ def overlaps(model: mujoco.MjModel, world: WorldConfig) -> list[tuple[str, str, 
     found: list[tuple[str, str, float]] = []
     for c in data.contact[:data.ncon]:
         g1, g2 = int(c.geom[0]), int(c.geom[1])
-        if c.dist >= 0 or (g1 in object_of) == (g2 in object_of):
+        if c.dist >= -TOUCH_TOLERANCE or (g1 in object_of) == (g2 in object_of):
             continue
         obj, other = (g1, g2) if g1 in object_of else (g2, g1)
         if int(model.geom_bodyid[other]) == 0:
