@@ -11,6 +11,7 @@ import pytest
 
 from quadarm.cli import CONF_DIR
 from quadarm.config import WORLD_KINDS, ConfigError, WorldConfig, WorldObject, load
+from quadarm.model.clearance import check_start
 from quadarm.preflight import preflight
 
 SHIPPED = ("open", "ground", "table", "wall", "pole")
@@ -78,8 +79,16 @@ def test_refused_in_preflight(case: str, expected: str) -> None:
                                   "world=pole scenario=hover", "world=ground scenario=mission",
                                   # the tip ball resting exactly on the plate is no overlap
                                   "world=table scenario=hover scenario.altitude=0.938"])
-def test_clear_starts_are_accepted(case: str) -> None:
-    assert preflight(case.split(), CONF_DIR).jobs == 1
+def test_clear_starts_pass_the_geometry_check(case: str) -> None:
+    check_start(load(case.split()))
+
+
+def test_worlds_are_refused_until_the_loops_fly_them() -> None:
+    """The runner's loops build the open world only: a world with objects is refused with one
+    line rather than flown without its objects; ``world=open`` passes."""
+    assert preflight(["world=open", "scenario=hover"], CONF_DIR).jobs == 1
+    with pytest.raises(ConfigError, match=r"^world.objects=table: the flight loops do not"):
+        preflight(["world=table", "scenario=hover"], CONF_DIR)
 
 
 @pytest.mark.slow
