@@ -99,6 +99,9 @@ def add_world(spec: mujoco.MjSpec, world: WorldConfig) -> None:
             friction=[float(obj.friction), *_SPIN_ROLL], solref=list(world.solref),
             solimp=list(world.solimp), contype=WORLD_CONTYPE,
             conaffinity=WORLD_CONAFFINITY, rgba=[0.55, 0.6, 0.5, 1.0], group=0,
+            # Priority: the object's friction, solref and solimp are the contact's (MuJoCo
+            # would otherwise take the larger friction, the arm's 1, and mix the solrefs).
+            priority=1,
         )
         if obj.mount_stiffness > 0:
             body = spec.worldbody.add_body(name=names.world_body(name), pos=list(obj.pos),

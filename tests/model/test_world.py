@@ -183,6 +183,9 @@ def test_contact_sensor_sums_the_solver_forces() -> None:
     centroid = d.sensordata[adr + 7:adr + 10]
     torque = sum(np.cross(p - centroid, f) for _, f, p in contacts)
     assert d.sensordata[adr] == len(contacts)
+    # The object's friction (0.8), not MuJoCo's default maximum with the arm's 1.
+    assert {float(c.friction[0]) for c in d.contact[:d.ncon]} == {0.8}
+    assert all(list(c.solref) == table.solref for c in d.contact[:d.ncon])
     np.testing.assert_allclose(sensors.arm_force(d), force, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(d.sensordata[adr + 4:adr + 7], torque, rtol=1e-9, atol=1e-12)
     fn, ft = split(sensors.arm_force(d), normal_of(table.objects[0]))
