@@ -18,6 +18,7 @@ import pytest
 from conftest import cfg_of
 
 from quadarm.config import Config, WorldConfig, WorldObject
+from quadarm.control.tendons import tensions
 from quadarm.model import names
 from quadarm.model.allocation import total_mass
 from quadarm.model.builder import ARM_CONTYPE, FRAME_CONTYPE, BuiltModel, build
@@ -306,3 +307,41 @@ def test_contact_statics_match_the_cosserat_rod() -> None:
     error = np.linalg.norm(loaded - tip) / rod.length
     assert error < 0.01, error
     assert np.linalg.norm(free - tip) / rod.length > 0.03
+
+
+def test_steady_push_on_the_wall_balances_the_thrust() -> None:
+    """The hover controller flies the arm, bent towards +x (mu = 1), 20 cm towards ``wall``
+    (the free tip would pass 7 cm beyond the face): once it settles, the horizontal thrust
+    balances the wall's normal force within 2 %, and the whole thrust vector equals
+    m g e_z - F_contact (normal force and friction) within 1 % of m g."""
+    cfg = cfg_of("scenario=hover", "world=wall")
+    built = _build(cfg, cfg.world, (0.0, 0.0, 1.0))
+    m, d = built.model, mujoco.MjData(built.model)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    ctl = make_controller(cfg, built)
+    sensors = WorldSensors.of(m, cfg.world)
+    bend = tensions(1.0, 0.0, np.radians(cfg.arm.tendon_angles_deg), cfg.arm.tension_max)
+    dt, zero = m.opt.timestep, [0.0, 0.0, 0.0]
+    n, last = int(10.0 / dt), int(1.0 / dt)
+    thrust, contact = np.zeros((last, 3)), np.zeros((last, 3))
+    for k in range(n):
+        t = k * dt
+        # Bend in 1 s, then close in on the wall from 2 s to 5 s.
+        target = [0.2 * min(1.0, max(0.0, (t - 2.0) / 3.0)), 0.0, 1.0]
+        d.ctrl[built.rotor_actuators] = ctl.update(d.qpos[:7].tolist(), d.qvel[:6].tolist(),
+                                                   target, zero, zero)
+        d.ctrl[built.tendon_actuators] = bend * min(1.0, t)
+        mujoco.mj_step(m, d)
+        if k >= n - last:
+            z_axis = d.xmat[built.quad_body].reshape(3, 3)[:, 2]
+            thrust[k - n + last] = d.actuator_force[built.rotor_actuators].sum() * z_axis
+            contact[k - n + last] = sensors.arm_force(d)
+    assert sensors.touched(d).tolist() == [True]
+    assert d.sensordata[sensors.frame_adr[0]] == 0  # the arm alone touches the wall
+    f, t_mean = contact.mean(axis=0), thrust.mean(axis=0)
+    normal, friction = split(f, normal_of(cfg.world.objects[0]))
+    assert normal > 0.1 and friction > 0.0
+    assert t_mean[0] == pytest.approx(normal, rel=0.02)
+    weight = total_mass(m) * 9.81
+    residual = t_mean - (np.array([0.0, 0.0, weight]) - f)
+    assert np.linalg.norm(residual) < 0.01 * weight, (residual, f)
