@@ -25,6 +25,7 @@ from quadarm.model.builder import ARM_CONTYPE, FRAME_CONTYPE, BuiltModel, build
 from quadarm.model.chain import chain_of
 from quadarm.model.world import WorldSensors, normal_of, split
 from quadarm.reference import Loads, Rod, solve
+from quadarm.runner.episode import run_episode
 from quadarm.runner.lifecycle import make_controller
 from quadarm.scenarios import statics
 
@@ -345,3 +346,13 @@ def test_steady_push_on_the_wall_balances_the_thrust() -> None:
     weight = total_mass(m) * 9.81
     residual = t_mean - (np.array([0.0, 0.0, weight]) - f)
     assert np.linalg.norm(residual) < 0.01 * weight, (residual, f)
+
+
+def test_the_runner_flies_the_open_world() -> None:
+    """The one-trial loop's model for ``world=open`` is the model built without a world
+    (same MJCF), so the paper's runs are untouched by the group."""
+    cfg = cfg_of("scenario=hover", "scenario.duration=0.2", "world=open")
+    episode = run_episode(cfg)
+    assert episode.status == "ok", episode.message
+    bare = _build(cfg, None, (0.0, 0.0, cfg.scenario.altitude))
+    assert episode.built.xml() == bare.xml()
