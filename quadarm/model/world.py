@@ -141,8 +141,11 @@ class WorldSensors:
     def of(cls, model: mujoco.MjModel, world: WorldConfig) -> WorldSensors:
         obj_names = tuple(world.names())
 
-        def adr(sensor: str) -> int:
-            return int(model.sensor_adr[model.sensor(sensor).id])
+        def adr(sensor: str, dim: int) -> int:
+            sid = model.sensor(sensor).id
+            if int(model.sensor_dim[sid]) != dim:
+                raise ValueError(f"sensor {sensor}: {model.sensor_dim[sid]} values, not {dim}")
+            return int(model.sensor_adr[sid])
 
         mounts = []
         for obj, name in zip(world.objects, obj_names, strict=True):
@@ -151,8 +154,9 @@ class WorldSensors:
         return cls(
             names=obj_names,
             geoms=np.array([model.geom(names.world_geom(n)).id for n in obj_names], dtype=int),
-            arm_adr=np.array([adr(names.world_arm_contact(n)) for n in obj_names], dtype=int),
-            frame_adr=np.array([adr(names.world_frame_contact(n)) for n in obj_names],
+            arm_adr=np.array([adr(names.world_arm_contact(n), ARM_SENSOR_DIM) for n in obj_names],
+                             dtype=int),
+            frame_adr=np.array([adr(names.world_frame_contact(n), 1) for n in obj_names],
                                dtype=int),
             mount_qpos=np.array(mounts, dtype=int),
         )

@@ -81,6 +81,19 @@ def test_open_world_is_bit_identical(overrides: list[str]) -> None:
         assert x.tobytes() == y.tobytes()
 
 
+def test_orientation_is_intrinsic_xyz() -> None:
+    """``euler_deg`` are intrinsic x-y-z rotations: R = Rx(a) Ry(b) Rz(c); the normal is the
+    third column."""
+    a, b, c = np.radians([30.0, 50.0, 70.0])
+    rx = np.array([[1, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]])
+    ry = np.array([[np.cos(b), 0, np.sin(b)], [0, 1, 0], [-np.sin(b), 0, np.cos(b)]])
+    rz = np.array([[np.cos(c), -np.sin(c), 0], [np.sin(c), np.cos(c), 0], [0, 0, 1]])
+    obj = WorldObject(euler_deg=[30.0, 50.0, 70.0])
+    np.testing.assert_allclose(normal_of(obj), (rx @ ry @ rz)[:, 2], atol=1e-12)
+    np.testing.assert_allclose(normal_of(WorldObject(euler_deg=[0.0, -90.0, 0.0])),
+                               [-1.0, 0.0, 0.0], atol=1e-12)
+
+
 def _spring_table(k: float, c: float = 5.0, mass: float = 0.1) -> WorldConfig:
     return WorldConfig(objects=[WorldObject(kind="box", name="table", pos=[0.0, 0.0, 0.39],
                                             size=[0.3, 0.3, 0.01], friction=0.8,
