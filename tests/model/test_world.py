@@ -293,6 +293,7 @@ def _rod_loads(built: BuiltModel, d: mujoco.MjData, cfg: Config, geom: int) -> L
     return Loads(tip_force=tuple(tip_f), tip_moment=tuple(tip_m), point_forces=tuple(points))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["tip", "link"])
 def test_contact_statics_match_the_cosserat_rod(where: str) -> None:
     """The clamped arm (24 midpoint links) bent towards +x meets a fixed obstacle: a plate 2 cm
