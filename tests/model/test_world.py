@@ -380,3 +380,16 @@ def test_the_runner_flies_the_open_world() -> None:
     assert episode.status == "ok", episode.message
     bare = _build(cfg, None, (0.0, 0.0, cfg.scenario.altitude))
     assert episode.built.xml() == bare.xml()
+
+
+def test_a_world_floor_replaces_the_default_ground() -> None:
+    """``world=ground``: one plane at z = 0, the world's (sensed), not two coplanar ones;
+    the other worlds keep the scene's ground under their objects."""
+    cfg = cfg_of("scenario=hover", "world=ground")
+    planes = {w: [m.geom(g).name for g in range(m.ngeom)
+                  if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE]
+              for w, m in ((w, _build(cfg_of("scenario=hover", f"world={w}"),
+                                      cfg_of("scenario=hover", f"world={w}").world,
+                                      (0.0, 0.0, 1.0)).model) for w in ("ground", "table"))}
+    assert planes == {"ground": [names.world_geom("floor")], "table": [names.GROUND]}
+    assert cfg.world.objects[0].pos == [0.0, 0.0, 0.0]
