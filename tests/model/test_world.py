@@ -385,11 +385,10 @@ def test_the_runner_flies_the_open_world() -> None:
 def test_a_world_floor_replaces_the_default_ground() -> None:
     """``world=ground``: one plane at z = 0, the world's (sensed), not two coplanar ones;
     the other worlds keep the scene's ground under their objects."""
-    cfg = cfg_of("scenario=hover", "world=ground")
-    planes = {w: [m.geom(g).name for g in range(m.ngeom)
-                  if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE]
-              for w, m in ((w, _build(cfg_of("scenario=hover", f"world={w}"),
-                                      cfg_of("scenario=hover", f"world={w}").world,
-                                      (0.0, 0.0, 1.0)).model) for w in ("ground", "table"))}
+    planes = {}
+    for option in ("ground", "table"):
+        cfg = cfg_of("scenario=hover", f"world={option}")
+        m = _build(cfg, cfg.world, (0.0, 0.0, 1.0)).model
+        planes[option] = [m.geom(g).name for g in range(m.ngeom)
+                          if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE]
     assert planes == {"ground": [names.world_geom("floor")], "table": [names.GROUND]}
-    assert cfg.world.objects[0].pos == [0.0, 0.0, 0.0]
