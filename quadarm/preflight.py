@@ -6,7 +6,8 @@ job (every point of a ``-m`` sweep): the ``--config-dir`` exists and its YAML fi
 options exist, keys exist in their typed schema (also keys appended with ``+``), values have the
 schema's type and range (the vehicle can hover, among the checks of the whole config), the
 trial expansion (``runner.grid`` values, ``runner.randomize`` distributions and their
-parameters) is valid, and the output folder and the trial store can be written.
+parameters) is valid, no object of the world overlaps the vehicle at the start, and the output
+folder and the trial store can be written.
 """
 
 from __future__ import annotations
@@ -230,6 +231,15 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
     except (ValueError, TypeError, OmegaConfBaseException) as err:  # defensive: one line
         raise ConfigError("runner", None, f"cannot expand the trials: "
                           f"{str(err).splitlines()[0]}") from None
+    from quadarm.model.clearance import check_start
+
+    check_start(job_cfg)  # no world object overlaps the vehicle at the start
+    if job_cfg.world.objects:
+        # The flight loops build the model without the world until the touch scenario wires
+        # it in (issue 17): refuse rather than fly an empty scene under a world's name.
+        raise ConfigError("world.objects", ", ".join(job_cfg.world.names()),
+                          "the flight loops do not build world objects yet (world=open "
+                          "only); build them with quadarm.model.build(..., world=cfg.world)")
     return job_cfg, hydra_node
 
 

@@ -27,6 +27,7 @@ from quadarm.config.schemas import (
     TENDON_MAPS,
     WHOLE_PHASE,
     WIND_MAX,
+    WORLD_KINDS,
     AeroConfig,
     AirframeConfig,
     ArmConfig,
@@ -46,6 +47,8 @@ from quadarm.config.schemas import (
     StaticsScenario,
     TuneConfig,
     WorkspaceScenario,
+    WorldConfig,
+    WorldObject,
 )
 from quadarm.config.store import default_store
 
@@ -53,11 +56,12 @@ __all__ = [
     "ARMS", "GROUNDED", "JOINT_PLACEMENTS", "MAX_SEGMENTS", "RodArmConfig",
     "AFTER_PHASE", "DEFAULT_STORE", "MISSION_PHASES", "MISSION_PHASE_TIMES", "WHOLE_PHASE",
     "BACKENDS", "CONF_DIR", "ENGINES", "GROUPS", "INTEGRATORS", "SCENARIOS", "TENDON_MAPS",
-    "WIND_MAX", "AeroConfig", "AirframeConfig", "ArmConfig", "BendScenario", "Config",
+    "WIND_MAX", "WORLD_KINDS", "AeroConfig", "AirframeConfig", "ArmConfig", "BendScenario",
+    "Config",
     "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
-    "StaticsScenario", "TuneConfig", "WorkspaceScenario", "compose", "flatten", "load",
-    "default_store", "register_configs",
+    "StaticsScenario", "TuneConfig", "WorkspaceScenario", "WorldConfig", "WorldObject",
+    "compose", "default_store", "flatten", "load", "register_configs",
     "to_config",
 ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
+from quadarm.model import names
+
 
 def _free_body(model: mujoco.MjModel) -> int:
     free = np.flatnonzero(model.jnt_type == mujoco.mjtJoint.mjJNT_FREE)
@@ -62,8 +64,13 @@ def mixer(model: mujoco.MjModel) -> np.ndarray:
 
 
 def total_mass(model: mujoco.MjModel) -> float:
-    """Mass of everything that flies (kg): all bodies but the world."""
-    return float(model.body_mass[1:].sum())
+    """Mass of everything that flies (kg): all bodies but the world and the moving parts of
+    the world's objects (spring-mounted plates, :mod:`quadarm.model.world`)."""
+    flying = [i for i in range(1, model.nbody)
+              if not model.body(i).name.startswith(names.WORLD_PREFIX)]
+    if len(flying) == model.nbody - 1:
+        return float(model.body_mass[1:].sum())  # no world body: the same sum as always
+    return float(model.body_mass[flying].sum())
 
 
 def hover_controls(model: mujoco.MjModel) -> np.ndarray:

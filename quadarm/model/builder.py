@@ -14,10 +14,18 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from quadarm.config import AeroConfig, AirframeConfig, ArmConfig, RodArmConfig, SimConfig
+from quadarm.config import (
+    AeroConfig,
+    AirframeConfig,
+    ArmConfig,
+    RodArmConfig,
+    SimConfig,
+    WorldConfig,
+)
 from quadarm.model import names
 from quadarm.model.allocation import hover_controls
 from quadarm.model.chain import Chain, chain_of
+from quadarm.model.world import add_world
 
 # Collision bitmasks: the arm touches the ground and the frame, never itself (neighbouring
 # capsules overlap at their caps, so arm-arm contacts would be spurious).
@@ -267,7 +275,7 @@ def _add_flange_sensor(spec: mujoco.MjSpec, chain: Chain) -> None:
 def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
                start: tuple[float, float, float] = (0.0, 0.0, 1.0),
                aero: AeroConfig | None = None, flange_sensor: bool = False,
-               fixed_base: bool = False) -> mujoco.MjSpec:
+               fixed_base: bool = False, world: WorldConfig | None = None) -> mujoco.MjSpec:
     """The MjSpec of the whole scene, without the hover keyframe (see :func:`build`).
 
     ``aero.wind`` (m/s, world) becomes MuJoCo's ``opt.wind``: the fluid model drags every
@@ -279,6 +287,9 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
 
     ``fixed_base``: the airframe has no free joint (it is part of the world, level at
     ``start``), so the arm is a rod clamped at the flange (the ``statics`` scenario).
+
+    ``world``: the objects to touch and their contact sensors (:mod:`quadarm.model.world`);
+    None or no objects (``world=open``) adds nothing.
     """
     chain = chain_of(arm)
     spec = mujoco.MjSpec()
@@ -328,21 +339,24 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
                           ctrlrange=[0.0, chain.tension_max])
     if flange_sensor:
         _add_flange_sensor(spec, chain)
+    if world is not None:
+        add_world(spec, world)
     return spec
 
 
 def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
           start: tuple[float, float, float] = (0.0, 0.0, 1.0),
           aero: AeroConfig | None = None, flange_sensor: bool = False,
-          fixed_base: bool = False) -> BuiltModel:
+          fixed_base: bool = False, world: WorldConfig | None = None) -> BuiltModel:
     """Build and compile the model, with a ``hover`` keyframe at ``start`` (and the flange
-    force-torque sensor with ``flange_sensor``, see :func:`build_spec`).
+    force-torque sensor with ``flange_sensor`` and the objects of ``world``, see
+    :func:`build_spec`).
 
     The keyframe's rotor controls are the allocation of a pure thrust m_total*|g| (they sum to
     m_total*|g|; zero with ``fixed_base``, see :func:`build_spec`), its tendon controls are
     zero and the arm hangs straight.
     """
-    spec = build_spec(frame, arm, sim, start, aero, flange_sensor, fixed_base)
+    spec = build_spec(frame, arm, sim, start, aero, flange_sensor, fixed_base, world)
     model = spec.compile()
     rotors = np.array([model.actuator(names.rotor_actuator(j)).id
                        for j in range(len(frame.rotors))])

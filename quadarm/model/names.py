@@ -82,3 +82,31 @@ PAYLOAD_BODY = "payload"
 PAYLOAD_JOINT = "payload_free"
 PAYLOAD_GEOM = "payload_ball"
 PAYLOAD_WELD = "payload_grasp"
+
+
+WORLD_PREFIX = "world_"  # every element of a world object starts with it
+
+
+def world_geom(name: str) -> str:
+    """The geom of world object ``name``."""
+    return f"{WORLD_PREFIX}{name}"
+
+
+def world_body(name: str) -> str:
+    """The moving body of a spring-mounted world object."""
+    return f"{WORLD_PREFIX}{name}_plate"
+
+
+def world_mount(name: str) -> str:
+    """The slide joint of a spring-mounted world object (along its normal)."""
+    return f"{WORLD_PREFIX}{name}_mount"
+
+
+def world_arm_contact(name: str) -> str:
+    """The contact sensor of the net wrench of world object ``name`` on the arm."""
+    return f"{WORLD_PREFIX}{name}_on_arm"
+
+
+def world_frame_contact(name: str) -> str:
+    """The contact sensor counting the contacts of world object ``name`` with the airframe."""
+    return f"{WORLD_PREFIX}{name}_on_frame"

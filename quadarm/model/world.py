@@ -1,0 +1,194 @@
+"""The world around the vehicle: the objects of ``world.objects`` in the MjSpec, their contact
+sensors (the check that nothing overlaps the vehicle at the start is
+:mod:`quadarm.model.clearance`).
+
+Each object is a geom named ``world_<name>``: rigid ones hang on the world body, spring-mounted
+ones on a body of their own that slides along the object's local z (its surface normal) on a
+joint with stiffness ``mount_stiffness`` (N/m) and damping ``mount_damping`` (N s/m), gravity
+compensated so that the spring is relaxed at ``pos``. In static equilibrium the spring carries
+the whole normal load, so the slider's displacement times the stiffness is the contact force
+along the normal (the surface has a known stiffness in N/m; MuJoCo's ``solref`` stiffness is
+an acceleration per metre of penetration, not N/m).
+
+Contact filtering. The builder's bitmasks (:mod:`quadarm.model.builder`) let the arm (contype
+2, conaffinity 1) touch the frame and the ground, and the frame (1, 2) touch the ground (1, 3).
+Objects get contype 0 and conaffinity 3 (= arm contype | frame contype): they touch the arm's
+links and tip and the airframe, never each other; a moving object also rests on the ground.
+The arm-airframe pairs are the builder's, unchanged.
+
+Sensors (MuJoCo's ``contact`` sensor, ``reduce="netforce"``): per object, the net contact
+wrench that the object exerts on the arm's subtree (the links, the base piece of a midpoint
+chain, the tip), world frame, at the force-weighted centroid of the contacts, with the number
+of contacts; and the number of contacts between the object and the airframe body. Sensors are
+outputs only: the dynamics are those of the model without them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from quadarm.config import WorldConfig, WorldObject
+from quadarm.model import names
+
+# Bitmasks of the objects (see the module docstring): the builder's ARM_CONTYPE = 2 and
+# FRAME_CONTYPE = 1; the ground's conaffinity 3 includes bit 1, so a moving object rests on it.
+WORLD_CONTYPE, WORLD_CONAFFINITY = 0, 3
+
+_GEOM_TYPES = {
+    "plane": mujoco.mjtGeom.mjGEOM_PLANE,
+    "box": mujoco.mjtGeom.mjGEOM_BOX,
+    "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
+    "sphere": mujoco.mjtGeom.mjGEOM_SPHERE,
+}
+# MuJoCo's contact sensor: data bits (mjtConDataField: found, force, torque, dist, pos) and
+# the netforce reduction.
+_FOUND, _FORCE, _TORQUE, _POS = 1, 2, 4, 16
+_NETFORCE = 3
+ARM_SENSOR_DIM = 10  # found (1), force (3), torque (3), pos (3)
+# MuJoCo's defaults for the torsional and rolling friction coefficients (a geom's friction is
+# sliding, torsional, rolling).
+_SPIN_ROLL = (0.005, 0.0001)
+
+
+def quat_of(euler_deg: list[float]) -> np.ndarray:
+    """The unit quaternion (w, x, y, z) of intrinsic x-y-z rotations ``euler_deg`` (deg)."""
+    quat = np.zeros(4)
+    mujoco.mju_euler2Quat(quat, np.radians(np.asarray(euler_deg, dtype=float)), "xyz")
+    return quat
+
+
+def normal_of(obj: WorldObject) -> np.ndarray:
+    """The object's local +z in the world frame, (3,): a plate's surface normal and a
+    spring mount's sliding axis."""
+    mat = np.zeros(9)
+    mujoco.mju_quat2Mat(mat, quat_of(obj.euler_deg))
+    return mat.reshape(3, 3)[:, 2].copy()
+
+
+def _mujoco_size(obj: WorldObject) -> list[float]:
+    size = [float(v) for v in obj.size] + [0.0] * (3 - len(obj.size))
+    if obj.kind == "plane":
+        size[2] = 0.05  # grid spacing of the rendered plane (m), not a dimension
+    return size
+
+
+def arm_root(spec: mujoco.MjSpec) -> str:
+    """The name of the arm's first body (the base piece of a midpoint chain, else link 0):
+    its subtree is the whole arm with the tip."""
+    return names.BASE_PIECE if spec.body(names.BASE_PIECE) is not None else names.link_body(0)
+
+
+def add_world(spec: mujoco.MjSpec, world: WorldConfig) -> None:
+    """Add the objects of ``world`` and their sensors to ``spec`` (built by
+    :func:`quadarm.model.builder.build_spec`, with its ground, airframe and arm). A world
+    with a ``plane`` object replaces the scene's default ground plane with it."""
+    if not world.objects:
+        return
+    if any(o.kind == "plane" for o in world.objects):
+        ground = spec.geom(names.GROUND)
+        if ground is not None:
+            spec.delete(ground)
+    root = arm_root(spec)
+    for obj, name in zip(world.objects, world.names(), strict=True):
+        quat = quat_of(obj.euler_deg).tolist()
+        geom_args = dict(
+            name=names.world_geom(name), type=_GEOM_TYPES[obj.kind], size=_mujoco_size(obj),
+            friction=[float(obj.friction), *_SPIN_ROLL], solref=list(world.solref),
+            solimp=list(world.solimp), contype=WORLD_CONTYPE,
+            conaffinity=WORLD_CONAFFINITY, rgba=[0.55, 0.6, 0.5, 1.0], group=0,
+            # Priority: the object's friction, solref and solimp are the contact's (MuJoCo
+            # would otherwise take the larger friction, the arm's 1, and mix the solrefs).
+            priority=1,
+        )
+        if obj.mount_stiffness > 0:
+            body = spec.worldbody.add_body(name=names.world_body(name), pos=list(obj.pos),
+                                           quat=quat, gravcomp=1.0)
+            # The slider's axis is the body's local z, i.e. the object's normal.
+            body.add_joint(name=names.world_mount(name), type=mujoco.mjtJoint.mjJNT_SLIDE,
+                           axis=[0, 0, 1], stiffness=[float(obj.mount_stiffness), 0, 0],
+                           damping=float(obj.mount_damping), springref=0.0)
+            body.add_geom(mass=float(obj.mount_mass), **geom_args)
+        else:
+            spec.worldbody.add_geom(pos=list(obj.pos), quat=quat, **geom_args)
+        spec.add_sensor(name=names.world_arm_contact(name),
+                        type=mujoco.mjtSensor.mjSENS_CONTACT,
+                        objtype=mujoco.mjtObj.mjOBJ_GEOM, objname=names.world_geom(name),
+                        reftype=mujoco.mjtObj.mjOBJ_XBODY, refname=root,
+                        intprm=[_FOUND | _FORCE | _TORQUE | _POS, _NETFORCE, 1])
+        spec.add_sensor(name=names.world_frame_contact(name),
+                        type=mujoco.mjtSensor.mjSENS_CONTACT,
+                        objtype=mujoco.mjtObj.mjOBJ_GEOM, objname=names.world_geom(name),
+                        reftype=mujoco.mjtObj.mjOBJ_BODY, refname=names.QUAD_BODY,
+                        intprm=[_FOUND, 0, 1])
+
+
+@dataclass(frozen=True)
+class WorldSensors:
+    """Where a compiled model keeps each object's readings: the geom id, the sensordata
+    addresses of the arm sensor (found, force (3), torque (3), pos (3)) and of the airframe's
+    found flag, and the slider's qpos address (-1 for a rigid object), all (n_objects,)."""
+
+    names: tuple[str, ...]
+    geoms: np.ndarray
+    arm_adr: np.ndarray
+    frame_adr: np.ndarray
+    mount_qpos: np.ndarray
+
+    @classmethod
+    def of(cls, model: mujoco.MjModel, world: WorldConfig) -> WorldSensors:
+        obj_names = tuple(world.names())
+
+        def adr(sensor: str, dim: int) -> int:
+            sid = model.sensor(sensor).id
+            if int(model.sensor_dim[sid]) != dim:
+                raise ValueError(f"sensor {sensor}: {model.sensor_dim[sid]} values, not {dim}")
+            return int(model.sensor_adr[sid])
+
+        mounts = []
+        for obj, name in zip(world.objects, obj_names, strict=True):
+            mounts.append(int(model.jnt_qposadr[model.joint(names.world_mount(name)).id])
+                          if obj.mount_stiffness > 0 else -1)
+        return cls(
+            names=obj_names,
+            geoms=np.array([model.geom(names.world_geom(n)).id for n in obj_names], dtype=int),
+            arm_adr=np.array([adr(names.world_arm_contact(n), ARM_SENSOR_DIM) for n in obj_names],
+                             dtype=int),
+            frame_adr=np.array([adr(names.world_frame_contact(n), 1) for n in obj_names],
+                               dtype=int),
+            mount_qpos=np.array(mounts, dtype=int),
+        )
+
+    def arm_force(self, data: mujoco.MjData) -> np.ndarray:
+        """The net contact force (N, world frame, (3,)) of all objects on the arm: the sum of
+        the per-object netforce sensors (valid after a step or ``mj_forward``)."""
+        out = np.zeros(3)
+        for a in self.arm_adr:
+            out += data.sensordata[a + 1:a + 4]
+        return out
+
+    def object_forces(self, data: mujoco.MjData) -> np.ndarray:
+        """Each object's net contact force on the arm (N, world frame), (n_objects, 3)."""
+        return np.array([data.sensordata[a + 1:a + 4] for a in self.arm_adr]).reshape(-1, 3)
+
+    def touched(self, data: mujoco.MjData) -> np.ndarray:
+        """Whether each object is in contact with the arm or the airframe, (n_objects,) bool.
+        A contact inside MuJoCo's margin counts even with zero force."""
+        return ((data.sensordata[self.arm_adr] > 0) | (data.sensordata[self.frame_adr] > 0))
+
+
+def split(force: np.ndarray, normal: np.ndarray) -> tuple[float, float]:
+    """The normal component (N, signed, along the unit ``normal``) and the tangential
+    magnitude (N) of a force (3,)."""
+    fn = float(np.dot(force, normal))
+    return fn, float(np.linalg.norm(force - fn * normal))
+
+
+def mount_force(obj: WorldObject, displacement: float) -> float:
+    """The spring mount's force (N, along the object's normal) at slider ``displacement``
+    (m, along the normal): -k x. Zero for a rigid object."""
+    return -float(obj.mount_stiffness) * displacement if obj.mount_stiffness > 0 else 0.0
+
+
