@@ -23,6 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from quadarm.names import PHASE_ALIASES, canonical_phase
+
 RUNS = "runs.parquet"
 METRICS = "metrics.parquet"
 TIMESERIES = "timeseries.parquet"
@@ -118,7 +120,13 @@ def read_runs(source: Path | str) -> pd.DataFrame:
 
 
 def read_metrics(source: Path | str) -> pd.DataFrame:
-    return _read(source, METRICS)
+    """A tidy metrics table, its phases under their current names (results written before
+    :mod:`quadarm.names` called the whole episode ``all`` outside the mission)."""
+    frame = _read(source, METRICS)
+    old = frame["phase"].isin(list(PHASE_ALIASES)) if "phase" in frame else None
+    if old is not None and old.any():
+        frame.loc[old, "phase"] = frame.loc[old, "phase"].map(canonical_phase)
+    return frame
 
 
 def read_timeseries(source: Path | str) -> pd.DataFrame:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pandas as pd
 
 from quadarm.config import Config
 from quadarm.results import io
+from quadarm.results.result import Results, series_index
 from quadarm.runner import engine
 from quadarm.runner.backends import BackendError
 from quadarm.runner.store import (
@@ -50,28 +50,6 @@ class StudyInterrupted(RuntimeError):
                 else f"stopped by {type(cause).__name__}: {first}")
         super().__init__(f"{what}; {finished} of {total} trial(s) finished and are kept in "
                          f"{store}; rerun the same command to compute the rest")
-
-
-@dataclass
-class StudyResult:
-    """Where the tables are, and the assembled runs and metrics frames. ``skipped`` trials
-    were found finished in ``store`` and not computed again."""
-
-    out_dir: Path
-    runs: pd.DataFrame
-    metrics: pd.DataFrame
-    skipped: int
-    store: Path | None = None
-
-    @property
-    def failed(self) -> int:
-        """Trials whose status is not ``ok`` (diverged or error)."""
-        return int((self.runs["status"] != "ok").sum())
-
-    def counts(self) -> dict[str, int]:
-        """Number of trials per status, e.g. ``{"ok": 7, "diverged": 1, "error": 0}``."""
-        found = self.runs["status"].value_counts()
-        return {s: int(found.get(s, 0)) for s in ("ok", "diverged", "error")}
 
 
 def _keep_timeseries(mode: str, n: int) -> list[bool]:
@@ -117,7 +95,7 @@ def unique(trials: list[Trial]) -> list[Trial]:
 
 
 def run(cfg: Config, out_dir: Path | str, n_jobs: int | None = None,
-        store: Path | str | None = None) -> StudyResult:
+        store: Path | str | None = None) -> Results:
     """Run every trial of the job ``cfg`` and write the tables into ``out_dir``.
 
     ``n_jobs`` overrides ``cfg.runner.n_jobs`` (the CLI passes 1 inside a parallel multirun so
@@ -155,7 +133,7 @@ def run(cfg: Config, out_dir: Path | str, n_jobs: int | None = None,
 
 
 def assemble(store: Path, out_dir: Path, trials: list[Trial], meta: dict[str, str],
-             skipped: int = 0, keep: list[bool] | None = None) -> StudyResult:
+             skipped: int = 0, keep: list[bool] | None = None) -> Results:
     """Write the job-level tables into ``out_dir`` from the trials' parts in ``store`` (in
     trial order; ``trial`` is this job's index even for a trial first computed by another).
     ``keep`` says whose time series go into the job's ``timeseries.parquet`` (default all)."""
@@ -164,7 +142,7 @@ def assemble(store: Path, out_dir: Path, trials: list[Trial], meta: dict[str, st
     keep = [True] * len(trials) if keep is None else keep
     runs = pd.concat([pd.read_parquet(p / io.RUNS) for p in parts], ignore_index=True)
     runs["trial"] = [t.index for t in trials]
-    metrics = pd.concat([pd.read_parquet(p / io.METRICS) for p in parts], ignore_index=True)
+    metrics = pd.concat([io.read_metrics(p) for p in parts], ignore_index=True)
     io.write_table(out_dir / io.RUNS, runs, meta)
     io.write_table(out_dir / io.METRICS, metrics, meta)
     series = [p / io.TIMESERIES for p, k in zip(parts, keep, strict=True)
@@ -175,4 +153,5 @@ def assemble(store: Path, out_dir: Path, trials: list[Trial], meta: dict[str, st
     models = [p / io.MODEL_XML for p in parts if (p / io.MODEL_XML).exists()]
     if models:
         io.write_text(out_dir / io.MODEL_XML, models[0].read_text())
-    return StudyResult(out_dir, runs, metrics, skipped, store)
+    return Results(runs, metrics, series_index(out_dir), out_dir=out_dir, skipped=skipped,
+                   store=store)

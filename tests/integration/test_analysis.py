@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from quadarm.analysis import published, tables
-from quadarm.analysis.data import Results
+from quadarm.results.result import Results
 from quadarm.analysis.published import Tolerance
 from quadarm.analysis.report import (
     README_END,

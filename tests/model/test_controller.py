@@ -98,7 +98,7 @@ def test_commanded_tilt_is_limited():
     """A set-point 30 m away asks for far more than 35 deg of tilt; the vehicle stays near it."""
     cfg = nominal(scenario=HoverScenario(duration=2.0))
     built = build_model(cfg)
-    from quadarm.control.reference import constant
+    from quadarm.control.trajectory import constant
     from quadarm.runner.episode import fly
     from quadarm.scenarios import hover
 
