@@ -146,6 +146,16 @@ def write_reproduction(report: Report, out_dir: Path | str) -> None:
     markdown.reproduction(report.tables).to_csv(out_dir / "reproduction.csv", index=False)
 
 
+def write_beyond_index(report: Report, path: Path | str) -> Path:
+    """Write the studies beyond the paper's findings and an index of their files (``make
+    beyond``'s summary, ``beyond.md``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = beyond_section(report.tables) or "No study beyond the paper had trials.\n\n"
+    path.write_text(text + file_index(report, path.parent))
+    return path
+
+
 def beyond_section(built: Iterable[Table]) -> str:
     """The "Beyond the paper" section of ``reproduction.md``: each such study's findings
     (its notes) with a link to its table; empty when none was built."""

@@ -28,7 +28,8 @@ from quadarm.names import PHASE_ALIASES, canonical_phase
 RUNS = "runs.parquet"
 METRICS = "metrics.parquet"
 TIMESERIES = "timeseries.parquet"
-MODEL_XML = "model.xml"
+MODEL_XML = "model.xml"  # readable MJCF; MuJoCo's writer rounds numbers to ~6 digits
+MODEL_MJB = "model.mjb"  # the compiled model, bit for bit (mujoco.mj_saveModel)
 
 RUN_COLUMNS = ("run_id", "scenario", "status", "message", "seed", "wall_s", "steps")
 METRIC_COLUMNS = ("run_id", "phase", "metric", "value")
@@ -83,6 +84,13 @@ def write_text(path: Path, text: str) -> Path:
     """Write a text file atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text)
+    return Path(path)
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write a binary file atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
     return Path(path)
 
 

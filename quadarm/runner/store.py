@@ -1,7 +1,8 @@
 """The trial store: every finished trial in its own folder, never served stale or corrupt.
 
 Each trial is written at once, atomically, into ``<store>/<run_id>/`` (``runs.parquet`` with
-its one row, ``metrics.parquet``, and when kept ``timeseries.parquet`` and ``model.xml``).
+its one row, ``metrics.parquet``, ``model.xml`` and ``model.mjb``, and when kept
+``timeseries.parquet``).
 ``run_id`` is a hash of the trial's resolved config and seed
 (:func:`quadarm.runner.trials.trial_id`), so any later job that contains the same trial finds it
 there and does not compute it again (``runner.resume``, default on). ``runs.parquet`` is written
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import mujoco
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import yaml
@@ -144,6 +146,14 @@ def metrics_frame(run_id: str, values: list[tuple[str, str, float]]) -> pd.DataF
     return frame.astype({"run_id": "str", "phase": "str", "metric": "str", "value": "float64"})
 
 
+def model_bytes(model: mujoco.MjModel) -> bytes:
+    """The compiled model as MuJoCo's binary file (``model.mjb``): every number exactly as
+    simulated, which the MJCF text (rounded to about 6 significant digits) is not."""
+    buf = np.zeros(mujoco.mj_sizeModel(model), dtype=np.uint8)
+    mujoco.mj_saveModel(model, None, buf)
+    return buf.tobytes()
+
+
 def part_dir(store: Path, run_id: str) -> Path:
     """The folder of one trial in the store."""
     return Path(store) / run_id
@@ -169,6 +179,7 @@ def record(trial: Trial, ep: Episode | None, store: Path, keep_timeseries: bool,
         metrics = metrics_frame(trial.run_id, ep.metrics if ep else [])
         if ep is not None and ep.built is not None:
             io.write_text(part / io.MODEL_XML, ep.built.xml())
+            io.write_bytes(part / io.MODEL_MJB, model_bytes(ep.built.model))
         if (keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t)
                 and trial.cfg is not None):
             io.write_table(part / io.TIMESERIES, timeseries_frame(

@@ -1,12 +1,12 @@
 """Run a job: expand it into trials, run what the trial store lacks, write the job's tables.
 
 Finished trials live in the trial store (:mod:`quadarm.runner.store`); the job-level
-``runs.parquet``, ``metrics.parquet``, ``timeseries.parquet`` and ``model.xml`` in the output
-directory are assembled from it at the end of the job. The command line keeps one store for
-every command, ``outputs/trials`` under the launch directory (``runner.store`` to move it), so
-rerunning an interrupted command - which Hydra gives a new, timestamped output directory -
-computes only the trials that had not finished. Called from Python, :func:`run` keeps the store
-inside the output directory unless told otherwise.
+``runs.parquet``, ``metrics.parquet``, ``timeseries.parquet``, ``model.xml`` and ``model.mjb``
+in the output directory are assembled from it at the end of the job. The command line keeps one
+store for every command, ``outputs/trials`` under the launch directory (``runner.store`` to move
+it), so rerunning an interrupted command - which Hydra gives a new, timestamped output
+directory - computes only the trials that had not finished. Called from Python, :func:`run` keeps
+the store inside the output directory unless told otherwise.
 """
 
 from __future__ import annotations
@@ -150,8 +150,11 @@ def assemble(store: Path, out_dir: Path, trials: list[Trial], meta: dict[str, st
     if series:
         io.write_table(out_dir / io.TIMESERIES,
                        pd.concat([pd.read_parquet(s) for s in series], ignore_index=True), meta)
-    models = [p / io.MODEL_XML for p in parts if (p / io.MODEL_XML).exists()]
+    # The first trial's model, as readable MJCF and as the exact binary that was simulated.
+    models = [p for p in parts if (p / io.MODEL_XML).exists()]
     if models:
-        io.write_text(out_dir / io.MODEL_XML, models[0].read_text())
+        io.write_text(out_dir / io.MODEL_XML, (models[0] / io.MODEL_XML).read_text())
+        if (models[0] / io.MODEL_MJB).exists():
+            io.write_bytes(out_dir / io.MODEL_MJB, (models[0] / io.MODEL_MJB).read_bytes())
     return Results(runs, metrics, series_index(out_dir), out_dir=out_dir, skipped=skipped,
                    store=store)

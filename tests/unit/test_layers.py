@@ -1,7 +1,8 @@
 """The package's layering: imports run downward only, and ``analysis`` never reaches MuJoCo.
 
 Layers, from the ground up: ``names`` (the words of the result tables, standard library only),
-``config``, ``results`` and ``reference`` (0: the Cosserat rod, numpy and scipy only), ``model`` (1), ``control`` (2), ``scenarios`` (3), ``runner`` (4), and the
+``config``, ``results`` and ``reference`` (0: the Cosserat rod, numpy and scipy only), ``model``
+(1), ``control`` (2), ``scenarios`` (3), ``runner`` (4), and the
 entry points (the top-level modules and ``envs``, the Gymnasium environments). ``analysis``
 reads Parquet only: it may use the ground layer and nothing that imports MuJoCo.
 """
@@ -15,8 +16,8 @@ import quadarm
 
 ROOT = Path(quadarm.__file__).resolve().parent
 TOP = 6  # top-level modules: the entry points
-LAYERS = {"names": 0, "config": 0, "results": 0, "reference": 0, "model": 1, "control": 2, "scenarios": 3,
-          "runner": 4, "analysis": 5, "envs": TOP}
+LAYERS = {"names": 0, "config": 0, "results": 0, "reference": 0, "model": 1, "control": 2,
+          "scenarios": 3, "runner": 4, "analysis": 5, "envs": TOP}
 
 
 def layer(module: str) -> int:
