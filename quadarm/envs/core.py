@@ -31,7 +31,7 @@ raises ValueError.
 Reward of the step from sample k to k + 1: ``-(|p - p_d|(t_{k+1}) / 1 cm)^2 / (n + 1)``, the
 sample's share of the episode's mean squared position error, so that an episode that starts on
 its reference (every shipped scenario does) and runs to the end returns minus the square of the
-whole-episode RMS error in cm, the ``rms_cm`` of phase ``whole`` (``all`` for hover). The final
+whole-episode RMS error in cm, the ``rms_cm`` of phase ``whole``. The final
 step (k = n, which records the last command and does not integrate) rewards 0. A step that
 terminates (divergence) is charged as if the error were ``sim.max_distance`` at every sample
 left, so that ending an episode early never pays.

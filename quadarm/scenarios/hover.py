@@ -1,6 +1,6 @@
 """Plain hover at the start point: the closed-form sanity case (thrust m g / n per rotor).
 
-Metrics over the whole run (phase ``all``) and over its second half (phase ``settled``: the
+Metrics over the whole run (phase ``whole``) and over its second half (phase ``settled``: the
 steady state once a steady wind's transient has died out), where the mean tip deflection and
 tilt show the trim the vehicle and the arm found.
 """
