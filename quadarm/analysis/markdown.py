@@ -11,6 +11,7 @@ import pandas as pd
 
 from quadarm.analysis import published
 from quadarm.analysis.table import Table, checks_frame, fmt
+from quadarm.names import PAPER_AFTER_TIME
 
 
 def markdown_table(frame: pd.DataFrame, digits: int = 2) -> str:
@@ -91,6 +92,25 @@ def reproduction_markdown(tables: Sequence[Table], heading: bool = True) -> str:
     return "\n".join(lines)
 
 
+# Table III's values in a README line, by metric.
+_SET_PARTS = {"rms_cm": ("RMS", "cm"), "max_cm": ("max", "cm"),
+              "rms_after_cm": (f"RMS t>{PAPER_AFTER_TIME:g} s", "cm"),
+              "tilt_max_deg": ("tilt", "deg")}
+
+
+def _set_label(metrics: list[str]) -> str:
+    """``RMS / max / RMS t>24 s [cm], tilt [deg]``: the values of a gain set's line, each
+    unit once after the run of values that share it."""
+    parts, unit = [], None
+    for m in metrics:
+        text, u = _SET_PARTS[m]
+        if unit is not None and u != unit:
+            parts[-1] += f" [{unit}],"
+        parts.append(text)
+        unit = u
+    return " / ".join(parts).replace(", /", ",") + f" [{unit}]"
+
+
 def compact_reproduction(built: Sequence[Table]) -> pd.DataFrame:
     """The reproduction rows folded for a README: a Table III gain set on one line
     (RMS / max / RMS t > 24 s / tilt), a Table II thrust range on one line (min–max)."""
@@ -106,8 +126,8 @@ def compact_reproduction(built: Sequence[Table]) -> pd.DataFrame:
         study = labels.get(table, table)
         if table == "table3":
             paper_s, ours_s = joined(g, " / ")
-            out.append({"study": study, "quantity": f"{item}: RMS / max / RMS t>24 s [cm], "
-                        "tilt [deg]", "paper": paper_s, "ours": ours_s,
+            out.append({"study": study, "quantity": f"{item}: {_set_label(list(g['metric']))}",
+                        "paper": paper_s, "ours": ours_s,
                         "tolerance": g["tolerance"].iloc[0], "within": bool(g["within"].all())})
             continue
         thrust = g[g["metric"].isin(["thrust_min_n", "thrust_max_n"])]
