@@ -17,7 +17,7 @@ from quadarm.analysis import figures, markdown, studies
 from quadarm.analysis.select import successful
 from quadarm.analysis.table import Table
 from quadarm.analysis.tables import mission_runs
-from quadarm.names import drift_time
+from quadarm.names import ERROR_CM, POSITION, REFERENCE, TILT_DEG, TIP, TIP_LATERAL_CM, drift_time
 from quadarm.results.result import Results
 
 README_START = "<!-- reproduction:start -->"
@@ -57,8 +57,8 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
     if "table2" in built:
         rid = res.first_with_series(mission_runs(res.runs))
         if rid is not None:
-            ts = res.timeseries(rid, ["x", "y", "z", "x_ref", "y_ref", "z_ref", "tip_x", "tip_y",
-                                      "err_cm", "tip_lateral_cm"])
+            ts = res.timeseries(rid, [*POSITION, *REFERENCE, *TIP[:2],
+                                      ERROR_CM, TIP_LATERAL_CM])
             run = res.run(rid)
             written.append(figures.fig2_tracking(ts, run, out_dir / FIGURE_FILES["fig2"]))
             written.append(figures.fig3_path(ts, run, out_dir / FIGURE_FILES["fig3"]))
@@ -71,7 +71,7 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
         if rid is not None:
             m = res.metrics
             rec = m[(m["run_id"] == rid) & (m["metric"] == "recovery_s")]["value"]
-            ts = res.timeseries(rid, ["err_cm", "tilt_deg", "tip_lateral_cm"])
+            ts = res.timeseries(rid, [ERROR_CM, TILT_DEG, TIP_LATERAL_CM])
             written.append(figures.fig5_disturbance(
                 ts, res.run(rid), out_dir / FIGURE_FILES["fig5"],
                 float(rec.iloc[0]) if len(rec) else math.nan))
@@ -92,7 +92,7 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
             m = res.metrics[res.metrics["run_id"] == rid]
             reported = {t: float(v) for k, v in zip(m["metric"], m["value"], strict=True)
                         if (t := drift_time(k)) is not None}
-            written.append(figures.fig_drift(res.timeseries(rid, ["err_cm"]), res.run(rid),
+            written.append(figures.fig_drift(res.timeseries(rid, [ERROR_CM]), res.run(rid),
                                              out_dir / FIGURE_FILES["held_bend"], reported))
     return written
 

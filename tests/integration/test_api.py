@@ -73,3 +73,20 @@ def test_import_quadarm_loads_neither_hydra_nor_mujoco() -> None:
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("scenario", ["mission", "hover", "disturbance", "held_bend",
+                                      "workspace", "statics"])
+def test_every_reported_name_is_in_the_names_module(scenario: str) -> None:
+    """Each scenario's metric function, on a dry run: its phases are the names module's and
+    each metric has a unit there, so the tables can label every number they read."""
+    from quadarm import names
+    from quadarm.tune import reported
+
+    overrides = [f"scenario={scenario}"] + (["arm=rod"] if scenario == "statics" else [])
+    phases = reported(quadarm.compose(overrides))
+    known = {*names.MISSION_PHASES, names.WHOLE, names.FINAL, names.SETTLED}
+    for phase, metrics in phases.items():
+        assert phase in known or names.after_time_of(phase) is not None, phase
+        for metric in metrics:
+            assert names.metric_unit(metric) in {"cm", "deg", "N", "s"}, metric
