@@ -40,10 +40,13 @@ def column(runs: pd.DataFrame, key: str, default: Any) -> pd.Series:
 
 
 def wind_speed(runs: pd.DataFrame) -> pd.Series:
-    """|aero.wind| (m/s) per trial (0 for results without the key)."""
+    """|aero.wind| (m/s) per trial (0 for results without the key, and for the rows of older
+    results collected with newer ones, whose cell is missing)."""
     if "aero.wind" not in runs:
         return pd.Series(0.0, index=runs.index)
-    return runs["aero.wind"].map(lambda w: float(np.linalg.norm(vector(w))))
+    return runs["aero.wind"].map(lambda w: 0.0 if w is None or (isinstance(w, float)
+                                                                and math.isnan(w))
+                                 else float(np.linalg.norm(vector(w))))
 
 
 def only(runs: pd.DataFrame, *, lag: bool = False, downwash: bool = False,

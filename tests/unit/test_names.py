@@ -51,3 +51,20 @@ def test_old_whole_episode_phase_is_read_under_its_new_name(tmp_path: Path) -> N
     back = io.read_metrics(tmp_path)
     assert back["phase"].tolist() == ["whole", "settled", "whole"]
     assert back["value"].tolist() == old["value"].tolist()
+
+
+def test_the_papers_trials_are_those_with_every_switch_off() -> None:
+    """One rule for "is this trial the paper's?": results collected from older folders (cells
+    missing) count as the paper's; any switch beyond the paper excludes a trial."""
+    from quadarm.analysis.select import only, paper_controller, paper_physics, paper_trials
+
+    runs = pd.DataFrame({
+        "aero.wind": ["[0.0, 0.0, 0.0]", "[2.0, 0.0, 0.0]", None, "[0.0, 0.0, 0.0]",
+                      "[0.0, 0.0, 0.0]"],
+        "airframe.motor_tau": [0.0, 0.0, float("nan"), 0.02, 0.0],
+        "control.feedforward": ["none", "none", None, "none", "com"],
+    })
+    assert paper_trials(runs).tolist() == [True, False, True, False, False]
+    assert paper_physics(runs).tolist() == [True, False, True, False, True]
+    assert paper_controller(runs).tolist() == [True, True, True, True, False]
+    assert only(runs, wind=True).tolist() == [True, True, True, False, False]
