@@ -70,7 +70,7 @@ def test_store_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_timeseries_choice() -> None:
-    assert study._keep_timeseries("whole", 100) == [True] * 100
+    assert study._keep_timeseries("all", 100) == [True] * 100
     assert study._keep_timeseries("none", 3) == [False] * 3
     assert study._keep_timeseries("first", 3) == [True, False, False]
     assert study._keep_timeseries("auto", 64) == [True] * 64
