@@ -30,6 +30,7 @@ and MuJoCo are imported only when a function needs them, so ``import quadarm`` s
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -145,16 +146,19 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def sweep(overrides: Sequence[str], grid: Mapping[str, Iterable[Any]], out: Path | str,
-          n_jobs: int | None = None, store: Path | str | None = None) -> Results:
+def sweep(overrides: Sequence[str], grid: Mapping[str, Iterable[Any]],
+          out: Path | str | None = None, n_jobs: int | None = None,
+          store: Path | str | None = None) -> Results:
     """A group or key sweep without the shell: one job per point of ``grid`` (the cartesian
     product of its values, e.g. ``{"gains": ["soft", "stiff"], "arm.segments": [6, 12]}``) on
     top of ``overrides``, as ``python -m quadarm -m OVERRIDES key=v1,v2`` would run it.
 
     Every point is composed and checked before the first runs (:class:`ConfigError`, nothing
-    written). Point ``i`` runs into ``out/<key=value,...>``; all points share one trial store
-    (``store``, else ``runner.store``, else ``out/trials``), and their tables are collected
-    into ``out/runs.parquet`` and ``out/metrics.parquet``. Returns the sweep's
+    written). ``out`` defaults to the command line's sweep folder,
+    ``outputs/multirun/<date>/<time>``. Each point runs into ``out/<key=value,...>``; all
+    points share one trial store (``store``, else ``runner.store``, else ``out/trials``), and
+    their tables are collected into ``out/runs.parquet`` and ``out/metrics.parquet``. Returns
+    the sweep's
     :class:`Results` (every point's trials; ``out_dir`` is ``out``).
     """
     from quadarm.preflight import writable
@@ -166,6 +170,8 @@ def sweep(overrides: Sequence[str], grid: Mapping[str, Iterable[Any]], out: Path
     base = _overrides(overrides)
     points = grid_points(grid)
     configs = [compose([*base, *point]) for point in points]
+    if out is None:
+        out = Path("outputs/multirun") / time.strftime("%Y-%m-%d/%H-%M-%S")
     writable("out", out)
     out = Path(out)
     shared = resolve_store(configs[0], out, store)
