@@ -9,9 +9,9 @@ RESUME ?= false
 export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-fast lint mission table2 table3 workspace disturbance drift \
-	monte-carlo motor-lag downwash wind feedforward active-damping arm-convergence tune \
-	paper readme bench clean
+.PHONY: help install test test-fast lint mission table2 table3 workspace disturbance held-bend \
+	drift monte-carlo motor-lag downwash wind feedforward active-damping arm-convergence tune \
+	paper beyond all readme bench clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -46,8 +46,10 @@ workspace: ## workspace mu and beta grids, table and Fig. 4 -> outputs/workspace
 disturbance: ## tip disturbance table and Fig. 5 -> outputs/disturbance
 	bash experiments/disturbance.sh
 
-drift: ## held-bend drift table and plot -> outputs/drift
-	bash experiments/drift.sh
+held-bend: ## held-bend drift table and plot -> outputs/held_bend
+	bash experiments/held_bend.sh
+
+drift: held-bend ## the same as held-bend (its old name)
 
 monte-carlo: ## Monte-Carlo disturbance study, 32 trials -> outputs/monte_carlo
 	bash experiments/monte_carlo.sh
@@ -73,11 +75,17 @@ arm-convergence: ## arm fidelity: discretised arm vs Cosserat rod, N = 6..48 -> 
 tune: ## Optuna search of the gains, 100 missions -> outputs/tune_gains (gains/tuned.yaml)
 	bash experiments/tune_gains.sh
 
-paper: ## all studies, tables (MD + CSV), Figs. 1-5, reproduction.md -> outputs/paper
-	bash experiments/paper.sh
+paper: ## the paper's studies only: tables (MD + CSV), Figs. 1-5, reproduction.md -> outputs/paper
+	bash experiments/paper.sh --studies paper
 
-readme: ## `make paper` and refresh the reproduction table in README.md
-	bash experiments/paper.sh --readme README.md
+beyond: ## the studies beyond the paper: their tables, figures and beyond.md -> outputs/paper
+	bash experiments/paper.sh --studies beyond
+
+all: ## `make paper` and `make beyond` in one run (reproduction.md lists both)
+	bash experiments/paper.sh --studies all
+
+readme: ## `make all`, then refresh every generated block in README.md and docs/*.md
+	bash experiments/paper.sh --studies all --readme
 
 bench: ## cost per step: closed loop vs bare mj_step
 	$(PYTHON) -m quadarm.bench

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Every study of the paper, then all tables (Markdown + CSV), Figs. 1-5 and reproduction.md
-# in $OUT/paper, built from the Parquet files of this run only, and the studies beyond the
-# paper (arm feed-forward, active damping: beyond_the_paper.md; --no-beyond skips them). Add
-# --readme README.md to refresh the README's reproduction and beyond-the-paper tables.
+# The studies of the reproduction and their tables (Markdown + CSV) and figures in $OUT/paper,
+# built from the Parquet files of this run only:
+#   paper.sh --studies paper    the paper's studies, Tables II-III, Figs. 1-5, reproduction.md
+#   paper.sh --studies beyond   the studies beyond the paper, their tables and beyond.md
+#   paper.sh --studies all      both (the default)
+# Add --readme to refresh every generated block of README.md and docs/*.md.
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 "$PYTHON" -m quadarm.reproduce --out "$OUT/paper" --jobs "$JOBS" "$@"

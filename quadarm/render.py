@@ -1,13 +1,15 @@
 """Replay a stored run with MuJoCo's offscreen renderer: still frames, the paper's Fig. 1
 panel and MP4 videos.
 
-A run directory holds the exact simulated model (``model.xml``, or ``trials/<run_id>/
-model.xml`` per trial) and the full logged state (``timeseries.parquet``: hub position
-``x, y, z``, attitude ``qw, qx, qy, qz`` and every arm joint angle in a column named after
-the joint). Replaying sets ``qpos`` from those columns by joint name and calls ``mj_forward``,
-so nothing is re-simulated and the pictures show exactly what was logged. A model with motor
-lag (``airframe.motor_tau`` > 0) also has an actuator state (the produced thrusts); it is not
-in the time series and not needed here: the pictures depend on ``qpos`` only.
+A run directory holds the exact simulated model (``model.mjb``, MuJoCo's binary model, bit for
+bit; or ``trials/<run_id>/model.mjb`` per trial; folders written before it existed have only
+``model.xml``, whose numbers MuJoCo rounds to about 6 digits) and the full logged state
+(``timeseries.parquet``: hub position ``x, y, z``, attitude ``qw, qx, qy, qz`` and every arm
+joint angle in a column named after the joint). Replaying sets ``qpos`` from those columns by
+joint name and calls ``mj_forward``, so nothing is re-simulated and the pictures show exactly
+what was logged. A model with motor lag (``airframe.motor_tau`` > 0) also has an actuator state
+(the produced thrusts); it is not in the time series and not needed here: the pictures depend on
+``qpos`` only.
 
 Rendering is headless: unless ``MUJOCO_GL`` is set, this module selects ``egl`` before MuJoCo
 is imported, and the command line retries in a fresh process with ``osmesa`` if no EGL
@@ -91,14 +93,23 @@ class View:
     drop: float = 0.25
 
 
+def load_model(path: Path | str) -> mujoco.MjModel:
+    """A stored model: ``.mjb`` (MuJoCo's binary, exact) or MJCF text."""
+    path = Path(path)
+    if path.suffix == ".mjb":
+        return mujoco.MjModel.from_binary_path(str(path))
+    return mujoco.MjModel.from_xml_path(str(path))
+
+
 class Replay:
     """The stored state of one trial, posed in its stored model.
 
     ``run_dir`` is a run (job) directory; ``run_id`` picks a trial when the job has several
-    (default: the first trial that has a time series). The trial's own ``model.xml`` is taken
-    from ``model`` if given, else from the trial store (``RUN_DIR/trials/<run_id>/`` for jobs
-    run from Python, ``outputs/trials/<run_id>/`` under the working directory for the command
-    line's store), else the job's ``model.xml`` (the first trial's model).
+    (default: the first trial that has a time series). The trial's own model is taken from
+    ``model`` (a ``.mjb`` or ``.xml`` file) if given, else from the trial store
+    (``RUN_DIR/trials/<run_id>/`` for jobs run from Python, ``outputs/trials/<run_id>/`` under
+    the working directory for the command line's store), else the job's (the first trial's
+    model); in each folder ``model.mjb`` (exact) before ``model.xml`` (older folders).
     """
 
     def __init__(self, run_dir: Path | str, run_id: str | None = None,
@@ -116,12 +127,17 @@ class Replay:
             self.trials = list(dict.fromkeys(str(i) for i in ids))
             run_id = self.trials[0]
         self.run_id = run_id
+        folders = [self.run_dir / "trials" / run_id, Path(DEFAULT_STORE) / run_id, self.run_dir]
         candidates = [Path(model)] if model is not None else [
-            self.run_dir / "trials" / run_id / io.MODEL_XML,
-            Path(DEFAULT_STORE) / run_id / io.MODEL_XML,
-            self.run_dir / io.MODEL_XML]
+            f / name for f in folders for name in (io.MODEL_MJB, io.MODEL_XML)]
         self.model_path = next((c for c in candidates if c.exists()), candidates[-1])
-        self.model = visual_model(mujoco.MjSpec.from_file(str(self.model_path)))
+        self.model = load_model(self.model_path)  # exact (model.mjb) where the folder has it
+        # What frames are drawn with: the same scene with a sky behind it (visual_model needs
+        # an MjSpec, which only the MJCF text gives; poses are copied over, so drawing from the
+        # rounded XML changes nothing visible).
+        xml = self.model_path.with_name(io.MODEL_XML)
+        self.visual = (visual_model(mujoco.MjSpec.from_file(str(xml))) if xml.exists()
+                       else self.model)
         self.data = mujoco.MjData(self.model)
         self.series = pd.read_parquet(series, filters=[("run_id", "==", run_id)]).sort_values(
             "t", ignore_index=True)
@@ -239,11 +255,14 @@ def frames(replay: Replay, times: Sequence[float] | np.ndarray, width: int = 480
            view: View | None = None) -> Iterator[np.ndarray]:
     """RGB images, each (height, width, 3) uint8, of the replayed state at ``times`` (s)."""
     view = view or View()
-    renderer = make_renderer(replay.model, width, height)
+    renderer = make_renderer(replay.visual, width, height)
+    shown = mujoco.MjData(replay.visual)
     try:
         for t in times:
             data = replay.pose(t)
-            renderer.update_scene(data, camera=_camera(data, view))
+            shown.qpos[:] = data.qpos
+            mujoco.mj_kinematics(replay.visual, shown)
+            renderer.update_scene(shown, camera=_camera(shown, view))
             yield renderer.render().copy()
     finally:
         renderer.close()
@@ -295,11 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(prog="python -m quadarm.render",
                                 description="Render frames or a video of a stored run.")
-    p.add_argument("run_dir", type=Path, help="a run directory (with model.xml and "
-                   "timeseries.parquet)")
+    p.add_argument("run_dir", type=Path, help="a run directory (with model.mjb or "
+                   "model.xml, and timeseries.parquet)")
     p.add_argument("--run-id", default=None, help="trial of a multi-trial job")
     p.add_argument("--model", type=Path, default=None,
-                   help="the trial's model.xml (default: found in the trial store)")
+                   help="the trial's model.mjb or model.xml (default: found in the trial "
+                        "store)")
     p.add_argument("--frames", default=None,
                    help="comma-separated times (s); default: Fig. 1's moments of a mission")
     p.add_argument("--panel", type=Path, default=None,

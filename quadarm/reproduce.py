@@ -1,30 +1,39 @@
-"""Reproduce the paper: run every study, then build all tables and figures from the Parquet.
+"""Reproduce the paper: run its studies (and those beyond it), then build every table and
+figure from the Parquet.
 
-    python -m quadarm.reproduce [--out outputs/paper] [--jobs 2] [--readme README.md]
+    python -m quadarm.reproduce [--studies paper|beyond|all] [--out outputs/paper] [--jobs 2]
+                                [--readme [FILE ...]]
 
-Each study's configuration is composed with Hydra from ``conf/`` exactly as the command line
-would compose it (``+experiment=<study>``, see ``conf/experiment/``), so the YAML files are
-the single source of every setting. The simulations go through the normal platform
-(:func:`quadarm.runner.study.run`) and leave their tables under ``<out>/data/<study>/``:
+``make paper`` is ``--studies paper``, ``make beyond`` ``--studies beyond``, ``make all``
+``--studies all`` (the default), ``make readme`` ``--studies all --readme``.
+
+Each study's configuration is composed through the front door (:func:`quadarm.api.compose`,
+with every check of the command line) from ``conf/`` exactly as ``python -m quadarm
++experiment=<study>`` would compose it (see ``conf/experiment/``), so the YAML files are the
+single source of every setting. The simulations go through the normal platform
+(:func:`quadarm.api.run`) and leave their tables under ``<out>/data/<study>/``:
 
 - ``table2``: the mission, nominal gains (also the source of Figs. 1-3 and the cost row);
 - ``table3/gains=<set>``: the mission per gain set of ``hydra.sweeper.params`` in
   ``conf/experiment/table3.yaml``, plus one collected ``runs/metrics.parquet`` for the sweep;
 - ``workspace_mu``, ``workspace_beta``: the two workspace grids (``runner.grid``);
-- ``disturbance``, ``drift``.
+- ``disturbance``, ``held_bend`` (the held-bend drift).
 
-Then, reading only those Parquet files (and ``model.xml`` for the rendered frames), it writes
-into ``<out>``: every table as Markdown and CSV, Figs. 1-5 and the drift plot as PNG, and
+Then, reading only those Parquet files (and ``model.mjb`` for the rendered frames), it writes
+into ``<out>``: every table as Markdown and CSV, Figs. 1-5 and the held-bend plot as PNG, and
 ``reproduction.md``/``reproduction.csv`` (paper vs ours vs the tolerances of ``docs/model.md``
 section 5).
 
-Beyond the paper (skip with ``--no-beyond``): the studies of the switches the paper does not
-have (``motor_lag``, ``downwash``, ``wind``: ``conf/experiment/``, ``docs/aero.md``;
+Beyond the paper (``--studies beyond`` or ``all``): the studies of the switches the paper does
+not have (``motor_lag``, ``downwash``, ``wind``: ``conf/experiment/``, ``docs/aero.md``;
 ``feedforward``, ``active_damping``: ``docs/arm_aware_control.md``) run into
-``<out>/data_beyond/`` (the arm-aware ones into ``<out>/data_arm/``); their tables and
-figures go into ``<out>`` next to the paper's, and ``reproduction.md`` gets a "Beyond the
-paper" section with their findings (``--readme`` also refreshes the README's block of the
-arm-aware tables).
+``<out>/data_beyond/`` (the arm-aware ones into ``<out>/data_arm/``); their tables and figures
+go into ``<out>`` next to the paper's, with their findings in ``beyond.md`` (and, with
+``all``, in the "Beyond the paper" section of ``reproduction.md``).
+
+``--readme`` refreshes every generated block (between ``<!-- name:start -->`` and
+``<!-- name:end -->`` markers) wherever it lives: in the files given, or by default in
+``README.md`` and ``docs/*.md``.
 """
 
 from __future__ import annotations
@@ -38,16 +47,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
-
+from quadarm import api
+from quadarm.analysis import markdown
 from quadarm.analysis import report as reporting
-from quadarm.config import CONF_DIR, Config, compose, to_config
+from quadarm.config import CONF_DIR, Config
 from quadarm.results.collect import write_collection
 
 # Settings every study of this command shares: fresh results, no per-study progress bars.
 COMMON = ["runner.resume=false", "runner.progress=false"]
 FIG1 = "fig1_frames.png"
-EXPECTED = ("table2", "table3", "workspace", "disturbance", "drift", "cost")
+EXPECTED = ("table2", "table3", "workspace", "disturbance", "held_bend", "cost")
+STUDIES = ("paper", "beyond", "all")
+BEYOND_MD = "beyond.md"
 
 
 @dataclass
@@ -71,23 +82,15 @@ class Job:
         return float(self.cfg.scenario.duration) * self.trials
 
 
-def compose_job(overrides: list[str], conf_dir: str = CONF_DIR) -> tuple[Config, DictConfig]:
-    """The validated job config for ``overrides`` and the composed ``hydra`` node."""
-    cfg = compose(overrides, conf_dir, job_name="paper")
-    job = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
-    return to_config(job), cfg.hydra
-
-
 def plan_jobs(data_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
     """Every job of the paper's studies, composed from ``conf/experiment/``."""
     jobs = []
-    for study in ("table2", "workspace_mu", "workspace_beta", "disturbance", "drift"):
-        cfg, _ = compose_job([f"+experiment={study}", *COMMON], conf_dir)
+    for study in ("table2", "workspace_mu", "workspace_beta", "disturbance", "held_bend"):
+        cfg = api.compose([f"+experiment={study}", *COMMON], conf_dir)
         jobs.append(Job(study, cfg, data_dir / study))
-    _, hydra_cfg = compose_job(["+experiment=table3", *COMMON], conf_dir)
-    sets = str(hydra_cfg.sweeper.params["gains"]).split(",")
-    for name in (s.strip() for s in sets):
-        cfg, _ = compose_job(["+experiment=table3", f"gains={name}", *COMMON], conf_dir)
+    sets = api.sweep_params(["+experiment=table3", *COMMON], conf_dir)["gains"]
+    for name in sets:
+        cfg = api.compose(["+experiment=table3", f"gains={name}", *COMMON], conf_dir)
         jobs.append(Job("table3", cfg, data_dir / "table3" / f"gains={name}"))
     return jobs
 
@@ -107,29 +110,23 @@ def plan_beyond(data_dir: Path, conf_dir: str = CONF_DIR,
                 studies: tuple[tuple[str, str | None], ...] = BEYOND) -> list[Job]:
     """Every job of the ``studies`` beyond the paper, composed from ``conf/experiment/`` as
     the multirun would compose it."""
-    import itertools
-
     jobs = []
     for study, swept in studies:
-        cfg, hydra_cfg = compose_job([f"+experiment={study}", *COMMON], conf_dir)
+        base = [f"+experiment={study}", *COMMON]
         if swept is None:
-            jobs.append(Job(study, cfg, data_dir / study))
+            jobs.append(Job(study, api.compose(base, conf_dir), data_dir / study))
             continue
-        params = {str(k): [v.strip() for v in str(vals).split(",")]
-                  for k, vals in hydra_cfg.sweeper.params.items()
-                  if swept == ALL or str(k) == swept}
-        for values in itertools.product(*params.values()):
-            point = [f"{k}={v}" for k, v in zip(params, values, strict=True)]
-            cfg, _ = compose_job([f"+experiment={study}", *point, *COMMON], conf_dir)
+        grid = {k: v for k, v in api.sweep_params(base, conf_dir).items()
+                if swept == ALL or k == swept}
+        for point in api.grid_points(grid):
+            cfg = api.compose([f"+experiment={study}", *point, *COMMON], conf_dir)
             jobs.append(Job(study, cfg, data_dir / study / ",".join(point)))
     return jobs
 
 
 def _run_job(job: Job, n_jobs: int) -> tuple[str, int, int, float]:
-    from quadarm.runner.study import run
-
     t0 = time.perf_counter()
-    result = run(job.cfg, job.out_dir, n_jobs=n_jobs)
+    result = api.run(job.cfg, job.out_dir, n_jobs=n_jobs)
     return str(job.out_dir), len(result.runs), result.failed, time.perf_counter() - t0
 
 
@@ -170,60 +167,97 @@ def start_render(run_dir: Path, png: Path) -> subprocess.Popen | None:
                             text=True)
 
 
+def readme_files(given: list[Path]) -> list[Path]:
+    """The files whose generated blocks ``--readme`` refreshes: those given (a folder stands
+    for its ``*.md``), or ``README.md`` and ``docs/*.md``."""
+    if not given:
+        given = [Path("README.md"), Path("docs")]
+    out: list[Path] = []
+    for g in given:
+        out += sorted(g.glob("*.md")) if g.is_dir() else [g]
+    return [f for f in out if f.is_file()]
+
+
+def refresh_blocks(files: list[Path], blocks: dict[tuple[str, str], str],
+                   log: Callable[[str], None] = print) -> dict[tuple[str, str], list[Path]]:
+    """Write each block between its (start, end) markers in every file of ``files`` that has
+    them; returns, per block, the files refreshed (a block found nowhere is reported)."""
+    found: dict[tuple[str, str], list[Path]] = {}
+    for (start, end), text in blocks.items():
+        found[(start, end)] = [f for f in files if reporting.update_readme(f, text, start, end)]
+        if not found[(start, end)]:
+            log(f"quadarm.reproduce: no {start} marker in {', '.join(map(str, files))}")
+    return found
+
+
+def _fresh(jobs: list[Job], folders: set[Path], n_jobs: int, what: str, target: Path) -> None:
+    """Delete ``folders`` (every number from this run) and say what will run."""
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"quadarm.reproduce: {what}: {len(jobs)} jobs, {sum(j.trials for j in jobs)} "
+          f"trials, {n_jobs} process(es) -> {target}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m quadarm.reproduce",
-                                description="Run the paper's studies and build its tables "
-                                            "and figures.")
+                                description="Run the paper's studies (and those beyond it) "
+                                            "and build their tables and figures.")
+    p.add_argument("--studies", choices=STUDIES, default="all",
+                   help="paper: the paper's studies and tables only (make paper); beyond: the "
+                        "studies beyond the paper (make beyond); all: both (default)")
     p.add_argument("--out", type=Path, default=Path("outputs/paper"))
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
-    p.add_argument("--readme", type=Path, default=None,
-                   help="refresh the reproduction table between the README's markers")
+    p.add_argument("--readme", type=Path, nargs="*", default=None, metavar="FILE",
+                   help="refresh every generated block in these files (default: README.md "
+                        "and docs/*.md, wherever the markers are)")
     p.add_argument("--no-run", action="store_true",
-                   help="do not simulate: rebuild from the Parquet already in OUT/data")
+                   help="do not simulate: rebuild from the Parquet already in OUT/data*")
     p.add_argument("--no-render", action="store_true", help="skip Fig. 1 (needs OpenGL)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when a value is outside its tolerance")
     p.add_argument("--no-beyond", action="store_true",
-                   help="skip the studies beyond the paper (motor lag, downwash, wind, arm "
-                        "feed-forward, active damping)")
+                   help="the same as --studies paper (kept for older scripts)")
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error("--jobs must be >= 1")
+    studies = "paper" if args.no_beyond else args.studies
+    paper, beyond_on = studies in ("paper", "all"), studies in ("beyond", "all")
     out, data, beyond = args.out, args.out / "data", args.out / "data_beyond"
-    arm_data = args.out / "data_arm"
+    extra_folders = ((beyond, BEYOND), (args.out / "data_arm", ARM))
     t0 = time.perf_counter()
+    render = None
     if not args.no_run:
-        jobs = plan_jobs(data)
-        for study in {j.study for j in jobs}:
-            shutil.rmtree(data / study, ignore_errors=True)  # every number from this run
-        print(f"quadarm.reproduce: {len(jobs)} jobs, {sum(j.trials for j in jobs)} trials, "
-              f"{args.jobs} process(es) -> {data}")
-        # Grids after the single missions, Fig. 1 rendered meanwhile.
-        run_studies([j for j in jobs if j.trials == 1], args.jobs)
-        table3 = sorted((data / "table3").glob("gains=*"))
-        write_collection(table3, data / "table3")
-        render = None if args.no_render else start_render(data / "table2", out / FIG1)
-        run_studies([j for j in jobs if j.trials > 1], args.jobs)
-        if not args.no_beyond:
-            for folder, studies in ((beyond, BEYOND), (arm_data, ARM)):
-                extra = plan_beyond(folder, studies=studies)
-                shutil.rmtree(folder, ignore_errors=True)
-                print(f"quadarm.reproduce: beyond the paper: {len(extra)} jobs, "
-                      f"{sum(j.trials for j in extra)} trials -> {folder}")
-                run_studies(extra, args.jobs)
+        if paper:
+            jobs = plan_jobs(data)
+            _fresh(jobs, {data / j.study for j in jobs}, args.jobs, "the paper", data)
+            # Grids after the single missions, Fig. 1 rendered meanwhile.
+            run_studies([j for j in jobs if j.trials == 1], args.jobs)
+            write_collection(sorted((data / "table3").glob("gains=*")), data / "table3")
+            render = None if args.no_render else start_render(data / "table2", out / FIG1)
+            run_studies([j for j in jobs if j.trials > 1], args.jobs)
+        if beyond_on:
+            for folder, studies_ in extra_folders:
+                extra_jobs = plan_beyond(folder, studies=studies_)
+                _fresh(extra_jobs, {folder}, args.jobs, "beyond the paper", folder)
+                run_studies(extra_jobs, args.jobs)
         print(f"quadarm.reproduce: simulations done in {time.perf_counter() - t0:.1f} s")
-    else:
+    elif paper:
         if not data.exists():
             p.error(f"--no-run: {data} does not exist")
         render = None if args.no_render else start_render(data / "table2", out / FIG1)
-    report = reporting.write_report([data], out)
-    if not args.no_beyond:
-        for folder in (beyond, arm_data):
+    report = reporting.write_report([data], out) if paper else reporting.Report([])
+    if beyond_on:
+        extra = reporting.Report([])
+        for folder, _ in extra_folders:
             if folder.exists():
-                extra_report = reporting.write_beyond([folder], out)
-                report.tables += extra_report.tables
-                report.files += extra_report.files
-        reporting.write_reproduction(report, out)  # with the "Beyond the paper" section
+                found = reporting.write_beyond([folder], out)
+                extra.tables += found.tables
+                extra.files += found.files
+        reporting.write_beyond_index(extra, out / BEYOND_MD)
+        report.tables += extra.tables
+        report.files += [*extra.files, out / BEYOND_MD]
+        if paper:
+            reporting.write_reproduction(report, out)  # with the "Beyond the paper" section
     if render is not None:
         log, _ = render.communicate()
         if render.returncode == 0:
@@ -232,25 +266,27 @@ def main(argv: list[str] | None = None) -> int:
         else:
             last = log.strip().splitlines()[-1] if log.strip() else f"exit {render.returncode}"
             print(f"quadarm.reproduce: Fig. 1 not rendered: {last}", file=sys.stderr)
-    missing = sorted(set(EXPECTED) - {t.name for t in report.tables})
+    names = {t.name for t in report.tables}
+    missing = sorted(set(EXPECTED) - names) if paper else []
     if missing:  # a study whose trials all failed leaves no table
         print(f"quadarm.reproduce: no successful trials for {', '.join(missing)}", file=sys.stderr)
-    checks = reporting.tables.reproduction(report.tables)
+    checks = markdown.reproduction(report.tables)
     within = int(checks["within"].map(bool).sum())
     for _, r in checks[~checks["within"].map(bool)].iterrows():
         print(f"  outside tolerance: {r['table']} {r['quantity']}: ours {r['ours']:.3g}, "
               f"paper {r['paper_text']} ({r['tolerance']})")
-    if args.readme:
-        block = reporting.readme_block(report.tables, "python -m quadarm.reproduce")
-        if not reporting.update_readme(args.readme, block):
-            print(f"quadarm.reproduce: {args.readme} has no {reporting.README_START} marker",
-                  file=sys.stderr)
+    if args.readme is not None:
+        command = f"python -m quadarm.reproduce --studies {studies}"
+        blocks: dict[tuple[str, str], str] = {}
+        if paper:
+            blocks[(reporting.README_START, reporting.README_END)] = reporting.readme_block(
+                report.tables, command)
         arm = [t for t in report.tables if t.name in ("feedforward", "active_damping")]
-        if arm and not reporting.update_readme(
-                args.readme, reporting.beyond_block(arm, "python -m quadarm.reproduce"),
-                reporting.BEYOND_START, reporting.BEYOND_END):
-            print(f"quadarm.reproduce: {args.readme} has no {reporting.BEYOND_START} marker",
-                  file=sys.stderr)
+        if arm:
+            blocks[(reporting.BEYOND_START, reporting.BEYOND_END)] = reporting.beyond_block(
+                arm, command)
+        refresh_blocks(readme_files(args.readme), blocks,
+                       log=lambda line: print(line, file=sys.stderr))
     print(f"quadarm.reproduce: {within} of {len(checks)} values within tolerance; "
           f"{len(report.files)} files -> {out} ({time.perf_counter() - t0:.1f} s)")
     return 1 if missing or (args.strict and within < len(checks)) else 0

@@ -4,11 +4,12 @@
     python -m quadarm.view [overrides ...]              # fly a config live, controller in the loop
     python -m quadarm.view scenario=disturbance gains=soft --speed 0.5
 
-A replay poses the stored model (``model.xml``) in the logged states of ``timeseries.parquet``
-(:class:`quadarm.render.Replay`: nothing is re-simulated); a live run steps
-:class:`quadarm.envs.single.QuadArmEnv` with its controller's action (the closed loop of
-``python -m quadarm``), restarting at the episode's end. The reference path (blue) and the trace
-of the arm's tip over the last ``--trace`` seconds (orange) are drawn into the scene.
+A replay poses the stored model (``model.mjb``, exact; ``model.xml`` in older folders) in the
+logged states of ``timeseries.parquet`` (:class:`quadarm.render.Replay`: nothing is
+re-simulated); a live run steps :class:`quadarm.envs.single.QuadArmEnv` with its controller's
+action (the closed loop of ``python -m quadarm``), restarting at the episode's end. The
+reference path (blue) and the trace of the arm's tip over the last ``--trace`` seconds (orange)
+are drawn into the scene.
 
 Keys (in the viewer window): SPACE pause/resume, ``+``/``-`` (or the keypad's) double/halve the
 speed, BACKSPACE restart. MuJoCo's own viewer keys and mouse work as usual.

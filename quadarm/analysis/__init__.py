@@ -6,6 +6,7 @@ so results can be analysed on a machine without the simulator. Rendering, which 
 lives in :mod:`quadarm.render`.
 """
 
-from quadarm.analysis.tables import Table, build_all
+from quadarm.analysis.studies import build_all
+from quadarm.analysis.table import Table
 
 __all__ = ["Table", "build_all"]

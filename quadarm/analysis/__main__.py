@@ -10,11 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from quadarm.analysis.beyond import BUILDERS as BEYOND
 from quadarm.analysis.report import readme_block, update_readme, write_report
-from quadarm.analysis.tables import BUILDERS as PAPER
-
-BUILDERS = {**PAPER, **BEYOND}
+from quadarm.analysis.studies import ALIASES, NAMES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--out", type=Path, default=None,
                         help="output folder (default: the first directory)")
     parser.add_argument("--tables", default=None,
-                        help=f"comma-separated subset of {','.join([*BUILDERS, 'cost'])} "
+                        help=f"comma-separated subset of {','.join(NAMES)} "
                              "(default: every table whose trials are present)")
     parser.add_argument("--no-figures", action="store_true", help="tables only")
     parser.add_argument("--readme", type=Path, default=None,
@@ -32,10 +29,10 @@ def main(argv: list[str] | None = None) -> int:
                              "this README")
     args = parser.parse_args(argv)
     names = args.tables.split(",") if args.tables else None
-    unknown = sorted(set(names or []) - {*BUILDERS, "cost"})
+    unknown = sorted(set(names or []) - {*NAMES, *ALIASES})
     if unknown:
         parser.error(f"--tables: unknown table {unknown[0]}; choose from "
-                     f"{', '.join([*BUILDERS, 'cost'])}")
+                     f"{', '.join(NAMES)}")
     out = args.out or args.dirs[0]
     try:
         report = write_report(args.dirs, out, names, with_figures=not args.no_figures)

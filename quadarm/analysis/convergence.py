@@ -19,7 +19,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from quadarm.analysis.tables import Table, _require, checks_frame, metric_frame, successful
+from quadarm.analysis.select import metric_frame, successful
+from quadarm.analysis.table import Table, checks_frame, require
+from quadarm.names import WHOLE
 from quadarm.reference.cosserat import Rod, solve
 
 ROD_KEYS = ("arm.length", "arm.mass", "arm.bending_stiffness", "arm.tip_mass", "arm.tip_radius",
@@ -44,7 +46,7 @@ def statics_points(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     frame: x, y and depth below the hub), with how far the tip still moved in the last second
     (``settle_cm``)."""
     sel = _rod_runs(runs, "statics")
-    _require(sel, "statics (arm=rod)")
+    require(sel, "statics (arm=rod)")
     wide = metric_frame(metrics, sel["run_id"])
     out = pd.DataFrame({
         "run_id": sel["run_id"],
@@ -149,7 +151,7 @@ def arm_convergence(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
                   "points": points.reset_index(drop=True)}, checks_frame([]), notes)
 
 
-MISSION_METRICS = (("whole", "rms_cm"), ("whole", "max_cm"), ("whole", "tilt_max_deg"),
+MISSION_METRICS = ((WHOLE, "rms_cm"), (WHOLE, "max_cm"), (WHOLE, "tilt_max_deg"),
                    ("figure_eight", "rms_cm"), ("figure_eight", "tip_lateral_max_cm"),
                    ("tendon_sweep", "rms_cm"), ("tendon_sweep", "tip_lateral_max_cm"),
                    ("after_24s", "rms_cm"))
@@ -158,7 +160,7 @@ MISSION_METRICS = (("whole", "rms_cm"), ("whole", "max_cm"), ("whole", "tilt_max
 def arm_mission(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     """Table II's figures of the mission against N, per joint placement (``arm=rod``)."""
     sel = _rod_runs(runs, "mission")
-    _require(sel, "mission (arm=rod)")
+    require(sel, "mission (arm=rod)")
     wide = metric_frame(metrics, sel["run_id"]).reindex(pd.Index(sel["run_id"]))
     frame = pd.DataFrame({"placement": sel["arm.joint_placement"].to_numpy(),
                           "N": sel["arm.segments"].astype(int).to_numpy()})

@@ -4,7 +4,7 @@ Figures are built with matplotlib's object-oriented API (``matplotlib.figure.Fig
 renders PNG through the Agg canvas without touching pyplot's global state or a display, so
 figures can be drawn from worker threads and on headless machines.
 
-Inputs are the frames of :class:`quadarm.analysis.data.Results`: a trial's time series
+Inputs are the frames of :class:`quadarm.results.result.Results`: a trial's time series
 (columns as written by the runner: ``t``, ``x``..``z``, ``x_ref``..``z_ref``, ``tip_x``..,
 ``err_cm``, ``tilt_deg``, ``tip_lateral_cm``, ...) and its runs row for the scenario timing.
 Positions are plotted in m, errors and deflections in cm, angles in degrees, time in s.
@@ -19,7 +19,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from quadarm.analysis import published
-from quadarm.config import MISSION_PHASE_TIMES, MISSION_PHASES
+from quadarm.names import MISSION_PHASE_TIMES, MISSION_PHASES
 
 DPI = 130
 OURS, REF, TIP, PAPER = "tab:blue", "0.35", "tab:orange", "tab:red"

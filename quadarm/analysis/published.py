@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from quadarm.config import AFTER_PHASE, MISSION_PHASES, WHOLE_PHASE
+from quadarm.names import AFTER_PHASE, METRICS, MISSION_PHASES, PAPER_AFTER_TIME, WHOLE, metric_unit
 
 
 @dataclass(frozen=True)
@@ -60,22 +60,19 @@ BEAT = Tolerance("below")
 # Table II: mission statistics per phase, nominal gains.
 # ---------------------------------------------------------------------------------------------
 
-PHASES = (*MISSION_PHASES, WHOLE_PHASE)
+PHASES = (*MISSION_PHASES, WHOLE)
 PHASE_LABELS = {
     "hover": "Hover", "climb": "Climb", "figure_eight": "Figure-eight",
-    "tendon_sweep": "Tendon sweep", "return": "Return", WHOLE_PHASE: "Whole mission",
-    AFTER_PHASE: "t > 24 s",
+    "tendon_sweep": "Tendon sweep", "return": "Return", WHOLE: "Whole mission",
+    AFTER_PHASE: f"t > {PAPER_AFTER_TIME:g} s",
 }
 TABLE2_METRICS = ("rms_cm", "max_cm", "tilt_max_deg", "tip_lateral_max_cm", "thrust_min_n",
                   "thrust_max_n")
+# The metrics' labels and units are quadarm.names'; "rms_after_cm" is Table III's column of
+# the mission's rms_cm in the window after t = 24 s.
 METRIC_LABELS = {
-    "rms_cm": ("RMS ‖e_p‖", "cm"),
-    "max_cm": ("max ‖e_p‖", "cm"),
-    "tilt_max_deg": ("max tilt", "deg"),
-    "tip_lateral_max_cm": ("max tip lateral", "cm"),
-    "thrust_min_n": ("min rotor command", "N"),
-    "thrust_max_n": ("max rotor command", "N"),
-    "rms_after_cm": ("RMS ‖e_p‖, t > 24 s", "cm"),
+    **{m: METRICS[m] for m in TABLE2_METRICS},
+    "rms_after_cm": (f"{METRICS['rms_cm'][0]}, t > {PAPER_AFTER_TIME:g} s", "cm"),
 }
 
 TABLE2: dict[str, dict[str, float]] = {
@@ -89,7 +86,7 @@ TABLE2: dict[str, dict[str, float]] = {
                          thrust_min_n=2.73, thrust_max_n=3.42),
     "return": dict(rms_cm=0.50, max_cm=1.50, tilt_max_deg=0.6, tip_lateral_max_cm=2.1,
                    thrust_min_n=3.02, thrust_max_n=3.16),
-    "whole": dict(rms_cm=3.14, max_cm=8.87, tilt_max_deg=23.5, tip_lateral_max_cm=36.8,
+    WHOLE: dict(rms_cm=3.14, max_cm=8.87, tilt_max_deg=23.5, tip_lateral_max_cm=36.8,
                   thrust_min_n=2.73, thrust_max_n=3.53),
 }
 # The paper prints the hover errors as "< 0.01".
@@ -97,8 +94,8 @@ TABLE2_TEXT: dict[tuple[str, str], str] = {("hover", "rms_cm"): "< 0.01",
                                            ("hover", "max_cm"): "< 0.01"}
 
 TABLE2_TOL: dict[tuple[str, str], Tolerance] = {
-    ("whole", "rms_cm"): REL10,
-    ("whole", "max_cm"): REL10,
+    (WHOLE, "rms_cm"): REL10,
+    (WHOLE, "max_cm"): REL10,
     ("figure_eight", "tip_lateral_max_cm"): REL10,
     **{(p, m): THRUST for p in PHASES for m in ("thrust_min_n", "thrust_max_n")},
 }
@@ -163,10 +160,9 @@ DISTURBANCE = {"tip_swing_max_cm": 47.0, "tilt_max_deg": 7.0, "deviation_max_cm"
                "recovery_s": 5.0}
 DISTURBANCE_TOL: dict[str, Tolerance] = {"tip_swing_max_cm": REL10, "tilt_max_deg": REL10,
                                          "deviation_max_cm": REL10, "recovery_s": RECOVERY}
-DISTURBANCE_LABELS = {"tip_swing_max_cm": ("max tip swing", "cm"),
-                      "tilt_max_deg": ("max tilt", "deg"),
-                      "deviation_max_cm": ("max position deviation", "cm"),
-                      "recovery_s": ("back within 1 cm after", "s")}
+DISTURBANCE_LABELS = {m: (text, metric_unit(m)) for m, text in (
+    ("tip_swing_max_cm", "max tip swing"), ("tilt_max_deg", "max tilt"),
+    ("deviation_max_cm", "max position deviation"), ("recovery_s", "back within 1 cm after"))}
 
 DRIFT = {"drift_5s_cm": 1.9, "drift_15s_cm": 0.3, "drift_30s_cm": 0.02}
 DRIFT_TOL: dict[str, Tolerance] = {"drift_5s_cm": REL20}

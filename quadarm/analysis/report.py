@@ -13,9 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from quadarm.analysis import figures, tables
-from quadarm.analysis.data import Results
-from quadarm.analysis.tables import Table
+from quadarm.analysis import figures, markdown, studies
+from quadarm.analysis.select import successful
+from quadarm.analysis.table import Table
+from quadarm.analysis.tables import mission_runs
+from quadarm.names import ERROR_CM, POSITION, REFERENCE, TILT_DEG, TIP, TIP_LATERAL_CM, drift_time
+from quadarm.results.result import Results
 
 README_START = "<!-- reproduction:start -->"
 README_END = "<!-- reproduction:end -->"
@@ -27,7 +30,7 @@ FIGURE_FILES = {
     "fig3": "fig3_path.png",
     "fig4": "fig4_workspace.png",
     "fig5": "fig5_disturbance.png",
-    "drift": "fig_drift.png",
+    "held_bend": "fig_held_bend.png",
     "arm_convergence": "fig_arm_convergence.png",
     "arm_mission": "fig_arm_mission.png",
 }
@@ -48,14 +51,14 @@ class Report:
 
 
 def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[Path]:
-    """The figures whose data is present (time series for Figs. 2, 3, 5 and drift; the
+    """The figures whose data is present (time series for Figs. 2, 3, 5 and the held bend; the
     workspace table for Fig. 4)."""
     written: list[Path] = []
     if "table2" in built:
-        rid = res.first_with_series(tables.mission_runs(res.runs))
+        rid = res.first_with_series(mission_runs(res.runs))
         if rid is not None:
-            ts = res.timeseries(rid, ["x", "y", "z", "x_ref", "y_ref", "z_ref", "tip_x", "tip_y",
-                                      "err_cm", "tip_lateral_cm"])
+            ts = res.timeseries(rid, [*POSITION, *REFERENCE, *TIP[:2],
+                                      ERROR_CM, TIP_LATERAL_CM])
             run = res.run(rid)
             written.append(figures.fig2_tracking(ts, run, out_dir / FIGURE_FILES["fig2"]))
             written.append(figures.fig3_path(ts, run, out_dir / FIGURE_FILES["fig3"]))
@@ -64,11 +67,11 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
         written.append(figures.fig4_workspace(ws["mu"], ws["beta"],
                                               out_dir / FIGURE_FILES["fig4"]))
     if "disturbance" in built:
-        rid = res.first_with_series(tables.successful(res.runs, "disturbance"))
+        rid = res.first_with_series(successful(res.runs, "disturbance"))
         if rid is not None:
             m = res.metrics
             rec = m[(m["run_id"] == rid) & (m["metric"] == "recovery_s")]["value"]
-            ts = res.timeseries(rid, ["err_cm", "tilt_deg", "tip_lateral_cm"])
+            ts = res.timeseries(rid, [ERROR_CM, TILT_DEG, TIP_LATERAL_CM])
             written.append(figures.fig5_disturbance(
                 ts, res.run(rid), out_dir / FIGURE_FILES["fig5"],
                 float(rec.iloc[0]) if len(rec) else math.nan))
@@ -83,15 +86,14 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
     for name, (draw, file) in BEYOND_FIGURES.items():
         if name in built:
             written.append(draw(built[name], out_dir / file))
-    if "drift" in built:
-        rid = res.first_with_series(tables.successful(res.runs, "held_bend"))
+    if "held_bend" in built:
+        rid = res.first_with_series(successful(res.runs, "held_bend"))
         if rid is not None:
             m = res.metrics[res.metrics["run_id"] == rid]
-            reported = {float(k.split("_")[1].rstrip("s")): float(v)
-                        for k, v in zip(m["metric"], m["value"], strict=True)
-                        if k.startswith("drift_")}
-            written.append(figures.fig_drift(res.timeseries(rid, ["err_cm"]), res.run(rid),
-                                             out_dir / FIGURE_FILES["drift"], reported))
+            reported = {t: float(v) for k, v in zip(m["metric"], m["value"], strict=True)
+                        if (t := drift_time(k)) is not None}
+            written.append(figures.fig_drift(res.timeseries(rid, [ERROR_CM]), res.run(rid),
+                                             out_dir / FIGURE_FILES["held_bend"], reported))
     return written
 
 
@@ -101,10 +103,10 @@ def write_report(roots: Iterable[Path | str], out_dir: Path | str,
     ``reproduction.md``/``reproduction.csv`` into ``out_dir``."""
     out_dir = Path(out_dir)
     res = Results.load(roots)
-    built = tables.build_all(res.runs, res.metrics, names)
+    built = studies.build_all(res.runs, res.metrics, names)
     report = Report(built)
     for t in built:
-        report.files += tables.write(t, out_dir)
+        report.files += markdown.write(t, out_dir)
     if with_figures:
         report.files += build_figures(res, {t.name: t for t in built}, out_dir)
     report.files += [out_dir / "reproduction.md", out_dir / "reproduction.csv"]
@@ -127,7 +129,7 @@ def write_beyond(roots: Iterable[Path | str], out_dir: Path | str,
         except ValueError:
             continue
         report.tables.append(t)
-        report.files += tables.write(t, out_dir)
+        report.files += markdown.write(t, out_dir)
         if with_figures:
             draw, file = FIGURES[name]
             report.files.append(draw(t, out_dir / file))
@@ -139,9 +141,19 @@ def write_reproduction(report: Report, out_dir: Path | str) -> None:
     ``report.files``) and ``reproduction.csv``."""
     out_dir = Path(out_dir)
     (out_dir / "reproduction.md").write_text(
-        tables.reproduction_markdown(report.tables) + "\n" + beyond_section(report.tables)
+        markdown.reproduction_markdown(report.tables) + "\n" + beyond_section(report.tables)
         + file_index(report, out_dir))
-    tables.reproduction(report.tables).to_csv(out_dir / "reproduction.csv", index=False)
+    markdown.reproduction(report.tables).to_csv(out_dir / "reproduction.csv", index=False)
+
+
+def write_beyond_index(report: Report, path: Path | str) -> Path:
+    """Write the studies beyond the paper's findings and an index of their files (``make
+    beyond``'s summary, ``beyond.md``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = beyond_section(report.tables) or "No study beyond the paper had trials.\n\n"
+    path.write_text(text + file_index(report, path.parent))
+    return path
 
 
 def beyond_section(built: Iterable[Table]) -> str:
@@ -177,12 +189,12 @@ def file_index(report: Report, out_dir: Path) -> str:
 def readme_block(built: Iterable[Table], command: str) -> str:
     """The generated reproduction table for the README (between the markers)."""
     built = list(built)
-    rows = tables.reproduction(built)
+    rows = markdown.reproduction(built)
     ok = int(rows["within"].map(bool).sum())
     return (f"_Generated by `{command}` from the Parquet files of that run: {ok} of "
             f"{len(rows)} values within the tolerances of docs/model.md section 5 (the full list, "
             "with deviations, is in `reproduction.md`)._\n\n"
-            + tables.markdown_table(tables.compact_reproduction(built)) + "\n")
+            + markdown.markdown_table(markdown.compact_reproduction(built)) + "\n")
 
 
 def beyond_block(built: Iterable[Table], command: str) -> str:

@@ -28,6 +28,12 @@ from quadarm.config.checks import (
     _real,
     _vector,
 )
+from quadarm.names import (  # noqa: F401 - re-exported by quadarm.config
+    AFTER_PHASE,
+    MISSION_PHASE_TIMES,
+    MISSION_PHASES,
+    WHOLE,
+)
 
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
 TENDON_MAPS = ("balanced", "legacy")
@@ -582,13 +588,9 @@ class DisturbanceScenario(ScenarioConfig):
         _positive("recovery_tol", self.recovery_tol)
 
 
-# The mission's phases in flight order, the keys of their durations, and the two windows its
-# metrics add (the whole mission, and t > after_time).
-MISSION_PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return")
-MISSION_PHASE_TIMES = ("hover_time", "climb_time", "figure_eight_time", "sweep_time",
-                       "return_time")
-WHOLE_PHASE = "whole"
-AFTER_PHASE = "after_24s"
+# The mission's phases, the keys of their durations, and the two windows its metrics add (the
+# whole mission, and t > after_time, named from after_time): spelled out in quadarm/names.py.
+WHOLE_PHASE = WHOLE
 
 
 @dataclass
@@ -612,7 +614,7 @@ class MissionScenario(ScenarioConfig):
     sweep_rate: float = 0.2  # rev/s of the bending direction
     sweep_mu: float = 1.0
     sweep_ramp: float = 1.5  # s, mu blend at each end
-    after_time: float = 24.0  # s, start of the ``after_24s`` window
+    after_time: float = 24.0  # s, start of the ``after_<after_time>s`` window (after_phase)
 
     @property
     def kind(self) -> str:

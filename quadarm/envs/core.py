@@ -31,7 +31,7 @@ raises ValueError.
 Reward of the step from sample k to k + 1: ``-(|p - p_d|(t_{k+1}) / 1 cm)^2 / (n + 1)``, the
 sample's share of the episode's mean squared position error, so that an episode that starts on
 its reference (every shipped scenario does) and runs to the end returns minus the square of the
-whole-episode RMS error in cm, the ``rms_cm`` of phase ``whole`` (``all`` for hover). The final
+whole-episode RMS error in cm, the ``rms_cm`` of phase ``whole``. The final
 step (k = n, which records the last command and does not integrate) rewards 0. A step that
 terminates (divergence) is charged as if the error were ``sim.max_distance`` at every sample
 left, so that ending an episode early never pays.
@@ -39,40 +39,19 @@ left, so that ending an episode early never pays.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 
-from quadarm.config import Config, ConfigError
+from quadarm.api import compose  # noqa: F401 - the envs compose through the front door
+from quadarm.config import Config
 from quadarm.model import BuiltModel
 from quadarm.scenarios.common import Plan, Scenario
 
 CM2 = 1e4  # (cm / m)^2
-
-
-def compose(overrides: Sequence[str]) -> Config:
-    """The validated config of command-line style ``overrides``, checked as
-    ``python -m quadarm`` checks them (raises :class:`ConfigError`, a ValueError, with the
-    CLI's one-line message)."""
-    from hydra import initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from quadarm.config import CONF_DIR
-    from quadarm.preflight import check_job
-
-    if isinstance(overrides, str):
-        raise ConfigError("overrides", overrides, "must be a list of strings such as "
-                          "['scenario=hover']")
-    GlobalHydra.instance().clear()
-    try:
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3",
-                                   job_name="quadarm_env"):
-            return check_job([str(o) for o in overrides])[0]
-    finally:
-        GlobalHydra.instance().clear()
 
 
 class Randomizer:

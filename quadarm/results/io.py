@@ -23,10 +23,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from quadarm.names import PHASE_ALIASES, canonical_phase
+
 RUNS = "runs.parquet"
 METRICS = "metrics.parquet"
 TIMESERIES = "timeseries.parquet"
-MODEL_XML = "model.xml"
+MODEL_XML = "model.xml"  # readable MJCF; MuJoCo's writer rounds numbers to ~6 digits
+MODEL_MJB = "model.mjb"  # the compiled model, bit for bit (mujoco.mj_saveModel)
 
 RUN_COLUMNS = ("run_id", "scenario", "status", "message", "seed", "wall_s", "steps")
 METRIC_COLUMNS = ("run_id", "phase", "metric", "value")
@@ -101,6 +104,13 @@ def write_text(path: Path, text: str) -> Path:
     return Path(path)
 
 
+def write_bytes(path: Path, data: bytes) -> Path:
+    """Write a binary file atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
 def write_table(path: Path, frame: pd.DataFrame, metadata: dict[str, str]) -> Path:
     """Write ``frame`` to ``path`` atomically with ``metadata`` merged into the schema's."""
     table = pa.Table.from_pandas(frame, preserve_index=False)
@@ -135,7 +145,13 @@ def read_runs(source: Path | str) -> pd.DataFrame:
 
 
 def read_metrics(source: Path | str) -> pd.DataFrame:
-    return _read(source, METRICS)
+    """A tidy metrics table, its phases under their current names (results written before
+    :mod:`quadarm.names` called the whole episode ``all`` outside the mission)."""
+    frame = _read(source, METRICS)
+    old = frame["phase"].isin(list(PHASE_ALIASES)) if "phase" in frame else None
+    if old is not None and old.any():
+        frame.loc[old, "phase"] = frame.loc[old, "phase"].map(canonical_phase)
+    return frame
 
 
 def read_timeseries(source: Path | str) -> pd.DataFrame:

@@ -1,5 +1,5 @@
 """The objective of a gain search's job, from its runs and tidy metrics (one rule for the job's
-return value, :mod:`quadarm.tune`, and the search's analysis, :mod:`quadarm.analysis.tune`)."""
+return value and the search's record, both in :mod:`quadarm.tune`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The trial store: every finished trial in its own folder, never served stale or corrupt.
 
 Each trial is written at once, atomically, into ``<store>/<run_id>/`` (``runs.parquet`` with
-its one row, ``metrics.parquet``, and when kept ``timeseries.parquet`` and ``model.xml``).
+its one row, ``metrics.parquet``, ``model.xml`` and ``model.mjb``, and when kept
+``timeseries.parquet``).
 ``run_id`` is a hash of the trial's resolved config and seed
 (:func:`quadarm.runner.trials.trial_id`), so any later job that contains the same trial finds it
 there and does not compute it again (``runner.resume``, default on). ``runs.parquet`` is written
@@ -32,12 +33,14 @@ from pathlib import Path
 from typing import Any
 
 import mujoco
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import yaml
 from omegaconf._utils import get_omega_conf_dumper
 
 import quadarm
+from quadarm import names
 from quadarm.config import Config, flatten
 from quadarm.results import io
 from quadarm.runner.episode import run_episode
@@ -75,31 +78,32 @@ def config_yaml(cfg: Config) -> str:
 
 
 def timeseries_frame(ep: Episode, run_id: str, every: int) -> pd.DataFrame:
-    """The logged signals of one episode, every ``every``-th sample, as a flat frame."""
+    """The logged signals of one episode, every ``every``-th sample, as a flat frame; its
+    columns are named in :mod:`quadarm.names`."""
     log, plan, built = ep.log, ep.plan, ep.built
     if log is None or plan is None or built is None:
         raise ValueError("the episode has no time series")
     model = built.model
     rows = slice(None, None, every)
     n = len(log.t)
-    data: dict[str, Any] = {"run_id": run_id, "t": log.t[rows]}
-    for i, axis in enumerate("xyz"):
-        data[axis] = log.qpos[rows, i]
-    for i, axis in enumerate("xyz"):
-        data[f"{axis}_ref"] = plan.ref.p[:n][rows, i]
-    for i, c in enumerate(("qw", "qx", "qy", "qz")):
+    data: dict[str, Any] = {"run_id": run_id, names.TIME: log.t[rows]}
+    for i, c in enumerate(names.POSITION):
+        data[c] = log.qpos[rows, i]
+    for i, c in enumerate(names.REFERENCE):
+        data[c] = plan.ref.p[:n][rows, i]
+    for i, c in enumerate(names.QUATERNION):
         data[c] = log.qpos[rows, 3 + i]
-    for i, c in enumerate(("vx", "vy", "vz", "wx", "wy", "wz")):
+    for i, c in enumerate(names.VELOCITY):
         data[c] = log.qvel[rows, i]
-    for i, axis in enumerate("xyz"):
-        data[f"tip_{axis}"] = log.tip[rows, i]
+    for i, c in enumerate(names.TIP):
+        data[c] = log.tip[rows, i]
     for j, a in enumerate(log.rotor_ids):
-        data[f"rotor{j}_n"] = log.ctrl[rows, a]
+        data[names.rotor_column(j)] = log.ctrl[rows, a]
     for i, a in enumerate(log.tendon_ids):
-        data[f"tension_{'abc'[i]}_n"] = log.ctrl[rows, a]
-    data["err_cm"] = (((plan.ref.p[:n] - log.position) ** 2).sum(axis=1) ** 0.5)[rows] * 100
-    data["tilt_deg"] = log.tilt_deg()[rows]
-    data["tip_lateral_cm"] = log.tip_lateral()[rows] * 100
+        data[names.tension_column(i)] = log.ctrl[rows, a]
+    data[names.ERROR_CM] = (((plan.ref.p[:n] - log.position) ** 2).sum(axis=1) ** 0.5)[rows] * 100
+    data[names.TILT_DEG] = log.tilt_deg()[rows]
+    data[names.TIP_LATERAL_CM] = log.tip_lateral()[rows] * 100
     # Arm joint angles (rad) and velocities complete the state for replay and rendering.
     # A grounded trial's model has no free joint; its log carries the fixed airframe's pose in
     # front of the arm's coordinates (see quadarm.runner.episode.hold), hence the offsets.
@@ -109,7 +113,7 @@ def timeseries_frame(ep: Episode, run_id: str, every: int) -> pd.DataFrame:
             continue
         name = model.joint(j).name
         data[name] = log.qpos[rows, dq + model.jnt_qposadr[j]]
-        data[f"{name}_vel"] = log.qvel[rows, dv + model.jnt_dofadr[j]]
+        data[names.joint_velocity_column(name)] = log.qvel[rows, dv + model.jnt_dofadr[j]]
     return pd.DataFrame(data)
 
 
@@ -144,6 +148,14 @@ def metrics_frame(run_id: str, values: list[tuple[str, str, float]]) -> pd.DataF
     return frame.astype({"run_id": "str", "phase": "str", "metric": "str", "value": "float64"})
 
 
+def model_bytes(model: mujoco.MjModel) -> bytes:
+    """The compiled model as MuJoCo's binary file (``model.mjb``): every number exactly as
+    simulated, which the MJCF text (rounded to about 6 significant digits) is not."""
+    buf = np.zeros(mujoco.mj_sizeModel(model), dtype=np.uint8)
+    mujoco.mj_saveModel(model, None, buf)
+    return buf.tobytes()
+
+
 def part_dir(store: Path, run_id: str) -> Path:
     """The folder of one trial in the store."""
     return Path(store) / run_id
@@ -169,6 +181,7 @@ def record(trial: Trial, ep: Episode | None, store: Path, keep_timeseries: bool,
         metrics = metrics_frame(trial.run_id, ep.metrics if ep else [])
         if ep is not None and ep.built is not None:
             io.write_text(part / io.MODEL_XML, ep.built.xml())
+            io.write_bytes(part / io.MODEL_MJB, model_bytes(ep.built.model))
         if (keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t)
                 and trial.cfg is not None):
             io.write_table(part / io.TIMESERIES, timeseries_frame(

@@ -1,7 +1,7 @@
 """Run a job: expand it into trials, run what the trial store lacks, write the job's tables.
 
 Finished trials live in the trial store (:mod:`quadarm.runner.store`); the job-level
-``runs.parquet``, ``metrics.parquet``, ``timeseries.parquet`` and ``model.xml`` in the output
+``runs.parquet``, ``metrics.parquet``, ``timeseries.parquet``, ``model.xml`` and ``model.mjb`` in the output
 directory are assembled from it at the end of the job. One rule places the store, for the
 command line and for Python (:func:`quadarm.config.default_store`): every job under
 ``outputs/`` shares ``outputs/trials`` under the launch directory (``runner.store`` to move
@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pandas as pd
 
 from quadarm.config import Config, default_store
 from quadarm.results import io
+from quadarm.results.result import Results, series_index
 from quadarm.runner import engine
 from quadarm.runner.backends import BackendError
 from quadarm.runner.store import (
@@ -51,28 +51,6 @@ class StudyInterrupted(RuntimeError):
                 else f"stopped by {type(cause).__name__}: {first}")
         super().__init__(f"{what}; {finished} of {total} trial(s) finished and are kept in "
                          f"{store}; rerun the same command to compute the rest")
-
-
-@dataclass
-class StudyResult:
-    """Where the tables are, and the assembled runs and metrics frames. ``skipped`` trials
-    were found finished in ``store`` and not computed again."""
-
-    out_dir: Path
-    runs: pd.DataFrame
-    metrics: pd.DataFrame
-    skipped: int
-    store: Path | None = None
-
-    @property
-    def failed(self) -> int:
-        """Trials whose status is not ``ok`` (diverged or error)."""
-        return int((self.runs["status"] != "ok").sum())
-
-    def counts(self) -> dict[str, int]:
-        """Number of trials per status, e.g. ``{"ok": 7, "diverged": 1, "error": 0}``."""
-        found = self.runs["status"].value_counts()
-        return {s: int(found.get(s, 0)) for s in ("ok", "diverged", "error")}
 
 
 def _keep_timeseries(mode: str, n: int) -> list[bool]:
@@ -119,7 +97,7 @@ def unique(trials: list[Trial]) -> list[Trial]:
 
 
 def run(cfg: Config, out_dir: Path | str, n_jobs: int | None = None,
-        store: Path | str | None = None) -> StudyResult:
+        store: Path | str | None = None) -> Results:
     """Run every trial of the job ``cfg`` and write the tables into ``out_dir``.
 
     ``n_jobs`` overrides ``cfg.runner.n_jobs`` (the CLI passes 1 inside a parallel multirun so
@@ -157,7 +135,7 @@ def run(cfg: Config, out_dir: Path | str, n_jobs: int | None = None,
 
 
 def assemble(store: Path, out_dir: Path, trials: list[Trial], meta: dict[str, str],
-             skipped: int = 0, keep: list[bool] | None = None) -> StudyResult:
+             skipped: int = 0, keep: list[bool] | None = None) -> Results:
     """Write the job-level tables into ``out_dir`` from the trials' parts in ``store`` (in
     trial order; ``trial`` is this job's index even for a trial first computed by another).
     ``keep`` says whose time series go into the job's ``timeseries.parquet`` (default all)."""
@@ -166,7 +144,7 @@ def assemble(store: Path, out_dir: Path, trials: list[Trial], meta: dict[str, st
     keep = [True] * len(trials) if keep is None else keep
     runs = pd.concat([pd.read_parquet(p / io.RUNS) for p in parts], ignore_index=True)
     runs["trial"] = [t.index for t in trials]
-    metrics = pd.concat([pd.read_parquet(p / io.METRICS) for p in parts], ignore_index=True)
+    metrics = pd.concat([io.read_metrics(p) for p in parts], ignore_index=True)
     io.write_table(out_dir / io.RUNS, runs, meta)
     io.write_table(out_dir / io.METRICS, metrics, meta)
     series = [p / io.TIMESERIES for p, k in zip(parts, keep, strict=True)
@@ -174,7 +152,11 @@ def assemble(store: Path, out_dir: Path, trials: list[Trial], meta: dict[str, st
     if series:
         io.write_table(out_dir / io.TIMESERIES,
                        pd.concat([pd.read_parquet(s) for s in series], ignore_index=True), meta)
-    models = [p / io.MODEL_XML for p in parts if (p / io.MODEL_XML).exists()]
+    # The first trial's model, as readable MJCF and as the exact binary that was simulated.
+    models = [p for p in parts if (p / io.MODEL_XML).exists()]
     if models:
-        io.write_text(out_dir / io.MODEL_XML, models[0].read_text())
-    return StudyResult(out_dir, runs, metrics, skipped, store)
+        io.write_text(out_dir / io.MODEL_XML, (models[0] / io.MODEL_XML).read_text())
+        if (models[0] / io.MODEL_MJB).exists():
+            io.write_bytes(out_dir / io.MODEL_MJB, (models[0] / io.MODEL_MJB).read_bytes())
+    return Results(runs, metrics, series_index(out_dir), out_dir=out_dir, skipped=skipped,
+                   store=store)

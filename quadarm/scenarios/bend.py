@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from quadarm.config import BendScenario, Config
-from quadarm.control.reference import constant, sigma
 from quadarm.control.tendons import tensions as allocate
+from quadarm.control.trajectory import constant, sigma
+from quadarm.names import WHOLE
 from quadarm.scenarios.common import Plan, times
 
 
@@ -20,4 +21,4 @@ def bend_plan(cfg: Config) -> Plan:
     tension = allocate(sc.mu * level, np.radians(sc.beta_deg), phi, cfg.arm.tension_max,
                        cfg.control.tendon_map)
     return Plan(t=t, ref=constant(start, len(t)), start=start, tensions=tension,
-                phases={"all": (0.0, sc.duration)})
+                phases={WHOLE: (0.0, sc.duration)})

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from quadarm.control.reference import Reference
+from quadarm.control.trajectory import Reference
 
 if TYPE_CHECKING:
     from quadarm.config import Config

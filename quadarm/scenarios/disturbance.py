@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from quadarm.config import Config, DisturbanceScenario
-from quadarm.control.reference import constant
+from quadarm.control.trajectory import constant
 from quadarm.model import BuiltModel
+from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, Pulse, error_m, times
 
 
@@ -21,7 +22,7 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
                   force=sc.force * direction / np.linalg.norm(direction),
                   start=k0, stop=k0 + int(round(sc.length / dt)))
     return Plan(t=t, ref=constant(start, len(t)), start=start, pulses=(pulse,),
-                phases={"all": (0.0, sc.duration)})
+                phases={WHOLE: (0.0, sc.duration)})
 
 
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
@@ -37,10 +38,10 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
     else:
         recovery = float(log.t[outside[-1] + 1] - sc.start)
     return [
-        ("all", "tip_swing_max_cm", float(log.tip_lateral().max() * 100.0)),
-        ("all", "tilt_max_deg", float(log.tilt_deg().max())),
-        ("all", "deviation_max_cm", float(e.max() * 100.0)),
-        ("all", "recovery_s", recovery),
+        (WHOLE, "tip_swing_max_cm", float(log.tip_lateral().max() * 100.0)),
+        (WHOLE, "tilt_max_deg", float(log.tilt_deg().max())),
+        (WHOLE, "deviation_max_cm", float(e.max() * 100.0)),
+        (WHOLE, "recovery_s", recovery),
         # The largest tendon command (N): 0 with slack tendons; what active damping spends.
-        ("all", "tension_peak_n", float(log.ctrl[:, log.tendon_ids].max())),
+        (WHOLE, "tension_peak_n", float(log.ctrl[:, log.tendon_ids].max())),
     ]

@@ -7,6 +7,7 @@ import numpy as np
 
 from quadarm.config import Config, HeldBendScenario
 from quadarm.model import BuiltModel
+from quadarm.names import WHOLE, drift_metric
 from quadarm.scenarios.bend import bend_plan
 from quadarm.scenarios.common import Log, Metric, Plan, error_m
 
@@ -21,5 +22,5 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
     out: list[Metric] = []
     for t in sc.report_times:
         k = int(np.argmin(np.abs(log.t - t)))
-        out.append(("all", f"drift_{t:g}s_cm", float(e[k])))
+        out.append((WHOLE, drift_metric(t), float(e[k])))
     return out

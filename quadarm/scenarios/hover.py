@@ -1,6 +1,6 @@
 """Plain hover at the start point: the closed-form sanity case (thrust m g / n per rotor).
 
-Metrics over the whole run (phase ``all``) and over its second half (phase ``settled``: the
+Metrics over the whole run (phase ``whole``) and over its second half (phase ``settled``: the
 steady state once a steady wind's transient has died out), where the mean tip deflection and
 tilt show the trim the vehicle and the arm found.
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from quadarm.config import Config
-from quadarm.control.reference import constant
+from quadarm.control.trajectory import constant
 from quadarm.model import BuiltModel
+from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, times, tracking_metrics
 
 
@@ -19,12 +20,12 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     start = np.array([0.0, 0.0, cfg.scenario.altitude])
     t = times(cfg.scenario.duration, cfg.sim.timestep)
     return Plan(t=t, ref=constant(start, len(t)), start=start,
-                phases={"all": (0.0, cfg.scenario.duration),
+                phases={WHOLE: (0.0, cfg.scenario.duration),
                         "settled": (cfg.scenario.duration / 2, cfg.scenario.duration)})
 
 
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
-    out = tracking_metrics(log, plan, "all", np.ones_like(log.t, dtype=bool))
+    out = tracking_metrics(log, plan, WHOLE, np.ones_like(log.t, dtype=bool))
     settled = log.t >= plan.phases["settled"][0] - 1e-9
     out += tracking_metrics(log, plan, "settled", settled)
     out += [("settled", "tip_lateral_mean_cm", float(log.tip_lateral()[settled].mean() * 100)),

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from quadarm.config import (
-    AFTER_PHASE,
-    MISSION_PHASES,
-    WHOLE_PHASE,
-    Config,
-    MissionScenario,
-)
-from quadarm.control.reference import differentiate, mission_position, ramp_up_down
+from quadarm.config import Config, MissionScenario
 from quadarm.control.tendons import tensions as allocate
+from quadarm.control.trajectory import differentiate, mission_position, ramp_up_down
 from quadarm.model import BuiltModel
+from quadarm.names import MISSION_PHASES, WHOLE, after_phase
 from quadarm.scenarios.common import Log, Metric, Plan, times, tracking_metrics
 
 
@@ -45,6 +40,6 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
         # Phases are half-open except the last, which keeps the final sample.
         mask = (t >= lo - 1e-9) & ((t < hi - 1e-9) if i < last else (t <= hi + 1e-9))
         out += tracking_metrics(log, plan, name, mask)
-    out += tracking_metrics(log, plan, WHOLE_PHASE, np.ones_like(t, dtype=bool))
-    out += tracking_metrics(log, plan, AFTER_PHASE, t > sc.after_time)
+    out += tracking_metrics(log, plan, WHOLE, np.ones_like(t, dtype=bool))
+    out += tracking_metrics(log, plan, after_phase(sc.after_time), t > sc.after_time)
     return out

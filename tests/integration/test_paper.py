@@ -15,9 +15,9 @@ from quadarm.analysis import published as ref
 from quadarm.analysis.report import README_END, README_START
 from quadarm.reproduce import ARM, plan_beyond, plan_jobs
 
-TABLES = ("table2", "table3", "workspace", "disturbance", "drift", "cost")
+TABLES = ("table2", "table3", "workspace", "disturbance", "held_bend", "cost")
 FIGURES = ("fig1_frames.png", "fig2_tracking.png", "fig3_path.png", "fig4_workspace.png",
-           "fig5_disturbance.png", "fig_drift.png")
+           "fig5_disturbance.png", "fig_held_bend.png")
 
 
 def test_jobs_are_the_papers_studies(tmp_path: Path) -> None:
@@ -25,7 +25,7 @@ def test_jobs_are_the_papers_studies(tmp_path: Path) -> None:
     by = {}
     for j in jobs:
         by.setdefault(j.study, []).append(j)
-    assert sorted(by) == ["disturbance", "drift", "table2", "table3", "workspace_beta",
+    assert sorted(by) == ["disturbance", "held_bend", "table2", "table3", "workspace_beta",
                           "workspace_mu"]
     mu = by["workspace_mu"][0].cfg
     np.testing.assert_allclose(mu.runner.grid["scenario.mu"], np.arange(11) / 10)
@@ -37,7 +37,7 @@ def test_jobs_are_the_papers_studies(tmp_path: Path) -> None:
     assert gains == sorted((g.kr_xy, g.kw_xy) for g in ref.TABLE3)
     assert by["table2"][0].cfg.gains.kr[0] == ref.NOMINAL_KR
     assert by["disturbance"][0].cfg.scenario.kind == "disturbance"
-    assert by["drift"][0].cfg.scenario.kind == "held_bend"
+    assert by["held_bend"][0].cfg.scenario.kind == "held_bend"
     assert all(not j.cfg.runner.resume for j in jobs)  # every number from this run
     assert sum(j.trials for j in jobs) == 1 + 4 + 11 + 24 + 1 + 1
 

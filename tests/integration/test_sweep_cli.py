@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from quadarm.analysis import published, tables
+from quadarm.analysis import published, select, tables
 
 SETS = ("soft", "medium", "stiff", "nominal")
 
@@ -39,7 +39,7 @@ def test_gain_sweep_multirun_reproduces_table3(tmp_path: Path) -> None:
     runs = pd.read_parquet(sweep / "runs.parquet")
     metrics = pd.read_parquet(sweep / "metrics.parquet")
     assert len(runs) == 4 and runs["status"].eq("ok").all()
-    assert sorted(runs["gains.kr"].map(tables.first)) == sorted(g.kr_xy for g in published.TABLE3)
+    assert sorted(runs["gains.kr"].map(select.first)) == sorted(g.kr_xy for g in published.TABLE3)
     t3 = tables.table3(runs, metrics)
     assert list(t3.data["sets"]["set"]) == list(SETS)  # ordered by K_R,xy
     assert len(t3.checks) == 16

@@ -15,7 +15,7 @@ import yaml
 
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 
-from quadarm.analysis import tune as tune_analysis  # noqa: E402
+from quadarm import tune as tune_analysis  # noqa: E402
 from quadarm.cli import CONF_DIR  # noqa: E402
 from quadarm.config import ConfigError, load  # noqa: E402
 from quadarm.preflight import preflight  # noqa: E402

@@ -38,7 +38,7 @@ def test_com_cuts_the_held_bend_error_at_5s_threefold():
     none = _metrics(nominal(scenario=bend))
     com = _metrics(nominal(scenario=bend, control=ControlConfig(feedforward="com")))
     wrench = _metrics(nominal(scenario=bend, control=ControlConfig(feedforward="wrench")))
-    key = ("all", "drift_5s_cm")
+    key = ("whole", "drift_5s_cm")
     assert com[key] <= none[key] / 3
     assert wrench[key] <= none[key] / 3
 
@@ -78,8 +78,8 @@ def test_recommended_damping_recovers_faster_than_the_paper(damped):
     cfg, ep = damped
     paper = _metrics(replace(cfg, control=ControlConfig()))
     ours = {(p, k): v for p, k, v in ep.metrics}
-    assert np.isfinite(ours[("all", "recovery_s")])
-    assert ours[("all", "recovery_s")] < paper[("all", "recovery_s")]
+    assert np.isfinite(ours[("whole", "recovery_s")])
+    assert ours[("whole", "recovery_s")] < paper[("whole", "recovery_s")]
 
 
 @pytest.mark.xfail(strict=True, reason="measured: 2.65 s at the recommended setting, at best "
@@ -88,4 +88,4 @@ def test_recommended_damping_recovers_faster_than_the_paper(damped):
 def test_recommended_damping_recovers_within_2s(damped):
     _, ep = damped
     ours = {(p, k): v for p, k, v in ep.metrics}
-    assert ours[("all", "recovery_s")] <= 2.0
+    assert ours[("whole", "recovery_s")] <= 2.0

@@ -89,16 +89,16 @@ def test_closed_loop_hover_holds_with_mg_over_4():
     ep = run_episode(nominal(scenario=HoverScenario(duration=3.0)))
     assert ep.status == "ok"
     m = dict(((p, k), v) for p, k, v in ep.metrics)
-    assert m[("all", "max_cm")] < 1e-4
-    assert m[("all", "thrust_min_n")] == pytest.approx(3.0901, abs=1e-3)
-    assert m[("all", "thrust_max_n")] == pytest.approx(3.0901, abs=1e-3)
+    assert m[("whole", "max_cm")] < 1e-4
+    assert m[("whole", "thrust_min_n")] == pytest.approx(3.0901, abs=1e-3)
+    assert m[("whole", "thrust_max_n")] == pytest.approx(3.0901, abs=1e-3)
 
 
 def test_commanded_tilt_is_limited():
     """A set-point 30 m away asks for far more than 35 deg of tilt; the vehicle stays near it."""
     cfg = nominal(scenario=HoverScenario(duration=2.0))
     built = build_model(cfg)
-    from quadarm.control.reference import constant
+    from quadarm.control.trajectory import constant
     from quadarm.runner.episode import fly
     from quadarm.scenarios import hover
 

@@ -183,9 +183,9 @@ def test_vector_env_equals_single_envs(mode):
                 if te or tr:
                     ended += 1
                     if tr:
-                        dev = inf["metrics"]["all"]["deviation_max_cm"]
+                        dev = inf["metrics"]["whole"]["deviation_max_cm"]
                         got = (info["final_info"] if mode == "SameStep" else info)
-                        assert got["metrics"]["all"]["deviation_max_cm"][i] == dev
+                        assert got["metrics"]["whole"]["deviation_max_cm"][i] == dev
                     if mode == "SameStep":
                         assert np.array_equal(info["final_obs"][i], o)
                         o = env.reset()[0]

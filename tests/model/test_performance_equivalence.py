@@ -18,7 +18,7 @@ from helpers import nominal
 from quadarm import scenarios
 from quadarm.config import DisturbanceScenario
 from quadarm.control.geometric import control_batch
-from quadarm.control.reference import Reference
+from quadarm.control.trajectory import Reference
 from quadarm.model.allocation import mixer, total_mass
 from quadarm.runner import episode, lifecycle
 from quadarm.runner.lifecycle import Prepared

@@ -10,9 +10,8 @@ import math
 import pandas as pd
 import pytest
 
-from quadarm.analysis import tables
+from quadarm.analysis import select, studies
 from quadarm.analysis.beyond import arm as beyond
-from quadarm.analysis.beyond import common
 from quadarm.analysis.report import beyond_block
 from quadarm.config import compose, load
 
@@ -50,7 +49,7 @@ def _runs_metrics() -> tuple[pd.DataFrame, pd.DataFrame]:
                         metrics.append((rid, phase, m, 1.0 + i + kr))
                 else:
                     for t in (5, 15, 30):
-                        metrics.append((rid, "all", f"drift_{t}s_cm", 2.0 / (1 + i)))
+                        metrics.append((rid, "whole", f"drift_{t}s_cm", 2.0 / (1 + i)))
     for d, b, rec in ((0.0, 0.0, 5.0), (1.0, 0.0, 2.6), (1.0, 1.0, 2.6), (0.1, 0.0, math.nan)):
         rid = f"dist-{d}-{b}"
         runs.append({"run_id": rid, "scenario": "disturbance", "status": "ok",
@@ -59,7 +58,7 @@ def _runs_metrics() -> tuple[pd.DataFrame, pd.DataFrame]:
                      "arm.tension_max": 6.0})
         for m, v in (("recovery_s", rec), ("deviation_max_cm", 7.0), ("tip_swing_max_cm", 45.0),
                      ("tension_peak_n", 6.0 if b == 0 else 5.0), ("tilt_max_deg", 6.0)):
-            metrics.append((rid, "all", m, v))
+            metrics.append((rid, "whole", m, v))
     return (pd.DataFrame(runs),
             pd.DataFrame(metrics, columns=["run_id", "phase", "metric", "value"]))
 
@@ -89,22 +88,22 @@ def test_active_damping_table_and_recommendation():
 
 def test_paper_tables_ignore_arm_aware_trials():
     runs, _ = _runs_metrics()
-    sel = tables.successful(runs, "mission")
+    sel = select.successful(runs, "mission")
     assert set(sel["control.feedforward"]) == {"none"}
-    dist = tables.successful(runs, "disturbance")
+    dist = select.successful(runs, "disturbance")
     assert dist["run_id"].tolist() == ["dist-0.0-0.0"]
 
 
 def test_other_studies_ignore_arm_aware_trials():
     runs, _ = _runs_metrics()
-    kept = runs[common.only(runs)]
+    kept = runs[select.only(runs)]
     assert set(kept["control.feedforward"]) == {"none"}
     assert (kept["control.tendon_damping"] == 0).all()
 
 
 def test_builders_registered_figures_and_readme_block(tmp_path):
     runs, metrics = _runs_metrics()
-    built = {t.name: t for t in tables.build_all(runs, metrics, ["feedforward", "active_damping"])}
+    built = {t.name: t for t in studies.build_all(runs, metrics, ["feedforward", "active_damping"])}
     assert {"feedforward", "active_damping"} <= set(built)
     from quadarm.analysis.beyond import FIGURES
 

@@ -83,8 +83,8 @@ def test_wind_tables() -> None:
             for w in (0, 4)]
     rows += [{"run_id": f"g{s}", "scenario": "hover", "seed": s, "aero.wind": "[4.0, 0.0, 0.0]",
               "aero.gust_intensity": 1.0} for s in range(4)]
-    keys = [("all", "rms_cm"), ("all", "max_cm"), ("all", "tilt_max_deg"),
-            ("all", "tip_lateral_max_cm"), ("settled", "rms_cm"),
+    keys = [("whole", "rms_cm"), ("whole", "max_cm"), ("whole", "tilt_max_deg"),
+            ("whole", "tip_lateral_max_cm"), ("settled", "rms_cm"),
             ("settled", "tilt_mean_deg"), ("settled", "tip_lateral_mean_cm")]
     values = {r["run_id"]: {k: float(i) for k in keys} for i, r in enumerate(rows)}
     tab = wind.table(_runs(rows), _metrics(values))

@@ -1,7 +1,8 @@
 """The package's layering: imports run downward only, and ``analysis`` never reaches MuJoCo.
 
-Layers, from the ground up: ``config``, ``results`` and ``reference`` (0: the Cosserat rod,
-numpy and scipy only), ``model`` (1), ``control`` (2), ``scenarios`` (3), ``runner`` (4), and the
+Layers, from the ground up: ``names`` (the words of the result tables, standard library only),
+``config``, ``results`` and ``reference`` (0: the Cosserat rod, numpy and scipy only), ``model``
+(1), ``control`` (2), ``scenarios`` (3), ``runner`` (4), and the
 entry points (the top-level modules and ``envs``, the Gymnasium environments). ``analysis``
 reads Parquet only: it may use the ground layer and nothing that imports MuJoCo.
 """
@@ -15,12 +16,15 @@ import quadarm
 
 ROOT = Path(quadarm.__file__).resolve().parent
 TOP = 6  # top-level modules: the entry points
-LAYERS = {"config": 0, "results": 0, "reference": 0, "model": 1, "control": 2, "sensing": 2,
+LAYERS = {"names": 0, "config": 0, "results": 0, "reference": 0, "model": 1, "control": 2,
+          "sensing": 2,
           "scenarios": 3, "runner": 4, "analysis": 5, "envs": TOP}
 
 
 def layer(module: str) -> int:
     parts = module.split(".")
+    if len(parts) > 1 and parts[1] == "names":
+        return LAYERS["names"]
     if len(parts) == 1 or parts[1] not in LAYERS:
         if len(parts) > 1 and (ROOT / parts[1]).is_dir():
             raise AssertionError(f"subpackage quadarm.{parts[1]} has no layer: add it to LAYERS")
@@ -89,3 +93,9 @@ def test_analysis_imports_nothing_that_reaches_mujoco() -> None:
     for name in known:
         if name.startswith("quadarm.analysis"):
             assert not uses_mujoco(name), f"{name} reaches mujoco through its imports"
+
+
+def test_names_module_stands_alone() -> None:
+    """``quadarm.names`` imports the standard library only: no MuJoCo, no Hydra, no numpy."""
+    stdlib = {"__future__", "re"}
+    assert imports(ROOT / "names.py") <= stdlib | {f"__future__.{n}" for n in ("annotations",)}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from quadarm.config import MissionScenario
-from quadarm.control.reference import differentiate, mission_position, sigma
+from quadarm.control.trajectory import differentiate, mission_position, sigma
 from quadarm.scenarios.common import times
 
 

@@ -2,7 +2,8 @@
 (issue 9); arm-aware feed-forward and active tendon damping (:mod:`.arm`).
 
 Each study has its own module with ``table(runs, metrics) -> Table`` (from Parquet frames,
-like the paper's tables in :mod:`quadarm.analysis.tables`, but with nothing to compare with:
+like the paper's tables in :mod:`quadarm.analysis.tables`; their selection helpers are
+:mod:`quadarm.analysis.select`'s, but with nothing to compare with:
 their ``checks`` are empty) and ``figure(table, path) -> Path``. A builder raises ValueError
 when the frames hold no trials of its study, so the builders can be tried on any results.
 """
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from quadarm.analysis.beyond import arm, downwash, motor_lag, wind
-from quadarm.analysis.tables import Table
+from quadarm.analysis.table import Table
 
 BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wind.table,
             "feedforward": arm.feedforward, "active_damping": arm.active_damping}

@@ -24,24 +24,19 @@ from matplotlib.figure import Figure
 
 from quadarm.analysis import published
 from quadarm.analysis.figures import _save
-from quadarm.analysis.tables import (
-    Table,
-    checks_frame,
-    first,
-    markdown_table,
-    metric_frame,
-    paper_physics,
-    successful,
-)
+from quadarm.analysis.markdown import markdown_table
+from quadarm.analysis.select import first, metric_frame, paper_physics, successful
+from quadarm.analysis.table import Table, checks_frame
+from quadarm.names import WHOLE
 
 MODES = ("none", "com", "wrench")
 SET_ORDER = tuple(g.name for g in published.TABLE3)
 # (phase, metric) of the mission -> column
 MISSION_COLUMNS = {
-    ("whole", "rms_cm"): "whole_rms_cm", ("whole", "max_cm"): "whole_max_cm",
+    (WHOLE, "rms_cm"): "whole_rms_cm", (WHOLE, "max_cm"): "whole_max_cm",
     ("figure_eight", "rms_cm"): "eight_rms_cm", ("figure_eight", "max_cm"): "eight_max_cm",
     ("after_24s", "rms_cm"): "after24_rms_cm", ("after_24s", "max_cm"): "after24_max_cm",
-    ("whole", "tilt_max_deg"): "tilt_max_deg",
+    (WHOLE, "tilt_max_deg"): "tilt_max_deg",
 }
 DRIFT_COLUMNS = {f"drift_{t}s_cm": f"bend_{t}s_cm" for t in (5, 15, 30)}
 DAMPING_COLUMNS = {"recovery_s": "recovery_s", "deviation_max_cm": "deviation_max_cm",
@@ -77,7 +72,7 @@ def _per_run(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str,
                         "tendon_bias": _column(sel, "control.tendon_bias", 0.0).astype(float),
                         "kr_xy": sel["gains.kr"].map(first).to_numpy()})
     for key, col in columns.items():
-        wkey = key if isinstance(key, tuple) else ("all", key)
+        wkey = key if isinstance(key, tuple) else (WHOLE, key)
         out[col] = (wide.loc[sel["run_id"], wkey].to_numpy() if wkey in wide
                     else math.nan)
     return out

@@ -9,13 +9,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis.beyond.common import column, only, same_setup, trials, value
 from quadarm.analysis.figures import _save
-from quadarm.analysis.tables import Table, checks_frame, metric_frame
+from quadarm.analysis.select import column, metric_frame, only, same_setup, trials, value
+from quadarm.analysis.table import Table, checks_frame
+from quadarm.names import WHOLE
 
 TIP = ("tip_x_cm", "tip_y_cm", "tip_lateral_cm", "tip_depth_cm", "tilt_deg")
 MISSION = ("rms_cm", "max_cm", "tilt_max_deg", "tip_lateral_max_cm")
-PHASES = ("figure_eight", "tendon_sweep", "whole")
+PHASES = ("figure_eight", "tendon_sweep", WHOLE)
 
 
 def _with_switch(runs: pd.DataFrame, scenario: str) -> pd.DataFrame:
@@ -94,7 +95,7 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
                      f"over beta (largest at beta = {g['beta_deg'].iloc[k]:g} deg), the depth "
                      f"by {g['d_depth_cm'].min():+.3f} to {g['d_depth_cm'].max():+.3f} cm.")
     for radius, g in ms.groupby("radius_m") if not ms.empty else ():
-        whole = g[g["phase"] == "whole"].iloc[0]
+        whole = g[g["phase"] == WHOLE].iloc[0]
         notes.append(f"Mission, R = {radius:g} m: whole-mission RMS error "
                      f"{whole['rms_cm_off']:.4f} cm without, {whole['rms_cm_on']:.4f} cm with "
                      "downwash.")

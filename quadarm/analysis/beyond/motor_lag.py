@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis.beyond.common import gains_name, only, same_setup, trials, value
 from quadarm.analysis.figures import _save
-from quadarm.analysis.tables import Table, checks_frame, metric_frame
+from quadarm.analysis.select import gains_name, metric_frame, only, same_setup, trials, value
+from quadarm.analysis.table import Table, checks_frame
+from quadarm.names import WHOLE
 
 METRICS = (("rms_cm", "whole-mission RMS error [cm]"), ("max_cm", "max error [cm]"),
            ("tilt_max_deg", "max tilt [deg]"))
@@ -38,7 +39,7 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
         "gains": sel["gains.kr"].map(gains_name),
         "tau_ms": sel["airframe.motor_tau"].astype(float) * 1e3,
         "status": sel["status"],
-        **{m: [value(wide, r, "whole", m) for r in sel["run_id"]]
+        **{m: [value(wide, r, WHOLE, m) for r in sel["run_id"]]
            for m in ("rms_cm", "max_cm", "tilt_max_deg", "tip_lateral_max_cm")},
     }).sort_values(["gains", "tau_ms"], ignore_index=True)
     rows.insert(3, "stable", (rows["status"] == "ok")

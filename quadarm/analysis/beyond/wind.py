@@ -8,27 +8,29 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis.beyond.common import (
+from quadarm.analysis.figures import _save
+from quadarm.analysis.select import (
     column,
+    metric_frame,
     only,
     same_setup,
     trials,
     value,
     wind_speed,
 )
-from quadarm.analysis.figures import _save
-from quadarm.analysis.tables import Table, checks_frame, metric_frame
+from quadarm.analysis.table import Table, checks_frame
+from quadarm.names import WHOLE
 
-HOVER = (("all", "rms_cm"), ("all", "max_cm"), ("settled", "rms_cm"),
+HOVER = ((WHOLE, "rms_cm"), (WHOLE, "max_cm"), ("settled", "rms_cm"),
          ("settled", "tilt_mean_deg"), ("settled", "tip_lateral_mean_cm"),
-         ("all", "tip_lateral_max_cm"))
+         (WHOLE, "tip_lateral_max_cm"))
 MISSION = ("rms_cm", "max_cm", "tilt_max_deg", "tip_lateral_max_cm")
-GUSTS = (("all", "rms_cm"), ("all", "max_cm"), ("all", "tilt_max_deg"),
-         ("all", "tip_lateral_max_cm"), ("settled", "tip_lateral_mean_cm"))
+GUSTS = ((WHOLE, "rms_cm"), (WHOLE, "max_cm"), (WHOLE, "tilt_max_deg"),
+         (WHOLE, "tip_lateral_max_cm"), ("settled", "tip_lateral_mean_cm"))
 
 
 def _name(phase: str, metric: str) -> str:
-    return metric if phase == "all" else f"{phase}_{metric}"
+    return metric if phase == WHOLE else f"{phase}_{metric}"
 
 
 def steady(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str) -> pd.DataFrame:
@@ -40,7 +42,7 @@ def steady(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str) -> pd.DataF
         return pd.DataFrame()
     sel = same_setup(sel, sel[wind_speed(sel) > 0], ("aero.wind",))
     wide = metric_frame(metrics, sel["run_id"])
-    keys = HOVER if scenario == "hover" else tuple(("whole", m) for m in MISSION)
+    keys = HOVER if scenario == "hover" else tuple((WHOLE, m) for m in MISSION)
     out = pd.DataFrame({"wind_ms": wind_speed(sel).to_numpy(float), "status": sel["status"],
                         **{_name(p, m) if scenario == "hover" else m:
                            [value(wide, r, p, m) for r in sel["run_id"]] for p, m in keys}})

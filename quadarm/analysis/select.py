@@ -1,0 +1,150 @@
+"""Which trials a table uses: selection by the configuration columns of ``runs.parquet``, and
+the metrics of the selected trials as a wide frame. The one place for "is this trial the
+paper's?" (:func:`only` with every switch off) and for reading list-valued config cells."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from quadarm.analysis import published
+
+
+def first(value: Any) -> float:
+    """The first element of a list-valued config column (stored as a JSON string), as float.
+
+    ``gains.kr`` holds ``"[4.0, 4.0, 0.8]"``: its first element is the roll gain (N m/rad).
+    """
+    if isinstance(value, str):
+        value = json.loads(value)
+    if isinstance(value, list | tuple | np.ndarray):
+        return float(value[0])
+    return float(value)
+
+
+def vector(value: Any) -> np.ndarray:
+    """A list-valued config cell (JSON text in Parquet) as an array."""
+    return np.asarray(json.loads(value) if isinstance(value, str) else value, dtype=float)
+
+
+def column(runs: pd.DataFrame, key: str, default: Any) -> pd.Series:
+    """A config column, or ``default`` for every row when the results predate the key."""
+    if key in runs:
+        return runs[key].fillna(default) if not isinstance(default, list) else runs[key]
+    return pd.Series([default] * len(runs), index=runs.index, dtype=object)
+
+
+def wind_speed(runs: pd.DataFrame) -> pd.Series:
+    """|aero.wind| (m/s) per trial (0 for results without the key, and for the rows of older
+    results collected with newer ones, whose cell is missing)."""
+    if "aero.wind" not in runs:
+        return pd.Series(0.0, index=runs.index)
+    return runs["aero.wind"].map(lambda w: 0.0 if w is None or (isinstance(w, float)
+                                                                and math.isnan(w))
+                                 else float(np.linalg.norm(vector(w))))
+
+
+def only(runs: pd.DataFrame, *, lag: bool = False, downwash: bool = False,
+         wind: bool = False, gusts: bool = False, arm: bool = False) -> pd.Series:
+    """Trials whose switches other than the named ones are off (a study's trials are not
+    mixed with another study's); ``arm``: the arm-aware controller switches
+    (``control.feedforward``, ``control.tendon_damping``, ``control.tendon_bias``)."""
+    keep = pd.Series(True, index=runs.index)
+    if not arm:
+        keep &= column(runs, "control.feedforward", "none").fillna("none") == "none"
+        for key in ("control.tendon_damping", "control.tendon_bias"):
+            keep &= column(runs, key, 0.0).fillna(0.0).astype(float) == 0.0
+    if not lag:
+        keep &= column(runs, "airframe.motor_tau", 0.0).astype(float) == 0.0
+    if not downwash:
+        keep &= ~column(runs, "aero.downwash", False).astype(bool)
+    if not wind:
+        keep &= wind_speed(runs) == 0.0
+    if not gusts:
+        keep &= column(runs, "aero.gust_intensity", 0.0).astype(float) == 0.0
+    return keep
+
+
+def paper_physics(runs: pd.DataFrame) -> pd.Series:
+    """Which trials simulate the paper's model: ideal rotors (``airframe.motor_tau`` = 0),
+    still air and no downwash (``aero.*`` off). Results written before these keys existed
+    have no such columns and are the paper's model."""
+    return only(runs, arm=True)
+
+
+def paper_controller(runs: pd.DataFrame) -> pd.Series:
+    """Which rows were flown with the paper's controller (columns absent: results written
+    before the arm-aware switches existed, all with the paper's controller)."""
+    return only(runs, lag=True, downwash=True, wind=True, gusts=True)
+
+
+def paper_trials(runs: pd.DataFrame) -> pd.Series:
+    """The paper's model flown with the paper's controller: every switch beyond it off."""
+    return only(runs)
+
+
+def trials(runs: pd.DataFrame, scenario: str, ok_only: bool = True) -> pd.DataFrame:
+    """The trials of ``scenario`` (only ``ok`` ones with ``ok_only``), each run id once."""
+    if runs.empty or "scenario" not in runs:
+        return runs.iloc[0:0]
+    sel = runs[runs["scenario"] == scenario]
+    if ok_only:
+        sel = sel[sel["status"] == "ok"]
+    return sel.drop_duplicates("run_id", keep="last").reset_index(drop=True)
+
+
+def successful(runs: pd.DataFrame, scenario: str, paper_only: bool = True) -> pd.DataFrame:
+    """The ``ok`` trials of ``scenario``, each run id once; with ``paper_only``, only those of
+    the paper's model (:func:`paper_physics`) flown with the paper's controller
+    (:func:`paper_controller`): studies beyond the paper never leak into its tables."""
+    sel = trials(runs, scenario)
+    if paper_only and len(sel):
+        sel = sel[paper_trials(sel)].reset_index(drop=True)
+    return sel
+
+
+def metric_frame(metrics: pd.DataFrame, run_ids: Iterable[str]) -> pd.DataFrame:
+    """Wide frame: one row per run id, columns ``(phase, metric)``."""
+    ids = list(run_ids)
+    sel = metrics[metrics["run_id"].isin(ids)].drop_duplicates(
+        ["run_id", "phase", "metric"], keep="last")
+    wide = sel.pivot_table(index="run_id", columns=["phase", "metric"], values="value",
+                           aggfunc="mean", dropna=False)
+    return wide.reindex([i for i in ids if i in wide.index])
+
+
+def value(wide: pd.DataFrame, run_id: str, phase: str, metric: str) -> float:
+    """One metric of one trial from a :func:`metric_frame`."""
+    if run_id not in wide.index or (phase, metric) not in wide.columns:
+        return math.nan
+    return float(wide.loc[run_id, (phase, metric)])
+
+
+CONFIG_PREFIXES = ("airframe.", "arm.", "gains.", "sim.", "scenario.", "control.", "aero.")
+
+
+def signature(row: pd.Series, ignore: tuple[str, ...]) -> tuple[str, ...]:
+    """The trial's configuration without the ``ignore`` keys, as comparable text."""
+    return tuple(f"{k}={row[k]}" for k in sorted(row.index)
+                 if k.startswith(CONFIG_PREFIXES) and k not in ignore)
+
+
+def same_setup(sel: pd.DataFrame, ref: pd.DataFrame, ignore: tuple[str, ...]) -> pd.DataFrame:
+    """The rows of ``sel`` configured like some row of ``ref`` but for the ``ignore`` keys:
+    the baselines of a study (e.g. its downwash-off twins), never another study's trials that
+    happen to share the switch's value (other gains, another scenario length)."""
+    wanted = {signature(r, ignore) for _, r in ref.iterrows()}
+    keep = [signature(r, ignore) in wanted for _, r in sel.iterrows()]
+    return sel[np.array(keep, dtype=bool)] if len(sel) else sel
+
+
+def gains_name(kr: Any) -> str:
+    """The Table III name of a gain set from its ``gains.kr`` cell (else ``kr=<value>``)."""
+    k = first(kr)
+    found = published.gain_set(k)
+    return found.name if found else f"kr={k:g}"

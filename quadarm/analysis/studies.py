@@ -1,0 +1,70 @@
+"""The study registry: every table builder by name, and :func:`build_all`.
+
+The modules import one way: :mod:`.select` (which trials) and :mod:`.table` (the Table type)
+at the bottom; the builders above them (:mod:`.tables`, the paper's; :mod:`.convergence`, the
+arm's fidelity; :mod:`.beyond`, the studies beyond the paper); this registry over all of them;
+the writers (:mod:`.markdown`) and the report (:mod:`.report`) on top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import pandas as pd
+
+from quadarm.analysis.beyond import BUILDERS as BEYOND
+from quadarm.analysis.table import Table
+from quadarm.analysis.tables import PAPER, cost
+
+Builder = Callable[[pd.DataFrame, pd.DataFrame], Table]
+
+
+def _arm_study(name: str) -> Builder:
+    """A builder of :mod:`quadarm.analysis.convergence` (imported when used: it needs scipy
+    for the Cosserat rod)."""
+
+    def build(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
+        from quadarm.analysis import convergence
+
+        table: Table = getattr(convergence, name)(runs, metrics)
+        return table
+
+    return build
+
+
+ARM_FIDELITY: dict[str, Builder] = {"arm_convergence": _arm_study("arm_convergence"),
+                                    "arm_mission": _arm_study("arm_mission")}
+# Every builder, the paper's first; "cost" is built from the mission runs (see build_all).
+BUILDERS: dict[str, Builder] = {**PAPER, **ARM_FIDELITY, **BEYOND}
+# Old study names, still accepted: the held-bend study was the "drift" table.
+ALIASES = {"drift": "held_bend"}
+NAMES = (*BUILDERS, "cost")
+
+
+def canonical(name: str) -> str:
+    """A study's name (``drift`` -> ``held_bend``); raises KeyError for an unknown one."""
+    name = ALIASES.get(name, name)
+    if name not in NAMES:
+        raise KeyError(f"unknown table {name}; choose from {', '.join(NAMES)}")
+    return name
+
+
+def build(name: str, runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
+    """One study's table from the frames; ValueError when they hold none of its trials."""
+    name = canonical(name)
+    return cost(runs) if name == "cost" else BUILDERS[name](runs, metrics)
+
+
+def build_all(runs: pd.DataFrame, metrics: pd.DataFrame,
+              names: Iterable[str] | None = None) -> list[Table]:
+    """Every table whose trials are in the frames, or exactly the ``names`` (a missing one
+    raises ValueError then), plus the cost table when a mission ran."""
+    wanted = list(NAMES) if names is None else [canonical(n) for n in names]
+    out = []
+    for name in wanted:
+        try:
+            out.append(build(name, runs, metrics))
+        except ValueError:
+            if names is not None:
+                raise
+    return out

@@ -1,0 +1,154 @@
+"""The words of the result tables: phase names, metric names with their units, time-series
+columns. The only place they are spelled out.
+
+The scenarios write these names into ``metrics.parquet`` and ``timeseries.parquet``; the
+analysis reads them from here. This module imports neither MuJoCo nor Hydra (only the standard
+library), so that any process, the analysis' included, can use it.
+
+Naming rules (see ``docs/python-api.md``, "Names in the tables"):
+
+- a metric's name ends with its unit: ``_cm``, ``_deg``, ``_n`` (newton), ``_s`` (second);
+- a phase is a time window of one episode. ``whole`` is the whole episode in every scenario
+  (the paper's word for the mission; results written before this module called it ``all``
+  outside the mission, and :func:`canonical_phase` reads those as ``whole``);
+- the window after ``after_time`` is named from that value (:func:`after_phase`), so that a
+  mission flown with ``scenario.after_time=20`` reports ``after_20s``, never ``after_24s``.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ---------------------------------------------------------------------------------------------
+# Phases
+# ---------------------------------------------------------------------------------------------
+
+# The mission's phases in flight order, and the keys of their durations in MissionScenario.
+MISSION_PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return")
+MISSION_PHASE_TIMES = ("hover_time", "climb_time", "figure_eight_time", "sweep_time",
+                       "return_time")
+WHOLE = "whole"  # the whole episode, in every scenario
+FINAL = "final"  # the last state of an episode (workspace, bend, statics)
+SETTLED = "settled"  # a hover after its settling time
+# Old names of phases, read as their new name (results written before this module).
+PHASE_ALIASES = {"all": WHOLE}
+PAPER_AFTER_TIME = 24.0  # s, the paper's "RMS t > 24 s" window (Table III)
+
+
+def after_phase(after_time: float) -> str:
+    """The name of the window ``t > after_time`` (s): ``after_24s`` for 24.0, ``after_7.5s``
+    for 7.5."""
+    return f"after_{after_time:g}s"
+
+
+AFTER_PHASE = after_phase(PAPER_AFTER_TIME)  # the paper's window: "after_24s"
+_AFTER = re.compile(r"^after_(\d+(?:\.\d+)?(?:e[-+]?\d+)?)s$")
+
+
+def after_time_of(phase: str) -> float | None:
+    """The ``after_time`` (s) of an ``after_<t>s`` phase name, None for any other phase."""
+    m = _AFTER.match(phase)
+    return float(m.group(1)) if m else None
+
+
+def canonical_phase(phase: str) -> str:
+    """The current name of a phase read from a result table (``all`` -> ``whole``)."""
+    return PHASE_ALIASES.get(phase, phase)
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics: name -> (what it is, SI-derived unit of the stored value)
+# ---------------------------------------------------------------------------------------------
+
+METRICS: dict[str, tuple[str, str]] = {
+    # tracking (mission, hover): position error e_p = p - p_ref of the hub
+    "rms_cm": ("RMS ‖e_p‖", "cm"),
+    "max_cm": ("max ‖e_p‖", "cm"),
+    "tilt_max_deg": ("max tilt", "deg"),
+    "tip_lateral_max_cm": ("max tip lateral", "cm"),
+    "thrust_min_n": ("min rotor command", "N"),
+    "thrust_max_n": ("max rotor command", "N"),
+    # disturbance (Fig. 5)
+    "tip_swing_max_cm": ("max tip swing", "cm"),
+    "deviation_max_cm": ("max hub deviation", "cm"),
+    "recovery_s": ("recovery time", "s"),
+    "tension_peak_n": ("peak tendon tension", "N"),
+    # workspace, bend, statics: the tip in the body frame at the end
+    "tip_x_cm": ("tip x (body frame)", "cm"),
+    "tip_y_cm": ("tip y (body frame)", "cm"),
+    "tip_lateral_cm": ("tip lateral deflection", "cm"),
+    "tip_depth_cm": ("tip depth below the hub", "cm"),
+    "tilt_deg": ("tilt", "deg"),
+    "settle_cm": ("tip motion over the last settling window", "cm"),
+    # hover after settling
+    "tip_lateral_mean_cm": ("mean tip lateral", "cm"),
+    "tilt_mean_deg": ("mean tilt", "deg"),
+}
+# Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.
+_DRIFT = re.compile(r"^drift_(.+)s_cm$")
+_TENSION = re.compile(r"^tension_([a-z])_n$")
+
+
+def drift_metric(t: float) -> str:
+    """The held-bend metric of the position error at ``t`` s: ``drift_5s_cm``."""
+    return f"drift_{t:g}s_cm"
+
+
+def drift_time(metric: str) -> float | None:
+    """The time (s) of a held-bend drift metric (``drift_5s_cm`` -> 5.0), None for another."""
+    m = _DRIFT.match(metric)
+    return float(m.group(1)) if m else None
+
+
+def metric_unit(metric: str) -> str:
+    """The unit of a metric's stored value (``rms_cm`` -> ``cm``); raises KeyError for a name
+    this module does not know."""
+    if metric in METRICS:
+        return METRICS[metric][1]
+    if _DRIFT.match(metric):
+        return "cm"
+    if _TENSION.match(metric):
+        return "N"
+    raise KeyError(f"unknown metric {metric!r}: add it to quadarm/names.py")
+
+
+def metric_label(metric: str) -> tuple[str, str]:
+    """(what it is, unit) of a metric, for table headers."""
+    if metric in METRICS:
+        return METRICS[metric]
+    if m := _DRIFT.match(metric):
+        return (f"position error at {m.group(1)} s", "cm")
+    if m := _TENSION.match(metric):
+        return (f"tension of tendon {m.group(1)}", "N")
+    raise KeyError(f"unknown metric {metric!r}: add it to quadarm/names.py")
+
+
+# ---------------------------------------------------------------------------------------------
+# Time-series columns (``timeseries.parquet``), one row per logged sample
+# ---------------------------------------------------------------------------------------------
+
+TIME = "t"  # s
+POSITION = ("x", "y", "z")  # hub position, world frame, m
+REFERENCE = ("x_ref", "y_ref", "z_ref")  # reference position, m
+QUATERNION = ("qw", "qx", "qy", "qz")  # hub attitude, world frame
+VELOCITY = ("vx", "vy", "vz", "wx", "wy", "wz")  # free-joint qvel: m/s, then rad/s
+TIP = ("tip_x", "tip_y", "tip_z")  # arm tip, world frame, m
+ERROR_CM = "err_cm"  # ‖p - p_ref‖, cm
+TILT_DEG = "tilt_deg"  # angle between the body and world z axes, deg
+TIP_LATERAL_CM = "tip_lateral_cm"  # tip offset from the hub's axis, cm
+
+
+def rotor_column(j: int) -> str:
+    """The command (N) of rotor ``j``."""
+    return f"rotor{j}_n"
+
+
+def tension_column(i: int) -> str:
+    """The tension command (N) of tendon ``i`` (0, 1, 2 -> a, b, c)."""
+    return f"tension_{'abc'[i]}_n"
+
+
+def joint_velocity_column(joint: str) -> str:
+    """The velocity column (rad/s) of an arm joint; the joint's own name holds its angle
+    (rad)."""
+    return f"{joint}_vel"

@@ -1,0 +1,70 @@
+"""``quadarm.names``: one word per thing in the result tables, units in the metric names, and the
+old words still read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from quadarm import names
+from quadarm.analysis import published
+from quadarm.results import io
+
+
+@pytest.mark.parametrize(("t", "name"), [(24.0, "after_24s"), (20, "after_20s"),
+                                         (7.5, "after_7.5s"), (0.25, "after_0.25s")])
+def test_after_phase_is_named_from_its_time_and_read_back(t: float, name: str) -> None:
+    assert names.after_phase(t) == name
+    assert names.after_time_of(name) == pytest.approx(t)
+    assert names.after_time_of("whole") is None
+
+
+def test_every_metric_name_ends_with_its_unit() -> None:
+    suffix = {"cm": "_cm", "deg": "_deg", "N": "_n", "s": "_s"}
+    for metric, (_, unit) in names.METRICS.items():
+        assert metric.endswith(suffix[unit]), metric
+    assert names.metric_unit(names.drift_metric(5.0)) == "cm"
+    assert names.drift_time(names.drift_metric(15.0)) == 15.0
+    assert names.metric_unit("tension_b_n") == "N"
+    with pytest.raises(KeyError, match="quadarm/names.py"):
+        names.metric_unit("speed")
+
+
+def test_the_papers_labels_come_from_the_names_module() -> None:
+    for metric in published.TABLE2_METRICS:
+        assert published.METRIC_LABELS[metric] == names.METRICS[metric]
+    for metric, (_, unit) in published.DISTURBANCE_LABELS.items():
+        assert unit == names.metric_unit(metric)
+    assert published.PHASES[-1] == names.WHOLE
+    assert names.AFTER_PHASE == names.after_phase(names.PAPER_AFTER_TIME) == "after_24s"
+
+
+def test_old_whole_episode_phase_is_read_under_its_new_name(tmp_path: Path) -> None:
+    """Results written before the names module called the whole episode ``all`` outside the
+    mission: they are read as ``whole``, values untouched."""
+    old = pd.DataFrame({"run_id": ["a", "a", "b"], "phase": ["all", "settled", "whole"],
+                        "metric": ["rms_cm", "tilt_mean_deg", "rms_cm"],
+                        "value": [0.1, 0.2, 0.3]})
+    io.write_table(tmp_path / io.METRICS, old, {})
+    back = io.read_metrics(tmp_path)
+    assert back["phase"].tolist() == ["whole", "settled", "whole"]
+    assert back["value"].tolist() == old["value"].tolist()
+
+
+def test_the_papers_trials_are_those_with_every_switch_off() -> None:
+    """One rule for "is this trial the paper's?": results collected from older folders (cells
+    missing) count as the paper's; any switch beyond the paper excludes a trial."""
+    from quadarm.analysis.select import only, paper_controller, paper_physics, paper_trials
+
+    runs = pd.DataFrame({
+        "aero.wind": ["[0.0, 0.0, 0.0]", "[2.0, 0.0, 0.0]", None, "[0.0, 0.0, 0.0]",
+                      "[0.0, 0.0, 0.0]"],
+        "airframe.motor_tau": [0.0, 0.0, float("nan"), 0.02, 0.0],
+        "control.feedforward": ["none", "none", None, "none", "com"],
+    })
+    assert paper_trials(runs).tolist() == [True, False, True, False, False]
+    assert paper_physics(runs).tolist() == [True, False, True, False, True]
+    assert paper_controller(runs).tolist() == [True, True, True, True, False]
+    assert only(runs, wind=True).tolist() == [True, True, True, False, False]
