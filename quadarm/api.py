@@ -105,9 +105,9 @@ def run(cfg: Config | Sequence[str], out: Path | str, n_jobs: int | None = None,
     to :func:`compose` first) and write its tables into ``out``.
 
     ``n_jobs`` overrides ``runner.n_jobs``; the trial store is ``store``, else
-    ``runner.store``, else the command line's rule, :func:`quadarm.config.default_store`. Returns the job's :class:`Results` (``failed``,
-    ``counts()``, the frames). Raises :class:`ConfigError` for an ``out`` that cannot be
-    written, before anything runs.
+    ``runner.store``, else the command line's rule, :func:`quadarm.config.default_store`.
+    Returns the job's :class:`Results` (``failed``, ``counts()``, the frames). Raises
+    :class:`ConfigError` for an ``out`` that cannot be written, before anything runs.
     """
     from quadarm.config import Config as ConfigType
     from quadarm.preflight import writable

@@ -1,8 +1,8 @@
 """Run a job: expand it into trials, run what the trial store lacks, write the job's tables.
 
 Finished trials live in the trial store (:mod:`quadarm.runner.store`); the job-level
-``runs.parquet``, ``metrics.parquet``, ``timeseries.parquet``, ``model.xml`` and ``model.mjb`` in the output
-directory are assembled from it at the end of the job. One rule places the store, for the
+``runs.parquet``, ``metrics.parquet``, ``timeseries.parquet``, ``model.xml`` and ``model.mjb``
+in the output directory are assembled from it at the end of the job. One rule places the store, for the
 command line and for Python (:func:`quadarm.config.default_store`): every job under
 ``outputs/`` shares ``outputs/trials`` under the launch directory (``runner.store`` to move
 it), so rerunning an interrupted command - which Hydra gives a new, timestamped output
