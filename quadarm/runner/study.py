@@ -2,8 +2,8 @@
 
 Finished trials live in the trial store (:mod:`quadarm.runner.store`); the job-level
 ``runs.parquet``, ``metrics.parquet``, ``timeseries.parquet``, ``model.xml`` and ``model.mjb``
-in the output directory are assembled from it at the end of the job. One rule places the store, for the
-command line and for Python (:func:`quadarm.config.default_store`): every job under
+in the output directory are assembled from it at the end of the job. One rule places the
+store, for the command line and for Python (:func:`quadarm.config.default_store`): every job under
 ``outputs/`` shares ``outputs/trials`` under the launch directory (``runner.store`` to move
 it), so rerunning an interrupted command - which Hydra gives a new, timestamped output
 directory - computes only the trials that had not finished; an output folder outside the
