@@ -10,6 +10,7 @@ the key name says otherwise (``*_deg``). The modelling choices behind the defaul
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ TENDON_MAPS = ("balanced", "legacy")
 FEEDFORWARD = ("none", "com", "wrench")
 BACKENDS = ("sequential", "loky", "threading", "dask")
 ENGINES = ("auto", "serial", "batch")
+COMPILED = ("auto", "true", "false")  # runner.compiled
 DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
 MOTOR_TAU_MAX = 1.0  # s: slower "motors" are not rotors any more
 # m/s: the fastest steady wind (and gust intensity) accepted. A 1 kg multirotor cannot hold
@@ -528,6 +530,18 @@ class ControlConfig:
         _non_negative("tendon_bias", self.tendon_bias)
 
 
+def _compiled(value: Any) -> str:
+    """``runner.compiled`` as one of COMPILED (YAML and the command line read true/false as
+    booleans); ``true`` needs numba installed."""
+    text = str(value).strip().lower() if isinstance(value, str | bool) else None
+    if text not in COMPILED:
+        raise ConfigError("compiled", value, f"must be one of {', '.join(COMPILED)}")
+    if text == "true" and importlib.util.find_spec("numba") is None:
+        raise ConfigError("compiled", value, "needs numba, which is not installed "
+                                             "(pip install 'quadarm[fast]'), or use auto/false")
+    return text
+
+
 @dataclass
 class RunnerConfig:
     """How the trials of one job are generated and dispatched.
@@ -551,6 +565,9 @@ class RunnerConfig:
     # Expected seconds of one batch (its trials reach the store when it ends): bounds what a
     # killed batched run loses. 0: no bound (only the memory bound).
     batch_seconds: float = 30.0
+    # The closed loop's kernels: auto (numba when installed), true (numba, required), false
+    # (plain Python). Same numbers either way; QUADARM_NUMBA overrides it (docs/architecture.md).
+    compiled: Any = "auto"
     progress: bool = True
     timeseries: str = "auto"  # all | first | none | auto (all when <= 64 trials, else none)
     resume: bool = True
@@ -568,6 +585,7 @@ class RunnerConfig:
         _integer("batch_min_trials", self.batch_min_trials, 1)
         _integer("batch_threads", self.batch_threads, 0)
         _non_negative("batch_seconds", self.batch_seconds)
+        self.compiled = _compiled(self.compiled)
         _choice("timeseries", self.timeseries, ("all", "first", "none", "auto"))
         if self.address is not None:
             if self.backend != "dask":
