@@ -49,7 +49,7 @@ import numpy as np
 from mujoco import rollout
 
 from quadarm.config import load
-from quadarm.runner import batch, episode, lifecycle
+from quadarm.runner import batch, episode, jit, lifecycle
 from quadarm.runner.lifecycle import Outcome, Prepared
 from quadarm.scenarios.common import Log
 
@@ -141,7 +141,7 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
                            f"{prep.message}")
     built, plan = prep.built, prep.plan
     m, n, dt = built.model, plan.steps, cfg.sim.timestep
-    native = episode.native_kernels() is not None
+    native = jit.use(cfg.runner.compiled)
     # The first flight warms up caches and numba's compiled code.
     nominal = f"the nominal mission with sim={PRESETS[label]}"
     ctrl = _log(episode.fly(prep), nominal).ctrl[:n].copy()

@@ -63,6 +63,7 @@ def cache_dir() -> Path:
     return root / name
 
 
+numba: Any
 try:
     import numba
     from numba import types
@@ -97,7 +98,7 @@ if numba is not None:
     import llvmlite.binding
 
     if not os.environ.get("NUMBA_CACHE_DIR"):
-        numba.config.CACHE_DIR = str(cache_dir())  # type: ignore[attr-defined]  # before any kernel
+        numba.config.CACHE_DIR = str(cache_dir())  # before any kernel
     # Symbols are resolved by name, so the cached machine code stays valid across processes.
     llvmlite.binding.load_library_permanently(_library())
     _C_SIGNATURE: Any = types.void(types.voidptr, types.voidptr)  # void f(mjModel*, mjData*)

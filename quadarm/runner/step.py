@@ -389,10 +389,10 @@ def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int
     """The :class:`State` over the live (nsim, ...) arrays ``views`` (the names of
     :data:`VIEWS`) and ``wind`` (nsim, 3), with zeroed scratch for ``p``."""
     ns = len(p.last)
-    return State(np.zeros((ns, 3)), np.zeros((ns, p.rotors.size)), np.zeros((ns, n_work)),
-                 np.zeros((ns, 3)), np.zeros((ns, p.tendons.size)),
-                 np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3)),
-                 *(views[v] for v in VIEWS), wind)
+    scratch = [np.zeros((ns, 3)), np.zeros((ns, p.rotors.size)), np.zeros((ns, n_work)),
+               np.zeros((ns, 3)), np.zeros((ns, p.tendons.size)),
+               np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3))]
+    return State._make([*scratch, *(views[v] for v in VIEWS), wind])
 
 
 def one_state(d: mujoco.MjData, wind: np.ndarray, p: Params) -> State:
