@@ -209,7 +209,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             raise RuntimeError("record=False: the environment keeps no log")
         rows = (self._k if self._k >= 0 else self.task.n + 1) if rows is None else rows
         b = self.task.built
-        qpos, qvel, tip, ctrl = (x[:rows, 0].copy() for x in self._logs)
+        lg = self._logs
+        qpos, qvel, tip, ctrl = (x[:rows, 0].copy() for x in (lg.qpos, lg.qvel, lg.tip, lg.ctrl))
         return Log(self.task.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
                    b.tendon_actuators)
 

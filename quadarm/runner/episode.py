@@ -61,7 +61,7 @@ def compiled(p: Prepared) -> bool:
     return jit.use(p.cfg.runner.compiled)
 
 
-def fly(p: Prepared) -> Outcome:
+def fly(p: Prepared, applied: bool = False) -> Outcome:
     """Run the closed loop over the trial's plan. Returns the log (up to the failure, if any)
     and the failure.
 
@@ -69,10 +69,12 @@ def fly(p: Prepared) -> Outcome:
     state, computes the commands from it and the reference and logs them, then the loop steps
     (k < n) or computes the kinematics (k = n) and logs the tip. The steps run in chunks
     between the divergence checks and force pulses; a grounded trial is :func:`hold`.
+    With ``applied``, the outcome's ``extra`` holds what was applied before each step besides
+    the commands: ``xfrc`` (n + 1, nbody, 6) and ``wind`` (n + 1, 3).
     """
     if grounded(p.cfg):
         return hold(p)
-    return _run(p, step.FLY)
+    return _run(p, step.FLY, applied)
 
 
 def hold(p: Prepared) -> Outcome:
@@ -87,7 +89,7 @@ def hold(p: Prepared) -> Outcome:
     return _run(p, step.HELD)
 
 
-def _run(p: Prepared, mode: int) -> Outcome:
+def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     """:func:`fly` (``mode`` FLY) or :func:`hold` (HELD) through the step seam."""
     cfg, built, plan = p.cfg, p.built, p.plan
     m = built.model
@@ -95,12 +97,15 @@ def _run(p: Prepared, mode: int) -> Outcome:
     wind = m.opt.wind  # live view: gusts are written into it before each step
     reset(m, d, plan.start)
     native = compiled(p)
+    t0 = time.perf_counter()
+    step.warm(native)  # the gust recursions, which params() may run
+    compile_s = time.perf_counter() - t0
     prm, airs = step.params([p], mode, compiled=native)
     st = step.one_state(d, wind, prm)
     n = plan.steps
     held = mode == step.HELD
     extra_q, extra_v = (7, 6) if held else (0, 0)
-    lg = step.log(prm, m.nq + extra_q, m.nv + extra_v, m.nu)
+    lg = step.log(prm, m.nq + extra_q, m.nv + extra_v, m.nu, m.nbody, applied)
     if held:
         lg.qpos[:] = 0.0
         lg.qvel[:] = 0.0
@@ -111,7 +116,7 @@ def _run(p: Prepared, mode: int) -> Outcome:
     # Compile (or load from numba's cache) before the timed part: zero samples.
     t0 = time.perf_counter()
     kern.fly_chunk(mp, dp, 0, 0, prm, st, lg)
-    compile_s = time.perf_counter() - t0
+    compile_s += time.perf_counter() - t0
     qpos_log, qvel_log = lg.qpos[:, 0], lg.qvel[:, 0]
     qpos, qvel, xfrc = d.qpos, d.qvel, d.xfrc_applied
     pose = np.concatenate([plan.start, [1.0, 0.0, 0.0, 0.0]])
@@ -137,7 +142,9 @@ def _run(p: Prepared, mode: int) -> Outcome:
         wind[:] = cfg.aero.wind  # leave the model as it was compiled (steady wind only)
     log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, lg.tip[:, 0], lg.ctrl[:, 0],
               built.rotor_actuators, built.tendon_actuators)
-    return Outcome(log.truncated(rows) if rows < n + 1 else log, failure, compile_s=compile_s)
+    extra = {"xfrc": lg.xfrc[:rows, 0], "wind": lg.wind[:rows, 0]} if applied else {}
+    return Outcome(log.truncated(rows) if rows < n + 1 else log, failure, compile_s=compile_s,
+                   extra=extra)
 
 
 def run_episode(cfg: Config) -> Episode:

@@ -17,7 +17,7 @@ A trial's error is data: nothing here raises for a bad trial.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
@@ -80,6 +80,7 @@ class Outcome:
     failure: Diverged | None = None
     error: str = ""
     compile_s: float = 0.0  # seconds spent compiling or loading the kernels, before the steps
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # logged beyond Log, by name
 
 
 def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:

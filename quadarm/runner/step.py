@@ -153,12 +153,18 @@ class State(NamedTuple):
 
 class Log(NamedTuple):
     """The logged signals, time-major: ``qpos`` (K + 1, nsim, nq), ``qvel`` (K + 1, nsim,
-    nv), ``tip`` (K + 1, nsim, 3) world tip position (m), ``ctrl`` (K + 1, nsim, nu)."""
+    nv), ``tip`` (K + 1, nsim, 3) world tip position (m), ``ctrl`` (K + 1, nsim, nu). On
+    request (:func:`log` with ``applied``; else zero rows) also what the terms applied to the
+    model besides ``ctrl`` just before each step: ``xfrc`` (K + 1, nsim, nbody, 6) (N, N m)
+    and ``wind`` (K + 1, nsim, 3) m/s, so that a bare ``mj_step`` loop can replay the very
+    path (:mod:`quadarm.bench`)."""
 
     qpos: np.ndarray
     qvel: np.ndarray
     tip: np.ndarray
     ctrl: np.ndarray
+    xfrc: np.ndarray
+    wind: np.ndarray
 
 
 VIEWS = ("qpos", "qvel", "ctrl", "act", "xipos", "xmat", "cvel", "subtree_com", "site_xpos",
@@ -227,6 +233,9 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
         lg.ctrl[k, i, :] = ctrl
     if k < p.last[i]:
         air_term(k, p, s, i)
+    if lg.wind.shape[0] > 0:
+        lg.xfrc[k, i, :, :] = s.xfrc[i]
+        lg.wind[k, i, :] = s.wind[i]
 
 
 @jit.inline
@@ -300,6 +309,15 @@ def kernels(compiled: bool) -> Kernels:
         _COMPILED = Kernels(jit.kernel(fly_chunk), jit.kernel(before_rows),
                             jit.kernel(after_rows), True)
     return _COMPILED
+
+
+def warm(compiled: bool) -> None:
+    """Compile (or load from numba's cache) the gust recursions now, on a few samples, so that
+    their one-time cost is not counted in a trial's steps."""
+    if compiled:
+        e, out = np.zeros((2, 2)), np.zeros(2)  # the argument types of quadarm.model.aero
+        CompiledFilters.ar1_filter(0.5, 0.5, 0.0, np.zeros(2), out)
+        CompiledFilters.lateral_filter(np.eye(2), np.eye(2), 1.0, 0.0, 1.0, 0.0, 0.0, e, out)
 
 
 def filters(compiled: bool) -> Any:
@@ -407,10 +425,13 @@ def n_work(p: Params) -> int:
     return 12 * ((p.chain.shape[1] - arm_control.C_HEAD) // arm_control.C_STRIDE)
 
 
-def log(p: Params, nq: int, nv: int, nu: int) -> Log:
-    """An empty :class:`Log` for ``p`` with nq, nv, nu columns (the ctrl log starts at 0)."""
+def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = False) -> Log:
+    """An empty :class:`Log` for ``p`` with nq, nv, nu columns (the ctrl log starts at 0);
+    with ``applied``, room for the applied forces of ``nbody`` bodies and the wind."""
     rows, ns = int(p.last.max()) + 1, len(p.last)
     if not p.record:
         rows = 0
+    extra = rows if applied else 0
     return Log(np.empty((rows, ns, nq)), np.empty((rows, ns, nv)), np.empty((rows, ns, 3)),
-               np.zeros((rows, ns, nu)))
+               np.zeros((rows, ns, nu)), np.zeros((extra, ns, nbody, 6)),
+               np.zeros((extra, ns, 3)))
