@@ -537,7 +537,7 @@ def _compiled(value: Any) -> str:
     if text not in COMPILED:
         raise ConfigError("compiled", value, f"must be one of {', '.join(COMPILED)}")
     if text == "true" and importlib.util.find_spec("numba") is None:
-        raise ConfigError("compiled", value, "needs numba, which is not installed "
+        raise ConfigError("compiled", text, "needs numba, which is not installed "
                                              "(pip install 'quadarm[fast]'), or use auto/false")
     return text
 
