@@ -176,7 +176,7 @@ VIEWS = ("qpos", "qvel", "ctrl", "act", "xipos", "xmat", "cvel", "subtree_com", 
 # --------------------------------------------------------------------------------------------
 
 
-@jit.inline
+@jit.inline_always
 def tendon_term(k: int, p: Params, s: State, i: int) -> None:
     """The tendon commands of sample k: the plan's tensions, passed through the active damping
     (:func:`quadarm.control.arm.damped_tensions`, with its bias) when that is on; slack plans
@@ -194,7 +194,7 @@ def tendon_term(k: int, p: Params, s: State, i: int) -> None:
             ctrl[tendons[j]] = p.tensions[k, i, j]
 
 
-@jit.inline
+@jit.inline_always
 def air_term(k: int, p: Params, s: State, i: int) -> None:
     """The air terms before step k (:func:`quadarm.runner.air.terms`): gusts and downwash."""
     if p.gusty[i] or p.downwash[i]:
@@ -205,14 +205,16 @@ def air_term(k: int, p: Params, s: State, i: int) -> None:
                   s.xfrc[i])
 
 
-@jit.inline
+@jit.inline_always
 def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """Sample k of simulation i up to its ``mj_step``: log the state, run the terms (see the
     module docstring for their order), log the commands."""
     qpos, qvel, ctrl, u = s.qpos[i], s.qvel[i], s.ctrl[i], s.u[i]
-    if p.record:
-        lg.qpos[k, i, p.q0:] = qpos
-        lg.qvel[k, i, p.v0:] = qvel
+    if p.record:  # element loops: numba's slice assignment costs far more per step
+        for j in range(qpos.shape[0]):
+            lg.qpos[k, i, p.q0 + j] = qpos[j]
+        for j in range(qvel.shape[0]):
+            lg.qvel[k, i, p.v0 + j] = qvel[j]
     rotors = p.rotors
     if p.mode == FLY:
         prm = p.law[i]
@@ -230,20 +232,26 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     if p.mode != EXTERNAL:
         tendon_term(k, p, s, i)
     if p.record:
-        lg.ctrl[k, i, :] = ctrl
+        for j in range(ctrl.shape[0]):
+            lg.ctrl[k, i, j] = ctrl[j]
     if k < p.last[i]:
         air_term(k, p, s, i)
     if lg.wind.shape[0] > 0:
-        lg.xfrc[k, i, :, :] = s.xfrc[i]
-        lg.wind[k, i, :] = s.wind[i]
+        xfrc = s.xfrc[i]
+        for b in range(xfrc.shape[0]):
+            for j in range(6):
+                lg.xfrc[k, i, b, j] = xfrc[b, j]
+        for j in range(3):
+            lg.wind[k, i, j] = s.wind[i, j]
 
 
-@jit.inline
+@jit.inline_always
 def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """After ``mj_step`` of sample k (or ``mj_kinematics`` at the last sample): log the tip,
     whose kinematics ``mj_step`` computed for state k before integrating."""
     if p.record:
-        lg.tip[k, i, :] = s.site_xpos[i, p.tip]
+        for j in range(3):
+            lg.tip[k, i, j] = s.site_xpos[i, p.tip, j]
 
 
 # --------------------------------------------------------------------------------------------
