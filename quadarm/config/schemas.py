@@ -515,6 +515,8 @@ class ControlConfig:
     ``tendon_damping`` (N m s/rad): gain of the tendon moment that opposes the arm's mean
     bending rate; ``tendon_bias`` (N): tension added to all three tendons (zero net moment) so
     that the damping can pull either way. Both 0: the tendons carry the bend command only.
+    ``tendon_tau`` (s): time constant of a first-order low-pass on the tendon commands (the
+    tendon actuators' bandwidth); 0: off, the commands reach the tendons at once.
     See ``docs/arm_aware_control.md``.
     """
 
@@ -522,12 +524,14 @@ class ControlConfig:
     feedforward: str = "none"
     tendon_damping: float = 0.0  # N m s / rad
     tendon_bias: float = 0.0  # N
+    tendon_tau: float = 0.0  # s
 
     def __post_init__(self) -> None:
         _choice("tendon_map", self.tendon_map, TENDON_MAPS)
         _choice("feedforward", self.feedforward, FEEDFORWARD)
         _non_negative("tendon_damping", self.tendon_damping)
         _non_negative("tendon_bias", self.tendon_bias)
+        _non_negative("tendon_tau", self.tendon_tau)
 
 
 def _compiled(value: Any) -> str:

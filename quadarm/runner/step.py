@@ -40,6 +40,7 @@ form is a loop over rows calling the one-trial :func:`before`, so batched equals
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -77,8 +78,10 @@ class Params(NamedTuple):
     (n_rotors,) and ``tendons`` (n_tendons,) actuator ids, ``tip`` the tip site, references
     ``ref_p`` (m), ``ref_v`` (m/s), ``ref_a`` (m/s^2) (K + 1, nsim, 3). Tendons: ``tense``
     (nsim,) whether the plan commands tensions, ``tensions`` (K + 1, nsim, n_tendons) N (zero
-    rows for slack plans). Arm-aware terms (:class:`quadarm.runner.arm_aware.ArmTerms`,
-    stacked): ``ffp``, ``chain``, ``sites``, ``damp``, ``dofs`` (nsim, 2, segments). Air
+    rows for slack plans), ``tendon_lp`` (nsim,) the tendon command low-pass's coefficient
+    (:func:`lowpass_coefficient`, 0: off). Arm-aware terms
+    (:class:`quadarm.runner.arm_aware.ArmTerms`, stacked): ``ffp``, ``chain``, ``sites``,
+    ``damp``, ``dofs`` (nsim, 2, segments). Air
     (:class:`quadarm.runner.air.BatchAir`): ``gusty`` (nsim,), ``wind_series`` (K + 1, nsim,
     3) m/s ((1, nsim, 3) when no trial is gusty), ``downwash`` (nsim,), ``dw`` (nsim,
     N_DW_PARAMS), ``quad``, ``rotor_sites``, ``links``, ``act_adr``, pulses ``pulse_link``,
@@ -100,6 +103,7 @@ class Params(NamedTuple):
     ref_a: np.ndarray
     tense: np.ndarray
     tensions: np.ndarray
+    tendon_lp: np.ndarray
     ffp: np.ndarray
     chain: np.ndarray
     sites: np.ndarray
@@ -123,7 +127,8 @@ class State(NamedTuple):
     """What the terms keep between steps and the live ``MjData`` arrays they touch, (nsim, ...)
     each. Scratch: ``integ`` (3,) the position-error integral (m s), ``u`` (n_rotors,) rotor
     commands (N), ``work`` and ``s3`` the feed-forward's, ``t_out`` (n_tendons,) tensions (N),
-    ``thrust`` (n_rotors,) N and ``force`` (n_links, 3) N the downwash's. Views: ``qpos``,
+    ``thrust`` (n_rotors,) N and ``force`` (n_links, 3) N the downwash's, ``t_lp``
+    (n_tendons,) the low-passed tendon commands (N). Views: ``qpos``,
     ``qvel``, ``ctrl``, ``act``, ``xipos``, ``xmat``, ``cvel``, ``subtree_com``,
     ``site_xpos``, ``site_xmat``, ``sensordata``, ``actuator_force``, ``xfrc`` (nbody, 6) and
     ``wind`` (3,), the model's ``opt.wind`` (m/s), live where gusts write it."""
@@ -135,6 +140,7 @@ class State(NamedTuple):
     t_out: np.ndarray
     thrust: np.ndarray
     force: np.ndarray
+    t_lp: np.ndarray
     qpos: np.ndarray
     qvel: np.ndarray
     ctrl: np.ndarray
@@ -176,22 +182,41 @@ VIEWS = ("qpos", "qvel", "ctrl", "act", "xipos", "xmat", "cvel", "subtree_com", 
 # --------------------------------------------------------------------------------------------
 
 
+def lowpass_coefficient(tau: float, dt: float) -> float:
+    """The coefficient a of the first-order low-pass y_k = y_(k-1) + a (x_k - y_(k-1)) that
+    discretises dy/dt = (x - y) / tau exactly for x held over each step dt (s):
+    a = 1 - exp(-dt / tau); 0 (off) for tau = 0."""
+    return -math.expm1(-dt / tau) if tau > 0.0 else 0.0
+
+
+@jit.inline_always
+def tendon_lowpass(k: int, p: Params, s: State, i: int, t: np.ndarray) -> None:
+    """``control.tendon_tau``: low-pass the tendon commands ``t`` (n_tendons,) N in place,
+    from the first command (y_0 = x_0: no transient at the start)."""
+    a, y = p.tendon_lp[i], s.t_lp[i]
+    for j in range(t.shape[0]):
+        y[j] = t[j] if k == 0 else y[j] + a * (t[j] - y[j])
+        t[j] = y[j]
+
+
 @jit.inline_always
 def tendon_term(k: int, p: Params, s: State, i: int) -> None:
     """The tendon commands of sample k: the plan's tensions, passed through the active damping
-    (:func:`quadarm.control.arm.damped_tensions`, with its bias) when that is on; slack plans
-    command nothing (the damping then acts alone)."""
+    (:func:`quadarm.control.arm.damped_tensions`, with its bias) when that is on, then the
+    low-pass when that is on; slack plans command nothing (the damping then acts alone)."""
     ctrl, tendons, dp = s.ctrl[i], p.tendons, p.damp[i]
-    if dp[arm_control.D_GAIN] != 0.0 or dp[arm_control.D_BIAS] != 0.0:
-        t = s.t_out[i]
-        for j in range(tendons.shape[0]):
-            t[j] = p.tensions[k, i, j]
+    damped = dp[arm_control.D_GAIN] != 0.0 or dp[arm_control.D_BIAS] != 0.0
+    if not (damped or p.tense[i]):
+        return
+    t = s.t_out[i]
+    for j in range(tendons.shape[0]):
+        t[j] = p.tensions[k, i, j]
+    if damped:
         damped_tensions(dp, s.qvel[i], p.dofs[i, 0], p.dofs[i, 1], t, t)
-        for j in range(tendons.shape[0]):
-            ctrl[tendons[j]] = t[j]
-    elif p.tense[i]:
-        for j in range(tendons.shape[0]):
-            ctrl[tendons[j]] = p.tensions[k, i, j]
+    if p.tendon_lp[i] != 0.0:
+        tendon_lowpass(k, p, s, i, t)
+    for j in range(tendons.shape[0]):
+        ctrl[tendons[j]] = t[j]
 
 
 @jit.inline_always
@@ -406,8 +431,10 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
                       _c(ba.pulse_link, np.int64), _c(ba.pulse_force),
                       _c(ba.pulse_start, np.int64), _c(ba.pulse_stop, np.int64))
     q0, v0 = (7, 6) if held else (0, 0)
+    lp = np.array([lowpass_coefficient(p.cfg.control.tendon_tau, p.built.model.opt.timestep)
+                   for p in preps])
     return Params(mode, record, last, q0, v0, prm, mix, rotors, tendons, int(b0.tip_site),
-                  ref_p, ref_v, ref_a, tense, tensions, ffp, chain, sites, damp, dofs,
+                  ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain, sites, damp, dofs,
                   *air_fields), airs
 
 
@@ -417,7 +444,8 @@ def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int
     ns = len(p.last)
     scratch = [np.zeros((ns, 3)), np.zeros((ns, p.rotors.size)), np.zeros((ns, n_work)),
                np.zeros((ns, 3)), np.zeros((ns, p.tendons.size)),
-               np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3))]
+               np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3)),
+               np.zeros((ns, p.tendons.size))]
     return State._make([*scratch, *(views[v] for v in VIEWS), wind])
 
 
