@@ -28,7 +28,7 @@ METRICS = "metrics.parquet"
 TIMESERIES = "timeseries.parquet"
 MODEL_XML = "model.xml"
 
-RUN_COLUMNS = ("run_id", "scenario", "status", "message", "seed", "wall_s", "steps")
+RUN_COLUMNS = ("run_id", "scenario", "status", "message", "seed", "wall_s", "compile_s", "steps")
 METRIC_COLUMNS = ("run_id", "phase", "metric", "value")
 
 
