@@ -84,6 +84,20 @@ def mj_kinematics(m: Any, d: Any) -> None:
     mujoco.mj_kinematics(m, d)
 
 
+def floats(x: Any, n: int) -> Any:
+    """The first ``n`` entries of the array ``x`` for scalar code: Python floats in plain
+    Python (several times cheaper to index and add than numpy scalars, same values); the
+    array itself when compiled."""
+    return x[:n].tolist()
+
+
+def copyto(dst: Any, src: Any) -> None:
+    """``dst[:] = src`` for 1-d arrays: numpy's slice assignment in plain Python, an element
+    loop when compiled (numba's slice assignment costs far more per call, and needs its
+    reference counting)."""
+    dst[:] = src
+
+
 def _library() -> str:
     """The path of the MuJoCo shared library that the Python bindings load."""
     here = Path(mujoco.__file__).parent
@@ -112,6 +126,19 @@ if numba is not None:
                 _c_step(m, d)
             return impl
         return None
+
+    @overload(floats)
+    def _floats_compiled(x: Any, n: Any) -> Any:
+        def impl(x: Any, n: Any) -> Any:
+            return x
+        return impl
+
+    @overload(copyto)
+    def _copyto_compiled(dst: Any, src: Any) -> Any:
+        def impl(dst: Any, src: Any) -> None:
+            for j in range(src.shape[0]):
+                dst[j] = src[j]
+        return impl
 
     @overload(mj_kinematics)
     def _kinematics_compiled(m: Any, d: Any) -> Any:
