@@ -8,7 +8,10 @@ medians:
 
 - ``bare``: a Python loop of ``mujoco.mj_step`` replaying the nominal mission's rotor and tendon
   commands from its start, i.e. the very states the closed loop visits (never from rest, where a
-  step costs less), and ``bare_c``: the same replay in MuJoCo's own C loop (``mujoco.rollout``);
+  step costs less); with gusts or downwash on (``--override``, ``air``) it replays the applied
+  ``xfrc_applied`` and ``opt.wind`` of every step as well, and every replay checks that it ends
+  in the closed loop's final state bit for bit (:class:`Replay`: a fair comparison for every
+  switch). ``bare_c``: the commands replayed in MuJoCo's own C loop (``mujoco.rollout``);
 - ``closed``: the closed-loop mission (:func:`quadarm.runner.episode.fly`: controller, reference,
   tendon commands, logging, divergence checks), compiled (numba) and in plain Python;
 - ``batch``: the batched engine (:mod:`quadarm.runner.batch`) on ``--nsim`` trials of the

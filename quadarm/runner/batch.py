@@ -12,10 +12,10 @@ simulation runs exactly its own model. Trials whose models differ in structure (
 the number of rotors, ...) cannot share a batch; they are grouped by structure and a group of one
 runs on the one-trial path (the grouping is :mod:`quadarm.runner.engine`'s).
 
-The controller runs for all simulations at once: numba-compiled (:mod:`quadarm.runner.native`)
-or, without numba, as numpy columns (:func:`quadarm.control.geometric.law_batch`); both repeat the
-one-trial law's operations in the same order, so that logs and metrics equal the one-trial
-path's (``tests/test_batch.py``). Trials of different durations, force pulses and tendon
+Every sample runs the step seam (:mod:`quadarm.runner.step`) on each live simulation's row:
+:func:`quadarm.runner.step.before_rows` calls the one-trial per-step function row by row,
+compiled or in plain Python, so that logs and metrics equal the one-trial path's bit for bit
+(``tests/model/test_batch.py``). Trials of different durations, force pulses and tendon
 schedules share a batch: each simulation stops stepping after its own last sample.
 """
 

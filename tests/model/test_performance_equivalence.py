@@ -1,8 +1,9 @@
 """The optimised closed loop computes what a plain, obviously-correct loop computes.
 
 The reference loop below is written the straightforward way: numpy state, the vectorised law
-(`control_batch` with n = 1) every step, a force pulse applied by comparing step numbers. The
-optimised `fly` (chunked, compiled by numba when installed, or plain Python on lists) must give
+(`control_batch` with n = 1, the independent numpy law of tests/reference_law.py) every step,
+a force pulse applied by comparing step numbers. The optimised `fly` (the step seam, chunked,
+compiled by numba when installed, or plain Python) must give
 the same log to round-off, and its two implementations must agree exactly.
 """
 
