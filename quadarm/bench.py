@@ -8,7 +8,10 @@ medians:
 
 - ``bare``: a Python loop of ``mujoco.mj_step`` replaying the nominal mission's rotor and tendon
   commands from its start, i.e. the very states the closed loop visits (never from rest, where a
-  step costs less), and ``bare_c``: the same replay in MuJoCo's own C loop (``mujoco.rollout``);
+  step costs less); with gusts or downwash on (``--override``, ``air``) it replays the applied
+  ``xfrc_applied`` and ``opt.wind`` of every step as well, and every replay checks that it ends
+  in the closed loop's final state bit for bit (:class:`Replay`: a fair comparison for every
+  switch). ``bare_c``: the commands replayed in MuJoCo's own C loop (``mujoco.rollout``);
 - ``closed``: the closed-loop mission (:func:`quadarm.runner.episode.fly`: controller, reference,
   tendon commands, logging, divergence checks), compiled (numba) and in plain Python;
 - ``batch``: the batched engine (:mod:`quadarm.runner.batch`) on ``--nsim`` trials of the
@@ -49,7 +52,7 @@ import numpy as np
 from mujoco import rollout
 
 from quadarm.config import load
-from quadarm.runner import batch, episode, lifecycle
+from quadarm.runner import air, batch, episode, jit, lifecycle
 from quadarm.runner.lifecycle import Outcome, Prepared
 from quadarm.scenarios.common import Log
 
@@ -69,20 +72,59 @@ def _start(m: mujoco.MjModel, plan: Any) -> mujoco.MjData:
     return d
 
 
-def bare_replay(m: mujoco.MjModel, plan: Any, ctrl: np.ndarray, timers: bool = False
+class Replay:
+    """What a bare loop replays to step a closed loop's very path: the logged commands ``ctrl``
+    (n, nu) and, when the closed loop's terms changed them step by step (gusts, downwash),
+    the applied forces ``xfrc`` (n, nbody, 6) and wind ``wind`` (n, 3) (else None: the plan's
+    force pulses are applied as the closed loop applies them). ``final`` is the closed loop's
+    state at sample n, (nq,), which the replay must reach exactly."""
+
+    def __init__(self, prep: Prepared, what: str = "a benchmark flight") -> None:
+        out = episode.fly(prep, applied=True)
+        log = _log(out, what)
+        n = prep.plan.steps
+        self.ctrl = log.ctrl[:n].copy()
+        self.final = log.qpos[n].copy()
+        if air.wants_air(prep):
+            self.xfrc: np.ndarray | None = out.extra["xfrc"][:n].copy()
+            self.wind: np.ndarray | None = out.extra["wind"][:n].copy()
+        else:
+            self.xfrc = self.wind = None
+
+
+def bare_replay(m: mujoco.MjModel, plan: Any, replay: Replay | np.ndarray, timers: bool = False
                 ) -> tuple[float, dict[str, float]]:
-    """Seconds of a Python ``mj_step`` loop replaying ``ctrl`` (n, nu) from the plan's start
-    (with its force pulses), and the mean of MuJoCo's step timers (us) when asked."""
+    """Seconds of a Python ``mj_step`` loop replaying ``replay`` (a :class:`Replay`, or bare
+    commands (n, nu)) from the plan's start (with its force pulses, or the logged applied
+    forces and wind), and the mean of MuJoCo's step timers (us) when asked. Raises
+    RuntimeError when a :class:`Replay` does not end in the closed loop's final state."""
+    rp = replay if isinstance(replay, Replay) else None
+    ctrl = rp.ctrl if rp is not None else np.asarray(replay)
     d = _start(m, plan)
-    c, xfrc, step = d.ctrl, d.xfrc_applied, mujoco.mj_step
-    edges = lifecycle.chunk_edges(len(ctrl) - 1, plan.pulses) if plan.pulses else [0, len(ctrl)]
+    c, xfrc, step_fn = d.ctrl, d.xfrc_applied, mujoco.mj_step
     t0 = time.perf_counter()
-    for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
-        lifecycle.apply_pulses(xfrc, plan.pulses, k0)
-        for k in range(k0, min(k1, len(ctrl))):
+    if rp is not None and rp.xfrc is not None and rp.wind is not None:
+        wind, forces, winds = m.opt.wind, rp.xfrc, rp.wind
+        steady = wind.copy()
+        for k in range(len(ctrl)):
             c[:] = ctrl[k]
-            step(m, d)
-    wall = time.perf_counter() - t0
+            xfrc[:] = forces[k]
+            wind[:] = winds[k]
+            step_fn(m, d)
+        wall = time.perf_counter() - t0
+        wind[:] = steady  # leave the model as it was compiled
+    else:
+        edges = (lifecycle.chunk_edges(len(ctrl) - 1, plan.pulses) if plan.pulses
+                 else [0, len(ctrl)])
+        for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
+            lifecycle.apply_pulses(xfrc, plan.pulses, k0)
+            for k in range(k0, min(k1, len(ctrl))):
+                c[:] = ctrl[k]
+                step_fn(m, d)
+        wall = time.perf_counter() - t0
+    if rp is not None and d.qpos.tobytes() != rp.final.tobytes():
+        raise RuntimeError("the bare replay left the closed loop's path (max |dq| "
+                           f"{np.abs(d.qpos - rp.final).max():.3g})")
     out = {}
     if timers:
         for name in TIMERS:
@@ -141,10 +183,10 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
                            f"{prep.message}")
     built, plan = prep.built, prep.plan
     m, n, dt = built.model, plan.steps, cfg.sim.timestep
-    native = episode.native_kernels() is not None
+    native = jit.use(cfg.runner.compiled)
     # The first flight warms up caches and numba's compiled code.
     nominal = f"the nominal mission with sim={PRESETS[label]}"
-    ctrl = _log(episode.fly(prep), nominal).ctrl[:n].copy()
+    ctrl = Replay(prep, nominal)  # the closed loop's path, checked at every bare replay
 
     # The batch workload: a bending-workspace sweep (each trial bends the arm and tilts the
     # vehicle: in motion), nsim trials of different beta.
@@ -155,7 +197,7 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     if len(preps) < len(wcfgs):
         raise RuntimeError("a workspace trial of the batch benchmark failed to build")
     batch.fly_batch(preps[:2], 1)  # warm-up
-    serial_ctrl = [_log(episode.fly(p)).ctrl[:p.plan.steps].copy() for p in preps]
+    serial_ctrl = [Replay(p) for p in preps]
     batch_steps = sum(p.plan.steps for p in preps)
 
     samples: dict[str, list[float]] = {k: [] for k in ("bare", "bare_c", "closed",
@@ -168,7 +210,7 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
         samples["bare"].append(wall / n * 1e6)
         for k, v in tm.items():
             timers.setdefault(k, []).append(v)
-        samples["bare_c"].append(bare_rollout(m, plan, ctrl) / n * 1e6)
+        samples["bare_c"].append(bare_rollout(m, plan, ctrl.ctrl) / n * 1e6)
         samples["closed"].append(_timed(lambda: episode.fly(prep)) / n * 1e6)
         if python_loop and native:
             wall = _with_kernels(False, lambda: _timed(lambda: episode.fly(prep)))
@@ -344,7 +386,7 @@ def measure_air(label: str, repeat: int) -> dict[str, Any]:
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the mission with {' '.join(AIR)} failed: {prep.message}")
     n = prep.plan.steps
-    ctrl = _log(episode.fly(prep), f"the mission with {' '.join(AIR)}").ctrl[:n].copy()
+    ctrl = Replay(prep, f"the mission with {' '.join(AIR)}")
     samples: dict[str, list[float]] = {"bare": [], "closed": []}
     for _ in range(repeat):
         samples["bare"].append(bare_replay(prep.built.model, prep.plan, ctrl)[0] / n * 1e6)

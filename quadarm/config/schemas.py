@@ -10,6 +10,7 @@ the key name says otherwise (``*_deg``). The modelling choices behind the defaul
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ TENDON_MAPS = ("balanced", "legacy")
 FEEDFORWARD = ("none", "com", "wrench")
 BACKENDS = ("sequential", "loky", "threading", "dask")
 ENGINES = ("auto", "serial", "batch")
+COMPILED = ("auto", "true", "false")  # runner.compiled
 DEFAULT_STORE = "outputs/trials"  # the command line's trial store, under the launch directory
 MOTOR_TAU_MAX = 1.0  # s: slower "motors" are not rotors any more
 COM_MAX = 1.0  # m: a centre of mass further than this from the hub is not a multirotor's
@@ -686,6 +688,8 @@ class ControlConfig:
     ``tendon_damping`` (N m s/rad): gain of the tendon moment that opposes the arm's mean
     bending rate; ``tendon_bias`` (N): tension added to all three tendons (zero net moment) so
     that the damping can pull either way. Both 0: the tendons carry the bend command only.
+    ``tendon_tau`` (s): time constant of a first-order low-pass on the tendon commands (the
+    tendon actuators' bandwidth); 0: off, the commands reach the tendons at once.
     See ``docs/arm_aware_control.md``.
     """
 
@@ -693,12 +697,26 @@ class ControlConfig:
     feedforward: str = "none"
     tendon_damping: float = 0.0  # N m s / rad
     tendon_bias: float = 0.0  # N
+    tendon_tau: float = 0.0  # s
 
     def __post_init__(self) -> None:
         _choice("tendon_map", self.tendon_map, TENDON_MAPS)
         _choice("feedforward", self.feedforward, FEEDFORWARD)
         _non_negative("tendon_damping", self.tendon_damping)
         _non_negative("tendon_bias", self.tendon_bias)
+        _non_negative("tendon_tau", self.tendon_tau)
+
+
+def _compiled(value: Any) -> str:
+    """``runner.compiled`` as one of COMPILED (YAML and the command line read true/false as
+    booleans); ``true`` needs numba installed."""
+    text = str(value).strip().lower() if isinstance(value, str | bool) else None
+    if text not in COMPILED:
+        raise ConfigError("compiled", value, f"must be one of {', '.join(COMPILED)}")
+    if text == "true" and importlib.util.find_spec("numba") is None:
+        raise ConfigError("compiled", text, "needs numba, which is not installed "
+                                             "(pip install 'quadarm[fast]'), or use auto/false")
+    return text
 
 
 @dataclass
@@ -724,6 +742,9 @@ class RunnerConfig:
     # Expected seconds of one batch (its trials reach the store when it ends): bounds what a
     # killed batched run loses. 0: no bound (only the memory bound).
     batch_seconds: float = 30.0
+    # The closed loop's kernels: auto (numba when installed), true (numba, required), false
+    # (plain Python). Same numbers either way; QUADARM_NUMBA overrides it (docs/architecture.md).
+    compiled: Any = "auto"
     progress: bool = True
     timeseries: str = "auto"  # all | first | none | auto (all when <= 64 trials, else none)
     resume: bool = True
@@ -741,6 +762,7 @@ class RunnerConfig:
         _integer("batch_min_trials", self.batch_min_trials, 1)
         _integer("batch_threads", self.batch_threads, 0)
         _non_negative("batch_seconds", self.batch_seconds)
+        self.compiled = _compiled(self.compiled)
         _choice("timeseries", self.timeseries, ("all", "first", "none", "auto"))
         if self.address is not None:
             if self.backend != "dask":

@@ -4,9 +4,9 @@ tendon damping.
 The per-step functions here are written like :func:`quadarm.control.geometric.law`: on scalars,
 with only indexing, ``+ - * /``, ``sqrt``, ``sin``/``cos`` and ``min``/``max`` in a fixed order,
 so that plain Python (lists or arrays) and numba's nopython mode run the same source and give
-the same numbers (:mod:`quadarm.runner.native` compiles them). The model-dependent constants are
-read once from the compiled model (:func:`chain_params`, :func:`damping_params`), so the terms
-hold for any ``arm.segments`` and any airframe.
+the same numbers (the step seam, :mod:`quadarm.runner.step`, compiles them). The
+model-dependent constants are read once from the compiled model (:func:`chain_params`,
+:func:`damping_params`), so the terms hold for any ``arm.segments`` and any airframe.
 
 Frames and signs: the vehicle (free-joint body) frame B has its origin at the body's origin;
 c_B is the body's centre of mass (``body_ipos``), about which the rotor allocation is written.

@@ -250,7 +250,7 @@ def fit(knots: np.ndarray, samples: np.ndarray) -> np.ndarray:
 
 def cache_dir() -> Path:
     """Where maps are stored: ``$QUADARM_TIPMAP_CACHE`` if set, else ``__pycache__/tipmap``
-    next to this module (like the numba cache of :mod:`quadarm.runner.native`)."""
+    next to this module (like the numba cache of :mod:`quadarm.runner.jit`)."""
     env = os.environ.get(CACHE_ENV)
     return Path(env) if env else Path(__file__).resolve().parent / "__pycache__" / "tipmap"
 

@@ -25,7 +25,7 @@ import numpy as np
 from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law
 from quadarm.envs import core
-from quadarm.runner import air
+from quadarm.runner import step
 from quadarm.runner.lifecycle import (
     UNSTABLE,
     apply_pulses,
@@ -101,18 +101,16 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._ref_lists = (ref.p.tolist(), ref.v.tolist(), ref.a.tolist())
         self._prm = list(task.params)
         self._dt, self._lim = task.params[DT], task.params[ILIM]
-        n = task.n
-        if self.record:
-            self._logs = (np.empty((n + 1, m.nq)), np.empty((n + 1, m.nv)),
-                          np.empty((n + 1, 3)), np.zeros((n + 1, m.nu)))
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
-        # Gusts and downwash (quadarm.runner.air), applied before each step as the runner's
-        # loop applies them; None in still air without downwash.
-        self._air = air.setup(task.prepared)
+        # The step seam (quadarm.runner.step) with the actions as the commands: it logs and
+        # applies the air terms (gusts, downwash) exactly as the runner's loop does.
         self._wind = m.opt.wind  # live view: gusts are written into it before each step
-        self._air_args = air.args(self._air, d, self._wind) if self._air is not None else ()
+        self._seam, airs = step.params([task.prepared], step.EXTERNAL, self.record)
+        self._gusty = airs[0] is not None and airs[0].gusty
+        self._state = step.one_state(d, self._wind, self._seam)
+        self._logs = step.log(self._seam, m.nq, m.nv, m.nu)
 
     def _observe(self, k: int) -> np.ndarray:
         q, v = self._qpos, self._qvel
@@ -130,7 +128,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         if self.randomizer is not None:
             cfg, self.drawn = self.randomizer.draw(self.np_random)
             self._load(core.make_task(cfg))
-        if self.task.cfg.aero.gust_intensity > 0:
+        if self._gusty:
             self._wind[:] = self.task.cfg.aero.wind  # the steady wind, as every trial starts
         reset(self.model, self.data, self.task.start)
         self._k = 0
@@ -167,24 +165,16 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         integ[0] = min(max(integ[0] + (p[0] - x) * dt, -lim), lim)
         integ[1] = min(max(integ[1] + (p[1] - y) * dt, -lim), lim)
         integ[2] = min(max(integ[2] + (p[2] - z) * dt, -lim), lim)
-        if self.record:
-            qpos_log, qvel_log, tip_log, ctrl_log = self._logs
-            qpos_log[k] = self._qpos
-            qvel_log[k] = self._qvel
-            ctrl_log[k] = ctrl
+        seam, st, lg = self._seam, self._state, self._logs
+        step.before(k, seam, st, lg, 0)  # log, and the air terms before the step
         if k == n:
             # The last sample: record the command and the kinematics, do not integrate.
             mujoco.mj_kinematics(self.model, self.data)
-            if self.record:
-                tip_log[k] = self._site_xpos[task.built.tip_site]
+            step.after(k, seam, st, lg, 0)
             self._k = -1
             return self._observe(k), 0.0, False, True, self._final(n + 1, "")
-        if self._air is not None:
-            air.step(k, u[:self._nr], self._air_args)
         mujoco.mj_step(self.model, self.data)
-        if self.record:
-            # mj_step computed the kinematics of state k before integrating.
-            tip_log[k] = self._site_xpos[task.built.tip_site]
+        step.after(k, seam, st, lg, 0)  # mj_step computed state k's kinematics first
         k += 1
         self._k = k
         obs = self._observe(k)
@@ -226,7 +216,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             raise RuntimeError("record=False: the environment keeps no log")
         rows = (self._k if self._k >= 0 else self.task.n + 1) if rows is None else rows
         b = self.task.built
-        qpos, qvel, tip, ctrl = (x[:rows].copy() for x in self._logs)
+        lg = self._logs
+        qpos, qvel, tip, ctrl = (x[:rows, 0].copy() for x in (lg.qpos, lg.qvel, lg.tip, lg.ctrl))
         return Log(self.task.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
                    b.tendon_actuators)
 

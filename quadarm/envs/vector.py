@@ -31,7 +31,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from quadarm.config import Config
-from quadarm.control.geometric import DT, ILIM, law_batch
+from quadarm.control.geometric import DT, ILIM, law
 from quadarm.envs import core
 from quadarm.envs.batches import Batches
 from quadarm.runner.lifecycle import UNSTABLE, apply_pulses, divergence
@@ -331,17 +331,20 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
 
     def controller_action(self) -> np.ndarray:
         """(num_envs, n_actions): every environment's :meth:`QuadArmEnv.controller_action`,
-        computed by :func:`quadarm.control.geometric.law_batch` (the law's operations on
-        columns). An environment that waits for its autoreset gets the action of its final
+        computed by :func:`quadarm.control.geometric.law` row by row (the law the step seam
+        runs). An environment that waits for its autoreset gets the action of its final
         state (it is ignored)."""
         for t in {id(t): t for t in self.tasks}.values():
             core.refuse_arm_aware(t.cfg)
         ks = np.maximum(self._k, 0)
         ix = self._ix(ks)
         u = np.empty((self.num_envs, self._nr))
-        with np.errstate(all="ignore"):
-            law_batch(self._prm, self._mix, self._integ.copy(), self._qpos, self._qvel,
-                      self._P[ix], self._V[ix], self._A[ix], u)
+        integ = self._integ.copy()  # the law advances the integral: leave the env's as it is
+        p_d, v_d, a_d = self._P[ix], self._V[ix], self._A[ix]
+        with np.errstate(all="ignore"):  # a diverged state's NaNs stay NaNs, silently
+            for i in range(self.num_envs):
+                law(self._prm[i], self._mix[i], integ[i], self._qpos[i], self._qvel[i],
+                    p_d[i], v_d[i], a_d[i], u[i])
         nr = self._nr
         rotors = (u - self._lo[:, :nr]) / self._half[:, :nr] - 1.0
         return np.concatenate([rotors, self._TA[ix]], axis=1)

@@ -3,8 +3,7 @@
 Everything here is a pure function of numbers and arrays (no MuJoCo calls), so it is tested on
 its own and runs inside the closed loop's compiled step: :func:`downwash_forces` is written on
 scalars like :func:`quadarm.control.geometric.law` (plain Python and numba run the same source
-and give the same numbers) and :func:`downwash_forces_batch` repeats its operations in the same
-order on numpy columns, one row per simulation.
+and give the same numbers; the batched engine calls it row by row).
 
 Downwash (``aero.downwash``)
 ---------------------------
@@ -160,8 +159,7 @@ def downwash_forces(prm: Floats, thrust: Floats, quad: int, rotor_sites: Ids,
     """The wake's force on every arm link (see the module docstring), written to ``out``.
 
     Only scalar indexing, ``+ - * /`` and ``sqrt`` in a fixed order, so plain Python and numba
-    (:mod:`quadarm.runner.native`) give the same numbers, and :func:`downwash_forces_batch`
-    repeats them on columns.
+    (:mod:`quadarm.runner.step`) give the same numbers.
 
     Args:
         prm: (N_DW_PARAMS,), from :func:`downwash_params`.
@@ -223,59 +221,6 @@ def downwash_forces(prm: Floats, thrust: Floats, quad: int, rotor_sites: Ids,
         out[i, 2] = drag * (n1 * qz - n0 * uz)
 
 
-def downwash_forces_batch(prm: np.ndarray, thrust: np.ndarray, quad: int,
-                          rotor_sites: np.ndarray, links: np.ndarray, xipos: np.ndarray,
-                          xmat: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray,
-                          site_xpos: np.ndarray, wind: np.ndarray, out: np.ndarray) -> None:
-    """:func:`downwash_forces` for n simulations at once, the same operations in the same
-    order on numpy columns: ``prm`` (n, N_DW_PARAMS), ``thrust`` (n, n_rotors), the ``mjData``
-    arrays with a leading simulation axis, ``wind`` (n, 3), ``out`` (n, n_links, 3)."""
-    drag, inv2, rad = prm[:, DW_DRAG], prm[:, DW_INV_2RHO_A], prm[:, DW_RADIUS]
-    rad2 = rad * rad
-    b3x, b3y, b3z = xmat[:, quad, 2], xmat[:, quad, 5], xmat[:, quad, 8]
-    cx, cy, cz = subtree_com[:, quad, 0], subtree_com[:, quad, 1], subtree_com[:, quad, 2]
-    zero = np.zeros_like(drag)
-    for i in range(len(links)):
-        b = links[i]
-        px, py, pz = xipos[:, b, 0], xipos[:, b, 1], xipos[:, b, 2]
-        wx, wy, wz = zero, zero, zero
-        inside = np.zeros(drag.shape, dtype=bool)
-        for j in range(len(rotor_sites)):
-            t = thrust[:, j]
-            s = rotor_sites[j]
-            dx, dy, dz = px - site_xpos[:, s, 0], py - site_xpos[:, s, 1], pz - site_xpos[:, s, 2]
-            z = -(dx * b3x + dy * b3y + dz * b3z)
-            rx, ry, rz = dx + z * b3x, dy + z * b3y, dz + z * b3z
-            f = z / np.sqrt(z * z + rad2)
-            hit = (t > 0.0) & (z > 0.0) & ((rx * rx + ry * ry + rz * rz) * (1.0 + f) <= rad2)
-            v = np.sqrt(np.where(hit, t, 0.0) * inv2) * (1.0 + f)
-            wx = np.where(hit, wx - v * b3x, wx)
-            wy = np.where(hit, wy - v * b3y, wy)
-            wz = np.where(hit, wz - v * b3z, wz)
-            inside |= hit
-        ox, oy, oz = cvel[:, b, 0], cvel[:, b, 1], cvel[:, b, 2]
-        lx, ly, lz = px - cx, py - cy, pz - cz
-        vx = cvel[:, b, 3] + (oy * lz - oz * ly)
-        vy = cvel[:, b, 4] + (oz * lx - ox * lz)
-        vz = cvel[:, b, 5] + (ox * ly - oy * lx)
-        ax, ay, az = xmat[:, b, 2], xmat[:, b, 5], xmat[:, b, 8]
-        ux, uy, uz = wind[:, 0] - vx, wind[:, 1] - vy, wind[:, 2] - vz
-        ua = ux * ax + uy * ay + uz * az
-        ux, uy, uz = ux - ua * ax, uy - ua * ay, uz - ua * az
-        n0 = np.sqrt(ux * ux + uy * uy + uz * uz)
-        wa = wx * ax + wy * ay + wz * az
-        qx, qy, qz = ux + (wx - wa * ax), uy + (wy - wa * ay), uz + (wz - wa * az)
-        n1 = np.sqrt(qx * qx + qy * qy + qz * qz)
-        out[:, i, 0] = np.where(inside, drag * (n1 * qx - n0 * ux), 0.0)
-        out[:, i, 1] = np.where(inside, drag * (n1 * qy - n0 * uy), 0.0)
-        out[:, i, 2] = np.where(inside, drag * (n1 * qz - n0 * uz), 0.0)
-
-
-# --------------------------------------------------------------------------------------------
-# Dryden turbulence
-# --------------------------------------------------------------------------------------------
-
-
 def gust_speed(wind: Floats) -> float:
     """The speed (m/s) that carries the frozen turbulence past the vehicle:
     max(|wind|, GUST_MIN_SPEED)."""
@@ -292,7 +237,7 @@ def gust_axes(wind: Floats) -> np.ndarray:
 
 def ar1_filter(a: float, b: float, x0: float, e: np.ndarray, out: np.ndarray) -> None:
     """out[0] = x0, out[k] = a out[k-1] + b e[k]: the recursion of the first-order filter,
-    written on scalars (numba compiles the same source, :mod:`quadarm.runner.native`)."""
+    written on scalars (numba compiles the same source, :mod:`quadarm.runner.step`)."""
     x = x0
     out[0] = x
     for k in range(1, len(out)):
@@ -373,7 +318,7 @@ def dryden_gusts(sigma: float, length: float, wind: Floats, dt: float, n: int,
     scale length L (m), carried at :func:`gust_speed` of the mean ``wind`` (3,), from a
     generator seeded by ``seed`` (the trial's). sigma = 0 gives zeros. ``filters`` supplies
     ``ar1_filter`` and ``lateral_filter`` (default: these plain-Python ones; the compiled
-    twins of :mod:`quadarm.runner.native` give the same numbers, faster)."""
+    twins of :mod:`quadarm.runner.step` give the same numbers, faster)."""
     if sigma <= 0.0:
         return np.zeros((n, 3))
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(GUST_STREAM,)))

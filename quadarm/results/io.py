@@ -31,7 +31,7 @@ TIMESERIES = "timeseries.parquet"
 MODEL_XML = "model.xml"  # readable MJCF; MuJoCo's writer rounds numbers to ~6 digits
 MODEL_MJB = "model.mjb"  # the compiled model, bit for bit (mujoco.mj_saveModel)
 
-RUN_COLUMNS = ("run_id", "scenario", "status", "message", "seed", "wall_s", "steps")
+RUN_COLUMNS = ("run_id", "scenario", "status", "message", "seed", "wall_s", "compile_s", "steps")
 METRIC_COLUMNS = ("run_id", "phase", "metric", "value")
 
 

@@ -13,14 +13,15 @@ runs exactly the paper's loop):
   ``xfrc_applied`` together with any force pulse of the plan that is on at that sample (the
   two add up; neither overwrites the other).
 
-:class:`Air` holds the per-trial arrays, made once before the first step; :func:`step` is the
-pure-Python twin of the compiled :func:`quadarm.runner.native.air_step` (same operations, same
-numbers) and :func:`step_batch` the numpy one over the simulations of a batch.
+:class:`Air` holds the per-trial arrays, made once before the first step, and :func:`stack`
+those of a batch; :func:`terms` is the per-step term on scalars, which the step seam
+(:func:`quadarm.runner.step.air_term`) calls in plain Python and compiled alike.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -69,8 +70,10 @@ def wants_air(p: Prepared) -> bool:
     return bool(a.downwash) or a.gust_intensity > 0
 
 
-def setup(p: Prepared) -> Air | None:
-    """The trial's :class:`Air`, or None when it has no per-step air terms."""
+def setup(p: Prepared, filters: Any = aero.PlainFilters) -> Air | None:
+    """The trial's :class:`Air`, or None when it has no per-step air terms. ``filters``: the
+    gust recursions (:func:`quadarm.model.aero.dryden_gusts`; compiled ones give the same
+    numbers)."""
     if not wants_air(p):
         return None
     cfg, built, plan = p.cfg, p.built, p.plan
@@ -78,11 +81,8 @@ def setup(p: Prepared) -> Air | None:
     n = plan.steps
     wind = np.zeros((0, 3))
     if a.gust_intensity > 0:
-        from quadarm.runner.episode import native_kernels
-
-        kern = native_kernels()  # the compiled recursions when numba is on: same numbers
         gust = aero.dryden_gusts(a.gust_intensity, a.gust_length, a.wind, m.opt.timestep,
-                                 n + 1, cfg.seed, kern if kern is not None else aero.PlainFilters)
+                                 n + 1, cfg.seed, filters)
         wind = np.ascontiguousarray(np.asarray(a.wind, dtype=float) + gust)
     links = np.ascontiguousarray(built.link_bodies, dtype=np.int64)
     act_adr = np.where(m.actuator_dyntype[built.rotor_actuators] != mujoco.mjtDyn.mjDYN_NONE,
@@ -111,7 +111,7 @@ def terms(k: int, u: list[float] | np.ndarray, gusty: bool, wind_series: np.ndar
           pulse_stop: np.ndarray, thrust: np.ndarray, force: np.ndarray,
           xfrc: np.ndarray) -> None:
     """The air terms before step k of one simulation, written once on scalars: plain Python
-    runs it (:func:`step`) and numba compiles it (:mod:`quadarm.runner.native`).
+    runs it and numba compiles it (:func:`quadarm.runner.step.air_term`).
 
     With ``gusty``, ``wind`` (the live ``opt.wind``, (3,)) becomes ``wind_series[k]``. With
     ``downwash``, the thrusts (``u`` the rotor commands, or ``act`` the actuator states where
@@ -136,25 +136,6 @@ def terms(k: int, u: list[float] | np.ndarray, gusty: bool, wind_series: np.ndar
         xfrc[b, 0] = fx + force[i, 0]
         xfrc[b, 1] = fy + force[i, 1]
         xfrc[b, 2] = fz + force[i, 2]
-
-
-def args(air: Air | None, d: mujoco.MjData, wind: np.ndarray) -> tuple:
-    """The arguments of :func:`terms` after ``k`` and ``u`` for one trial: ``d`` its
-    ``MjData``, ``wind`` the live ``opt.wind`` of its model. Without air terms (None): inert
-    arguments of the same types (both flags off), so that the compiled loop has one shape."""
-    if air is None:
-        z1, i1, z2 = np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros((0, 3))
-        return (False, z2, wind, False, z1, 0, i1, i1, i1, d.act, d.xipos, d.xmat, d.cvel,
-                d.subtree_com, d.site_xpos, i1, z2, i1, i1, z1, z2, d.xfrc_applied)
-    return (air.gusty, air.wind, wind, air.downwash, air.prm, air.quad, air.sites, air.links,
-            air.act_adr, d.act, d.xipos, d.xmat, d.cvel, d.subtree_com, d.site_xpos,
-            air.pulse_link, air.pulse_force, air.pulse_start, air.pulse_stop, air.thrust,
-            air.force, d.xfrc_applied)
-
-
-def step(k: int, u: list[float] | np.ndarray, a: tuple) -> None:
-    """:func:`terms` in plain Python with the arguments of :func:`args`."""
-    terms(k, u, *a)
 
 
 @dataclass
@@ -209,37 +190,3 @@ def stack(airs: list[Air | None], steps: int) -> BatchAir | None:
         quad=ref.quad, sites=ref.sites, links=ref.links, act_adr=ref.act_adr,
         pulse_link=plink, pulse_force=pforce, pulse_start=pstart, pulse_stop=pstop,
         thrust=np.zeros((ns, len(ref.sites))), force=np.zeros((ns, len(ref.links), 3)))
-
-
-def step_batch(ba: BatchAir, k: int, stepping: np.ndarray, u: np.ndarray, act: np.ndarray,
-               xipos: np.ndarray, xmat: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray,
-               site_xpos: np.ndarray, wind: np.ndarray, xfrc: np.ndarray) -> None:
-    """:func:`terms` for the simulations of a batch that step after sample k (``stepping``
-    (nsim,) bool), on numpy columns with the same operations in the same order. ``wind``
-    (nsim, 3) is the batch's expanded ``opt.wind``, the others its bound ``mjData`` arrays
-    (nsim, ...) and ``u`` (nsim, n_rotors) the rotor commands."""
-    g = np.flatnonzero(ba.gusty & stepping)
-    if g.size:
-        wind[g] = ba.wind[k, g]
-    dw = np.flatnonzero(ba.downwash & stepping)
-    if not dw.size:
-        return
-    thrust = act[dw][:, ba.act_adr] if ba.act_adr[0] >= 0 else u[dw]
-    force = np.empty((dw.size, len(ba.links), 3))
-    with np.errstate(all="ignore"):
-        aero.downwash_forces_batch(ba.prm[dw], thrust, ba.quad, ba.sites, ba.links, xipos[dw],
-                                   xmat[dw], cvel[dw], subtree_com[dw], site_xpos[dw],
-                                   wind[dw], force)
-    plink, pforce = ba.pulse_link[dw], ba.pulse_force[dw]
-    on = (ba.pulse_start[dw] <= k) & (k < ba.pulse_stop[dw])
-    for i in range(len(ba.links)):
-        fx = fy = fz = np.zeros(dw.size)
-        for q in range(plink.shape[1]):
-            hit = (plink[:, q] == i) & on[:, q]
-            fx = np.where(hit, fx + pforce[:, q, 0], fx)
-            fy = np.where(hit, fy + pforce[:, q, 1], fy)
-            fz = np.where(hit, fz + pforce[:, q, 2], fz)
-        b = ba.links[i]
-        xfrc[dw, b, 0] = fx + force[:, i, 0]
-        xfrc[dw, b, 1] = fy + force[:, i, 1]
-        xfrc[dw, b, 2] = fz + force[:, i, 2]

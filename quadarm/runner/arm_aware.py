@@ -1,8 +1,7 @@
 """Per-trial arrays of the arm-aware control terms (``control.feedforward``,
 ``control.tendon_damping``, ``control.tendon_bias``), computed once before a trial flies and
-read by the closed loops: the numba kernels (:mod:`quadarm.runner.native`), the pure-Python
-chunk (:mod:`quadarm.runner.episode`) and the numpy batch path (:mod:`quadarm.runner.batch`).
-The per-step maths is :mod:`quadarm.control.arm`.
+stacked into the step seam's parameter record (:func:`quadarm.runner.step.params`), which every
+loop reads. The per-step maths is :mod:`quadarm.control.arm`.
 
 With ``feedforward: none`` and no damping or bias, ``feedforward_on`` and ``damping_on`` are
 False and the loops do exactly what they did without these terms.

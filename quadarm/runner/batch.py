@@ -12,26 +12,24 @@ simulation runs exactly its own model. Trials whose models differ in structure (
 the number of rotors, ...) cannot share a batch; they are grouped by structure and a group of one
 runs on the one-trial path (the grouping is :mod:`quadarm.runner.engine`'s).
 
-The controller runs for all simulations at once: numba-compiled (:mod:`quadarm.runner.native`)
-or, without numba, as numpy columns (:func:`quadarm.control.geometric.law_batch`); both repeat the
-one-trial law's operations in the same order, so that logs and metrics equal the one-trial
-path's (``tests/test_batch.py``). Trials of different durations, force pulses and tendon
+Every sample runs the step seam (:mod:`quadarm.runner.step`) on each live simulation's row:
+:func:`quadarm.runner.step.before_rows` calls the one-trial per-step function row by row,
+compiled or in plain Python, so that logs and metrics equal the one-trial path's bit for bit
+(``tests/model/test_batch.py``). Trials of different durations, force pulses and tendon
 schedules share a batch: each simulation stops stepping after its own last sample.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import mujoco
 import mujoco.batch
 import numpy as np
 
-from quadarm.control import arm as arm_control
-from quadarm.control.geometric import law_batch
-from quadarm.runner import air
+from quadarm.runner import jit, step
 from quadarm.runner.arm_aware import arm_terms
-from quadarm.runner.episode import native_kernels
 from quadarm.runner.lifecycle import (
     CHECK_EVERY,
     UNSTABLE,
@@ -41,7 +39,6 @@ from quadarm.runner.lifecycle import (
     apply_pulses,
     checked,
     divergence,
-    make_controller,
     onset,
 )
 from quadarm.scenarios.common import Log
@@ -128,13 +125,6 @@ def make_batch(models: Sequence[mujoco.MjModel], nthread: int) -> mujoco.batch.B
 # --------------------------------------------------------------------------------------------
 
 
-def _pad(rows: np.ndarray, length: int) -> np.ndarray:
-    """``rows`` (m, ...) extended to ``length`` rows by repeating the last one."""
-    if len(rows) >= length:
-        return rows[:length]
-    return np.concatenate([rows, np.repeat(rows[-1:], length - len(rows), axis=0)])
-
-
 def fly_batch(preps: Sequence[Prepared], nthread: int, split: bool = True) -> list[Outcome]:
     """Fly ``preps`` (same model structure) together on ``nthread`` threads; the batched twin
     of :func:`quadarm.runner.episode.fly`. Raises :class:`Incompatible` before any step if
@@ -177,36 +167,33 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
 
     last = np.array([p.plan.steps for p in preps], dtype=np.int64)
     big = int(last.max())
-    qpos, qvel, ctrl = batch.bind("qpos"), batch.bind("qvel"), batch.bind("ctrl")
-    xfrc, site_xpos, sim_time = batch.bind("xfrc_applied"), batch.bind("site_xpos"), batch.time
-    # What the wrench feed-forward reads (bound before the reset, like every live view).
-    views = (batch.bind("sensordata"), batch.bind("site_xmat"), site_xpos, batch.bind("xipos"),
-             batch.bind("actuator_force"))
+    # Live (nsim, ...) views of the batch's MjData arrays, bound before the reset.
+    views = {name: batch.bind(name) for name in step.VIEWS}
+    qpos, qvel, xfrc = views["qpos"], views["qvel"], views["xfrc_applied"]
+    sim_time = batch.time
     # The start state of quadarm.runner.lifecycle.reset, for every simulation.
     batch.reset(keyframe=[m.key(0).id for m in models], stage=mujoco.mjtStage.mjSTAGE_NONE)
     starts = np.array([p.plan.start for p in preps], dtype=float)
     qpos[:, :3] = starts
     batch.forward()
 
-    ctls = [make_controller(p.cfg, p.built) for p in preps]
-    prm = np.array([c.params for c in ctls])
-    mix = np.array([c.mix_flat for c in ctls])
-    integ = np.zeros((ns, 3))
-    # Time-major (K + 1, nsim, ...): sample k of every simulation is one contiguous block, so a
-    # step touches a few cache lines rather than one page per simulation and array.
-    ref_p, ref_v, ref_a = (np.stack([_pad(getattr(p.plan.ref, a), big + 1) for p in preps],
-                                    axis=1) for a in "pva")
-    nt = tendon_ids.size
-    slack = np.array([p.plan.tensions is None for p in preps])
-    tensions = np.stack([np.zeros((big + 1, nt)) if p.plan.tensions is None
-                         else _pad(np.asarray(p.plan.tensions, dtype=float), big + 1)
-                         for p in preps], axis=1)
-    tense = np.flatnonzero(~slack)
-    qpos_log = np.empty((big + 1, ns, base.nq))
-    qvel_log = np.empty((big + 1, ns, base.nv))
-    tip_log = np.empty((big + 1, ns, 3))
-    ctrl_log = np.zeros((big + 1, ns, base.nu))
-    u = np.zeros((ns, rotor_ids.size))
+    native = jit.use(preps[0].cfg.runner.compiled)
+    kern = step.kernels(native)
+    t0 = time.perf_counter()
+    step.warm(native)  # the gust recursions, which params() may run
+    compile_s = time.perf_counter() - t0
+    if len({len(arm_terms(p.cfg, p.built).chain) for p in preps}) > 1:
+        raise Incompatible("the arms' chains differ in length")
+    prm, _ = step.params(preps, compiled=native)
+    if prm.gusty.any():
+        wind = batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
+        for i, mdl in enumerate(models):
+            wind[i] = mdl.opt.wind
+    else:
+        wind = np.array([mdl.opt.wind for mdl in models])
+    st = step.state(views, wind, prm, step.n_work(prm))
+    lg = step.log(prm, base.nq, base.nv, base.nu)
+    qpos_log, qvel_log, tip_log, ctrl_log = lg.qpos, lg.qvel, lg.tip, lg.ctrl
     live = np.ones(ns, dtype=bool)
     rows = last + 1
     failures: list[Diverged | None] = [None] * ns
@@ -215,70 +202,6 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     pulse_steps = {k: [i for i, p in enumerate(preps)
                        if any(k in (q.start, q.stop) for q in p.plan.pulses)]
                    for p in preps for q in p.plan.pulses for k in (q.start, q.stop)}
-
-    kern = native_kernels()
-    rot = rotor_ids.astype(np.int64)
-    ten = tendon_ids.astype(np.int64)
-    # The arm-aware terms (quadarm.runner.arm_aware), one row per simulation.
-    arms = [arm_terms(p.cfg, p.built) for p in preps]
-    if any(len(a.chain) != len(arms[0].chain) for a in arms):
-        raise Incompatible("the arms' chains differ in length")
-    ffp, chain, sites, damp, dofs = (np.ascontiguousarray(np.stack([getattr(a, f) for a in arms]))
-                                     for f in ("ffp", "chain", "sites", "dp", "dofs"))
-    work, s3, t_out = np.zeros((ns, arms[0].n_work)), np.zeros((ns, 3)), np.zeros((ns, 3))
-    fed = [i for i, a in enumerate(arms) if a.feedforward_on]
-    damped = [i for i, a in enumerate(arms) if a.damping_on]
-
-    # Gusts and downwash (quadarm.runner.air): per-simulation terms before each step.
-    ba = air.stack([air.setup(p) for p in preps], big)
-    if ba is not None:
-        if ba.gusty.any():
-            wind = batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
-            for i, mdl in enumerate(models):
-                wind[i] = mdl.opt.wind
-        else:
-            wind = np.array([mdl.opt.wind for mdl in models])
-        act = batch.bind("act")
-        xipos, xmat, cvel, subtree_com = (batch.bind(name) for name in
-                                          ("xipos", "xmat", "cvel", "subtree_com"))
-
-    def air_terms(k: int) -> None:
-        assert ba is not None  # called only with air terms on
-        if kern is not None:
-            kern.batch_air(k, last, live, u, ba.gusty, ba.wind, wind, ba.downwash, ba.prm,
-                           ba.quad, ba.sites, ba.links, ba.act_adr, act, xipos, xmat, cvel,
-                           subtree_com, site_xpos,
-                           ba.pulse_link, ba.pulse_force, ba.pulse_start, ba.pulse_stop,
-                           ba.thrust, ba.force, xfrc)
-            return
-        air.step_batch(ba, k, live & (last > k), u, act, xipos, xmat, cvel, subtree_com,
-                       site_xpos, wind, xfrc)
-
-    def control(k: int) -> None:
-        if kern is not None:
-            kern.batch_control(k, last, live, prm, mix, integ, qpos, qvel, ctrl, rot, ten,
-                               slack, tensions, ref_p, ref_v, ref_a, u, qpos_log, qvel_log,
-                               ctrl_log, ffp, chain, work, s3, sites, *views, damp, dofs,
-                               t_out)
-            return
-        # numpy: every simulation (finished or failed ones too: harmless, never stepped or
-        # read again), the same operations as the scalar law.
-        qpos_log[k] = qpos
-        qvel_log[k] = qvel
-        for i in fed:  # the scalar feed-forward, row by row (numba does this without numba)
-            arm_control.feedforward(prm[i], qpos[i], ref_a[k, i], ffp[i], chain[i], work[i],
-                                    s3[i], sites[i], views[0][i], views[1][i], views[2][i],
-                                    views[3][i], views[4][i], ten)
-        with np.errstate(all="ignore"):
-            law_batch(prm, mix, integ, qpos, qvel, ref_p[k], ref_v[k], ref_a[k], u)
-        ctrl[:, rotor_ids] = u
-        if tense.size:
-            ctrl[tense[:, None], tendon_ids] = tensions[k, tense]
-        for i in damped:
-            arm_control.damped_tensions(damp[i], qvel[i], dofs[i, 0], dofs[i, 1],
-                                        tensions[k, i], t_out[i])
-            ctrl[i, tendon_ids] = t_out[i]
-        ctrl_log[k] = ctrl
 
     def fail(i: int, err: Diverged | None, message: str, k: int) -> None:
         live[i] = False
@@ -309,18 +232,23 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     finishing = {int(v) for v in last}
     ids: np.ndarray | None = None
     stale = True  # recompute which simulations step
+    stepping = np.zeros(ns, dtype=bool)
+    # Compile (or load from numba's cache) before the timed part: no rows.
+    t0 = time.perf_counter()
+    kern.before_rows(0, prm, st, lg, stepping)
+    kern.after_rows(0, prm, st, lg, stepping)
+    compile_s += time.perf_counter() - t0
     for k in range(big + 1):
         for i in pulse_steps.get(k, ()):
             apply_pulses(xfrc[i], preps[i].plan.pulses, k)
-        control(k)
-        if ba is not None:
-            air_terms(k)
-        done = np.flatnonzero(live & (last == k)) if k in finishing else ()
-        if len(done):
-            # The last sample needs only the kinematics of the final state.
-            batch.forward(done, stage=mujoco.mjtStage.mjSTAGE_POS)
-            tip_log[k, done] = site_xpos[done, tip]
-            stale = True
+        kern.before_rows(k, prm, st, lg, live)
+        if k in finishing:
+            done = live & (last == k)
+            if done.any():
+                # The last sample needs only the kinematics of the final state.
+                batch.forward(np.flatnonzero(done), stage=mujoco.mjtStage.mjSTAGE_POS)
+                kern.after_rows(k, prm, st, lg, done)
+                stale = True
         if stale:
             stepping = live & (last > k)
             if not stepping.any():
@@ -333,10 +261,7 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
             for i in err.ids:
                 fail(int(i), None, f"MuJoCo error: {batch.error(int(i))}", k)
             stale = True
-        if ids is None:
-            tip_log[k] = site_xpos[:, tip]
-        else:
-            tip_log[k, ids] = site_xpos[ids, tip]
+        kern.after_rows(k, prm, st, lg, stepping)
         if k % CHECK_EVERY == 0 or k in last_but_one:
             before = live.sum()
             check(k)
@@ -347,7 +272,7 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         r = int(rows[i])
         own = (np.ascontiguousarray(x[:r, i]) for x in (qpos_log, qvel_log, tip_log, ctrl_log))
         qp, qv, tp, ct = own
-        lg = Log(p.plan.t[:r].copy(), qp, qv, tp, ct, p.built.rotor_actuators,
-                 p.built.tendon_actuators)
-        out.append(Outcome(lg, failures[i], errors[i]))
+        own_log = Log(p.plan.t[:r].copy(), qp, qv, tp, ct, p.built.rotor_actuators,
+                      p.built.tendon_actuators)
+        out.append(Outcome(own_log, failures[i], errors[i], compile_s=compile_s))
     return out

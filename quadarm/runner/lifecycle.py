@@ -17,7 +17,7 @@ A trial's error is data: nothing here raises for a bad trial.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
@@ -56,6 +56,7 @@ class Episode:
     built: BuiltModel | None
     steps: int
     wall_s: float
+    compile_s: float = 0.0  # numba's one-time compile or cache load, not counted in wall_s
 
 
 @dataclass
@@ -78,6 +79,8 @@ class Outcome:
     log: Log | None
     failure: Diverged | None = None
     error: str = ""
+    compile_s: float = 0.0  # seconds spent compiling or loading the kernels, before the steps
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # logged beyond Log, by name
 
 
 def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
@@ -220,6 +223,12 @@ def onset(err: Diverged, t: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
 def score(p: Prepared, o: Outcome, wall_s: float) -> Episode:
     """The episode of a flown trial: ``error`` or ``diverged`` as the outcome says, else
     ``ok`` with the scenario's metrics (an exception while scoring is an ``error``)."""
+    ep = _score(p, o, wall_s)
+    ep.compile_s = o.compile_s
+    return ep
+
+
+def _score(p: Prepared, o: Outcome, wall_s: float) -> Episode:
     steps = 0 if o.log is None else len(o.log.t) - 1
     if o.error:
         return Episode("error", o.error, [], o.log, p.plan, p.built, steps, wall_s)

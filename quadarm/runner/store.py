@@ -126,6 +126,7 @@ def run_row(trial: Trial, ep: Episode | None, status: str, message: str, wall_s:
         "message": message,
         "seed": trial.seed,
         "wall_s": wall_s,
+        "compile_s": ep.compile_s if ep is not None else 0.0,
         "steps": steps,
         "trial": trial.index,
     }

@@ -45,7 +45,7 @@ def cluster() -> Iterator[Any]:
 
 def tables(out: Path) -> list[pd.DataFrame]:
     """runs (without wall times), metrics and, when kept, time series, in a fixed order."""
-    frames = [io.read_runs(out).drop(columns="wall_s").sort_values("run_id"),
+    frames = [io.read_runs(out).drop(columns=["wall_s", "compile_s"]).sort_values("run_id"),
               io.read_metrics(out).sort_values(["run_id", "phase", "metric"])]
     if (out / io.TIMESERIES).exists():
         frames.append(io.read_timeseries(out).sort_values(["run_id", "t"], kind="stable"))

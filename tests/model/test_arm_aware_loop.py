@@ -14,7 +14,7 @@ from helpers import nominal
 from quadarm.config import ControlConfig, DisturbanceScenario, HeldBendScenario
 from quadarm.control.geometric import FF_ON
 from quadarm.model import build
-from quadarm.runner import engine, episode, lifecycle
+from quadarm.runner import engine, episode, jit, lifecycle
 from quadarm.runner.lifecycle import Prepared
 from quadarm.scenarios.common import Log, Plan
 
@@ -79,7 +79,7 @@ def _same(a: Log, b: Log) -> None:
 
 @pytest.mark.parametrize("native", [False, True], ids=["python", "numba"])
 def test_switches_off_are_the_paper_loop_bit_for_bit(native, monkeypatch):
-    if native and episode.native_kernels() is None:
+    if native and not jit.AVAILABLE:
         pytest.skip("numba is not installed")
     for cfg in (_push(), _bend()):
         log, p = _fly(cfg, native, monkeypatch)
@@ -101,7 +101,7 @@ SWITCHED_ON = [
 
 @pytest.mark.parametrize("control", SWITCHED_ON, ids=lambda c: "-".join(map(str, c.values())))
 def test_compiled_and_python_loops_agree_exactly(control, monkeypatch):
-    if episode.native_kernels() is None:
+    if not jit.AVAILABLE:
         pytest.skip("numba is not installed")
     for cfg in (_push(**control), _bend(**control)):
         a, _ = _fly(cfg, True, monkeypatch)
@@ -114,9 +114,9 @@ def test_compiled_and_python_loops_agree_exactly(control, monkeypatch):
         assert t.min() >= 0.0 and t.max() <= cfg.arm.tension_max
 
 
-@pytest.mark.parametrize("native", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("native", [True, False], ids=["numba", "python"])
 def test_batched_engine_is_bit_identical_with_switches_on(native, monkeypatch):
-    if native and episode.native_kernels() is None:
+    if native and not jit.AVAILABLE:
         pytest.skip("numba is not installed")
     monkeypatch.setenv("QUADARM_NUMBA", "1" if native else "0")
     cfgs = [_push(0.6, **c) for c in SWITCHED_ON] + [_bend(0.6, **c) for c in SWITCHED_ON[:3]]

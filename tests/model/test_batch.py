@@ -17,7 +17,7 @@ from quadarm.config import (
     RunnerConfig,
     WorkspaceScenario,
 )
-from quadarm.runner import batch, engine, episode, lifecycle, study
+from quadarm.runner import batch, engine, episode, jit, lifecycle, study
 from quadarm.runner.trials import expand
 
 
@@ -48,9 +48,9 @@ def workspace_trials():
     return cfgs, [episode.run_episode(c) for c in cfgs]
 
 
-@pytest.mark.parametrize("native", [True, False], ids=["numba", "numpy"])
+@pytest.mark.parametrize("native", [True, False], ids=["numba", "python"])
 def test_batched_metrics_equal_the_one_trial_path(workspace_trials, native, monkeypatch):
-    if native and episode.native_kernels() is None:
+    if native and not jit.AVAILABLE:
         pytest.skip("numba is not installed")
     monkeypatch.setenv("QUADARM_NUMBA", "1" if native else "0")
     cfgs, serial = workspace_trials

@@ -8,9 +8,10 @@ import mujoco
 import numpy as np
 import pytest
 from helpers import nominal
+from reference_law import control_batch
 
 from quadarm.config import HoverScenario
-from quadarm.control.geometric import GeometricController, control_batch
+from quadarm.control.geometric import GeometricController
 from quadarm.runner.episode import run_episode
 from quadarm.runner.lifecycle import Prepared, build_model, make_controller
 

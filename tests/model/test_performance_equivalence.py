@@ -1,8 +1,9 @@
 """The optimised closed loop computes what a plain, obviously-correct loop computes.
 
 The reference loop below is written the straightforward way: numpy state, the vectorised law
-(`control_batch` with n = 1) every step, a force pulse applied by comparing step numbers. The
-optimised `fly` (chunked, compiled by numba when installed, or plain Python on lists) must give
+(`control_batch` with n = 1, the independent numpy law of tests/reference_law.py) every step,
+a force pulse applied by comparing step numbers. The optimised `fly` (the step seam, chunked,
+compiled by numba when installed, or plain Python) must give
 the same log to round-off, and its two implementations must agree exactly.
 """
 
@@ -14,13 +15,13 @@ import mujoco
 import numpy as np
 import pytest
 from helpers import nominal
+from reference_law import control_batch
 
 from quadarm import scenarios
 from quadarm.config import DisturbanceScenario
-from quadarm.control.geometric import control_batch
 from quadarm.control.trajectory import Reference
 from quadarm.model.allocation import mixer, total_mass
-from quadarm.runner import episode, lifecycle
+from quadarm.runner import episode, jit, lifecycle
 from quadarm.runner.lifecycle import Prepared
 from quadarm.scenarios.common import Log, Plan
 
@@ -107,7 +108,7 @@ def _assert_logs_close(a: Log, b: Log) -> None:
 
 @pytest.mark.parametrize("native", [False, True], ids=["python", "numba"])
 def test_optimised_loop_equals_the_reference_loop(mission_window, push, native, monkeypatch):
-    if native and episode.native_kernels() is None:
+    if native and not jit.AVAILABLE:
         pytest.skip("numba is not installed")
     cfg, built, plans = mission_window
     for plan in plans:
@@ -129,7 +130,7 @@ def test_optimised_loop_equals_the_reference_loop(mission_window, push, native, 
 
 
 def test_compiled_and_python_loops_agree_exactly(mission_window, push, monkeypatch):
-    if episode.native_kernels() is None:
+    if not jit.AVAILABLE:
         pytest.skip("numba is not installed")
     cfg, built, plans = mission_window
     for c, b, plan in [(cfg, built, plans[1]), push]:
@@ -143,7 +144,7 @@ def test_compiled_and_python_loops_agree_exactly(mission_window, push, monkeypat
 def test_divergence_is_caught_at_the_first_check_and_dated_at_its_onset(push, native, monkeypatch):
     """A box smaller than the push's deviation: the run stops at the first check after the
     vehicle leaves it, with the log up to that step."""
-    if native and episode.native_kernels() is None:
+    if native and not jit.AVAILABLE:
         pytest.skip("numba is not installed")
     cfg, built, plan = push
     tight = replace(cfg, sim=replace(cfg.sim, max_distance=0.005))

@@ -10,7 +10,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.config import AirframeConfig, ArmConfig, SimConfig
 from quadarm.control import tipspace as ts

@@ -15,7 +15,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-from conftest import cfg_of
+from helpers import cfg_of
 
 from quadarm.config import Config, WorldConfig, WorldObject
 from quadarm.control.tendons import tensions

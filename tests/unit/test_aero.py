@@ -142,44 +142,6 @@ def test_wind_and_motion_enter_as_the_wakes_increment() -> None:
     np.testing.assert_allclose(f, ref, rtol=1e-12)
 
 
-def test_batch_repeats_the_scalar_operations() -> None:
-    """downwash_forces_batch equals downwash_forces bit for bit, sim by sim."""
-    rng = np.random.default_rng(3)
-    ns, nbody, nlink = 6, 6, 4
-    links, sites = np.arange(2, 6), np.arange(4)
-    xipos = HUB + rng.normal(0, 0.05, (ns, nbody, 3))
-    xipos[:, 2:, 0] += ROTORS[:, 0] * rng.uniform(0.3, 1.2, (ns, 1))
-    xipos[:, 2:, 1] += ROTORS[:, 1] * rng.uniform(0.3, 1.2, (ns, 1))
-    xipos[:, 2:, 2] -= rng.uniform(0.0, 0.4, (ns, nlink))
-    q, _ = np.linalg.qr(rng.normal(size=(ns, nbody, 3, 3)))
-    xmat = q.reshape(ns, nbody, 9)
-    xmat[:, 1] = VERTICAL
-    cvel = rng.normal(0, 1, (ns, nbody, 6))
-    subtree = HUB + rng.normal(0, 0.01, (ns, nbody, 3))
-    site = np.zeros((ns, 4, 3))
-    site[:, :, :2] = HUB[:2] + ROTORS
-    site[:, :, 2] = HUB[2]
-    thrust = rng.uniform(-0.5, 6, (ns, 4))
-    wind = rng.normal(0, 2, (ns, 3))
-    prm = np.tile(aero.downwash_params(RHO, CD, D, L, R), (ns, 1))
-    out = np.empty((ns, nlink, 3))
-    aero.downwash_forces_batch(prm, thrust, 1, sites, links, xipos, xmat, cvel, subtree, site,
-                               wind, out)
-    hits = 0
-    for i in range(ns):
-        one = np.empty((nlink, 3))
-        aero.downwash_forces(prm[i], thrust[i], 1, sites, links, xipos[i], xmat[i], cvel[i],
-                             subtree[i], site[i], wind[i], one)
-        assert one.tobytes() == out[i].tobytes()
-        hits += int(one.any(axis=1).sum())
-    assert hits > 0  # some links were inside a wake
-
-
-# --------------------------------------------------------------------------------------------
-# Dryden gusts
-# --------------------------------------------------------------------------------------------
-
-
 def _acf(x: np.ndarray, lags: int) -> np.ndarray:
     x = x - x.mean()
     f = np.fft.rfft(x, 2 * len(x))

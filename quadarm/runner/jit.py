@@ -1,0 +1,193 @@
+"""The numba loader: a leaf module (it imports nothing from quadarm), so that every module of the
+closed loop can import it without an import circle.
+
+It holds everything that depends on whether numba is there:
+
+- :func:`inline`: makes a scalar term function callable from compiled code
+  (``numba.extending.register_jitable``; the identity without numba). The function itself stays
+  a plain Python function, so plain Python and numba run the same source.
+- :func:`kernel`: compiles a loop (``numba.njit(cache=True, nogil=True)``), or None without
+  numba; the caller keeps the plain function for the plain-Python path.
+- :func:`mj_step` and :func:`mj_kinematics`: one name for MuJoCo's C functions in both modes.
+  Plain Python calls them with the ``MjModel`` / ``MjData`` objects (the bindings'
+  ``mujoco.mj_step``); compiled code calls them with the two structs' addresses
+  (``MjModel._address``), resolved by symbol name in the shared library the bindings load, so a
+  cached kernel stays valid across processes.
+- the cache folder: numba keys a cached kernel on its own source file only, not on the
+  functions it compiles in from other modules, so the cache lives in
+  ``quadarm/runner/__pycache__/numba-<hash>``, the hash of every source the kernels may compile
+  in (:data:`COMPILED_SOURCES`); folders of older versions are removed. ``NUMBA_CACHE_DIR``
+  overrides it.
+- the switch: :func:`use` turns the config key ``runner.compiled`` (``auto``, ``true``,
+  ``false``) and the environment variable ``QUADARM_NUMBA`` (an override: ``0``/``false``/``no``
+  off, anything else on) into the choice of one trial.
+
+A fatal MuJoCo error (``mju_error``, not a warning: e.g. a corrupt model) inside a compiled
+kernel cannot become a Python exception and ends the process; instabilities are warnings and are
+handled like in plain Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import mujoco
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SETTINGS = ("auto", "true", "false")
+ENV = "QUADARM_NUMBA"
+_PACKAGE = Path(__file__).resolve().parents[1]
+# Every source that compiled kernels may compile in: the seam and its term functions.
+COMPILED_SOURCES = ("runner/jit.py", "runner/step.py", "runner/air.py", "control/geometric.py",
+                    "control/arm.py", "control/tendons.py", "model/aero.py")
+
+
+def cache_dir() -> Path:
+    """``quadarm/runner/__pycache__/numba-<hash>`` of :data:`COMPILED_SOURCES`; older
+    ``numba-*`` folders there are removed."""
+    digest = hashlib.sha256()
+    for rel in COMPILED_SOURCES:
+        path = _PACKAGE / rel
+        digest.update(rel.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
+    name = f"numba-{digest.hexdigest()[:16]}"
+    root = Path(__file__).resolve().parent / "__pycache__"
+    for old in root.glob("numba-*"):
+        if old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+    return root / name
+
+
+numba: Any
+try:
+    import numba
+    from numba import types
+    from numba.extending import overload, register_jitable
+except ImportError:  # numba is optional: everything runs in plain Python
+    numba = None
+
+AVAILABLE = numba is not None
+
+
+def mj_step(m: Any, d: Any) -> None:
+    """``mj_step``: on the bindings' objects in Python, on their addresses when compiled."""
+    mujoco.mj_step(m, d)
+
+
+def mj_kinematics(m: Any, d: Any) -> None:
+    """``mj_kinematics``, like :func:`mj_step`."""
+    mujoco.mj_kinematics(m, d)
+
+
+def floats(x: Any, n: int) -> Any:
+    """The first ``n`` entries of the array ``x`` for scalar code: Python floats in plain
+    Python (several times cheaper to index and add than numpy scalars, same values); the
+    array itself when compiled."""
+    return x[:n].tolist()
+
+
+def copyto(dst: Any, src: Any) -> None:
+    """``dst[:] = src`` for 1-d arrays: numpy's slice assignment in plain Python, an element
+    loop when compiled (numba's slice assignment costs far more per call, and needs its
+    reference counting)."""
+    dst[:] = src
+
+
+def _library() -> str:
+    """The path of the MuJoCo shared library that the Python bindings load."""
+    here = Path(mujoco.__file__).parent
+    for pattern in ("libmujoco.so*", "libmujoco*.dylib", "mujoco*.dll"):
+        found = sorted(here.glob(pattern))
+        if found:
+            return str(found[0])
+    raise ImportError(f"no MuJoCo shared library next to {here}")
+
+
+if numba is not None:
+    import llvmlite.binding
+
+    if not os.environ.get("NUMBA_CACHE_DIR"):
+        numba.config.CACHE_DIR = str(cache_dir())  # before any kernel
+    # Symbols are resolved by name, so the cached machine code stays valid across processes.
+    llvmlite.binding.load_library_permanently(_library())
+    _C_SIGNATURE: Any = types.void(types.voidptr, types.voidptr)  # void f(mjModel*, mjData*)
+    _c_step = types.ExternalFunction("mj_step", _C_SIGNATURE)
+    _c_kinematics = types.ExternalFunction("mj_kinematics", _C_SIGNATURE)
+
+    @overload(mj_step)
+    def _step_compiled(m: Any, d: Any) -> Any:
+        if isinstance(m, types.Integer) and isinstance(d, types.Integer):
+            def impl(m: Any, d: Any) -> None:
+                _c_step(m, d)
+            return impl
+        return None
+
+    @overload(floats)
+    def _floats_compiled(x: Any, n: Any) -> Any:
+        def impl(x: Any, n: Any) -> Any:
+            return x
+        return impl
+
+    @overload(copyto)
+    def _copyto_compiled(dst: Any, src: Any) -> Any:
+        def impl(dst: Any, src: Any) -> None:
+            for j in range(src.shape[0]):
+                dst[j] = src[j]
+        return impl
+
+    @overload(mj_kinematics)
+    def _kinematics_compiled(m: Any, d: Any) -> Any:
+        if isinstance(m, types.Integer) and isinstance(d, types.Integer):
+            def impl(m: Any, d: Any) -> None:
+                _c_kinematics(m, d)
+            return impl
+        return None
+
+
+def inline(fn: F) -> F:
+    """``fn``, made callable from compiled kernels (numba's ``register_jitable``)."""
+    if numba is None:
+        return fn
+    register_jitable(fn)
+    return fn
+
+
+def inline_always(fn: F) -> F:
+    """:func:`inline`, and inlined into its callers by numba (at its IR): for the seam's small
+    per-step functions, whose records would otherwise be passed by value at every call."""
+    if numba is None:
+        return fn
+    register_jitable(inline="always")(fn)
+    return fn
+
+
+def kernel(fn: Callable[..., Any]) -> Any:
+    """``fn`` compiled (cached on disk, releasing the GIL), or None without numba.
+
+    Without numba's reference counting (``_nrt=False``): the kernels allocate nothing, and
+    with it every read of a record's field and every row view would cost an atomic
+    increment and decrement, about a microsecond per step in all (measured)."""
+    if numba is None:
+        return None
+    return numba.njit(cache=True, nogil=True, _nrt=False)(fn)
+
+
+def use(setting: str = "auto") -> bool:
+    """Whether a trial with ``runner.compiled = setting`` runs compiled: ``QUADARM_NUMBA``,
+    when set, overrides the setting; ``auto`` means "when numba is installed". Raises
+    RuntimeError for ``true`` without numba (the config check refuses it at load)."""
+    env = os.environ.get(ENV)
+    if env is not None and env.strip():
+        wanted = env.strip().lower() not in ("0", "false", "no", "off")
+        return wanted and AVAILABLE
+    if setting == "false":
+        return False
+    if setting == "true" and not AVAILABLE:
+        raise RuntimeError("runner.compiled=true: numba is not installed "
+                           "(pip install 'quadarm[fast]')")
+    return AVAILABLE

@@ -1,0 +1,54 @@
+"""``runner.compiled`` (auto|true|false) and its override ``QUADARM_NUMBA``: which loop a trial
+runs, and the refusal of ``true`` without numba."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from quadarm.config import ConfigError, load, schemas
+from quadarm.runner import jit
+
+
+@pytest.mark.parametrize("value, want", [("auto", "auto"), ("false", "false"),
+                                         ("False", "false"), ("AUTO", "auto")])
+def test_the_key_reads_yaml_booleans_and_any_case(value, want):
+    assert load([f"runner.compiled={value}"]).runner.compiled == want
+
+
+def test_an_unknown_value_is_refused_in_one_line():
+    with pytest.raises(ConfigError) as err:
+        load(["runner.compiled=maybe"])
+    assert str(err.value) == "runner.compiled=maybe: must be one of auto, true, false"
+
+
+def test_true_without_numba_is_refused(monkeypatch):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(schemas.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "numba" else real(name, *a))
+    with pytest.raises(ConfigError) as err:
+        load(["runner.compiled=true"])
+    assert str(err.value).startswith("runner.compiled=true: needs numba")
+    assert "\n" not in str(err.value)
+
+
+def test_the_environment_variable_overrides_the_key(monkeypatch):
+    monkeypatch.delenv("QUADARM_NUMBA", raising=False)
+    assert jit.use("false") is False
+    assert jit.use("auto") is jit.AVAILABLE
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    assert jit.use("auto") is False and jit.use("true") is False
+    monkeypatch.setenv("QUADARM_NUMBA", "1")
+    assert jit.use("false") is jit.AVAILABLE
+
+
+def test_the_loader_is_a_leaf():
+    """quadarm.runner.jit imports nothing from quadarm (so the runner has no circle)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(jit.__file__).read_text())
+    names = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    names += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [n for n in names if n.startswith("quadarm")]
