@@ -325,8 +325,9 @@ def measure_sb3(nenv: int = 8, repeat: int = 3, duration: float = 1.0, nthread: 
     """Steps per second of the Stable-Baselines3 adapter (:mod:`quadarm.envs.sb3`) against the
     batched vector environment it wraps, on the same work: ``nenv`` short workspace hovers
     (``duration`` s, then the automatic reset), the same recorded controller actions, the same
-    autoreset mode (SAME_STEP, SB3's) and ``dtype``. Medians over ``repeat`` interleaved runs;
-    None without stable-baselines3."""
+    autoreset mode (SAME_STEP, SB3's) and ``dtype``. The ratio is that of the best of
+    ``repeat`` interleaved runs each (the run least disturbed by other work on the machine:
+    what the code can do); the medians are reported too. None without stable-baselines3."""
     try:
         from gymnasium.vector import AutoresetMode
 
@@ -369,8 +370,10 @@ def measure_sb3(nenv: int = 8, repeat: int = 3, duration: float = 1.0, nthread: 
     venv.close()
     adapter.close()
     med = {k: statistics.median(v) for k, v in samples.items()}
-    return {"steps_per_s": med, "samples_steps_per_s": samples, "nenv": nenv,
-            "steps": steps, "dtype": dtype, "ratio_sb3_over_vector": med["sb3"] / med["vector"]}
+    best = {k: max(v) for k, v in samples.items()}
+    return {"steps_per_s": med, "best_steps_per_s": best, "samples_steps_per_s": samples,
+            "nenv": nenv, "steps": steps, "dtype": dtype,
+            "ratio_sb3_over_vector": best["sb3"] / best["vector"]}
 
 
 # All three switches of issue 9 on: motor lag, Dryden gusts on a steady wind, rotor downwash.
@@ -623,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
         if sb3 is None:
             parser.error("--sb3 needs stable-baselines3 (pip install 'quadarm[rl]')")
         print(f"steps/s: vector env {sb3['steps_per_s']['vector']:.0f}, SB3 adapter "
-              f"{sb3['steps_per_s']['sb3']:.0f} (ratio {sb3['ratio_sb3_over_vector']:.3f}; "
+              f"{sb3['steps_per_s']['sb3']:.0f} (medians; best-run ratio {sb3['ratio_sb3_over_vector']:.3f}; "
               f"{sb3['nenv']} envs x {sb3['steps']} steps, {sb3['dtype']})")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"sb3": sb3}, indent=2, default=float))

@@ -19,6 +19,7 @@ from stable_baselines3.common.vec_env import VecMonitor, VecNormalize  # noqa: E
 
 from quadarm.envs.sb3 import QuadArmSB3VecEnv  # noqa: E402
 from quadarm.envs.vector import QuadArmVectorEnv  # noqa: E402
+from quadarm.names import WHOLE  # noqa: E402
 
 HOVER = ["scenario=hover", "scenario.duration=0.1"]  # 50 steps at the default 2 ms
 
@@ -77,7 +78,7 @@ def test_evaluate_policy_returns_the_episode_score() -> None:
 
     def collect(local: dict[str, Any], _: dict[str, Any]) -> None:
         if local["done"]:
-            rms.append(local["info"]["metrics"]["all"]["rms_cm"])
+            rms.append(local["info"]["metrics"][WHOLE]["rms_cm"])
 
     returns, _ = evaluate_policy(Controller(), VecMonitor(adapter), n_eval_episodes=2,
                                  return_episode_rewards=True, callback=collect)
@@ -125,7 +126,7 @@ def test_vecnormalize_round_trips(tmp_path: Any) -> None:
 @pytest.mark.slow
 def test_adapter_keeps_the_vector_env_speed() -> None:
     """The adapter's steps per second are at least 0.8x the vector environment's on the same
-    work (quadarm.bench's measurement; medians of interleaved runs)."""
+    work (quadarm.bench's measurement; the best of interleaved runs)."""
     from quadarm.bench import measure_sb3
 
     result = measure_sb3(nenv=8, repeat=5, duration=0.5)

@@ -86,13 +86,15 @@ def test_readme_is_short_and_its_two_commands_are_make_targets() -> None:
 
 def _command_lines() -> list[tuple[str, str]]:
     """Every ``python -m quadarm ...`` line of the pages' bash blocks (continuations joined,
-    comments dropped), except those that need a folder the page creates (``--config-dir``)."""
+    comments dropped), except those that need a folder the page creates (``--config-dir``) or a
+    file of the reader's own (``airframe.file``)."""
     found = []
     for page in PAGES:
         for block in re.findall(r"^```bash\n(.*?)^```", page.read_text(), flags=re.S | re.M):
             for line in block.replace("\\\n", " ").splitlines():
                 line = line.split(" #")[0].strip()
-                if re.fullmatch(r"python -m quadarm( .*)?", line) and "--config-dir" not in line:
+                if re.fullmatch(r"python -m quadarm( .*)?", line) and not any(
+                        own in line for own in ("--config-dir", "airframe.file=")):
                     found.append((page.name, line))
     return found
 
