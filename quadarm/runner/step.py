@@ -252,8 +252,8 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
             p.ref_p[k][i], p.ref_v[k][i], a_d, u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
-    elif p.mode == EXTERNAL:
-        for j in range(rotors.shape[0]):
+    elif p.mode == EXTERNAL and (p.gusty[i] or p.downwash[i]):
+        for j in range(rotors.shape[0]):  # the external rotor commands drive the downwash
             u[j] = ctrl[rotors[j]]
     if p.mode != EXTERNAL:
         tendon_term(k, p, s, i)
