@@ -13,7 +13,7 @@ the number of rotors, ...) cannot share a batch; they are grouped by structure a
 runs on the one-trial path (the grouping is :mod:`quadarm.runner.engine`'s).
 
 Every sample runs the step seam (:mod:`quadarm.runner.step`) on each live simulation's row:
-:func:`quadarm.runner.step.before_rows` calls the one-trial per-step function row by row,
+:func:`quadarm.runner.step.batch_rows` calls the one-trial per-step function row by row,
 compiled or in plain Python, so that logs and metrics equal the one-trial path's bit for bit
 (``tests/model/test_batch.py``). Trials of different durations, force pulses and tendon
 schedules share a batch: each simulation stops stepping after its own last sample.
@@ -233,15 +233,17 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     ids: np.ndarray | None = None
     stale = True  # recompute which simulations step
     stepping = np.zeros(ns, dtype=bool)
+    stepped = np.zeros(ns, dtype=bool)  # the simulations whose step k - 1 awaits its after()
     # Compile (or load from numba's cache) before the timed part: no rows.
     t0 = time.perf_counter()
-    kern.before_rows(0, prm, st, lg, stepping)
+    kern.batch_rows(0, prm, st, lg, stepping, stepped)
     kern.after_rows(0, prm, st, lg, stepping)
     compile_s += time.perf_counter() - t0
     for k in range(big + 1):
         for i in pulse_steps.get(k, ()):
             apply_pulses(xfrc[i], preps[i].plan.pulses, k)
-        kern.before_rows(k, prm, st, lg, live)
+        # after() of step k - 1 (nothing in between touched what it logs), then before() of k
+        kern.batch_rows(k, prm, st, lg, live, stepped)
         if k in finishing:
             done = live & (last == k)
             if done.any():
@@ -261,11 +263,12 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
             for i in err.ids:
                 fail(int(i), None, f"MuJoCo error: {batch.error(int(i))}", k)
             stale = True
-        kern.after_rows(k, prm, st, lg, stepping)
+        stepped[:] = stepping
         if k % CHECK_EVERY == 0 or k in last_but_one:
             before = live.sum()
             check(k)
             stale = stale or live.sum() != before
+    kern.after_rows(k, prm, st, lg, stepped)  # none left after a break: a safeguard
 
     out = []
     for i, p in enumerate(preps):

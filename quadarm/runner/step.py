@@ -32,7 +32,7 @@ same records, with nsim = 1 and views of its ``MjData``.
 
 Compiled and plain. The term functions are plain Python functions on scalars and array
 indexing, made callable from compiled code by :func:`quadarm.runner.jit.inline`; the loops
-:func:`fly_chunk`, :func:`before_rows` and :func:`after_rows` are compiled once
+:func:`fly_chunk`, :func:`batch_rows` and :func:`after_rows` are compiled once
 (:func:`quadarm.runner.jit.kernel`) and run as plain Python when numba is missing or off
 (``runner.compiled``), on the very same source, so both give identical numbers. The batched
 form is a loop over rows calling the one-trial :func:`before`, so batched equals one-trial.
@@ -252,8 +252,8 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
             p.ref_p[k][i], p.ref_v[k][i], a_d, u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
-    elif p.mode == EXTERNAL:
-        for j in range(rotors.shape[0]):
+    elif p.mode == EXTERNAL and (p.gusty[i] or p.downwash[i]):
+        for j in range(rotors.shape[0]):  # the external rotor commands drive the downwash
             u[j] = ctrl[rotors[j]]
     if p.mode != EXTERNAL:
         tendon_term(k, p, s, i)
@@ -298,11 +298,24 @@ def fly_chunk(m: Any, d: Any, k0: int, k1: int, p: Params, s: State, lg: Log) ->
         after(k, p, s, lg, 0)
 
 
+@jit.inline_always
 def before_rows(k: int, p: Params, s: State, lg: Log, live: np.ndarray) -> None:
     """:func:`before` for every live simulation of a batch that has sample k."""
     for i in range(live.shape[0]):
         if live[i] and k <= p.last[i]:
             before(k, p, s, lg, i)
+
+
+def batch_rows(k: int, p: Params, s: State, lg: Log, live: np.ndarray,
+               stepped: np.ndarray) -> None:
+    """One call per sample of the batched engine (a call from Python costs microseconds):
+    :func:`after` of sample k - 1 for the simulations flagged in ``stepped`` (nsim,) bool
+    (those that stepped since; the flags are cleared), then :func:`before_rows` of sample k."""
+    for i in range(stepped.shape[0]):
+        if stepped[i]:
+            after(k - 1, p, s, lg, i)
+            stepped[i] = False
+    before_rows(k, p, s, lg, live)
 
 
 def after_rows(k: int, p: Params, s: State, lg: Log, rows: np.ndarray) -> None:
@@ -316,12 +329,12 @@ class Kernels(NamedTuple):
     """The loops of one mode: compiled, or the plain functions."""
 
     fly_chunk: Any
-    before_rows: Any
+    batch_rows: Any
     after_rows: Any
     compiled: bool
 
 
-PLAIN = Kernels(fly_chunk, before_rows, after_rows, False)
+PLAIN = Kernels(fly_chunk, batch_rows, after_rows, False)
 _COMPILED: Kernels | None = None
 
 
@@ -338,7 +351,7 @@ def kernels(compiled: bool) -> Kernels:
     if not compiled:
         return PLAIN
     if _COMPILED is None:
-        _COMPILED = Kernels(jit.kernel(fly_chunk), jit.kernel(before_rows),
+        _COMPILED = Kernels(jit.kernel(fly_chunk), jit.kernel(batch_rows),
                             jit.kernel(after_rows), True)
     return _COMPILED
 
