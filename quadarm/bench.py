@@ -626,7 +626,8 @@ def main(argv: list[str] | None = None) -> int:
         if sb3 is None:
             parser.error("--sb3 needs stable-baselines3 (pip install 'quadarm[rl]')")
         print(f"steps/s: vector env {sb3['steps_per_s']['vector']:.0f}, SB3 adapter "
-              f"{sb3['steps_per_s']['sb3']:.0f} (medians; best-run ratio {sb3['ratio_sb3_over_vector']:.3f}; "
+              f"{sb3['steps_per_s']['sb3']:.0f} (medians; best-run ratio "
+              f"{sb3['ratio_sb3_over_vector']:.3f}; "
               f"{sb3['nenv']} envs x {sb3['steps']} steps, {sb3['dtype']})")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"sb3": sb3}, indent=2, default=float))
