@@ -21,8 +21,9 @@ install: ## create .venv (if missing) and install quadarm with its dev tools int
 	test -x .venv/bin/python || python3 -m venv .venv
 	.venv/bin/python -m pip install -e '.[dev]'
 
-test: ## run the whole test suite (the CI command)
-	$(PYTHON) -m pytest -q
+test: ## the whole test suite (the CI command): two processes, then the timing tests alone
+	$(PYTHON) -m pytest -q -m "not timing" -n 2 --dist loadfile
+	$(PYTHON) -m pytest -q -m timing
 
 test-fast: ## the tests not marked slow, on two processes, one test file per process at a time
 	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadfile

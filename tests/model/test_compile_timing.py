@@ -28,6 +28,7 @@ print(json.dumps(out))
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 @pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 def test_first_trial_wall_time_excludes_the_compile(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "QUADARM_NUMBA": "1"}

@@ -124,6 +124,7 @@ def test_vecnormalize_round_trips(tmp_path: Any) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_adapter_keeps_the_vector_env_speed() -> None:
     """The adapter's steps per second are at least 0.8x the vector environment's on the same
     work (quadarm.bench's measurement; the best of interleaved runs)."""
