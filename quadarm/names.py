@@ -83,6 +83,17 @@ METRICS: dict[str, tuple[str, str]] = {
     # hover after settling
     "tip_lateral_mean_cm": ("mean tip lateral", "cm"),
     "tilt_mean_deg": ("mean tilt", "deg"),
+    # touch (docs/contact.md): F_n is the world's normal force on the arm
+    "contact_made": ("first contact made (1) or not (0)", "1"),
+    "contact_t_s": ("time of the first contact", "s"),
+    "impact_peak_n": ("peak F_n in the 0.5 s after the first contact", "N"),
+    "force_mean_n": ("mean F_n over the settled hold", "N"),
+    "force_rms_err_n": ("RMS F_n error from the setpoint over the settled hold", "N"),
+    "contact_lost_s": ("time without contact during the hold", "s"),
+    "bounces": ("contact losses during the hold", "1"),
+    "tip_slip_cm": ("max tip slide along the surface during the hold", "cm"),
+    "hub_dev_cm": ("max hub deviation from its reference", "cm"),
+    "frame_touched": ("airframe touched an object (1) or not (0)", "1"),
 }
 # Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.
 _DRIFT = re.compile(r"^drift_(.+)s_cm$")
