@@ -62,7 +62,8 @@ __all__ = [
     "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
-    "StaticsScenario", "TouchScenario", "TuneConfig", "WorkspaceScenario", "WorldConfig", "WorldObject",
+    "StaticsScenario",
+    "TouchScenario", "TuneConfig", "WorkspaceScenario", "WorldConfig", "WorldObject",
     "compose", "default_store", "flatten", "load", "register_configs",
     "to_config",
 ]

@@ -909,8 +909,7 @@ class Config:
                 and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
             raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
                               "must be a finite number > 0 (the rotor radius) with aero.downwash")
-        if (isinstance(self.scenario, ScenarioConfig) and self.scenario.kind == "touch"
-                and isinstance(self.world, WorldConfig)):
+        if isinstance(self.scenario, TouchScenario) and isinstance(self.world, WorldConfig):
             if not self.world.objects:
                 raise ConfigError("world", "open", "scenario=touch needs a surface: world="
                                   + "|".join(SURFACE_WORLDS) + " or world.objects")

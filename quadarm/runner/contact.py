@@ -78,7 +78,8 @@ def force_term(k: int, c: np.ndarray, z: np.ndarray, sensordata: np.ndarray, adr
     """The touch task's reference at sample k of one simulation (see the module docstring):
     ``c`` its (N_FC,) parameters, ``z`` its (N_FCS,) state, ``ref_p``/``ref_v``/``ref_a`` the
     law's reference rows of sample k (3,) (m, m/s, m/s^2), written in place after the first
-    contact; ``qpos`` the state (the hub's position first); ``out`` (N_FCLOG,) or empty: the logged row."""
+    contact; ``qpos`` the state (the hub's position first); ``out`` (N_FCLOG,) the logged
+    row."""
     found = 0.0
     fn = 0.0
     for o in range(adr.shape[0]):

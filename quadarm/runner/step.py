@@ -17,10 +17,11 @@ this order at sample k of simulation i, each one a function of its own:
    and force pulses in ``xfrc_applied``);
 
 then the loop calls ``mj_step`` (or, at the last sample, ``mj_kinematics``) and :func:`after`
-logs the tip (and, with world objects, the contact sensors: :mod:`quadarm.runner.contact`). Terms 2-4 belong to the controller: with ``mode`` :data:`EXTERNAL` (an RL
-policy's actions, already written to ``ctrl``) they are skipped and the rotor commands are read
-back from ``ctrl`` for the air terms; with :data:`HELD` (the grounded ``statics`` trials) only
-the tendon command runs.
+logs the tip (and, with world objects, the contact sensors: :mod:`quadarm.runner.contact`).
+Terms 2-4 belong to the controller: with ``mode`` :data:`EXTERNAL` (an RL policy's actions,
+already written to ``ctrl``) they are skipped and the rotor commands are read back from
+``ctrl`` for the air terms; with :data:`HELD` (the grounded ``statics`` trials) only the
+tendon command runs.
 
 Records. The seam reads three NamedTuples of arrays, which numba's nopython mode and plain
 Python both take as they are (a structured record or a jitclass would need two definitions of
@@ -459,7 +460,7 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
                    for p in preps])
     return Params(mode, record, last, q0, v0, prm, mix, rotors, tendons, int(b0.tip_site),
                   ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain, sites, damp, dofs,
-                  *air_fields, wsens, fc), airs
+                  *air_fields, wsens=wsens, fc=fc), airs
 
 
 def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int) -> State:
