@@ -458,9 +458,9 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
     fc = contact.force_params(preps) if not held else np.zeros((ns, contact.N_FC))
     lp = np.array([lowpass_coefficient(p.cfg.control.tendon_tau, p.built.model.opt.timestep)
                    for p in preps])
-    return Params(mode, record, last, q0, v0, prm, mix, rotors, tendons, int(b0.tip_site),
-                  ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain, sites, damp, dofs,
-                  *air_fields, wsens=wsens, fc=fc), airs
+    return Params._make([mode, record, last, q0, v0, prm, mix, rotors, tendons,
+                         int(b0.tip_site), ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain,
+                         sites, damp, dofs, *air_fields, wsens, fc]), airs
 
 
 def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int) -> State:
