@@ -149,6 +149,20 @@ TILT_DEG = "tilt_deg"  # angle between the body and world z axes, deg
 TIP_LATERAL_CM = "tip_lateral_cm"  # tip offset from the hub's axis, cm
 
 
+# With world objects (docs/contact.md): the world's net contact force on the arm (N, world
+# frame), its normal part (N, the sum over objects of each force along its object's normal)
+# and tangential part (N, the sum of the magnitudes); per object a touched flag (0/1, the arm
+# or the airframe in contact).
+CONTACT_FORCE = ("contact_fx", "contact_fy", "contact_fz")
+CONTACT_NORMAL = "contact_fn"
+CONTACT_TANGENTIAL = "contact_ft"
+
+
+def touched_column(name: str) -> str:
+    """The touched flag (0/1) of world object ``name``."""
+    return f"touched_{name}"
+
+
 def rotor_column(j: int) -> str:
     """The command (N) of rotor ``j``."""
     return f"rotor{j}_n"
