@@ -671,8 +671,9 @@ class TouchScenario(ScenarioConfig):
     """Approach a surface of the world, press it with ``force`` N for ``hold`` s under force
     control, withdraw (docs/contact.md). The vehicle waits ``wait`` s at the start (a bend
     (mu, beta) ramps in over ``ramp`` s: mu = 0, the hanging tip first, for a table; mu > 0,
-    the bent arm, for a wall), then its reference moves at ``approach_speed`` (m/s) along the
-    target's inward normal for at most ``reach`` m; the first contact starts the hold, whose
+    the bent arm, for a wall; ``mu: null``, the default, chooses so from the target's normal:
+    0 when it is within 45 deg of vertical, else 1), then its reference moves at
+    ``approach_speed`` (m/s) along the target's inward normal for at most ``reach`` m; the first contact starts the hold, whose
     force statistics skip its first ``settle`` s; then it backs away ``withdraw`` m.
     ``target``: the world object to press (default: the first non-plane object).
     ``duration`` (s) defaults to wait + reach / speed + hold + withdraw / speed + 0.5."""
@@ -683,7 +684,7 @@ class TouchScenario(ScenarioConfig):
     force: float = 1.0  # N, normal contact force setpoint
     hold: float = 3.0  # s
     settle: float = 1.0  # s
-    mu: float = 0.0
+    mu: Optional[float] = None  # noqa: UP045 - None: 0 for a table, 1 for a wall
     beta_deg: float = 0.0
     ramp: float = 1.0  # s
     wait: float = 1.0  # s
@@ -704,7 +705,8 @@ class TouchScenario(ScenarioConfig):
         for key in ("ramp", "wait", "withdraw"):
             _non_negative(key, getattr(self, key))
         _in_range("settle", self.settle, 0.0, self.hold)
-        _in_range("mu", self.mu, 0.0, 1.0)
+        if self.mu is not None:
+            _in_range("mu", self.mu, 0.0, 1.0)
         if not _real(self.beta_deg):
             raise ConfigError("beta_deg", self.beta_deg, "must be a finite number (degrees)")
         if self.duration is None:

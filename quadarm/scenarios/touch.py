@@ -45,6 +45,15 @@ def target_normal(cfg: Config) -> np.ndarray:
     return normal_of(target(cfg.world, cfg.scenario.target))
 
 
+def bend_of(cfg: Config) -> float:
+    """The bend command mu of the touch: ``scenario.mu``, or when that is None 0 (the hanging
+    tip first) for a target whose normal is within 45 deg of vertical, else 1 (the bent
+    arm)."""
+    if cfg.scenario.mu is not None:
+        return float(cfg.scenario.mu)
+    return 0.0 if abs(float(target_normal(cfg)[2])) > np.sqrt(0.5) else 1.0
+
+
 def plan(cfg: Config, built: BuiltModel) -> Plan:
     sc = cfg.scenario
     t = times(sc.duration, cfg.sim.timestep)
@@ -55,9 +64,10 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     moving = (t > sc.wait) & (t - sc.wait < sc.reach / sc.approach_speed)
     v = -np.outer(moving * sc.approach_speed, n)
     tension = None
-    if sc.mu > 0:
+    mu = bend_of(cfg)
+    if mu > 0:
         level = sigma(t / sc.ramp) if sc.ramp > 0 else np.ones_like(t)
-        tension = allocate(sc.mu * level, np.radians(sc.beta_deg),
+        tension = allocate(mu * level, np.radians(sc.beta_deg),
                            np.radians(cfg.arm.tendon_angles_deg), cfg.arm.tension_max,
                            cfg.control.tendon_map)
     return Plan(t=t, ref=Reference(p=p, v=v, a=np.zeros_like(p)), start=start,

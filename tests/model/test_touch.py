@@ -81,7 +81,7 @@ def test_steady_push_on_the_wall_balances_the_thrust() -> None:
     """Pushing the wall with the bent arm, the thrust's horizontal component balances the
     wall's horizontal force on the arm (the normal force and the friction's horizontal part)
     within 2 %; the vertical balance m g - T_z = F_z holds within 1 % of m g."""
-    ep, _ = _fly("world=wall", "scenario.mu=1", "scenario.force=0.25", "scenario.wait=1.0",
+    ep, _ = _fly("world=wall", "scenario.force=0.25", "scenario.wait=1.0",
                  "scenario.reach=0.3", "scenario.hold=5")
     thrust, contact, weight = _balance(ep, _hold_tail(ep, 1.0))
     assert -contact[0] > 0.2  # N: the wall pushes the arm back along -x
@@ -126,3 +126,29 @@ def test_open_world_logs_no_contact_and_flies_as_before() -> None:
     for name in ("qpos", "qvel", "tip", "ctrl"):
         assert np.array_equal(getattr(open_.log, name), getattr(far.log, name)), name
     np.testing.assert_equal(open_.metrics, far.metrics)  # NaN == NaN here
+
+
+def test_envs_observe_the_contact_force() -> None:
+    """With a world, both envs' observations end with the world's net contact force on the
+    arm (N): zero while free, the sensors' sum once the hanging tip meets the table (the env
+    flies the approach's reference, with no force loop: its actions are the commands);
+    without a world the size is as before."""
+    pytest.importorskip("gymnasium")
+    from quadarm.envs.core import contact_addresses, contact_force
+    from quadarm.envs.single import QuadArmEnv
+    from quadarm.envs.vector import QuadArmVectorEnv
+
+    over = ["scenario=touch", "world=table", "scenario.wait=0", "scenario.approach_speed=0.5"]
+    env = QuadArmEnv(overrides=over)
+    bare = QuadArmEnv(overrides=["scenario=hover", "scenario.duration=1"])
+    assert env.observation_space.shape[0] == bare.observation_space.shape[0] + 3
+    obs, _ = env.reset(seed=0)
+    assert not obs[-3:].any()
+    for _ in range(300):  # the approach's commands: the tip (6.2 cm above) meets the table
+        obs, *_ = env.step(env.controller_action())
+    adr = contact_addresses(env.model)
+    np.testing.assert_array_equal(obs[-3:], contact_force(env.data.sensordata[None], adr)[0])
+    assert obs[-1] > 0.0  # N: the table pushes the arm up
+    vec = QuadArmVectorEnv(num_envs=2, overrides=over)
+    vobs, _ = vec.reset(seed=0)
+    assert vobs.shape == (2, env.observation_space.shape[0]) and not vobs[:, -3:].any()
