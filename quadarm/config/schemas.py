@@ -673,8 +673,9 @@ class TouchScenario(ScenarioConfig):
     (mu, beta) ramps in over ``ramp`` s: mu = 0, the hanging tip first, for a table; mu > 0,
     the bent arm, for a wall; ``mu: null``, the default, chooses so from the target's normal:
     0 when it is within 45 deg of vertical, else 1), then its reference moves at
-    ``approach_speed`` (m/s) along the target's inward normal for at most ``reach`` m; the first contact starts the hold, whose
-    force statistics skip its first ``settle`` s; then it backs away ``withdraw`` m.
+    ``approach_speed`` (m/s) along the target's inward normal for at most ``reach`` m; the
+    first contact starts the hold, whose force statistics skip its first ``settle`` s; then
+    it backs away ``withdraw`` m.
     ``target``: the world object to press (default: the first non-plane object).
     ``duration`` (s) defaults to wait + reach / speed + hold + withdraw / speed + 0.5."""
 
