@@ -93,6 +93,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "bounces": ("contact losses during the hold", "1"),
     "tip_slip_cm": ("max tip slide along the surface during the hold", "cm"),
     "hub_dev_cm": ("max hub deviation from its reference", "cm"),
+    "hub_disp_cm": ("max hub displacement during the hold from its position at contact", "cm"),
     "frame_touched": ("airframe touched an object (1) or not (0)", "1"),
 }
 # Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.

@@ -20,6 +20,8 @@ force of the world on the arm (N, along the target's normal, from the contact lo
 - ``tip_slip_cm``: the tip's largest slide along the surface (tangential) from where it was at
   the start of the hold, during the hold;
 - ``hub_dev_cm``: the hub's largest distance from the reference it tracked (the loop's);
+- ``hub_disp_cm``: the hub's largest displacement, during the hold, from where it was when
+  the hold began (the contact's disturbance of the vehicle);
 - ``tilt_max_deg``; ``frame_touched``: 1 if the airframe touched an object.
 """
 
@@ -129,5 +131,7 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
              float(np.sqrt(np.mean(err * err))) if settled.any() else np.nan),
             (WHOLE, "contact_lost_s", float(lost.sum() * dt)),
             (WHOLE, "bounces", float(np.sum(touching[hold][:-1] & ~touching[hold][1:]))),
-            (WHOLE, "tip_slip_cm", float(np.linalg.norm(slide, axis=1).max() * 100.0))]
+            (WHOLE, "tip_slip_cm", float(np.linalg.norm(slide, axis=1).max() * 100.0)),
+            (WHOLE, "hub_disp_cm",
+             float(np.linalg.norm(log.position[hold] - log.position[k0], axis=1).max() * 100))]
     return out
