@@ -122,3 +122,15 @@ def test_cli_refuses_bad_objects(tmp_path: Path) -> None:
         assert len(lines) == 1 and lines[0].startswith("quadarm: error: ")
         assert expected in lines[0], lines[0]
         assert list(cwd.iterdir()) == [], f"{case}: wrote {list(cwd.iterdir())}"
+
+
+def test_the_compliance_study_flies_the_table_and_the_wall(tmp_path: Path) -> None:
+    """``make beyond`` plans the compliance study as one job per surface, each the 4 x 4 grid
+    of arm stiffness and approach speed of the touch task."""
+    from quadarm.reproduce import plan_beyond
+
+    jobs = plan_beyond(tmp_path, studies=(("compliance", "world"),))
+    assert sorted(j.cfg.world.names()[0] for j in jobs) == ["table", "wall"]
+    for job in jobs:
+        assert job.cfg.scenario.kind == "touch"
+        assert [len(v) for v in job.cfg.runner.grid.values()] == [4, 4]
