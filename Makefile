@@ -57,7 +57,7 @@ monte-carlo: ## Monte-Carlo disturbance study, 32 trials -> outputs/monte_carlo
 motor-lag: ## beyond the paper: mission vs motor time constant, two gain sets -> outputs/motor_lag
 	bash experiments/motor_lag.sh
 
-compliance: ## beyond the paper: touch table/wall vs arm stiffness x1-x100 and approach speed -> outputs/compliance
+compliance: ## beyond the paper: touch table/wall vs arm stiffness, table vs mount stiffness, x approach speed -> outputs/compliance*
 	bash experiments/compliance.sh
 
 downwash: ## beyond the paper: workspace and mission without/with rotor downwash -> outputs/downwash

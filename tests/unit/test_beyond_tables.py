@@ -120,3 +120,19 @@ def test_compliance_table_scales_stiffness_and_compares_impacts() -> None:
     assert ratio[("wall", 0.1)] == pytest.approx(0.25)
     with pytest.raises(ValueError, match="no compliance sweep"):
         compliance.table(_runs(rows[:1]), _metrics(values))
+
+
+def test_compliance_mount_table_compares_the_softest_mount_with_the_rigid_plate() -> None:
+    from quadarm.analysis.beyond import compliance
+
+    rows, values = [], {}
+    for k, peak in ((0.0, 8.0), (50.0, 2.0), (200.0, 4.0)):
+        objs = json.dumps([{"kind": "box", "name": "table", "mount_stiffness": k}])
+        rid = f"k{k}"
+        rows.append({"run_id": rid, "scenario": "touch", "scenario.approach_speed": 0.5,
+                     "world.objects": objs})
+        values[rid] = {("whole", m): (peak if m == "impact_peak_n" else 0.0)
+                       for m in compliance.COLUMNS}
+    tab = compliance.mount_table(_runs(rows), _metrics(values))
+    assert tab.data["touch"]["mount_n_m"].tolist() == [0.0, 50.0, 200.0]
+    assert tab.data["impact"]["softest_over_rigid"].tolist() == [pytest.approx(0.25)]

@@ -19,7 +19,7 @@ from quadarm.analysis.table import Table
 
 BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wind.table,
             "feedforward": arm.feedforward, "active_damping": arm.active_damping,
-            "compliance": compliance.table}
+            "compliance": compliance.table, "compliance_mount": compliance.mount_table}
 FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "motor_lag": (motor_lag.figure, "fig_motor_lag.png"),
     "downwash": (downwash.figure, "fig_downwash.png"),
@@ -27,5 +27,6 @@ FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "feedforward": (arm.feedforward_figure, "fig_feedforward.png"),
     "active_damping": (arm.active_damping_figure, "fig_active_damping.png"),
     "compliance": (compliance.figure, "fig_compliance.png"),
+    "compliance_mount": (compliance.mount_figure, "fig_compliance_mount.png"),
 }
 TITLE = "Beyond the paper"

@@ -81,3 +81,59 @@ def figure(tab: Table, path: Path | str) -> Path:
             ax.grid(alpha=0.3)
         axes[i][0].legend(title="arm stiffness", fontsize=7)
     return _save(fig, path)
+
+
+def _mount(objects: object) -> float:
+    """The pressed object's ``mount_stiffness`` (N/m, 0: rigid) from ``world.objects``."""
+    items = json.loads(objects) if isinstance(objects, str) else list(objects)  # type: ignore[call-overload]
+    return float(items[0].get("mount_stiffness", 0.0)) if items else math.nan
+
+
+def mount_table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
+    """The surface side: one row per (mount stiffness, approach speed) of the touch task on a
+    spring-mounted plate; per speed the impact peak of the softest mount over the rigid
+    plate's."""
+    sel = trials(runs, "touch", ok_only=False)
+    if sel.empty or "world.objects" not in sel:
+        raise ValueError("no touch trials")
+    mounts = sel["world.objects"].map(_mount)
+    if mounts.nunique() < 2:
+        raise ValueError("no mount sweep (touch trials at two or more mount stiffnesses)")
+    wide = metric_frame(metrics, sel["run_id"])
+    rows = pd.DataFrame({
+        "mount_n_m": mounts.to_numpy(),
+        "speed_m_s": sel["scenario.approach_speed"].astype(float).to_numpy(),
+        "status": sel["status"].to_numpy(),
+        **{m: [value(wide, r, WHOLE, m) for r in sel["run_id"]] for m in COLUMNS},
+    }).sort_values(["mount_n_m", "speed_m_s"], ignore_index=True)
+    summary = []
+    for speed, g in rows.groupby("speed_m_s"):
+        soft = g[g["mount_n_m"] == g[g["mount_n_m"] > 0]["mount_n_m"].min()]["impact_peak_n"]
+        rigid = g[g["mount_n_m"] == 0]["impact_peak_n"]
+        summary.append({"speed_m_s": speed,
+                        "impact_rigid_n": float(rigid.iloc[0]) if len(rigid) else math.nan,
+                        "impact_softest_n": float(soft.iloc[0]) if len(soft) else math.nan})
+    ratios = pd.DataFrame(summary)
+    ratios["softest_over_rigid"] = ratios["impact_softest_n"] / ratios["impact_rigid_n"]
+    notes = ["impact peak of the softest mount over the rigid plate: "
+             + ", ".join(f"{r:.2f} at {v:g} m/s" for v, r in
+                         zip(ratios["speed_m_s"], ratios["softest_over_rigid"], strict=True))
+             + "."]
+    return Table("compliance_mount", "Compliance of the surface: the tip pressing a "
+                 "spring-mounted table", {"touch": rows, "impact": ratios}, checks_frame([]),
+                 notes)
+
+
+def mount_figure(tab: Table, path: Path | str) -> Path:
+    """The METRICS against the approach speed, one line per mount stiffness."""
+    rows = tab.data["touch"]
+    fig = Figure(figsize=(12.0, 3.0), layout="constrained")
+    axes = fig.subplots(1, len(METRICS))
+    for ax, (m, label) in zip(axes, METRICS, strict=True):
+        for k, g in rows.groupby("mount_n_m"):
+            ax.plot(g["speed_m_s"], g[m], "o-", ms=4, label="rigid" if k == 0 else f"{k:g} N/m")
+        ax.set_title(f"table: {label}", fontsize=9)
+        ax.set_xlabel("approach speed [m/s]")
+        ax.grid(alpha=0.3)
+    axes[0].legend(title="mount", fontsize=7)
+    return _save(fig, path)
