@@ -10,7 +10,7 @@ export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-fast lint mission table2 table3 workspace disturbance held-bend \
-	drift monte-carlo motor-lag downwash wind feedforward active-damping arm-convergence tune \
+	drift monte-carlo motor-lag compliance downwash wind feedforward active-damping arm-convergence tune \
 	paper beyond all readme bench clean
 
 help: ## list the targets
@@ -57,6 +57,9 @@ monte-carlo: ## Monte-Carlo disturbance study, 32 trials -> outputs/monte_carlo
 
 motor-lag: ## beyond the paper: mission vs motor time constant, two gain sets -> outputs/motor_lag
 	bash experiments/motor_lag.sh
+
+compliance: ## beyond the paper: touch table/wall vs arm stiffness, table vs mount stiffness, x approach speed -> outputs/compliance*
+	bash experiments/compliance.sh
 
 downwash: ## beyond the paper: workspace and mission without/with rotor downwash -> outputs/downwash
 	bash experiments/downwash.sh

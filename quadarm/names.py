@@ -83,6 +83,18 @@ METRICS: dict[str, tuple[str, str]] = {
     # hover after settling
     "tip_lateral_mean_cm": ("mean tip lateral", "cm"),
     "tilt_mean_deg": ("mean tilt", "deg"),
+    # touch (docs/contact.md): F_n is the world's normal force on the arm
+    "contact_made": ("first contact made (1) or not (0)", "1"),
+    "contact_t_s": ("time of the first contact", "s"),
+    "impact_peak_n": ("peak F_n in the 0.5 s after the first contact", "N"),
+    "force_mean_n": ("mean F_n over the settled hold", "N"),
+    "force_rms_err_n": ("RMS F_n error from the setpoint over the settled hold", "N"),
+    "contact_lost_s": ("time without contact during the hold", "s"),
+    "bounces": ("contact losses during the hold", "1"),
+    "tip_slip_cm": ("max tip slide along the surface during the hold", "cm"),
+    "hub_dev_cm": ("max hub deviation from its reference", "cm"),
+    "hub_disp_cm": ("max hub displacement during the hold from its position at contact", "cm"),
+    "frame_touched": ("airframe touched an object (1) or not (0)", "1"),
 }
 # Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.
 _DRIFT = re.compile(r"^drift_(.+)s_cm$")
@@ -136,6 +148,20 @@ TIP = ("tip_x", "tip_y", "tip_z")  # arm tip, world frame, m
 ERROR_CM = "err_cm"  # ‖p - p_ref‖, cm
 TILT_DEG = "tilt_deg"  # angle between the body and world z axes, deg
 TIP_LATERAL_CM = "tip_lateral_cm"  # tip offset from the hub's axis, cm
+
+
+# With world objects (docs/contact.md): the world's net contact force on the arm (N, world
+# frame), its normal part (N, the sum over objects of each force along its object's normal)
+# and tangential part (N, the sum of the magnitudes); per object a touched flag (0/1, the arm
+# or the airframe in contact).
+CONTACT_FORCE = ("contact_fx", "contact_fy", "contact_fz")
+CONTACT_NORMAL = "contact_fn"
+CONTACT_TANGENTIAL = "contact_ft"
+
+
+def touched_column(name: str) -> str:
+    """The touched flag (0/1) of world object ``name``."""
+    return f"touched_{name}"
 
 
 def rotor_column(j: int) -> str:

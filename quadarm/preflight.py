@@ -234,12 +234,11 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
     from quadarm.model.clearance import check_start
 
     check_start(job_cfg)  # no world object overlaps the vehicle at the start
-    if job_cfg.world.objects:
-        # The flight loops build the model without the world until the touch scenario wires
-        # it in (issue 17): refuse rather than fly an empty scene under a world's name.
-        raise ConfigError("world.objects", ", ".join(job_cfg.world.names()),
-                          "the flight loops do not build world objects yet (world=open "
-                          "only); build them with quadarm.model.build(..., world=cfg.world)")
+    if job_cfg.scenario.kind == "touch":
+        from quadarm.runner.lifecycle import build_model
+        from quadarm.scenarios.touch import check as check_touch
+
+        check_touch(job_cfg, build_model(job_cfg))  # a force setpoint the rotors can hold
     return job_cfg, hydra_node
 
 

@@ -99,7 +99,8 @@ def plan_jobs(data_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
 # for every point of the experiment's hydra.sweeper.params).
 ALL = "*"
 BEYOND = (("motor_lag", "gains"), ("downwash", None), ("downwash_mission", None),
-          ("wind", None), ("wind_mission", None), ("wind_gusts", None))
+          ("wind", None), ("wind_mission", None), ("wind_gusts", None), ("compliance", "world"),
+          ("compliance_mount", "world"))
 # The arm-aware studies: their data go into a folder of their own (<out>/data_arm), so that
 # their paper-physics trials (e.g. the soft gains' missions without feed-forward) never enter
 # the tables of the studies above, nor theirs into these.

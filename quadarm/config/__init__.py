@@ -45,6 +45,7 @@ from quadarm.config.schemas import (
     ScenarioConfig,
     SimConfig,
     StaticsScenario,
+    TouchScenario,
     TuneConfig,
     WorkspaceScenario,
     WorldConfig,
@@ -61,7 +62,8 @@ __all__ = [
     "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
-    "StaticsScenario", "TuneConfig", "WorkspaceScenario", "WorldConfig", "WorldObject",
+    "StaticsScenario",
+    "TouchScenario", "TuneConfig", "WorkspaceScenario", "WorldConfig", "WorldObject",
     "compose", "default_store", "flatten", "load", "register_configs",
     "to_config",
 ]

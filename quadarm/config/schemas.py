@@ -658,6 +658,64 @@ class StaticsScenario(BendScenario):
         return "statics"
 
 
+# The touch task (docs/contact.md): the approach speed's bound (m/s): the field's hardware
+# survived 3 m/s wall hits (s-ARQ); beyond it the 2 ms step moves the arm more than 6 mm per
+# step into a contact whose impedance rises over 1 mm.
+TOUCH_SPEED_MAX = 3.0
+# The shipped worlds with a surface to touch (conf/world/).
+SURFACE_WORLDS = ("table", "wall", "ground", "pole")
+
+
+@dataclass
+class TouchScenario(ScenarioConfig):
+    """Approach a surface of the world, press it with ``force`` N for ``hold`` s under force
+    control, withdraw (docs/contact.md). The vehicle waits ``wait`` s at the start (a bend
+    (mu, beta) ramps in over ``ramp`` s: mu = 0, the hanging tip first, for a table; mu > 0,
+    the bent arm, for a wall; ``mu: null``, the default, chooses so from the target's normal:
+    0 when it is within 45 deg of vertical, else 1), then its reference moves at
+    ``approach_speed`` (m/s) along the target's inward normal for at most ``reach`` m; the
+    first contact starts the hold, whose force statistics skip its first ``settle`` s; then
+    it backs away ``withdraw`` m.
+    ``target``: the world object to press (default: the first non-plane object).
+    ``duration`` (s) defaults to wait + reach / speed + hold + withdraw / speed + 0.5."""
+
+    duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
+    altitude: float = 1.0
+    approach_speed: float = 0.1  # m/s
+    force: float = 1.0  # N, normal contact force setpoint
+    hold: float = 3.0  # s
+    settle: float = 1.0  # s
+    mu: Optional[float] = None  # noqa: UP045 - None: 0 for a table, 1 for a wall
+    beta_deg: float = 0.0
+    ramp: float = 1.0  # s
+    wait: float = 1.0  # s
+    reach: float = 0.4  # m
+    withdraw: float = 0.1  # m
+    target: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "touch"
+
+    def __post_init__(self) -> None:
+        if not (_real(self.approach_speed) and 0 < self.approach_speed <= TOUCH_SPEED_MAX):
+            raise ConfigError("approach_speed", self.approach_speed,
+                              f"must be a number in (0, {TOUCH_SPEED_MAX:g}] m/s")
+        for key in ("force", "hold", "reach"):
+            _positive(key, getattr(self, key))
+        for key in ("ramp", "wait", "withdraw"):
+            _non_negative(key, getattr(self, key))
+        _in_range("settle", self.settle, 0.0, self.hold)
+        if self.mu is not None:
+            _in_range("mu", self.mu, 0.0, 1.0)
+        if not _real(self.beta_deg):
+            raise ConfigError("beta_deg", self.beta_deg, "must be a finite number (degrees)")
+        if self.duration is None:
+            self.duration = (self.wait + self.reach / self.approach_speed + self.hold
+                             + self.withdraw / self.approach_speed + 0.5)
+        super().__post_init__()
+
+
 GROUNDED = ("statics",)
 """Scenarios that hold the airframe fixed (no flight controller)."""
 
@@ -668,6 +726,7 @@ SCENARIOS: dict[str, type[ScenarioConfig]] = {
     "held_bend": HeldBendScenario,
     "hover": HoverScenario,
     "statics": StaticsScenario,
+    "touch": TouchScenario,
 }
 
 
@@ -698,6 +757,11 @@ class ControlConfig:
     tendon_damping: float = 0.0  # N m s / rad
     tendon_bias: float = 0.0  # N
     tendon_tau: float = 0.0  # s
+    # The touch task's force PI on the position reference (docs/contact.md).
+    force_kp: float = 0.02  # m/N
+    force_ki: float = 0.2  # m/(N s)
+    force_ramp: float = 0.5  # s, the setpoint's ramp from the first contact
+    force_reach: float = 0.1  # m, the largest reference offset the loop may command
 
     def __post_init__(self) -> None:
         _choice("tendon_map", self.tendon_map, TENDON_MAPS)
@@ -705,6 +769,9 @@ class ControlConfig:
         _non_negative("tendon_damping", self.tendon_damping)
         _non_negative("tendon_bias", self.tendon_bias)
         _non_negative("tendon_tau", self.tendon_tau)
+        for key in ("force_kp", "force_ki", "force_ramp"):
+            _non_negative(key, getattr(self, key))
+        _positive("force_reach", self.force_reach)
 
 
 def _compiled(value: Any) -> str:
@@ -845,6 +912,13 @@ class Config:
                 and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
             raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
                               "must be a finite number > 0 (the rotor radius) with aero.downwash")
+        if isinstance(self.scenario, TouchScenario) and isinstance(self.world, WorldConfig):
+            if not self.world.objects:
+                raise ConfigError("world", "open", "scenario=touch needs a surface: world="
+                                  + "|".join(SURFACE_WORLDS) + " or world.objects")
+            if self.scenario.target and self.scenario.target not in self.world.names():
+                raise ConfigError("scenario.target", self.scenario.target,
+                                  "must name a world object: " + ", ".join(self.world.names()))
         if not isinstance(self.arm, ArmConfig) or not isinstance(self.control, ControlConfig):
             return  # a partial root (MISSING groups) is checked where it is completed
         if self.control.tendon_bias > self.arm.tension_max:

@@ -19,7 +19,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-FIELDS = ("qpos", "qvel", "ctrl", "xfrc_applied", "site_xpos")
+FIELDS = ("qpos", "qvel", "ctrl", "xfrc_applied", "site_xpos", "sensordata")
 
 
 class _Part:

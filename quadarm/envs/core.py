@@ -183,15 +183,40 @@ def checked_action(action: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def observe(qpos: np.ndarray, qvel: np.ndarray, p_d: np.ndarray, v_d: np.ndarray,
-            ff: np.ndarray) -> np.ndarray:
+            ff: np.ndarray, contact: np.ndarray | None = None) -> np.ndarray:
     """Observations (m, obs_dim) of m simulations: qpos (m, nq), qvel (m, nv), p_d and v_d
-    (m, 3) the reference at their samples, ff (m, 9) the feed-forward rows."""
-    return np.concatenate((qpos[:, :3] - p_d, qvel[:, :3] - v_d, qpos[:, 3:], qvel[:, 3:], ff),
-                          axis=1)
+    (m, 3) the reference at their samples, ff (m, 9) the feed-forward rows and, when the model
+    has world objects, ``contact`` (m, 3): the world's net contact force on the arm (N, world
+    frame, :func:`contact_force`)."""
+    parts = [qpos[:, :3] - p_d, qvel[:, :3] - v_d, qpos[:, 3:], qvel[:, 3:], ff]
+    if contact is not None:
+        parts.append(contact)
+    return np.concatenate(parts, axis=1)
+
+
+def contact_addresses(model: mujoco.MjModel) -> np.ndarray:
+    """The sensordata addresses of the world objects' arm contact sensors (their ``found``
+    entry, the net force follows), (n_objects,) int; empty without world objects."""
+    return np.array([int(model.sensor_adr[i]) for i in range(model.nsensor)
+                     if model.sensor(i).name.startswith("world_")
+                     and model.sensor(i).name.endswith("_on_arm")], dtype=int)
+
+
+def contact_force(sensordata: np.ndarray, adr: np.ndarray) -> np.ndarray:
+    """The world's net contact force on the arm (N, world frame), (m, 3), from sensordata
+    (m, nsensordata) at ``adr`` (:func:`contact_addresses`): what the last ``mj_step``
+    computed, i.e. the contacts of the state it started from."""
+    out = np.zeros((sensordata.shape[0], 3))
+    for a in adr:
+        out += sensordata[:, a + 1:a + 4]
+    return out
 
 
 def obs_dim(model: mujoco.MjModel) -> int:
-    return 3 + 3 + (model.nq - 3) + (model.nv - 3) + 9
+    """The observation's size: errors, state, feed-forward rows, and the contact force (3)
+    when the model has world objects."""
+    return (3 + 3 + (model.nq - 3) + (model.nv - 3) + 9
+            + (3 if contact_addresses(model).size else 0))
 
 
 DTYPES = ("float64", "float32")

@@ -89,6 +89,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         d = self.data = mujoco.MjData(m)
         self._qpos, self._qvel, self._ctrl = d.qpos, d.qvel, d.ctrl
         self._xfrc, self._site_xpos = d.xfrc_applied, d.site_xpos
+        self._contact = core.contact_addresses(m)  # world objects' arm sensors
         self._warnings = [d.warning[int(w)] for w in UNSTABLE]
         ids = task.act_ids
         contiguous = np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
@@ -114,8 +115,10 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _observe(self, k: int) -> np.ndarray:
         q, v = self._qpos, self._qvel
-        obs = np.concatenate((q[:3] - self._ref_p[k], v[:3] - self._ref_v[k], q[3:], v[3:],
-                              self.task.ff[k]))
+        parts = [q[:3] - self._ref_p[k], v[:3] - self._ref_v[k], q[3:], v[3:], self.task.ff[k]]
+        if self._contact.size:  # world objects: the net contact force on the arm (N)
+            parts.append(core.contact_force(self.data.sensordata[None], self._contact)[0])
+        obs = np.concatenate(parts)
         return obs if self._dtype is np.float64 else obs.astype(self._dtype)
 
     # ---------------------------------------------------------------------------------------

@@ -145,6 +145,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
         self._nr = first.built.rotor_actuators.size
         self._tip = first.built.tip_site
+        self._contact = core.contact_addresses(first.built.model)
         if self.record:
             m = first.built.model
             rows = int(self._n.max()) + 1
@@ -165,8 +166,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
 
     def _observe(self, ids: Any = slice(None)) -> np.ndarray:
         ix = self._ix(self._k[ids], ids)
+        contact = (core.contact_force(self.sims.gather("sensordata")[ids], self._contact)
+                   if self._contact.size else None)
         obs = core.observe(self._qpos[ids], self._qvel[ids], self._P[ix], self._V[ix],
-                           self._FF[ix])
+                           self._FF[ix], contact)
         return obs if self._dtype is np.float64 else obs.astype(self._dtype)
 
     # ---------------------------------------------------------------------------------------

@@ -179,6 +179,17 @@ class WorldSensors:
         return ((data.sensordata[self.arm_adr] > 0) | (data.sensordata[self.frame_adr] > 0))
 
 
+def target(world: WorldConfig, name: str) -> WorldObject:
+    """The world object that the touch task presses: the one named ``name``, else the first
+    non-plane object (a plate), else the first object."""
+    objs = list(world.objects)
+    names = world.names()
+    if name:
+        return objs[names.index(name)]
+    plates = [o for o in objs if o.kind != "plane"]
+    return (plates or objs)[0]
+
+
 def split(force: np.ndarray, normal: np.ndarray) -> tuple[float, float]:
     """The normal component (N, signed, along the unit ``normal``) and the tangential
     magnitude (N) of a force (3,)."""

@@ -85,12 +85,14 @@ class Outcome:
 
 def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     """The compiled model of ``cfg``, the vehicle at ``start`` (m, (3,); default (0, 0,
-    scenario.altitude))."""
+    scenario.altitude)), with the objects of ``cfg.world`` (none for ``world=open``: the
+    model is then the one built without a world)."""
     x, y, z = (0.0, 0.0, cfg.scenario.altitude) if start is None else (float(v) for v in start)
     # The flange force-torque sensor only where the controller reads it (it changes no
     # dynamics, but it changes the model's sizes and its XML).
     return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z), aero=cfg.aero,
-                 flange_sensor=cfg.control.feedforward == "wrench", fixed_base=grounded(cfg))
+                 flange_sensor=cfg.control.feedforward == "wrench", fixed_base=grounded(cfg),
+                 world=cfg.world if cfg.world.objects else None)
 
 
 def grounded(cfg: Config) -> bool:

@@ -6,7 +6,8 @@ terms, log the commands) and :func:`after` (log what ``mj_step`` computed): the 
 (:mod:`quadarm.runner.batch`), both Gymnasium environments and the benchmark. The terms run in
 this order at sample k of simulation i, each one a function of its own:
 
-1. log the state (``qpos``, ``qvel``) - :func:`before`;
+1. log the state (``qpos``, ``qvel``) - :func:`before`; then, for the touch task only, its
+   force loop (:func:`quadarm.runner.contact.force_term`) writes the law's reference;
 2. the arm-aware feed-forward (``control.feedforward``,
    :func:`quadarm.control.arm.feedforward`) writes the law's feed-forward slots;
 3. the control law (:func:`quadarm.control.geometric.law`) writes the rotor commands;
@@ -16,10 +17,11 @@ this order at sample k of simulation i, each one a function of its own:
    and force pulses in ``xfrc_applied``);
 
 then the loop calls ``mj_step`` (or, at the last sample, ``mj_kinematics``) and :func:`after`
-logs the tip. Terms 2-4 belong to the controller: with ``mode`` :data:`EXTERNAL` (an RL
-policy's actions, already written to ``ctrl``) they are skipped and the rotor commands are read
-back from ``ctrl`` for the air terms; with :data:`HELD` (the grounded ``statics`` trials) only
-the tendon command runs.
+logs the tip (and, with world objects, the contact sensors: :mod:`quadarm.runner.contact`).
+Terms 2-4 belong to the controller: with ``mode`` :data:`EXTERNAL` (an RL policy's actions,
+already written to ``ctrl``) they are skipped and the rotor commands are read back from
+``ctrl`` for the air terms; with :data:`HELD` (the grounded ``statics`` trials) only the
+tendon command runs.
 
 Records. The seam reads three NamedTuples of arrays, which numba's nopython mode and plain
 Python both take as they are (a structured record or a jitclass would need two definitions of
@@ -51,7 +53,7 @@ from quadarm.control import arm as arm_control
 from quadarm.control import geometric
 from quadarm.model import aero
 from quadarm.runner import air as air_setup
-from quadarm.runner import jit
+from quadarm.runner import contact, jit
 from quadarm.runner.arm_aware import arm_terms
 from quadarm.runner.jit import mj_kinematics, mj_step
 from quadarm.runner.lifecycle import Prepared, make_controller
@@ -86,6 +88,9 @@ class Params(NamedTuple):
     3) m/s ((1, nsim, 3) when no trial is gusty), ``downwash`` (nsim,), ``dw`` (nsim,
     N_DW_PARAMS), ``quad``, ``rotor_sites``, ``links``, ``act_adr``, pulses ``pulse_link``,
     ``pulse_start``, ``pulse_stop`` (nsim, P) and ``pulse_force`` (nsim, P, 3) N.
+    Contact (:mod:`quadarm.runner.contact`): ``wsens`` (n_objects, 2) the world's contact
+    sensor addresses ((0, 2) for ``world=open``), ``fc`` (nsim, N_FC) the touch task's force
+    loop (row of zeros: off).
     For the plain-Python loops ``law``, ``mix`` and the references are nested lists of floats
     of the same shapes (and so are :class:`State`'s ``integ`` and ``u``): same values, indexed
     element by element several times faster.
@@ -124,6 +129,8 @@ class Params(NamedTuple):
     pulse_force: np.ndarray
     pulse_start: np.ndarray
     pulse_stop: np.ndarray
+    wsens: np.ndarray
+    fc: np.ndarray
 
 
 class State(NamedTuple):
@@ -134,7 +141,8 @@ class State(NamedTuple):
     (n_tendons,) the low-passed tendon commands (N). Views: ``qpos``,
     ``qvel``, ``ctrl``, ``act``, ``xipos``, ``xmat``, ``cvel``, ``subtree_com``,
     ``site_xpos``, ``site_xmat``, ``sensordata``, ``actuator_force``, ``xfrc`` (nbody, 6) and
-    ``wind`` (3,), the model's ``opt.wind`` (m/s), live where gusts write it."""
+    ``wind`` (3,), the model's ``opt.wind`` (m/s), live where gusts write it. ``fcs``
+    (N_FCS,) the force loop's phase, contact sample, integral and frozen reference."""
 
     integ: np.ndarray
     u: np.ndarray
@@ -158,6 +166,7 @@ class State(NamedTuple):
     actuator_force: np.ndarray
     xfrc: np.ndarray
     wind: np.ndarray
+    fcs: np.ndarray
 
 
 class Log(NamedTuple):
@@ -166,7 +175,10 @@ class Log(NamedTuple):
     request (:func:`log` with ``applied``; else zero rows) also what the terms applied to the
     model besides ``ctrl`` just before each step: ``xfrc`` (K + 1, nsim, nbody, 6) (N, N m)
     and ``wind`` (K + 1, nsim, 3) m/s, so that a bare ``mj_step`` loop can replay the very
-    path (:mod:`quadarm.bench`)."""
+    path (:mod:`quadarm.bench`). With world objects, ``contact`` (K + 1, nsim, n_objects, 5)
+    (:data:`quadarm.runner.contact.CONTACT_COLUMNS`; zero rows for ``world=open``); with a
+    force loop in the batch, ``force`` (K + 1, nsim, N_FCLOG): its phase, setpoint (N),
+    measured normal force (N) and the reference it gave the law (m) (zero rows without)."""
 
     qpos: np.ndarray
     qvel: np.ndarray
@@ -174,6 +186,8 @@ class Log(NamedTuple):
     ctrl: np.ndarray
     xfrc: np.ndarray
     wind: np.ndarray
+    contact: np.ndarray
+    force: np.ndarray
 
 
 VIEWS = ("qpos", "qvel", "ctrl", "act", "xipos", "xmat", "cvel", "subtree_com", "site_xpos",
@@ -242,6 +256,9 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
         jit.copyto(lg.qvel[k, i, p.v0:], qvel)
     rotors = p.rotors
     if p.mode == FLY:
+        if p.fc[i, contact.FC_ON] != 0.0:  # the touch task writes its own reference
+            contact.force_term(k, p.fc[i], s.fcs[i], s.sensordata[i], p.wsens, qpos, p.ref_p[k][i],
+                               p.ref_v[k][i], p.ref_a[k][i], lg.force[k, i])
         prm = p.law[i]
         a_d = p.ref_a[k][i]
         if p.ffp[i, arm_control.F_MODE] != 0.0:
@@ -276,6 +293,8 @@ def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     whose kinematics ``mj_step`` computed for state k before integrating."""
     if p.record:
         jit.copyto(lg.tip[k, i], s.site_xpos[i, p.tip])
+    if lg.contact.shape[0] > 0:
+        contact.log_contact(k, s.sensordata[i], p.wsens, p.last[i], lg.contact[:, i])
 
 
 # --------------------------------------------------------------------------------------------
@@ -448,11 +467,13 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
         prm, mix, ref_p, ref_v, ref_a = (  # type: ignore[assignment]  # lists, see Params
             x.tolist() for x in (prm, mix, ref_p, ref_v, ref_a))
     q0, v0 = (7, 6) if held else (0, 0)
+    wsens = contact.sensor_addresses(b0, preps[0].cfg.world)
+    fc = contact.force_params(preps) if not held else np.zeros((ns, contact.N_FC))
     lp = np.array([lowpass_coefficient(p.cfg.control.tendon_tau, p.built.model.opt.timestep)
                    for p in preps])
-    return Params(mode, record, last, q0, v0, prm, mix, rotors, tendons, int(b0.tip_site),
-                  ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain, sites, damp, dofs,
-                  *air_fields), airs
+    return Params._make([mode, record, last, q0, v0, prm, mix, rotors, tendons,
+                         int(b0.tip_site), ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain,
+                         sites, damp, dofs, *air_fields, wsens, fc]), airs
 
 
 def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int) -> State:
@@ -466,7 +487,8 @@ def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int
                np.zeros((ns, 3)), np.zeros((ns, p.tendons.size)),
                np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3)),
                np.zeros((ns, p.tendons.size))]
-    return State._make([*scratch, *(views[v] for v in VIEWS), wind])
+    return State._make([*scratch, *(views[v] for v in VIEWS), wind,
+                        np.zeros((ns, contact.N_FCS))])
 
 
 def one_state(d: mujoco.MjData, wind: np.ndarray, p: Params) -> State:
@@ -488,6 +510,11 @@ def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = Fa
     if not p.record:
         rows = 0
     extra = rows if applied else 0
+    n_obj = p.wsens.shape[0]
+    # The force loop writes its row whether or not the rest is recorded (one code path).
+    forced = int(p.last.max()) + 1 if p.fc[:, contact.FC_ON].any() else 0
     return Log(np.empty((rows, ns, nq)), np.empty((rows, ns, nv)), np.empty((rows, ns, 3)),
                np.zeros((rows, ns, nu)), np.zeros((extra, ns, nbody, 6)),
-               np.zeros((extra, ns, 3)))
+               np.zeros((extra, ns, 3)), np.zeros((rows if n_obj else 0, ns, n_obj,
+                                                    contact.CONTACT_COLUMNS)),
+               np.zeros((forced, ns, contact.N_FCLOG)))

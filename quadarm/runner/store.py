@@ -41,7 +41,8 @@ from omegaconf._utils import get_omega_conf_dumper
 
 import quadarm
 from quadarm import names
-from quadarm.config import Config, flatten
+from quadarm.config import Config, WorldConfig, flatten
+from quadarm.model.world import normal_of
 from quadarm.results import io
 from quadarm.runner.episode import run_episode
 from quadarm.runner.lifecycle import Episode
@@ -77,9 +78,11 @@ def config_yaml(cfg: Config) -> str:
                      default_flow_style=False, allow_unicode=True, sort_keys=False)
 
 
-def timeseries_frame(ep: Episode, run_id: str, every: int) -> pd.DataFrame:
+def timeseries_frame(ep: Episode, run_id: str, every: int,
+                     world: WorldConfig | None = None) -> pd.DataFrame:
     """The logged signals of one episode, every ``every``-th sample, as a flat frame; its
-    columns are named in :mod:`quadarm.names`."""
+    columns are named in :mod:`quadarm.names`. With the objects of ``world``, the contact
+    columns too (:func:`contact_columns`)."""
     log, plan, built = ep.log, ep.plan, ep.built
     if log is None or plan is None or built is None:
         raise ValueError("the episode has no time series")
@@ -104,6 +107,8 @@ def timeseries_frame(ep: Episode, run_id: str, every: int) -> pd.DataFrame:
     data[names.ERROR_CM] = (((plan.ref.p[:n] - log.position) ** 2).sum(axis=1) ** 0.5)[rows] * 100
     data[names.TILT_DEG] = log.tilt_deg()[rows]
     data[names.TIP_LATERAL_CM] = log.tip_lateral()[rows] * 100
+    if log.contact is not None and world is not None and world.objects:
+        data.update(contact_columns(log.contact[rows], world))
     # Arm joint angles (rad) and velocities complete the state for replay and rendering.
     # A grounded trial's model has no free joint; its log carries the fixed airframe's pose in
     # front of the arm's coordinates (see quadarm.runner.episode.hold), hence the offsets.
@@ -115,6 +120,31 @@ def timeseries_frame(ep: Episode, run_id: str, every: int) -> pd.DataFrame:
         data[name] = log.qpos[rows, dq + model.jnt_qposadr[j]]
         data[names.joint_velocity_column(name)] = log.qvel[rows, dv + model.jnt_dofadr[j]]
     return pd.DataFrame(data)
+
+
+def contact_columns(contact: np.ndarray, world: WorldConfig) -> dict[str, np.ndarray]:
+    """The time-series contact columns of a contact log (m, n_objects, 5)
+    (:mod:`quadarm.runner.contact`): net force on the arm (N, world), normal and tangential
+    parts (N; a plate's normal is its local z, a cylinder's or sphere's force counts as
+    normal whole), each object's touched flag."""
+    forces = contact[:, :, 1:4]
+    out: dict[str, np.ndarray] = {c: forces[:, :, i].sum(axis=1)
+                                  for i, c in enumerate(names.CONTACT_FORCE)}
+    fn, ft = np.zeros(len(contact)), np.zeros(len(contact))
+    for o, obj in enumerate(world.objects):
+        if obj.kind not in ("box", "plane"):
+            # A cylinder's or a sphere's normal varies over its surface: all of it is normal.
+            fn += np.linalg.norm(forces[:, o], axis=1)
+            continue
+        n = normal_of(obj)
+        along = forces[:, o] @ n
+        fn += along
+        ft += np.linalg.norm(forces[:, o] - np.outer(along, n), axis=1)
+    out[names.CONTACT_NORMAL], out[names.CONTACT_TANGENTIAL] = fn, ft
+    for o, name in enumerate(world.names()):
+        out[names.touched_column(name)] = ((contact[:, o, 0] > 0)
+                                           | (contact[:, o, 4] > 0)).astype(np.int8)
+    return out
 
 
 def run_row(trial: Trial, ep: Episode | None, status: str, message: str, wall_s: float,
@@ -186,7 +216,7 @@ def record(trial: Trial, ep: Episode | None, store: Path, keep_timeseries: bool,
         if (keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t)
                 and trial.cfg is not None):
             io.write_table(part / io.TIMESERIES, timeseries_frame(
-                ep, trial.run_id, trial.cfg.sim.log_every), trial_meta)
+                ep, trial.run_id, trial.cfg.sim.log_every, trial.cfg.world), trial_meta)
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
         row = run_row(trial, None, "error", f"{type(err).__name__} while recording: {err}",
                       ep.wall_s if ep else 0.0, ep.steps if ep else 0)

@@ -51,7 +51,12 @@ class Log:
     """Signals at every sample t_k (row k): state and the commands computed from it.
 
     Shapes: t (n+1,), qpos (n+1, nq), qvel (n+1, nv), tip (n+1, 3) world tip-site position,
-    ctrl (n+1, nu). ``rotor_ids``/``tendon_ids`` index the ctrl columns.
+    ctrl (n+1, nu). ``rotor_ids``/``tendon_ids`` index the ctrl columns. With world objects,
+    ``contact`` (n+1, n_objects, 5): per object the number of contacts with the arm, the net
+    force (N, world frame) it exerts on the arm, the number of contacts with the airframe
+    (:mod:`quadarm.runner.contact`); for the touch task ``force`` (n+1, 6): the force loop's
+    phase (0 approach, 1 hold, 2 withdraw), setpoint (N), measured normal force (N) and the
+    reference it gave the law (m, (3,)). None otherwise.
     """
 
     t: np.ndarray
@@ -61,6 +66,8 @@ class Log:
     ctrl: np.ndarray
     rotor_ids: np.ndarray
     tendon_ids: np.ndarray
+    contact: np.ndarray | None = None
+    force: np.ndarray | None = None
 
     @property
     def position(self) -> np.ndarray:
@@ -87,7 +94,9 @@ class Log:
 
     def truncated(self, rows: int) -> Log:
         return Log(self.t[:rows], self.qpos[:rows], self.qvel[:rows], self.tip[:rows],
-                   self.ctrl[:rows], self.rotor_ids, self.tendon_ids)
+                   self.ctrl[:rows], self.rotor_ids, self.tendon_ids,
+                   None if self.contact is None else self.contact[:rows],
+                   None if self.force is None else self.force[:rows])
 
 
 def quat_to_mat(q: np.ndarray) -> np.ndarray:

@@ -92,3 +92,47 @@ def test_wind_tables() -> None:
     stats = tab.data["gust_statistics"].set_index("metric")
     assert stats.loc["max_cm", "mean"] == pytest.approx((2 + 3 + 4 + 5) / 4)
     assert stats.loc["max_cm", "n"] == 4
+
+
+def test_compliance_table_scales_stiffness_and_compares_impacts() -> None:
+    """The compliance table names the surface from ``world.objects``, scales the stiffness by
+    the softest in the sweep, and reports the soft-over-stiff impact ratio per speed."""
+    from quadarm.analysis.beyond import compliance
+
+    table_obj = json.dumps([{"kind": "box", "name": "table"}])
+    wall_obj = json.dumps([{"kind": "box", "name": "wall"}])
+    rows, values = [], {}
+    for surface, objs in (("table", table_obj), ("wall", wall_obj)):
+        for k in (0.06, 6.0):
+            for v in (0.1, 1.0):
+                rid = f"{surface}-{k}-{v}"
+                rows.append({"run_id": rid, "scenario": "touch", "arm.stiffness": k,
+                             "scenario.approach_speed": v, "world.objects": objs})
+                # a synthetic impact: speed x (1 for the soft arm, 4 for the stiff on the wall)
+                peak = v * (4.0 if (surface == "wall" and k == 6.0) else 1.0)
+                values[rid] = {("whole", m): (peak if m == "impact_peak_n" else 0.5)
+                               for m in compliance.COLUMNS}
+    tab = compliance.table(_runs(rows), _metrics(values))
+    touch = tab.data["touch"]
+    assert sorted(touch["stiffness_x"].unique()) == [1.0, 100.0]
+    ratio = tab.data["impact"].set_index(["surface", "speed_m_s"])["soft_over_stiff"]
+    assert ratio[("table", 1.0)] == pytest.approx(1.0)
+    assert ratio[("wall", 0.1)] == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="no compliance sweep"):
+        compliance.table(_runs(rows[:1]), _metrics(values))
+
+
+def test_compliance_mount_table_compares_the_softest_mount_with_the_rigid_plate() -> None:
+    from quadarm.analysis.beyond import compliance
+
+    rows, values = [], {}
+    for k, peak in ((0.0, 8.0), (50.0, 2.0), (200.0, 4.0)):
+        objs = json.dumps([{"kind": "box", "name": "table", "mount_stiffness": k}])
+        rid = f"k{k}"
+        rows.append({"run_id": rid, "scenario": "touch", "scenario.approach_speed": 0.5,
+                     "world.objects": objs})
+        values[rid] = {("whole", m): (peak if m == "impact_peak_n" else 0.0)
+                       for m in compliance.COLUMNS}
+    tab = compliance.mount_table(_runs(rows), _metrics(values))
+    assert tab.data["touch"]["mount_n_m"].tolist() == [0.0, 50.0, 200.0]
+    assert tab.data["impact"]["softest_over_rigid"].tolist() == [pytest.approx(0.25)]

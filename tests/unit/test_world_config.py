@@ -83,12 +83,29 @@ def test_clear_starts_pass_the_geometry_check(case: str) -> None:
     check_start(load(case.split()))
 
 
-def test_worlds_are_refused_until_the_loops_fly_them() -> None:
-    """The runner's loops build the open world only: a world with objects is refused with one
-    line rather than flown without its objects; ``world=open`` passes."""
+def test_worlds_pass_the_preflight() -> None:
+    """The loops build the world (issue 17): a world with objects is flown, not refused."""
     assert preflight(["world=open", "scenario=hover"], CONF_DIR).jobs == 1
-    with pytest.raises(ConfigError, match=r"^world.objects=table: the flight loops do not"):
-        preflight(["world=table", "scenario=hover"], CONF_DIR)
+    assert preflight(["world=table", "scenario=hover"], CONF_DIR).jobs == 1
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    (["scenario=touch"], r"^world=open: scenario=touch needs a surface: world=table\|wall"),
+    (["scenario=touch", "world=table", "scenario.approach_speed=0"],
+     r"^scenario.approach_speed=0: must be a number in \(0, 3\] m/s"),
+    (["scenario=touch", "world=table", "scenario.approach_speed=3.5"],
+     r"^scenario.approach_speed=3.5: must be a number in \(0, 3\] m/s"),
+    (["scenario=touch", "world=table", "scenario.force=40"],
+     r"^scenario.force=40: the rotors cannot hold it"),
+    (["scenario=touch", "world=wall", "scenario.force=40"],
+     r"^scenario.force=40: the rotors cannot hold it"),
+    (["scenario=touch", "world=table", "scenario.target=shelf"],
+     r"^scenario.target=shelf: must name a world object: table"),
+])
+def test_touch_refuses_bad_input(overrides: list[str], expected: str) -> None:
+    """The touch task's bad input is one line naming the key, before anything runs."""
+    with pytest.raises(ConfigError, match=expected):
+        preflight(overrides, CONF_DIR)
 
 
 @pytest.mark.slow
@@ -105,3 +122,15 @@ def test_cli_refuses_bad_objects(tmp_path: Path) -> None:
         assert len(lines) == 1 and lines[0].startswith("quadarm: error: ")
         assert expected in lines[0], lines[0]
         assert list(cwd.iterdir()) == [], f"{case}: wrote {list(cwd.iterdir())}"
+
+
+def test_the_compliance_study_flies_the_table_and_the_wall(tmp_path: Path) -> None:
+    """``make beyond`` plans the compliance study as one job per surface, each the 4 x 4 grid
+    of arm stiffness and approach speed of the touch task."""
+    from quadarm.reproduce import plan_beyond
+
+    jobs = plan_beyond(tmp_path, studies=(("compliance", "world"),))
+    assert sorted(j.cfg.world.names()[0] for j in jobs) == ["table", "wall"]
+    for job in jobs:
+        assert job.cfg.scenario.kind == "touch"
+        assert [len(v) for v in job.cfg.runner.grid.values()] == [4, 4]
