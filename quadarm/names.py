@@ -83,6 +83,14 @@ METRICS: dict[str, tuple[str, str]] = {
     # hover after settling
     "tip_lateral_mean_cm": ("mean tip lateral", "cm"),
     "tilt_mean_deg": ("mean tilt", "deg"),
+    # tip space (reach, trace): the tip against its world target
+    "tip_err_cm": ("tip error after the dwell", "cm"),
+    "settle_s": ("time to settle within tolerance", "s"),
+    "hub_travel_cm": ("hub excursion from its start", "cm"),
+    "in_workspace": ("target in the arm's workspace (1/0)", "1"),
+    "planned_mu": ("planned bend mu", "1"),
+    "tip_rms_cm": ("RMS tip error", "cm"),
+    "tip_max_cm": ("max tip error", "cm"),
 }
 # Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.
 _DRIFT = re.compile(r"^drift_(.+)s_cm$")
