@@ -1012,8 +1012,12 @@ class Config:
 
 
     def _check_tip_targets(self) -> None:
-        """Tip targets above the ground and inside the arena (``sim.max_distance`` around the
-        start)."""
+        """The tip feedback's mode; tip targets above the ground and inside the arena
+        (``sim.max_distance`` around the start)."""
+        if self.control.tip_gain > 0.0 and self.control.tip_mode == "arm":
+            raise ConfigError("control.tip_gain", self.control.tip_gain,
+                              "must be 0 with control.tip_mode=arm (the feedback moves the hub, "
+                              "which arm mode holds)")
         sc = self.scenario
         key = "targets" if isinstance(sc, ReachScenario) else (
             "points" if sc.path == "polyline" else "center")

@@ -48,7 +48,7 @@ import mujoco
 import numpy as np
 
 from quadarm.control import arm as arm_control
-from quadarm.control import geometric
+from quadarm.control import geometric, tipfeedback
 from quadarm.model import aero
 from quadarm.runner import air as air_setup
 from quadarm.runner import jit
@@ -64,6 +64,7 @@ feedforward = jit.inline(arm_control.feedforward)
 damped_tensions = jit.inline(arm_control.damped_tensions)
 jit.inline(aero.downwash_forces)
 air_terms = jit.inline(air_setup.terms)
+tip_feedback = jit.inline(tipfeedback.tip_feedback)
 
 
 class Params(NamedTuple):
@@ -86,6 +87,9 @@ class Params(NamedTuple):
     3) m/s ((1, nsim, 3) when no trial is gusty), ``downwash`` (nsim,), ``dw`` (nsim,
     N_DW_PARAMS), ``quad``, ``rotor_sites``, ``links``, ``act_adr``, pulses ``pulse_link``,
     ``pulse_start``, ``pulse_stop`` (nsim, P) and ``pulse_force`` (nsim, P, 3) N.
+    Tip feedback (``control.tip_gain``, :func:`tip_term`): ``tip_gain_dt`` (nsim,) k_tip dt
+    (0: off), ``tip_target`` (K + 1, nsim, 3) the plan's tip target, m, world ((1, nsim, 3)
+    zeros when no trial has it on).
     For the plain-Python loops ``law``, ``mix`` and the references are nested lists of floats
     of the same shapes (and so are :class:`State`'s ``integ`` and ``u``): same values, indexed
     element by element several times faster.
@@ -124,6 +128,8 @@ class Params(NamedTuple):
     pulse_force: np.ndarray
     pulse_start: np.ndarray
     pulse_stop: np.ndarray
+    tip_gain_dt: np.ndarray
+    tip_target: np.ndarray
 
 
 class State(NamedTuple):
@@ -134,7 +140,9 @@ class State(NamedTuple):
     (n_tendons,) the low-passed tendon commands (N). Views: ``qpos``,
     ``qvel``, ``ctrl``, ``act``, ``xipos``, ``xmat``, ``cvel``, ``subtree_com``,
     ``site_xpos``, ``site_xmat``, ``sensordata``, ``actuator_force``, ``xfrc`` (nbody, 6) and
-    ``wind`` (3,), the model's ``opt.wind`` (m/s), live where gusts write it."""
+    ``wind`` (3,), the model's ``opt.wind`` (m/s), live where gusts write it. Tip feedback:
+    ``tip_corr`` (3,) the hub reference's correction (m) and ``tip_ref`` (3,) the corrected
+    reference (m)."""
 
     integ: np.ndarray
     u: np.ndarray
@@ -158,6 +166,8 @@ class State(NamedTuple):
     actuator_force: np.ndarray
     xfrc: np.ndarray
     wind: np.ndarray
+    tip_corr: np.ndarray
+    tip_ref: np.ndarray
 
 
 class Log(NamedTuple):
@@ -233,6 +243,15 @@ def air_term(k: int, p: Params, s: State, i: int) -> None:
 
 
 @jit.inline_always
+def tip_term(k: int, p: Params, s: State, i: int) -> None:
+    """``control.tip_gain``: the hub's position reference at sample k, corrected by the
+    integral of the measured tip error (:func:`quadarm.control.tipfeedback.tip_feedback`),
+    into ``s.tip_ref[i]``."""
+    tip_feedback(p.tip_gain_dt[i], p.tip_target[k, i], s.site_xpos[i, p.tip], p.ref_p[k][i],
+                 s.tip_corr[i], s.tip_ref[i])
+
+
+@jit.inline_always
 def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """Sample k of simulation i up to its ``mj_step``: log the state, run the terms (see the
     module docstring for their order), log the commands."""
@@ -248,8 +267,12 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
             feedforward(prm, qpos, a_d, p.ffp[i], p.chain[i], s.work[i], s.s3[i],
                         p.sites[i], s.sensordata[i], s.site_xmat[i], s.site_xpos[i],
                         s.xipos[i], s.actuator_force[i], p.tendons)
+        ref = p.ref_p[k][i]
+        if p.tip_gain_dt[i] != 0.0:
+            tip_term(k, p, s, i)
+            ref = s.tip_ref[i]
         law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6),
-            p.ref_p[k][i], p.ref_v[k][i], a_d, u)
+            ref, p.ref_v[k][i], a_d, u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
     elif p.mode == EXTERNAL:
@@ -437,9 +460,25 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
     q0, v0 = (7, 6) if held else (0, 0)
     lp = np.array([lowpass_coefficient(p.cfg.control.tendon_tau, p.built.model.opt.timestep)
                    for p in preps])
+    tip_fields = _tip_fields(preps, big, held)
     return Params(mode, record, last, q0, v0, prm, mix, rotors, tendons, int(b0.tip_site),
                   ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain, sites, damp, dofs,
-                  *air_fields), airs
+                  *air_fields, *tip_fields), airs
+
+
+def _tip_fields(preps: Sequence[Prepared], big: int, held: bool) -> tuple[np.ndarray, ...]:
+    """``tip_gain_dt`` (nsim,) and ``tip_target`` (K + 1, nsim, 3) for :class:`Params`: the
+    tip feedback's k_tip dt where ``control.tip_gain`` is on and the plan has a tip target."""
+    ns = len(preps)
+    on = [not held and p.cfg.control.tip_gain > 0.0 and p.plan.tip is not None for p in preps]
+    gain_dt = np.array([p.cfg.control.tip_gain * p.built.model.opt.timestep if o else 0.0
+                        for p, o in zip(preps, on, strict=True)])
+    if not any(on):
+        return gain_dt, np.zeros((1, ns, 3))
+    target = _c(np.stack([_pad(np.asarray(p.plan.tip, dtype=float), big + 1) if o
+                          else np.zeros((big + 1, 3)) for p, o in zip(preps, on, strict=True)],
+                         axis=1))
+    return gain_dt, target
 
 
 def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int) -> State:
@@ -453,7 +492,8 @@ def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int
                np.zeros((ns, 3)), np.zeros((ns, p.tendons.size)),
                np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3)),
                np.zeros((ns, p.tendons.size))]
-    return State._make([*scratch, *(views[v] for v in VIEWS), wind])
+    return State._make([*scratch, *(views[v] for v in VIEWS), wind, np.zeros((ns, 3)),
+                        np.zeros((ns, 3))])
 
 
 def one_state(d: mujoco.MjData, wind: np.ndarray, p: Params) -> State:

@@ -24,6 +24,7 @@ from quadarm.model import BuiltModel
 from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, times
 from quadarm.scenarios.tip import (
+    PLAN_DT,
     bend_tensions,
     hub_travel,
     split_samples,
@@ -71,9 +72,22 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     ref = differentiate(lambda x: blend(x, hubs), t, cfg.sim.timestep)
     u = blend(t, uv)
     mu, beta = np.hypot(u[:, 0], u[:, 1]), np.arctan2(u[:, 1], u[:, 0])
+    # The tip the plan puts where (the map's tip of the blended bend under the blended hub,
+    # level): the target of the tip feedback. Linear between samples PLAN_DT apart (the tip
+    # accelerates < 0.2 m/s^2: < 0.1 mm off); on the targets exactly during the dwells.
+    tp = np.arange(0.0, sc.duration + PLAN_DT, PLAN_DT)
+    tm = the_map(cfg)
+    hp, up = blend(tp, hubs), blend(tp, uv)
+    tips = np.array([h + tm.tip(float(np.hypot(*b)), float(np.arctan2(b[1], b[0])))
+                     for h, b in zip(hp, up, strict=True)])
+    tip = np.stack([np.interp(t, tp, tips[:, c]) for c in range(3)], axis=-1)
+    j = np.clip((t // win).astype(int), 0, len(rows) - 1)
+    dwell = t - j * win >= sc.move_time
+    tip[dwell] = np.asarray(sc.targets, dtype=float)[j[dwell]]
     phases = {WHOLE: (0.0, sc.duration)}
     phases.update({phase(j): (j * win, (j + 1) * win) for j in range(len(rows))})
-    return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, mu, beta), phases=phases)
+    return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, mu, beta), phases=phases,
+                tip=tip)
 
 
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
