@@ -661,12 +661,15 @@ class StaticsScenario(BendScenario):
         return "statics"
 
 
-def _points(key: str, points: Any) -> None:
-    """A non-empty list of world points [x, y, z] (m)."""
+def _points(key: str, points: Any) -> list[list[float]]:
+    """A non-empty list of world points [x, y, z] (m), as floats."""
     if len(points) == 0:
         raise ConfigError(key, [], "must be a non-empty list of [x, y, z] points (m)")
     for i, pt in enumerate(points):
+        if not isinstance(pt, list | tuple) and not hasattr(pt, "__len__"):
+            raise ConfigError(f"{key}[{i}]", pt, "must be a list of 3 finite numbers")
         _vector(f"{key}[{i}]", pt, 3)
+    return [[float(v) for v in pt] for pt in points]
 
 
 @dataclass
@@ -678,7 +681,8 @@ class ReachScenario(ScenarioConfig):
 
     duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
     altitude: float = 1.6
-    targets: List[List[float]] = field(  # noqa: UP006 - OmegaConf reads these
+    # List[Any]: OmegaConf refuses integers in a nested List[List[float]]; _points checks them.
+    targets: List[Any] = field(  # noqa: UP006 - OmegaConf reads these
         default_factory=lambda: [[0.08, 0.0, 1.074], [0.0, 0.08, 1.074]])
     dwell: float = 4.0  # s
     move_time: float = 2.0  # s
@@ -689,7 +693,7 @@ class ReachScenario(ScenarioConfig):
         return "reach"
 
     def __post_init__(self) -> None:
-        _points("targets", self.targets)
+        self.targets = _points("targets", self.targets)
         _positive("dwell", self.dwell)
         _positive("move_time", self.move_time)
         _positive("settle_tol", self.settle_tol)
@@ -721,7 +725,7 @@ class TraceScenario(ScenarioConfig):
     size: float = 0.3  # m
     plane: str = "horizontal"
     speed: float = 0.2  # m/s
-    points: List[List[float]] = field(default_factory=list)  # noqa: UP006 - polyline, m
+    points: List[Any] = field(default_factory=list)  # noqa: UP006 - polyline [x, y, z] m
     lead_in: float = 2.0  # s
     ramp: float = 0.5  # s: the speed's minimum-jerk ramp at each end of the lap
     tail: float = 1.0  # s
@@ -760,7 +764,7 @@ class TraceScenario(ScenarioConfig):
         _non_negative("tail", self.tail)
         _non_negative("ramp", self.ramp)
         if self.path == "polyline":
-            _points("points", self.points)
+            self.points = _points("points", self.points)
             if len(self.points) < 2:
                 raise ConfigError("points", list(self.points),
                                   "must hold at least 2 points for path=polyline")
