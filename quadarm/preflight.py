@@ -234,6 +234,9 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
     from quadarm.model.clearance import check_start
 
     check_start(job_cfg)  # no world object overlaps the vehicle at the start
+    from quadarm.scenarios.tip import check_workspace
+
+    check_workspace(job_cfg)  # tip_mode=arm: some target the arm alone reaches
     if job_cfg.world.objects:
         # The flight loops build the model without the world until the touch scenario wires
         # it in (issue 17): refuse rather than fly an empty scene under a world's name.

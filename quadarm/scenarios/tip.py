@@ -100,3 +100,38 @@ def hub_travel(position: np.ndarray) -> float:
     """How far the hub went (m): the largest distance of the logged positions (n, 3) from the
     first. (A path length would add up the hover's jitter; this measures the excursion.)"""
     return float(np.linalg.norm(position - position[0], axis=1).max())
+
+
+def check_workspace(cfg: Config) -> None:
+    """The preflight's check of ``control.tip_mode=arm`` (the hub holds, so only targets in the
+    arm's workspace can be reached): a ``reach`` with no target within :data:`WORKSPACE_TOL`
+    of the workspace, or a ``trace`` whose path leaves it, is refused, naming the first target
+    (or path point) outside. Nothing is checked in the other modes (they always reach)."""
+    from quadarm.config import ConfigError, ReachScenario, TraceScenario
+
+    sc = cfg.scenario
+    if cfg.control.tip_mode != "arm" or not isinstance(sc, ReachScenario | TraceScenario):
+        return
+    tm = the_map(cfg)
+    home = np.array([0.0, 0.0, sc.altitude])
+    if isinstance(sc, ReachScenario):
+        targets = np.asarray(sc.targets, dtype=float)
+        rows = split_samples(cfg, tm, targets, home)
+        if not rows[:, 5].any():
+            raise ConfigError("scenario.targets[0]", [float(v) for v in targets[0]],
+                              "no target is in the arm's workspace (control.tip_mode=arm: "
+                              f"within {WORKSPACE_TOL * 100:g} cm of a tip the arm reaches "
+                              "with the hub held); use tip_mode=coordinated or vehicle")
+        return
+    from quadarm.scenarios.trace import curve
+
+    pts = curve(sc)
+    pts = pts[np.linspace(0, len(pts) - 1, min(len(pts), 33)).astype(int)]
+    rows = split_samples(cfg, tm, pts, home)
+    out = np.flatnonzero(rows[:, 5] == 0.0)
+    if len(out):
+        p = [round(float(v), 4) for v in pts[out[0]]]
+        raise ConfigError("scenario.path", sc.path,
+                          f"leaves the arm's workspace at {p} (control.tip_mode=arm: the arm "
+                          f"alone misses it by {rows[out[0], 6] * 100:.1f} cm); use "
+                          "tip_mode=coordinated or vehicle")

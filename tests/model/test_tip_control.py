@@ -167,3 +167,16 @@ def test_bad_tip_input_is_refused_in_one_line(overrides, key):
         cfg_of(*overrides)
     text = str(err.value)
     assert key in text.split(":")[0] and "\n" not in text
+
+
+def test_arm_mode_without_a_reachable_target_is_refused_before_flying(tip_map):
+    from quadarm.scenarios.tip import check_workspace
+
+    # 8 cm beside the hanging tip at its height: off the bowl (the bend lifts the tip).
+    with pytest.raises(ConfigError, match=r"^scenario\.targets\[0\]=.*workspace"):
+        check_workspace(cfg_of("scenario=reach", "control.tip_mode=arm"))
+    with pytest.raises(ConfigError, match=r"^scenario\.path=circle: leaves"):
+        check_workspace(cfg_of("scenario=trace", "control.tip_mode=arm"))
+    on_bowl = [round(float(v), 6) for v in HUB + tip_map.tip(0.5, 1.0)]
+    check_workspace(cfg_of("scenario=reach", "control.tip_mode=arm",
+                           f"scenario.targets=[{on_bowl},[0.08,0,1.074]]".replace(" ", "")))
