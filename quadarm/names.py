@@ -87,8 +87,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "tip_err_cm": ("tip error after the dwell", "cm"),
     "settle_s": ("time to settle within tolerance", "s"),
     "hub_travel_cm": ("hub excursion from its start", "cm"),
-    "in_workspace": ("target in the arm's workspace (1/0)", "1"),
-    "planned_mu": ("planned bend mu", "1"),
+    "workspace_miss_cm": ("planned tip miss (arm mode: distance from the workspace)", "cm"),
     "tip_rms_cm": ("RMS tip error", "cm"),
     "tip_max_cm": ("max tip error", "cm"),
 }

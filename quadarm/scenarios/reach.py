@@ -9,9 +9,9 @@ hub target (the hub moves from where it is), in ``arm`` mode from the start (the
 Metrics per target: ``tip_err_cm`` (|tip - target| at the end of the dwell), ``settle_s``
 (from the window's start until the tip stays within ``settle_tol``; NaN if it never does),
 ``hub_travel_cm`` (the hub's largest distance from where it was at the window's start),
-``tilt_max_deg``,
-``in_workspace`` (``arm`` mode: 1 when the arm alone reaches the target within 1 cm; 1 in the
-other modes, which always reach) and ``planned_mu``.
+``tilt_max_deg`` and ``workspace_miss_cm`` (``arm`` mode: how far the arm alone misses the
+target with the hub held, the target's distance from the workspace; 0 in the other modes,
+which always reach).
 """
 
 from __future__ import annotations
@@ -109,8 +109,7 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
                 (phase(j), "settle_s", settle),
                 (phase(j), "hub_travel_cm", hub_travel(log.position[mask]) * 100.0),
                 (phase(j), "tilt_max_deg", float(tilt[mask].max())),
-                (phase(j), "in_workspace", float(rows[j, 5])),
-                (phase(j), "planned_mu", float(rows[j, 3]))]
+                (phase(j), "workspace_miss_cm", float(rows[j, 6] * 100.0))]
     out.append((WHOLE, "hub_travel_cm", hub_travel(log.position) * 100.0))
     out.append((WHOLE, "tilt_max_deg", float(tilt.max())))
     return out

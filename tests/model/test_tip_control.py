@@ -54,7 +54,6 @@ def tip_map():
 def test_vehicle_mode_puts_the_hub_at_the_target_minus_the_hanging_arm(tip_map, monkeypatch):
     target = np.array([0.05, -0.03, 1.0])
     m, log, _ = _metrics(_reach([target], "vehicle", move=1.0, dwell=5.0), monkeypatch)
-    assert m[("target_0", "planned_mu")] == 0.0
     # The straight arm's quasi-static tip below the hub (the map, solved from the model).
     hub_goal = target - tip_map.hanging()
     assert np.linalg.norm(log.position[-1] - hub_goal) < 1e-3
@@ -66,9 +65,9 @@ def test_arm_mode_reaches_targets_in_its_workspace_with_the_hub_held(tip_map, mo
     targets = [HUB + tip_map.tip(mu, beta) for mu, beta in bends]
     # The lightly damped arm takes 5-8 s to settle after a bend (settle_s): dwell 8 s.
     m, log, _ = _metrics(_reach(targets, "arm", move=1.0, dwell=8.0), monkeypatch)
-    for j, (mu, _) in enumerate(bends):
-        assert m[(f"target_{j}", "in_workspace")] == 1.0
-        assert m[(f"target_{j}", "planned_mu")] == pytest.approx(mu, abs=1e-6)
+    for j in range(len(bends)):
+        # On the workspace the arm alone reaches the target: the inverse's miss vanishes.
+        assert m[(f"target_{j}", "workspace_miss_cm")] < 1e-6
         assert m[(f"target_{j}", "tip_err_cm")] < 1.0
     # The hub holds its reference, up to the paper's held-bend drift (docs/tipspace.md: 6-9 mm
     # without the arm-aware feed-forward).
