@@ -90,6 +90,11 @@ METRICS: dict[str, tuple[str, str]] = {
     "workspace_miss_cm": ("planned tip miss (arm mode: distance from the workspace)", "cm"),
     "tip_rms_cm": ("RMS tip error", "cm"),
     "tip_max_cm": ("max tip error", "cm"),
+    # payload: the hub's altitude against its reference after the grasp and the release
+    "dip_cm": ("max altitude loss after the grasp", "cm"),
+    "rise_cm": ("max altitude gain after the release", "cm"),
+    "recover_s": ("time to stay within tolerance", "s"),
+    "tip_swing_cm": ("max tip horizontal distance from the hub", "cm"),
 }
 # Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.
 _DRIFT = re.compile(r"^drift_(.+)s_cm$")

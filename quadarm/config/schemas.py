@@ -803,6 +803,38 @@ class TraceScenario(ScenarioConfig):
                 [c[0], c[1], c[2] - h]]
 
 
+
+@dataclass
+class PayloadScenario(ScenarioConfig):
+    """Hover while a payload ball of ``payload_mass`` (kg) and ``payload_radius`` (m), held
+    still at the hanging tip until then, is grasped at ``grasp_at`` s (a weld switched on with
+    the bodies' current relative pose) and released at ``release_at`` s (docs/tipspace_control.md
+    section 6). ``recover_tol`` (m): the band of ``recover_s``."""
+
+    duration: float = 40.0
+    altitude: float = 1.6
+    payload_mass: float = 0.1  # kg
+    payload_radius: float = 0.03  # m
+    grasp_at: float = 2.0  # s
+    release_at: float = 22.0  # s
+    recover_tol: float = 0.01  # m
+
+    @property
+    def kind(self) -> str:
+        return "payload"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("payload_mass", self.payload_mass)
+        _positive("payload_radius", self.payload_radius)
+        _in_range("grasp_at", self.grasp_at, 0.0, self.duration)
+        _in_range("release_at", self.release_at, self.grasp_at, self.duration)
+        if not self.release_at > self.grasp_at:
+            raise ConfigError("release_at", self.release_at,
+                              f"must be > grasp_at ({self.grasp_at:g} s)")
+        _positive("recover_tol", self.recover_tol)
+
+
 GROUNDED = ("statics",)
 """Scenarios that hold the airframe fixed (no flight controller)."""
 
@@ -815,7 +847,12 @@ SCENARIOS: dict[str, type[ScenarioConfig]] = {
     "statics": StaticsScenario,
     "reach": ReachScenario,
     "trace": TraceScenario,
+    "payload": PayloadScenario,
 }
+EVENTS = ("payload",)
+"""Scenarios whose plans switch the model during the flight (a weld): they fly one trial at
+a time (the batched engine's rows share one model, and the grasp writes the model's
+``eq_data``)."""
 TIP_SCENARIOS = ("reach", "trace")
 """Scenarios that put the tip on world targets (``control.tip_mode``, ``control.tip_gain``)."""
 
