@@ -1,5 +1,6 @@
 """Studies beyond the paper: motor lag, rotor downwash on the arm, steady wind and gusts
-(issue 9); arm-aware feed-forward and active tendon damping (:mod:`.arm`).
+(issue 9); arm-aware feed-forward and active tendon damping (:mod:`.arm`); the payload
+grasp and release (:mod:`.payload`).
 
 Each study has its own module with ``table(runs, metrics) -> Table`` (from Parquet frames,
 like the paper's tables in :mod:`quadarm.analysis.tables`; their selection helpers are
@@ -13,16 +14,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from quadarm.analysis.beyond import arm, downwash, motor_lag, wind
+from quadarm.analysis.beyond import arm, downwash, motor_lag, payload, wind
 from quadarm.analysis.table import Table
 
 BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wind.table,
-            "feedforward": arm.feedforward, "active_damping": arm.active_damping}
+            "feedforward": arm.feedforward, "active_damping": arm.active_damping,
+            "payload": payload.table}
 FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "motor_lag": (motor_lag.figure, "fig_motor_lag.png"),
     "downwash": (downwash.figure, "fig_downwash.png"),
     "wind": (wind.figure, "fig_wind.png"),
     "feedforward": (arm.feedforward_figure, "fig_feedforward.png"),
     "active_damping": (arm.active_damping_figure, "fig_active_damping.png"),
+    "payload": (payload.figure, "fig_payload.png"),
 }
 TITLE = "Beyond the paper"
