@@ -77,3 +77,24 @@ def test_bad_payload_input_is_refused_in_one_line(override, key):
     with pytest.raises(ConfigError) as err:
         cfg_of("scenario=payload", override)
     assert key in str(err.value).split(":")[0]
+
+
+def test_the_payload_table_reads_the_studys_parquet_frames(tmp_path):
+    """Two short payload trials through the runner; the table (quadarm.analysis, Parquet only)
+    has one row per (feed-forward, mass), its dips growing with the mass without feed-forward
+    and far smaller with the flange sensor's."""
+    from quadarm import api
+    from quadarm.analysis.beyond import payload as payload_table
+
+    base = ["scenario=payload", "scenario.duration=3", "scenario.grasp_at=0.5",
+            "scenario.release_at=2.5"]
+    for ff in ("none", "wrench"):
+        for mass in (0.05, 0.1):
+            api.run([*base, f"scenario.payload_mass={mass}", f"control.feedforward={ff}"],
+                    tmp_path / f"{ff}{mass}", n_jobs=1)
+    res = api.load_results(tmp_path, timeseries=False)
+    rows = payload_table.table(res.runs, res.metrics).data["payload"]
+    assert list(rows["mass_g"]) == [50.0, 100.0, 50.0, 100.0]
+    none, wrench = rows[rows["feedforward"] == "none"], rows[rows["feedforward"] == "wrench"]
+    assert none["dip_cm"].iloc[1] > none["dip_cm"].iloc[0] > 0
+    assert (wrench["dip_cm"].to_numpy() < 0.1 * none["dip_cm"].to_numpy()).all()
