@@ -1047,6 +1047,16 @@ class Config:
             return  # a partial root (MISSING groups) is checked where it is completed
         if isinstance(self.scenario, ReachScenario | TraceScenario):
             self._check_tip_targets()
+        if isinstance(self.scenario, PayloadScenario) and isinstance(self.airframe,
+                                                                     AirframeConfig):
+            # The rotors must hold the vehicle, the arm and the payload in hover.
+            m = self.airframe.mass + self.arm.total_mass + self.scenario.payload_mass
+            per_rotor = m * math.hypot(*self.sim.gravity) / len(self.airframe.rotors)
+            if per_rotor > self.airframe.thrust_max:
+                raise ConfigError("scenario.payload_mass", self.scenario.payload_mass,
+                                  f"the rotors cannot lift it: {per_rotor:.2f} N per rotor in "
+                                  f"hover, above airframe.thrust_max="
+                                  f"{self.airframe.thrust_max:g} N")
         if self.control.tendon_bias > self.arm.tension_max:
             raise ConfigError("control.tendon_bias", self.control.tendon_bias,
                               f"must be <= arm.tension_max ({self.arm.tension_max:g} N)")

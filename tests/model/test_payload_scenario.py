@@ -72,6 +72,7 @@ def test_payload_trials_fly_alone_and_other_models_are_unchanged():
     ("scenario.payload_mass=-0.1", "payload_mass"),
     ("scenario.release_at=1", "release_at"),
     ("scenario.grasp_at=50", "grasp_at"),
+    ("scenario.payload_mass=2.5", "scenario.payload_mass"),  # (1.26 + 2.5) 9.81 / 4 > 8 N
 ])
 def test_bad_payload_input_is_refused_in_one_line(override, key):
     with pytest.raises(ConfigError) as err:
