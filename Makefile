@@ -10,7 +10,7 @@ export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-fast lint mission table2 table3 workspace disturbance held-bend \
-	drift monte-carlo motor-lag compliance downwash wind feedforward active-damping arm-convergence tune \
+	drift monte-carlo motor-lag compliance downwash wind feedforward payload active-damping arm-convergence tune \
 	paper beyond all readme bench clean
 
 help: ## list the targets
@@ -69,6 +69,9 @@ wind: ## beyond the paper: steady wind 0-8 m/s, 32 seeds of gusty hover -> outpu
 
 feedforward: ## beyond the paper: arm feed-forward none/com/wrench x gain sets -> outputs/feedforward
 	bash experiments/feedforward.sh
+
+payload: ## beyond the paper: payload grasp/release in hover, mass x feed-forward -> outputs/payload
+	bash experiments/payload.sh
 
 active-damping: ## beyond the paper: tip disturbance over the tendon-damping grid -> outputs/active_damping
 	bash experiments/active_damping.sh

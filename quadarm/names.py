@@ -95,6 +95,18 @@ METRICS: dict[str, tuple[str, str]] = {
     "hub_dev_cm": ("max hub deviation from its reference", "cm"),
     "hub_disp_cm": ("max hub displacement during the hold from its position at contact", "cm"),
     "frame_touched": ("airframe touched an object (1) or not (0)", "1"),
+    # tip space (reach, trace): the tip against its world target
+    "tip_err_cm": ("tip error after the dwell", "cm"),
+    "settle_s": ("time to settle within tolerance", "s"),
+    "hub_travel_cm": ("hub excursion from its start", "cm"),
+    "workspace_miss_cm": ("planned tip miss (arm mode: distance from the workspace)", "cm"),
+    "tip_rms_cm": ("RMS tip error", "cm"),
+    "tip_max_cm": ("max tip error", "cm"),
+    # payload: the hub's altitude against its reference after the grasp and the release
+    "dip_cm": ("max altitude loss after the grasp", "cm"),
+    "rise_cm": ("max altitude gain after the release", "cm"),
+    "recover_s": ("time to stay within tolerance", "s"),
+    "tip_swing_cm": ("max tip horizontal distance from the hub", "cm"),
 }
 # Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.
 _DRIFT = re.compile(r"^drift_(.+)s_cm$")

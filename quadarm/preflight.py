@@ -239,6 +239,9 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
         from quadarm.scenarios.touch import check as check_touch
 
         check_touch(job_cfg, build_model(job_cfg))  # a force setpoint the rotors can hold
+    from quadarm.scenarios.tip import check_workspace
+
+    check_workspace(job_cfg)  # tip_mode=arm: some target the arm alone reaches
     return job_cfg, hydra_node
 
 

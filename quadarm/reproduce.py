@@ -104,7 +104,7 @@ BEYOND = (("motor_lag", "gains"), ("downwash", None), ("downwash_mission", None)
 # The arm-aware studies: their data go into a folder of their own (<out>/data_arm), so that
 # their paper-physics trials (e.g. the soft gains' missions without feed-forward) never enter
 # the tables of the studies above, nor theirs into these.
-ARM = (("feedforward", ALL), ("active_damping", ALL))
+ARM = (("feedforward", ALL), ("active_damping", ALL), ("payload", ALL))
 
 
 def plan_beyond(data_dir: Path, conf_dir: str = CONF_DIR,

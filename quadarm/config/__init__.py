@@ -16,6 +16,7 @@ from quadarm.config.schemas import (
     BACKENDS,
     DEFAULT_STORE,
     ENGINES,
+    EVENTS,
     GROUNDED,
     GROUPS,
     INTEGRATORS,
@@ -39,6 +40,8 @@ from quadarm.config.schemas import (
     HeldBendScenario,
     HoverScenario,
     MissionScenario,
+    PayloadScenario,
+    ReachScenario,
     RodArmConfig,
     RotorConfig,
     RunnerConfig,
@@ -46,6 +49,7 @@ from quadarm.config.schemas import (
     SimConfig,
     StaticsScenario,
     TouchScenario,
+    TraceScenario,
     TuneConfig,
     WorkspaceScenario,
     WorldConfig,
@@ -54,7 +58,7 @@ from quadarm.config.schemas import (
 from quadarm.config.store import default_store
 
 __all__ = [
-    "ARMS", "GROUNDED", "JOINT_PLACEMENTS", "MAX_SEGMENTS", "RodArmConfig",
+    "ARMS", "EVENTS", "GROUNDED", "JOINT_PLACEMENTS", "MAX_SEGMENTS", "RodArmConfig",
     "AFTER_PHASE", "DEFAULT_STORE", "MISSION_PHASES", "MISSION_PHASE_TIMES", "WHOLE_PHASE",
     "BACKENDS", "CONF_DIR", "ENGINES", "GROUPS", "INTEGRATORS", "SCENARIOS", "TENDON_MAPS",
     "WIND_MAX", "WORLD_KINDS", "AeroConfig", "AirframeConfig", "ArmConfig", "BendScenario",
@@ -62,8 +66,8 @@ __all__ = [
     "ConfigError", "ControlConfig",
     "DisturbanceScenario", "GainsConfig", "HeldBendScenario", "HoverScenario",
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
-    "StaticsScenario",
-    "TouchScenario", "TuneConfig", "WorkspaceScenario", "WorldConfig", "WorldObject",
+    "StaticsScenario", "ReachScenario", "TraceScenario", "PayloadScenario", "TouchScenario",
+    "TuneConfig", "WorkspaceScenario", "WorldConfig", "WorldObject",
     "compose", "default_store", "flatten", "load", "register_configs",
     "to_config",
 ]

@@ -39,6 +39,9 @@ from quadarm.names import (  # noqa: F401 - re-exported by quadarm.config
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
 TENDON_MAPS = ("balanced", "legacy")
 FEEDFORWARD = ("none", "com", "wrench")
+TIP_MODES = ("vehicle", "arm", "coordinated")
+TRACE_PATHS = ("circle", "line", "figure_eight", "polyline")
+TRACE_PLANES = ("horizontal", "vertical")
 BACKENDS = ("sequential", "loky", "threading", "dask")
 ENGINES = ("auto", "serial", "batch")
 COMPILED = ("auto", "true", "false")  # runner.compiled
@@ -716,6 +719,180 @@ class TouchScenario(ScenarioConfig):
         super().__post_init__()
 
 
+def _points(key: str, points: Any) -> list[list[float]]:
+    """A non-empty list of world points [x, y, z] (m), as floats."""
+    if len(points) == 0:
+        raise ConfigError(key, [], "must be a non-empty list of [x, y, z] points (m)")
+    for i, pt in enumerate(points):
+        if not isinstance(pt, list | tuple) and not hasattr(pt, "__len__"):
+            raise ConfigError(f"{key}[{i}]", pt, "must be a list of 3 finite numbers")
+        _vector(f"{key}[{i}]", pt, 3)
+    return [[float(v) for v in pt] for pt in points]
+
+
+@dataclass
+class ReachScenario(ScenarioConfig):
+    """Tip-space reaching (docs/tipspace_control.md): the tip is put on each of ``targets``
+    (world points, m) in turn, ``move_time`` s to get there (a minimum-jerk blend of the hub
+    and the bend), then held for ``dwell`` s. The hub starts at (0, 0, ``altitude``) with the
+    arm hanging; ``duration`` is the sum of the windows (leave it unset or give that sum)."""
+
+    duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
+    altitude: float = 1.6
+    # List[Any]: OmegaConf refuses integers in a nested List[List[float]]; _points checks them.
+    targets: List[Any] = field(  # noqa: UP006 - OmegaConf reads these
+        default_factory=lambda: [[0.08, 0.0, 1.074], [0.0, 0.08, 1.074]])
+    dwell: float = 4.0  # s
+    move_time: float = 2.0  # s
+    settle_tol: float = 0.01  # m: the band of settle_s
+
+    @property
+    def kind(self) -> str:
+        return "reach"
+
+    def __post_init__(self) -> None:
+        self.targets = _points("targets", self.targets)
+        _positive("dwell", self.dwell)
+        _positive("move_time", self.move_time)
+        _positive("settle_tol", self.settle_tol)
+        total = len(self.targets) * (self.dwell + self.move_time)
+        if self.duration is None:
+            self.duration = total
+        elif not (_real(self.duration) and abs(self.duration - total) < 1e-9):
+            raise ConfigError("duration", self.duration,
+                              f"must equal len(targets) * (move_time + dwell) ({total:g} s) "
+                              "or be null")
+        super().__post_init__()
+
+
+@dataclass
+class TraceScenario(ScenarioConfig):
+    """Tip-space tracing (docs/tipspace_control.md): the tip follows ``path`` (``circle`` of
+    diameter ``size``, ``line`` of length ``size`` along x (horizontal) or z (vertical),
+    ``figure_eight`` ``size`` wide, or ``polyline`` through ``points``) in ``plane`` around
+    ``center`` (world, m) at ``speed`` (m/s). The tip first moves from where it hangs to the
+    path's start over ``lead_in`` s and dwells ``lead_in`` s there; one lap (the polyline
+    once) follows, its speed ramped up and down over ``ramp`` s with the minimum-jerk blend,
+    then ``tail`` s of hold. ``duration`` is derived (leave it unset or give
+    that sum)."""
+
+    duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
+    altitude: float = 1.6
+    path: str = "circle"
+    center: List[float] = field(default_factory=lambda: [0.0, 0.0, 1.074])  # noqa: UP006
+    size: float = 0.3  # m
+    plane: str = "horizontal"
+    speed: float = 0.2  # m/s
+    points: List[Any] = field(default_factory=list)  # noqa: UP006 - polyline [x, y, z] m
+    lead_in: float = 2.0  # s
+    ramp: float = 0.5  # s: the speed's minimum-jerk ramp at each end of the lap
+    tail: float = 1.0  # s
+
+    @property
+    def kind(self) -> str:
+        return "trace"
+
+    @property
+    def path_length(self) -> float:
+        """The path's length (m): one lap, or the polyline once."""
+        if self.path == "circle":
+            return math.pi * self.size
+        if self.path == "line":
+            return self.size
+        if self.path == "figure_eight":
+            # (a sin s, a/2 sin 2s) with a = size/2, s in [0, 2 pi): its arc length, numerically.
+            n = 4096
+            a, total, prev = self.size / 2, 0.0, (0.0, 0.0)
+            for j in range(1, n + 1):
+                s = 2 * math.pi * j / n
+                cur = (a * math.sin(s), a / 2 * math.sin(2 * s))
+                total += math.hypot(cur[0] - prev[0], cur[1] - prev[1])
+                prev = cur
+            return total
+        return sum(math.dist(self.points[j], self.points[j + 1])
+                   for j in range(len(self.points) - 1))
+
+    def __post_init__(self) -> None:
+        _choice("path", self.path, TRACE_PATHS)
+        _choice("plane", self.plane, TRACE_PLANES)
+        _vector("center", self.center, 3)
+        _positive("size", self.size)
+        _positive("speed", self.speed)
+        _positive("lead_in", self.lead_in)
+        _non_negative("tail", self.tail)
+        _non_negative("ramp", self.ramp)
+        if self.path == "polyline":
+            self.points = _points("points", self.points)
+            if len(self.points) < 2:
+                raise ConfigError("points", list(self.points),
+                                  "must hold at least 2 points for path=polyline")
+            if self.path_length <= 0:
+                raise ConfigError("points", list(self.points), "must not all coincide")
+        total = self.lap_start + self.lap_time + self.tail
+        if self.duration is None:
+            self.duration = total
+        elif not (_real(self.duration) and abs(self.duration - total) < 1e-6):
+            raise ConfigError("duration", self.duration,
+                              f"must equal 2 lead_in + path length / speed + ramp + tail "
+                              f"({total:g} s) "
+                              "or be null")
+        super().__post_init__()
+
+    @property
+    def lap_start(self) -> float:
+        """When the lap starts (s): after the lead-in move and its dwell."""
+        return 2 * self.lead_in
+
+    @property
+    def lap_time(self) -> float:
+        """The lap's length in time (s): the path at ``speed`` plus half a ramp at each end."""
+        return self.path_length / self.speed + self.ramp
+
+    def waypoints(self) -> list[list[float]]:
+        """The world points the tip visits (m): the polyline, or the path's extremes (for
+        the range checks)."""
+        if self.path == "polyline":
+            return [list(p) for p in self.points]
+        c, h = self.center, self.size / 2
+        if self.plane == "horizontal":
+            return [[c[0] + h, c[1], c[2]], [c[0] - h, c[1], c[2]], [c[0], c[1] + h, c[2]],
+                    [c[0], c[1] - h, c[2]]]
+        return [[c[0] + h, c[1], c[2]], [c[0] - h, c[1], c[2]], [c[0], c[1], c[2] + h],
+                [c[0], c[1], c[2] - h]]
+
+
+
+@dataclass
+class PayloadScenario(ScenarioConfig):
+    """Hover while a payload ball of ``payload_mass`` (kg) and ``payload_radius`` (m), held
+    still at the hanging tip until then, is grasped at ``grasp_at`` s (a weld switched on with
+    the bodies' current relative pose) and released at ``release_at`` s (docs/tipspace_control.md
+    section 6). ``recover_tol`` (m): the band of ``recover_s``."""
+
+    duration: float = 40.0
+    altitude: float = 1.6
+    payload_mass: float = 0.1  # kg
+    payload_radius: float = 0.03  # m
+    grasp_at: float = 2.0  # s
+    release_at: float = 22.0  # s
+    recover_tol: float = 0.01  # m
+
+    @property
+    def kind(self) -> str:
+        return "payload"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _positive("payload_mass", self.payload_mass)
+        _positive("payload_radius", self.payload_radius)
+        _in_range("grasp_at", self.grasp_at, 0.0, self.duration)
+        _in_range("release_at", self.release_at, self.grasp_at, self.duration)
+        if not self.release_at > self.grasp_at:
+            raise ConfigError("release_at", self.release_at,
+                              f"must be > grasp_at ({self.grasp_at:g} s)")
+        _positive("recover_tol", self.recover_tol)
+
+
 GROUNDED = ("statics",)
 """Scenarios that hold the airframe fixed (no flight controller)."""
 
@@ -727,7 +904,16 @@ SCENARIOS: dict[str, type[ScenarioConfig]] = {
     "hover": HoverScenario,
     "statics": StaticsScenario,
     "touch": TouchScenario,
+    "reach": ReachScenario,
+    "trace": TraceScenario,
+    "payload": PayloadScenario,
 }
+EVENTS = ("payload",)
+"""Scenarios whose plans switch the model during the flight (a weld): they fly one trial at
+a time (the batched engine's rows share one model, and the grasp writes the model's
+``eq_data``)."""
+TIP_SCENARIOS = ("reach", "trace")
+"""Scenarios that put the tip on world targets (``control.tip_mode``, ``control.tip_gain``)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -750,6 +936,12 @@ class ControlConfig:
     ``tendon_tau`` (s): time constant of a first-order low-pass on the tendon commands (the
     tendon actuators' bandwidth); 0: off, the commands reach the tendons at once.
     See ``docs/arm_aware_control.md``.
+    ``tip_mode`` (the tip-space scenarios only, docs/tipspace_control.md): who puts the tip
+    on its target, ``vehicle`` (straight arm, the hub moves), ``arm`` (the hub holds, the arm
+    bends) or ``coordinated`` (the arm bends to the nearest point of its workspace, the hub
+    carries the rest); ``tip_mu_limit`` the largest bend the planner commands (a reserve for
+    the feedback); ``tip_gain`` (1/s): gain of the feedback that moves the hub reference by
+    the integral of the measured tip error (0: off, the tip-space plan is feed-forward only).
     """
 
     tendon_map: str = "balanced"
@@ -762,6 +954,9 @@ class ControlConfig:
     force_ki: float = 0.2  # m/(N s)
     force_ramp: float = 0.5  # s, the setpoint's ramp from the first contact
     force_reach: float = 0.1  # m, the largest reference offset the loop may command
+    tip_mode: str = "coordinated"
+    tip_mu_limit: float = 1.0
+    tip_gain: float = 0.0  # 1/s
 
     def __post_init__(self) -> None:
         _choice("tendon_map", self.tendon_map, TENDON_MAPS)
@@ -772,6 +967,9 @@ class ControlConfig:
         for key in ("force_kp", "force_ki", "force_ramp"):
             _non_negative(key, getattr(self, key))
         _positive("force_reach", self.force_reach)
+        _choice("tip_mode", self.tip_mode, TIP_MODES)
+        _in_range("tip_mu_limit", self.tip_mu_limit, 0.0, 1.0)
+        _non_negative("tip_gain", self.tip_gain)
 
 
 def _compiled(value: Any) -> str:
@@ -921,9 +1119,42 @@ class Config:
                                   "must name a world object: " + ", ".join(self.world.names()))
         if not isinstance(self.arm, ArmConfig) or not isinstance(self.control, ControlConfig):
             return  # a partial root (MISSING groups) is checked where it is completed
+        if isinstance(self.scenario, ReachScenario | TraceScenario):
+            self._check_tip_targets()
+        if isinstance(self.scenario, PayloadScenario) and isinstance(self.airframe,
+                                                                     AirframeConfig):
+            # The rotors must hold the vehicle, the arm and the payload in hover.
+            m = self.airframe.mass + self.arm.total_mass + self.scenario.payload_mass
+            per_rotor = m * math.hypot(*self.sim.gravity) / len(self.airframe.rotors)
+            if per_rotor > self.airframe.thrust_max:
+                raise ConfigError("scenario.payload_mass", self.scenario.payload_mass,
+                                  f"the rotors cannot lift it: {per_rotor:.2f} N per rotor in "
+                                  f"hover, above airframe.thrust_max="
+                                  f"{self.airframe.thrust_max:g} N")
         if self.control.tendon_bias > self.arm.tension_max:
             raise ConfigError("control.tendon_bias", self.control.tendon_bias,
                               f"must be <= arm.tension_max ({self.arm.tension_max:g} N)")
+
+
+    def _check_tip_targets(self) -> None:
+        """The tip feedback's mode; tip targets above the ground and inside the arena
+        (``sim.max_distance`` around the start)."""
+        if self.control.tip_gain > 0.0 and self.control.tip_mode == "arm":
+            raise ConfigError("control.tip_gain", self.control.tip_gain,
+                              "must be 0 with control.tip_mode=arm (the feedback moves the hub, "
+                              "which arm mode holds)")
+        sc = self.scenario
+        key = "targets" if isinstance(sc, ReachScenario) else (
+            "points" if sc.path == "polyline" else "center")
+        pts = sc.targets if isinstance(sc, ReachScenario) else sc.waypoints()
+        start = (0.0, 0.0, sc.altitude)
+        for j, pt in enumerate(pts):
+            name = f"scenario.{key}[{j}]" if key != "center" else "scenario.center"
+            if pt[2] <= 0.0:
+                raise ConfigError(name, list(pt), "must be above the ground (z > 0 m)")
+            if max(abs(pt[c] - start[c]) for c in range(3)) >= self.sim.max_distance:
+                raise ConfigError(name, list(pt), "must be inside the arena (within "
+                                  f"sim.max_distance={self.sim.max_distance:g} m of the start)")
 
 
 GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner", "aero", "tune",

@@ -27,12 +27,17 @@ elif missing_library():
     raise ImportError(missing_library())
 
 ENV_ID = "quadarm/QuadArm-v0"
+REACH_ENV_ID = "quadarm/QuadArmReach-v0"  # quadarm.envs.reach (no vector twin yet)
 
 
 def register_envs() -> None:
-    """Register ``quadarm/QuadArm-v0`` with Gymnasium (idempotent); the plugin entry point."""
+    """Register ``quadarm/QuadArm-v0`` and ``quadarm/QuadArmReach-v0`` with Gymnasium
+    (idempotent); the plugin entry point."""
     import gymnasium
 
+    if REACH_ENV_ID not in gymnasium.registry:
+        gymnasium.register(id=REACH_ENV_ID, entry_point="quadarm.envs.reach:QuadArmReachEnv",
+                           disable_env_checker=False)
     if ENV_ID in gymnasium.registry:
         return
     gymnasium.register(

@@ -347,10 +347,13 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
 def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
           start: tuple[float, float, float] = (0.0, 0.0, 1.0),
           aero: AeroConfig | None = None, flange_sensor: bool = False,
-          fixed_base: bool = False, world: WorldConfig | None = None) -> BuiltModel:
+          fixed_base: bool = False, world: WorldConfig | None = None,
+          payload: tuple[float, float] | None = None) -> BuiltModel:
     """Build and compile the model, with a ``hover`` keyframe at ``start`` (and the flange
     force-torque sensor with ``flange_sensor`` and the objects of ``world``, see
-    :func:`build_spec`).
+    :func:`build_spec`). ``payload`` (mass kg, radius m): a payload ball held still at the
+    hanging tip by a weld to the world (:func:`quadarm.model.payload.add_held_payload`), added
+    last, so the keyframe's controls are the trim without it.
 
     The keyframe's rotor controls are the allocation of a pure thrust m_total*|g| (they sum to
     m_total*|g|; zero with ``fixed_base``, see :func:`build_spec`), its tendon controls are
@@ -373,6 +376,14 @@ def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
         act = np.zeros(model.na)
         act[model.actuator_actadr[rotors]] = ctrl[rotors]
         key.act = act.tolist()
+    if payload is not None:
+        from quadarm.model.payload import add_held_payload
+
+        d = mujoco.MjData(model)
+        mujoco.mj_kinematics(model, d)  # qpos0: the keyframe's pose, the arm hanging
+        tip = d.site_xpos[model.site(names.TIP_SITE).id]
+        add_held_payload(spec, payload[0], payload[1], (float(tip[0]), float(tip[1]),
+                                                        float(tip[2])))
     model = spec.compile()
     return BuiltModel(
         spec=spec,

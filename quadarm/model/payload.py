@@ -98,6 +98,37 @@ def add_payload(spec: mujoco.MjSpec, mass: float, radius: float,
             key.qvel = list(key.qvel) + [0.0] * 6
 
 
+HOLD_WELD = "payload_hold"  # the weld to the world that holds the payload until it is grasped
+
+
+def add_held_payload(spec: mujoco.MjSpec, mass: float, radius: float,
+                     pos: tuple[float, float, float]) -> None:
+    """:func:`add_payload` at ``pos`` (m, world), plus an active weld from the world to it that
+    holds it still there (explicit pose: anchor 0, the world point ``pos``, level) until
+    :func:`take` switches it off and grasps."""
+    add_payload(spec, mass, radius, pos)
+    hold = spec.add_equality(name=HOLD_WELD, type=mujoco.mjtEq.mjEQ_WELD,
+                             objtype=mujoco.mjtObj.mjOBJ_BODY, name1="world",
+                             name2=names.PAYLOAD_BODY)
+    hold.active = True
+    hold.data = [0.0] * 3 + list(pos) + [1.0, 0.0, 0.0, 0.0] + [1.0, 0.0]
+
+
+def take(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload) -> None:
+    """Release the world's hold on the payload and grasp it where it is (:func:`grasp`)."""
+    data.eq_active[model.equality(HOLD_WELD).id] = 0
+    grasp(model, data, payload)
+
+
+def carried_mass(model: mujoco.MjModel) -> float:
+    """The payload's mass (kg) when the model has one, else 0: what the flight controller is
+    not told of."""
+    try:
+        return float(model.body_mass[model.body(names.PAYLOAD_BODY).id])
+    except KeyError:
+        return 0.0
+
+
 @register_jitable
 def weld_relpose(pos1, quat1, pos2, quat2, eq) -> None:  # noqa: ANN001 - arrays
     """Write into ``eq`` (a weld's eq_data row, (12,)) the pose of body 2 (pos2 (3,) m, quat2

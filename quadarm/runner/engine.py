@@ -25,7 +25,7 @@ from typing import Any
 
 import mujoco
 
-from quadarm.config import Config, RunnerConfig
+from quadarm.config import EVENTS, Config, RunnerConfig
 from quadarm.runner.batch import Incompatible, fly_batch, sizes
 from quadarm.runner.episode import fly_and_score
 from quadarm.runner.lifecycle import Episode, Prepared, grounded, prepare, reset, score
@@ -55,11 +55,17 @@ def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bo
     if engine == "serial":
         return [False] * len(cfgs)
     if engine == "batch":
-        return [not grounded(c) for c in cfgs]
+        return [not alone(c) for c in cfgs]
     counts: dict[tuple[Any, ...], int] = defaultdict(int)
     for c in cfgs:
         counts[structure(c)] += 1
-    return [counts[structure(c)] >= min_trials and not grounded(c) for c in cfgs]
+    return [counts[structure(c)] >= min_trials and not alone(c) for c in cfgs]
+
+
+def alone(cfg: Config) -> bool:
+    """Trials that fly one at a time: grounded ones and those whose plan switches the model
+    (:data:`quadarm.config.EVENTS`: the grasp writes the model's ``eq_data``)."""
+    return grounded(cfg) or cfg.scenario.kind in EVENTS
 
 
 def threads(requested: int) -> int:

@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config
+from quadarm.model import payload
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import (
     Diverged,
@@ -124,10 +125,12 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     failure: Diverged | None = None
     rows = n + 1
     unchecked = 1  # the first state no check has passed yet
-    edges = chunk_edges(n, () if held else plan.pulses)
+    edges = chunk_edges(n, () if held else plan.pulses, plan.events)
     for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
         if not held:
             apply_pulses(xfrc, plan.pulses, k0)
+        if plan.events:
+            switch_payload(m, d, plan.events, k0)
         kern.fly_chunk(mp, dp, k0, k1, prm, st, lg)
         last = k1 - 1
         if last < n and checked(last, n):
@@ -147,6 +150,21 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     extra = {"xfrc": lg.xfrc[:rows, 0], "wind": lg.wind[:rows, 0]} if applied else {}
     return Outcome(log.truncated(rows) if rows < n + 1 else log, failure, compile_s=compile_s,
                    extra=extra)
+
+
+def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, events: tuple[tuple[int, str], ...],
+                   k: int) -> None:
+    """The plan's payload events before step k: ``grasp`` (the world's hold off, the weld to
+    the tip on with the current relative pose, :func:`quadarm.model.payload.take`) and
+    ``release`` (:func:`quadarm.model.payload.release`). One trial per model: the grasp
+    writes the model's ``eq_data``."""
+    for at, what in events:
+        if at == k:
+            pl = payload.Payload.of(m)
+            if what == "grasp":
+                payload.take(m, d, pl)
+            else:
+                payload.release(d, pl)
 
 
 def run_episode(cfg: Config) -> Episode:

@@ -23,10 +23,11 @@ import mujoco
 import numpy as np
 
 from quadarm import scenarios
-from quadarm.config import GROUNDED, Config
+from quadarm.config import EVENTS, GROUNDED, Config
 from quadarm.control.geometric import FF_ON, GeometricController
 from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import mixer, total_mass
+from quadarm.model.payload import carried_mass
 from quadarm.scenarios.common import Log, Metric, Plan, Pulse, Scenario
 
 CHECK_EVERY = 50  # steps between divergence checks
@@ -90,9 +91,11 @@ def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     x, y, z = (0.0, 0.0, cfg.scenario.altitude) if start is None else (float(v) for v in start)
     # The flange force-torque sensor only where the controller reads it (it changes no
     # dynamics, but it changes the model's sizes and its XML).
+    sc = cfg.scenario
+    payload = ((sc.payload_mass, sc.payload_radius) if sc.kind in EVENTS else None)
     return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z), aero=cfg.aero,
                  flange_sensor=cfg.control.feedforward == "wrench", fixed_base=grounded(cfg),
-                 world=cfg.world if cfg.world.objects else None)
+                 world=cfg.world if cfg.world.objects else None, payload=payload)
 
 
 def grounded(cfg: Config) -> bool:
@@ -106,7 +109,9 @@ def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:
     limits read off the model)."""
     m = built.model
     lo, hi = m.actuator_ctrlrange[built.rotor_actuators].T
-    ctl = GeometricController(cfg.gains, total_mass(m), float(np.linalg.norm(m.opt.gravity)),
+    # The controller is not told of a payload (it is a disturbance to it, as in the paper).
+    mass = total_mass(m) - carried_mass(m)
+    ctl = GeometricController(cfg.gains, mass, float(np.linalg.norm(m.opt.gravity)),
                               mixer(m), float(lo.min()), float(hi.max()), m.opt.timestep)
     if cfg.control.feedforward != "none":
         # The loops write the feed-forward slots every step (quadarm.runner.arm_aware).
@@ -149,14 +154,17 @@ def checked(k: int, n: int) -> bool:
     return k % CHECK_EVERY == 0 or k == n - 1
 
 
-def chunk_edges(n: int, pulses: tuple[Pulse, ...] | list[Pulse]) -> list[int]:
+def chunk_edges(n: int, pulses: tuple[Pulse, ...] | list[Pulse],
+                events: tuple[tuple[int, str], ...] = ()) -> list[int]:
     """Sample indices where the loop returns to Python: after every checked step k (see
-    :func:`checked`) and where a force pulse starts or stops."""
+    :func:`checked`), where a force pulse starts or stops and at the plan's events (a grasp or
+    a release, :data:`quadarm.scenarios.common.Plan.events`)."""
     edges = {0, n + 1}
     edges.update(k + 1 for k in range(0, n, CHECK_EVERY))
     if n > 0:
         edges.add(n)
     edges.update(k for p in pulses for k in (p.start, p.stop) if 0 <= k <= n)
+    edges.update(k for k, _ in events if 0 <= k <= n)
     return sorted(edges)
 
 

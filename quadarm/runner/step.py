@@ -50,7 +50,7 @@ import mujoco
 import numpy as np
 
 from quadarm.control import arm as arm_control
-from quadarm.control import geometric
+from quadarm.control import geometric, tipfeedback
 from quadarm.model import aero
 from quadarm.runner import air as air_setup
 from quadarm.runner import contact, jit
@@ -66,6 +66,7 @@ feedforward = jit.inline(arm_control.feedforward)
 damped_tensions = jit.inline(arm_control.damped_tensions)
 jit.inline(aero.downwash_forces)
 air_terms = jit.inline(air_setup.terms)
+tip_feedback = jit.inline(tipfeedback.tip_feedback)
 
 
 class Params(NamedTuple):
@@ -91,6 +92,9 @@ class Params(NamedTuple):
     Contact (:mod:`quadarm.runner.contact`): ``wsens`` (n_objects, 2) the world's contact
     sensor addresses ((0, 2) for ``world=open``), ``fc`` (nsim, N_FC) the touch task's force
     loop (row of zeros: off).
+    Tip feedback (``control.tip_gain``, :func:`tip_term`): ``tip_gain_dt`` (nsim,) k_tip dt
+    (0: off), ``tip_target`` (K + 1, nsim, 3) the plan's tip target, m, world ((1, nsim, 3)
+    zeros when no trial has it on).
     For the plain-Python loops ``law``, ``mix`` and the references are nested lists of floats
     of the same shapes (and so are :class:`State`'s ``integ`` and ``u``): same values, indexed
     element by element several times faster.
@@ -131,6 +135,8 @@ class Params(NamedTuple):
     pulse_stop: np.ndarray
     wsens: np.ndarray
     fc: np.ndarray
+    tip_gain_dt: np.ndarray
+    tip_target: np.ndarray
 
 
 class State(NamedTuple):
@@ -142,7 +148,9 @@ class State(NamedTuple):
     ``qvel``, ``ctrl``, ``act``, ``xipos``, ``xmat``, ``cvel``, ``subtree_com``,
     ``site_xpos``, ``site_xmat``, ``sensordata``, ``actuator_force``, ``xfrc`` (nbody, 6) and
     ``wind`` (3,), the model's ``opt.wind`` (m/s), live where gusts write it. ``fcs``
-    (N_FCS,) the force loop's phase, contact sample, integral and frozen reference."""
+    (N_FCS,) the force loop's phase, contact sample, integral and frozen reference. Tip
+    feedback: ``tip_corr`` (3,) the hub reference's correction (m) and ``tip_ref`` (3,) the
+    corrected reference (m)."""
 
     integ: np.ndarray
     u: np.ndarray
@@ -167,6 +175,8 @@ class State(NamedTuple):
     xfrc: np.ndarray
     wind: np.ndarray
     fcs: np.ndarray
+    tip_corr: np.ndarray
+    tip_ref: np.ndarray
 
 
 class Log(NamedTuple):
@@ -247,6 +257,15 @@ def air_term(k: int, p: Params, s: State, i: int) -> None:
 
 
 @jit.inline_always
+def tip_term(k: int, p: Params, s: State, i: int) -> None:
+    """``control.tip_gain``: the hub's position reference at sample k, corrected by the
+    integral of the measured tip error (:func:`quadarm.control.tipfeedback.tip_feedback`),
+    into ``s.tip_ref[i]``."""
+    tip_feedback(p.tip_gain_dt[i], p.tip_target[k, i], s.site_xpos[i, p.tip], p.ref_p[k][i],
+                 s.tip_corr[i], s.tip_ref[i])
+
+
+@jit.inline_always
 def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """Sample k of simulation i up to its ``mj_step``: log the state, run the terms (see the
     module docstring for their order), log the commands."""
@@ -265,8 +284,12 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
             feedforward(prm, qpos, a_d, p.ffp[i], p.chain[i], s.work[i], s.s3[i],
                         p.sites[i], s.sensordata[i], s.site_xmat[i], s.site_xpos[i],
                         s.xipos[i], s.actuator_force[i], p.tendons)
+        ref = p.ref_p[k][i]
+        if p.tip_gain_dt[i] != 0.0:
+            tip_term(k, p, s, i)
+            ref = s.tip_ref[i]
         law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6),
-            p.ref_p[k][i], p.ref_v[k][i], a_d, u)
+            ref, p.ref_v[k][i], a_d, u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
     elif p.mode == EXTERNAL and (p.gusty[i] or p.downwash[i]):
@@ -471,9 +494,25 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
     fc = contact.force_params(preps) if not held else np.zeros((ns, contact.N_FC))
     lp = np.array([lowpass_coefficient(p.cfg.control.tendon_tau, p.built.model.opt.timestep)
                    for p in preps])
+    tip_fields = _tip_fields(preps, big, held)
     return Params._make([mode, record, last, q0, v0, prm, mix, rotors, tendons,
                          int(b0.tip_site), ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain,
-                         sites, damp, dofs, *air_fields, wsens, fc]), airs
+                         sites, damp, dofs, *air_fields, wsens, fc, *tip_fields]), airs
+
+
+def _tip_fields(preps: Sequence[Prepared], big: int, held: bool) -> tuple[np.ndarray, ...]:
+    """``tip_gain_dt`` (nsim,) and ``tip_target`` (K + 1, nsim, 3) for :class:`Params`: the
+    tip feedback's k_tip dt where ``control.tip_gain`` is on and the plan has a tip target."""
+    ns = len(preps)
+    on = [not held and p.cfg.control.tip_gain > 0.0 and p.plan.tip is not None for p in preps]
+    gain_dt = np.array([p.cfg.control.tip_gain * p.built.model.opt.timestep if o else 0.0
+                        for p, o in zip(preps, on, strict=True)])
+    if not any(on):
+        return gain_dt, np.zeros((1, ns, 3))
+    target = _c(np.stack([_pad(np.asarray(p.plan.tip, dtype=float), big + 1) if o
+                          else np.zeros((big + 1, 3)) for p, o in zip(preps, on, strict=True)],
+                         axis=1))
+    return gain_dt, target
 
 
 def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int) -> State:
@@ -488,7 +527,7 @@ def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int
                np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3)),
                np.zeros((ns, p.tendons.size))]
     return State._make([*scratch, *(views[v] for v in VIEWS), wind,
-                        np.zeros((ns, contact.N_FCS))])
+                        np.zeros((ns, contact.N_FCS)), np.zeros((ns, 3)), np.zeros((ns, 3))])
 
 
 def one_state(d: mujoco.MjData, wind: np.ndarray, p: Params) -> State:

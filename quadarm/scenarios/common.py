@@ -31,7 +31,10 @@ class Pulse:
 class Plan:
     """Everything an episode needs, sampled at t_k = k dt for k = 0..n (n + 1 samples).
 
-    ``tensions`` (n + 1, 3) are tendon commands (N) or None for slack tendons.
+    ``tensions`` (n + 1, 3) are tendon commands (N) or None for slack tendons. ``tip``
+    (n + 1, 3): the tip's world target (m) of the tip-space scenarios (``control.tip_gain``
+    feeds back its error), None for the others. ``events``: (sample k, ``"grasp"`` or
+    ``"release"``) switches of the payload weld before step k (the ``payload`` scenario).
     """
 
     t: np.ndarray
@@ -40,6 +43,8 @@ class Plan:
     tensions: np.ndarray | None = None
     pulses: tuple[Pulse, ...] = ()
     phases: dict[str, tuple[float, float]] = field(default_factory=dict)
+    tip: np.ndarray | None = None
+    events: tuple[tuple[int, str], ...] = ()
 
     @property
     def steps(self) -> int:

@@ -1,6 +1,7 @@
 """Studies beyond the paper: motor lag, rotor downwash on the arm, steady wind and gusts
 (issue 9); arm-aware feed-forward and active tendon damping (:mod:`.arm`); touching a
-surface against arm stiffness and approach speed (:mod:`.compliance`, issue 17).
+surface against arm stiffness and approach speed (:mod:`.compliance`, issue 17); the payload
+grasp and release (:mod:`.payload`, issue 18).
 
 Each study has its own module with ``table(runs, metrics) -> Table`` (from Parquet frames,
 like the paper's tables in :mod:`quadarm.analysis.tables`; their selection helpers are
@@ -14,12 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from quadarm.analysis.beyond import arm, compliance, downwash, motor_lag, wind
+from quadarm.analysis.beyond import arm, compliance, downwash, motor_lag, payload, wind
 from quadarm.analysis.table import Table
 
 BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wind.table,
             "feedforward": arm.feedforward, "active_damping": arm.active_damping,
-            "compliance": compliance.table, "compliance_mount": compliance.mount_table}
+            "compliance": compliance.table, "compliance_mount": compliance.mount_table,
+            "payload": payload.table}
 FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "motor_lag": (motor_lag.figure, "fig_motor_lag.png"),
     "downwash": (downwash.figure, "fig_downwash.png"),
@@ -28,5 +30,6 @@ FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "active_damping": (arm.active_damping_figure, "fig_active_damping.png"),
     "compliance": (compliance.figure, "fig_compliance.png"),
     "compliance_mount": (compliance.mount_figure, "fig_compliance_mount.png"),
+    "payload": (payload.figure, "fig_payload.png"),
 }
 TITLE = "Beyond the paper"

@@ -1,0 +1,115 @@
+"""Reach: put the tip on world targets in turn (tip-space control, docs/tipspace_control.md).
+
+Window j (phase ``target_<j>``) lasts ``move_time + dwell``: the hub reference and the bend
+blend from the previous target's split to this one's with the minimum-jerk sigma over
+``move_time``, then hold for ``dwell``. The split law (``control.tip_mode``) runs once per
+target, for a level hub at rest; in ``coordinated`` mode each split starts from the previous
+hub target (the hub moves from where it is), in ``arm`` mode from the start (the hub holds).
+
+Metrics per target: ``tip_err_cm`` (|tip - target| at the end of the dwell), ``settle_s``
+(from the window's start until the tip stays within ``settle_tol``; NaN if it never does),
+``hub_travel_cm`` (the hub's largest distance from where it was at the window's start),
+``tilt_max_deg`` and ``workspace_miss_cm`` (``arm`` mode: how far the arm alone misses the
+target with the hub held, the target's distance from the workspace; 0 in the other modes,
+which always reach).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quadarm.config import Config, ReachScenario
+from quadarm.control.trajectory import differentiate, sigma
+from quadarm.model import BuiltModel
+from quadarm.names import WHOLE
+from quadarm.scenarios.common import Log, Metric, Plan, times
+from quadarm.scenarios.tip import (
+    PLAN_DT,
+    bend_tensions,
+    hub_travel,
+    split_samples,
+    the_map,
+    tip_error,
+)
+
+
+def phase(j: int) -> str:
+    """The phase of target j."""
+    return f"target_{j}"
+
+
+def splits(cfg: Config) -> np.ndarray:
+    """The split law's row (7: hub target, mu, beta, in-workspace flag, miss) per target,
+    (n_targets, 7)."""
+    sc: ReachScenario = cfg.scenario
+    tm = the_map(cfg)
+    home = np.array([0.0, 0.0, sc.altitude])
+    rows, hub = [], home
+    for target in np.asarray(sc.targets, dtype=float):
+        ref = home if cfg.control.tip_mode == "arm" else hub
+        row = split_samples(cfg, tm, target[None], ref)[0]
+        rows.append(row)
+        hub = row[:3]
+    return np.array(rows)
+
+
+def plan(cfg: Config, built: BuiltModel) -> Plan:
+    sc: ReachScenario = cfg.scenario
+    assert sc.duration is not None  # the windows' sum, set by ReachScenario
+    t = times(sc.duration, cfg.sim.timestep)
+    rows = splits(cfg)
+    home = np.array([0.0, 0.0, sc.altitude])
+    win = sc.move_time + sc.dwell
+    hubs = np.vstack([home, rows[:, :3]])
+    uv = np.vstack([[0.0, 0.0], np.stack([rows[:, 3] * np.cos(rows[:, 4]),
+                                           rows[:, 3] * np.sin(rows[:, 4])], 1)])
+
+    def blend(x: np.ndarray, points: np.ndarray) -> np.ndarray:
+        j = np.clip((x // win).astype(int), 0, len(rows) - 1)
+        s = sigma((x - j * win) / sc.move_time)[:, None]
+        return np.asarray(points[j] + (points[j + 1] - points[j]) * s)
+
+    ref = differentiate(lambda x: blend(x, hubs), t, cfg.sim.timestep)
+    u = blend(t, uv)
+    mu, beta = np.hypot(u[:, 0], u[:, 1]), np.arctan2(u[:, 1], u[:, 0])
+    # The tip the plan puts where (the map's tip of the blended bend under the blended hub,
+    # level): the target of the tip feedback. Linear between samples PLAN_DT apart (the tip
+    # accelerates < 0.2 m/s^2: < 0.1 mm off); on the targets exactly during the dwells.
+    tp = np.arange(0.0, sc.duration + PLAN_DT, PLAN_DT)
+    tm = the_map(cfg)
+    hp, up = blend(tp, hubs), blend(tp, uv)
+    tips = np.array([h + tm.tip(float(np.hypot(*b)), float(np.arctan2(b[1], b[0])))
+                     for h, b in zip(hp, up, strict=True)])
+    tip = np.stack([np.interp(t, tp, tips[:, c]) for c in range(3)], axis=-1)
+    j = np.clip((t // win).astype(int), 0, len(rows) - 1)
+    dwell = t - j * win >= sc.move_time
+    tip[dwell] = np.asarray(sc.targets, dtype=float)[j[dwell]]
+    phases = {WHOLE: (0.0, sc.duration)}
+    phases.update({phase(j): (j * win, (j + 1) * win) for j in range(len(rows))})
+    return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, mu, beta), phases=phases,
+                tip=tip)
+
+
+def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
+    sc: ReachScenario = cfg.scenario
+    rows = splits(cfg)
+    win = sc.move_time + sc.dwell
+    tilt = log.tilt_deg()
+    out: list[Metric] = []
+    for j, target in enumerate(np.asarray(sc.targets, dtype=float)):
+        t0, t1 = j * win, (j + 1) * win
+        mask = (log.t >= t0 - 1e-9) & (log.t <= t1 + 1e-9)
+        if not mask.any():
+            continue
+        err = tip_error(log.tip[mask], np.broadcast_to(target, (int(mask.sum()), 3)))
+        outside = np.flatnonzero(err > sc.settle_tol)
+        settle = (float("nan") if len(outside) and outside[-1] == len(err) - 1
+                  else float(log.t[mask][outside[-1] + 1] - t0) if len(outside) else 0.0)
+        out += [(phase(j), "tip_err_cm", float(err[-1] * 100.0)),
+                (phase(j), "settle_s", settle),
+                (phase(j), "hub_travel_cm", hub_travel(log.position[mask]) * 100.0),
+                (phase(j), "tilt_max_deg", float(tilt[mask].max())),
+                (phase(j), "workspace_miss_cm", float(rows[j, 6] * 100.0))]
+    out.append((WHOLE, "hub_travel_cm", hub_travel(log.position) * 100.0))
+    out.append((WHOLE, "tilt_max_deg", float(tilt.max())))
+    return out

@@ -1,0 +1,137 @@
+"""What the tip-space scenarios (``reach``, ``trace``) share: from a tip path in the world to
+the hub reference and the bend commands the closed loop flies (docs/tipspace_control.md).
+
+The split law (:func:`quadarm.control.tipspace.split`, ``control.tip_mode``) runs at planning
+time, on samples every :data:`PLAN_DT` s of the tip path, in two passes: the first with a level
+hub, the second with the attitude the geometric controller commands for the first pass's hub
+acceleration (:func:`quadarm.control.tipspace.planned_attitude`) and the apparent gravity
+the arm then feels. The hub samples and the Cartesian bend (mu cos beta, mu sin beta) are
+interpolated with cubic splines to every physics sample; the reference's velocity and
+acceleration are central differences of one time step, as for the paper's references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.interpolate import CubicSpline
+
+from quadarm.config import Config
+from quadarm.control.tendons import tensions as allocate
+from quadarm.control.tipspace import TipMap, apparent_gravity, planned_attitude, tip_map
+from quadarm.control.trajectory import Reference, differentiate
+
+PLAN_DT = 0.05  # s between split-law samples of a moving target (a split costs ~10 ms in Python)
+WORKSPACE_TOL = 0.01  # m: how near the arm alone must reach for a target to be in its workspace
+
+
+def the_map(cfg: Config) -> TipMap:
+    """The tip map of this trial's airframe, arm, gravity and tendon map (cached on disk)."""
+    return tip_map(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map)
+
+
+@dataclass(frozen=True)
+class TipPlan:
+    """A tip-space plan at the physics samples t (n,): ``ref`` the hub reference, ``tip`` (n, 3)
+    the tip target (world, m), ``mu`` and ``beta`` (n,) the bend (rad), ``tensions`` (n, 3) N."""
+
+    ref: Reference
+    tip: np.ndarray
+    mu: np.ndarray
+    beta: np.ndarray
+    tensions: np.ndarray
+
+
+def split_samples(cfg: Config, tm: TipMap, targets: np.ndarray, hub_ref: np.ndarray,
+                  acc: np.ndarray | None = None) -> np.ndarray:
+    """The split law at the tip ``targets`` (m, (n, 3), world) from the hub references
+    ``hub_ref`` ((n, 3) or (3,)), for a hub accelerating at ``acc`` (m/s^2, (n, 3); None:
+    at rest, level). Returns (n, 7) as :meth:`TipMap.plan`."""
+    n = len(targets)
+    g = np.asarray(cfg.sim.gravity, dtype=float)
+    if acc is None:
+        return tm.plan(cfg.control.tip_mode, targets, hub_ref, mu_limit=cfg.control.tip_mu_limit,
+                       tol=WORKSPACE_TOL)
+    rots, gb = np.empty((n, 3, 3)), np.empty((n, 3))
+    for k in range(n):
+        planned_attitude(acc[k], 0.0, g, rots[k])
+        apparent_gravity(rots[k], acc[k], g, gb[k])
+    return tm.plan(cfg.control.tip_mode, targets, hub_ref, rots, gb,
+                   mu_limit=cfg.control.tip_mu_limit, tol=WORKSPACE_TOL)
+
+
+def bend_tensions(cfg: Config, mu: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """The tendon tensions (n, 3) N of the bends (mu, beta rad) (``control.tendon_map``)."""
+    phi = np.radians(cfg.arm.tendon_angles_deg)
+    return np.asarray(allocate(np.clip(mu, 0.0, 1.0), beta, phi, cfg.arm.tension_max,
+                               cfg.control.tendon_map), dtype=float)
+
+
+def follow(cfg: Config, tm: TipMap, t: np.ndarray, tip_at: Callable[[np.ndarray], np.ndarray],
+           hub_home: np.ndarray) -> tuple[TipPlan, np.ndarray]:
+    """The plan that puts the tip on the moving target ``tip_at(times) -> (n, 3)`` (world, m)
+    at the physics samples ``t`` (s), with the hub moving from ``hub_home`` (m, (3,)): the split
+    on samples every :data:`PLAN_DT` s (level, then with the planned attitude), splines to
+    every sample. Also returns the split's rows at the planning samples (m, 7)."""
+    dt = float(t[1] - t[0])
+    n_plan = int(np.ceil((t[-1] - t[0]) / PLAN_DT)) + 1
+    tp = t[0] + np.arange(n_plan) * PLAN_DT
+    targets = tip_at(tp)
+    rows = split_samples(cfg, tm, targets, hub_home)
+    acc = CubicSpline(tp, rows[:, :3], bc_type="clamped")(tp, 2)
+    rows = split_samples(cfg, tm, targets, hub_home, acc)
+    hub = CubicSpline(tp, rows[:, :3], bc_type="clamped")
+    uv = np.stack([rows[:, 3] * np.cos(rows[:, 4]), rows[:, 3] * np.sin(rows[:, 4])], 1)
+    bend = CubicSpline(tp, uv, bc_type="clamped")
+    ref = differentiate(lambda x: hub(np.clip(x, tp[0], tp[-1])), t, dt)
+    u = bend(t)
+    mu, beta = np.hypot(u[:, 0], u[:, 1]), np.arctan2(u[:, 1], u[:, 0])
+    return TipPlan(ref, tip_at(t), mu, beta, bend_tensions(cfg, mu, beta)), rows
+
+
+def tip_error(log_tip: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """|tip - target| (m), (n,), for logged tips and targets (n, 3)."""
+    return np.asarray(np.linalg.norm(log_tip - target[: len(log_tip)], axis=1))
+
+
+def hub_travel(position: np.ndarray) -> float:
+    """How far the hub went (m): the largest distance of the logged positions (n, 3) from the
+    first. (A path length would add up the hover's jitter; this measures the excursion.)"""
+    return float(np.linalg.norm(position - position[0], axis=1).max())
+
+
+def check_workspace(cfg: Config) -> None:
+    """The preflight's check of ``control.tip_mode=arm`` (the hub holds, so only targets in the
+    arm's workspace can be reached): a ``reach`` with no target within :data:`WORKSPACE_TOL`
+    of the workspace, or a ``trace`` whose path leaves it, is refused, naming the first target
+    (or path point) outside. Nothing is checked in the other modes (they always reach)."""
+    from quadarm.config import ConfigError, ReachScenario, TraceScenario
+
+    sc = cfg.scenario
+    if cfg.control.tip_mode != "arm" or not isinstance(sc, ReachScenario | TraceScenario):
+        return
+    tm = the_map(cfg)
+    home = np.array([0.0, 0.0, sc.altitude])
+    if isinstance(sc, ReachScenario):
+        targets = np.asarray(sc.targets, dtype=float)
+        rows = split_samples(cfg, tm, targets, home)
+        if not rows[:, 5].any():
+            raise ConfigError("scenario.targets[0]", [float(v) for v in targets[0]],
+                              "no target is in the arm's workspace (control.tip_mode=arm: "
+                              f"within {WORKSPACE_TOL * 100:g} cm of a tip the arm reaches "
+                              "with the hub held); use tip_mode=coordinated or vehicle")
+        return
+    from quadarm.scenarios.trace import curve
+
+    pts = curve(sc)
+    pts = pts[np.linspace(0, len(pts) - 1, min(len(pts), 33)).astype(int)]
+    rows = split_samples(cfg, tm, pts, home)
+    out = np.flatnonzero(rows[:, 5] == 0.0)
+    if len(out):
+        p = [round(float(v), 4) for v in pts[out[0]]]
+        raise ConfigError("scenario.path", sc.path,
+                          f"leaves the arm's workspace at {p} (control.tip_mode=arm: the arm "
+                          f"alone misses it by {rows[out[0], 6] * 100:.1f} cm); use "
+                          "tip_mode=coordinated or vehicle")
