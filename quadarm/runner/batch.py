@@ -274,5 +274,6 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         qp, qv, tp, ct = own
         own_log = Log(p.plan.t[:r].copy(), qp, qv, tp, ct, p.built.rotor_actuators,
                       p.built.tendon_actuators)
-        out.append(Outcome(own_log, failures[i], errors[i], compile_s=compile_s))
+        extra = {"est": np.ascontiguousarray(lg.est[:r, i])} if lg.est.shape[0] > 0 else {}
+        out.append(Outcome(own_log, failures[i], errors[i], compile_s=compile_s, extra=extra))
     return out

@@ -143,6 +143,8 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, lg.tip[:, 0], lg.ctrl[:, 0],
               built.rotor_actuators, built.tendon_actuators)
     extra = {"xfrc": lg.xfrc[:rows, 0], "wind": lg.wind[:rows, 0]} if applied else {}
+    if lg.est.shape[0] > 0:
+        extra["est"] = lg.est[:rows, 0]
     return Outcome(log.truncated(rows) if rows < n + 1 else log, failure, compile_s=compile_s,
                    extra=extra)
 

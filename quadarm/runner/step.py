@@ -52,6 +52,7 @@ from quadarm.control import geometric
 from quadarm.model import aero
 from quadarm.runner import air as air_setup
 from quadarm.runner import jit
+from quadarm.runner import sense as sensing
 from quadarm.runner.arm_aware import arm_terms
 from quadarm.runner.jit import mj_kinematics, mj_step
 from quadarm.runner.lifecycle import Prepared, make_controller
@@ -124,6 +125,7 @@ class Params(NamedTuple):
     pulse_force: np.ndarray
     pulse_start: np.ndarray
     pulse_stop: np.ndarray
+    sn: sensing.Sense  # the sensing term's arrays (quadarm.runner.sense; off for exact)
 
 
 class State(NamedTuple):
@@ -158,6 +160,7 @@ class State(NamedTuple):
     actuator_force: np.ndarray
     xfrc: np.ndarray
     wind: np.ndarray
+    ss: sensing.SenseState  # the sensing term's memory (quadarm.runner.sense)
 
 
 class Log(NamedTuple):
@@ -174,6 +177,7 @@ class Log(NamedTuple):
     ctrl: np.ndarray
     xfrc: np.ndarray
     wind: np.ndarray
+    est: np.ndarray  # (K + 1, nsim, sense.N_LOG) the estimates (zero rows without sensing)
 
 
 VIEWS = ("qpos", "qvel", "ctrl", "act", "xipos", "xmat", "cvel", "subtree_com", "site_xpos",
@@ -203,7 +207,7 @@ def tendon_lowpass(k: int, p: Params, s: State, i: int, t: np.ndarray) -> None:
 
 
 @jit.inline_always
-def tendon_term(k: int, p: Params, s: State, i: int) -> None:
+def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
     """The tendon commands of sample k: the plan's tensions, passed through the active damping
     (:func:`quadarm.control.arm.damped_tensions`, with its bias) when that is on, then the
     low-pass when that is on; slack plans command nothing (the damping then acts alone)."""
@@ -214,7 +218,7 @@ def tendon_term(k: int, p: Params, s: State, i: int) -> None:
     t = s.t_out[i]
     jit.copyto(t, p.tensions[k, i])
     if damped:
-        damped_tensions(dp, s.qvel[i], p.dofs[i, 0], p.dofs[i, 1], t, t)
+        damped_tensions(dp, qvel, p.dofs[i, 0], p.dofs[i, 1], t, t)
     if p.tendon_lp[i] != 0.0:
         tendon_lowpass(k, p, s, i, t)
     for j in range(tendons.shape[0]):
@@ -233,20 +237,16 @@ def air_term(k: int, p: Params, s: State, i: int) -> None:
 
 
 @jit.inline_always
-def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
-    """Sample k of simulation i up to its ``mj_step``: log the state, run the terms (see the
-    module docstring for their order), log the commands."""
-    qpos, qvel, ctrl, u = s.qpos[i], s.qvel[i], s.ctrl[i], s.u[i]
-    if p.record:
-        jit.copyto(lg.qpos[k, i, p.q0:], qpos)
-        jit.copyto(lg.qvel[k, i, p.v0:], qvel)
-    rotors = p.rotors
+def control(k: int, p: Params, s: State, i: int, qpos: Any, qvel: Any, sensordata: Any) -> None:
+    """The controller of sample k (terms 2-4) on the state it reads: the simulated one, or the
+    estimates of the sensing term (``qpos``, ``qvel``, ``sensordata``)."""
+    ctrl, u, rotors = s.ctrl[i], s.u[i], p.rotors
     if p.mode == FLY:
         prm = p.law[i]
         a_d = p.ref_a[k][i]
         if p.ffp[i, arm_control.F_MODE] != 0.0:
             feedforward(prm, qpos, a_d, p.ffp[i], p.chain[i], s.work[i], s.s3[i],
-                        p.sites[i], s.sensordata[i], s.site_xmat[i], s.site_xpos[i],
+                        p.sites[i], sensordata, s.site_xmat[i], s.site_xpos[i],
                         s.xipos[i], s.actuator_force[i], p.tendons)
         law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6),
             p.ref_p[k][i], p.ref_v[k][i], a_d, u)
@@ -256,7 +256,26 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
         for j in range(rotors.shape[0]):
             u[j] = ctrl[rotors[j]]
     if p.mode != EXTERNAL:
-        tendon_term(k, p, s, i)
+        tendon_term(k, p, s, i, qvel)
+
+
+@jit.inline_always
+def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
+    """Sample k of simulation i up to its ``mj_step``: log the state, run the terms (see the
+    module docstring for their order), log the commands."""
+    qpos, qvel, ctrl = s.qpos[i], s.qvel[i], s.ctrl[i]
+    if p.record:
+        jit.copyto(lg.qpos[k, i, p.q0:], qpos)
+        jit.copyto(lg.qvel[k, i, p.v0:], qvel)
+    if p.sn.on[i]:
+        ss = s.ss
+        sensing.sense_term(k, p.sn, ss, i, qpos, qvel, s.t_out[i], s.sensordata[i],
+                           s.site_xpos[i, p.tip], p.record)
+        control(k, p, s, i, ss.q[i], ss.v[i], ss.sd[i])
+        if lg.est.shape[0] > 0:
+            sensing.log_estimate(ss, i, lg.est[k, i])
+    else:
+        control(k, p, s, i, qpos, qvel, s.sensordata[i])
     if p.record:
         jit.copyto(lg.ctrl[k, i], ctrl)
     if k < p.last[i]:
@@ -439,7 +458,7 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
                    for p in preps])
     return Params(mode, record, last, q0, v0, prm, mix, rotors, tendons, int(b0.tip_site),
                   ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain, sites, damp, dofs,
-                  *air_fields), airs
+                  *air_fields, sensing.records(preps, held)), airs
 
 
 def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int) -> State:
@@ -453,7 +472,9 @@ def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int
                np.zeros((ns, 3)), np.zeros((ns, p.tendons.size)),
                np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3)),
                np.zeros((ns, p.tendons.size))]
-    return State._make([*scratch, *(views[v] for v in VIEWS), wind])
+    ss = sensing.state(p.sn, views["qpos"].shape[1], views["qvel"].shape[1],
+                       views["sensordata"].shape[1])
+    return State._make([*scratch, *(views[v] for v in VIEWS), wind, ss])
 
 
 def one_state(d: mujoco.MjData, wind: np.ndarray, p: Params) -> State:
@@ -477,4 +498,5 @@ def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = Fa
     extra = rows if applied else 0
     return Log(np.empty((rows, ns, nq)), np.empty((rows, ns, nv)), np.empty((rows, ns, 3)),
                np.zeros((rows, ns, nu)), np.zeros((extra, ns, nbody, 6)),
-               np.zeros((extra, ns, 3)))
+               np.zeros((extra, ns, 3)),
+               np.zeros((rows if p.sn.on.any() else 0, ns, sensing.N_LOG)))
