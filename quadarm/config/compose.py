@@ -14,8 +14,6 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from quadarm.config.checks import ConfigError
-from quadarm.config.sensing import SensingConfig
-from quadarm.config.sensing import check as check_sensing
 from quadarm.config.schemas import (
     ARMS,
     SCENARIOS,
@@ -25,6 +23,8 @@ from quadarm.config.schemas import (
     RodArmConfig,
     ScenarioConfig,
 )
+from quadarm.config.sensing import SensingConfig
+from quadarm.config.sensing import check as check_sensing
 
 
 def shipped_conf_dir() -> str:

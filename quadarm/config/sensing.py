@@ -1,10 +1,10 @@
 """The sensing schema: one dataclass per sensor, the presets and their range checks.
 
 The config group ``sensing`` (``conf/sensing/<preset>.yaml``, ``exact`` by default); its
-range checks (:func:`check`, against the physics step) run at load. Every quantity is SI: rates in Hz, noise
-densities per sqrt(Hz), biases as the standard deviation of the per-trial turn-on offset, bias
-random walks as rate-random-walk densities, latencies in s. The numbers of each preset and their
-datasheet sources are in ``docs/sensing.md``.
+range checks (:func:`check`, against the physics step) run at load. Every quantity is SI:
+rates in Hz, noise densities per sqrt(Hz), biases as the standard deviation of the per-trial
+turn-on offset, bias random walks as rate-random-walk densities, latencies in s. The numbers
+of each preset and their datasheet sources are in ``docs/sensing.md``.
 """
 
 from __future__ import annotations

@@ -141,10 +141,9 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     if any(a is not None and a.gusty for a in airs):
         wind[:] = cfg.aero.wind  # leave the model as it was compiled (steady wind only)
     log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, lg.tip[:, 0], lg.ctrl[:, 0],
-              built.rotor_actuators, built.tendon_actuators)
+              built.rotor_actuators, built.tendon_actuators,
+              lg.est[:, 0] if lg.est.shape[0] > 0 else None)
     extra = {"xfrc": lg.xfrc[:rows, 0], "wind": lg.wind[:rows, 0]} if applied else {}
-    if lg.est.shape[0] > 0:
-        extra["est"] = lg.est[:rows, 0]
     return Outcome(log.truncated(rows) if rows < n + 1 else log, failure, compile_s=compile_s,
                    extra=extra)
 

@@ -45,7 +45,8 @@ ENV = "QUADARM_NUMBA"
 _PACKAGE = Path(__file__).resolve().parents[1]
 # Every source that compiled kernels may compile in: the seam and its term functions.
 COMPILED_SOURCES = ("runner/jit.py", "runner/step.py", "runner/air.py", "control/geometric.py",
-                    "control/arm.py", "control/tendons.py", "model/aero.py")
+                    "control/arm.py", "control/tendons.py", "model/aero.py", "runner/sense.py",
+                    "sensing/ekf.py", "sensing/sensors.py", "sensing/shape.py")
 
 
 def cache_dir() -> Path:

@@ -61,6 +61,9 @@ class Log:
     ctrl: np.ndarray
     rotor_ids: np.ndarray
     tendon_ids: np.ndarray
+    # With sensing (not exact): (n+1, 15) the controllers' estimates, the vehicle's qpos (7)
+    # and qvel (6), then the shape estimate's tip and largest errors along the arm (m).
+    est: np.ndarray | None = None
 
     @property
     def position(self) -> np.ndarray:
@@ -87,7 +90,8 @@ class Log:
 
     def truncated(self, rows: int) -> Log:
         return Log(self.t[:rows], self.qpos[:rows], self.qvel[:rows], self.tip[:rows],
-                   self.ctrl[:rows], self.rotor_ids, self.tendon_ids)
+                   self.ctrl[:rows], self.rotor_ids, self.tendon_ids,
+                   None if self.est is None else self.est[:rows])
 
 
 def quat_to_mat(q: np.ndarray) -> np.ndarray:
