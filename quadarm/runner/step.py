@@ -237,6 +237,18 @@ def air_term(k: int, p: Params, s: State, i: int) -> None:
 
 
 @jit.inline_always
+def sense(k: int, p: Params, s: State, lg: Log, i: int) -> None:
+    """The sensing term of sample k (:func:`quadarm.runner.sense.sense_term`): the sensors
+    and estimators, their estimates into ``s.ss`` and, when logging, into ``lg.est``. The
+    flying loop runs it before the controller; an environment observing through the sensors
+    (``observe="sensed"``) runs it itself when sample k's state is there."""
+    sensing.sense_term(k, p.sn, s.ss, i, s.qpos[i], s.qvel[i], s.t_out[i], s.sensordata[i],
+                       s.site_xpos[i, p.tip], p.record)
+    if lg.est.shape[0] > 0:
+        sensing.log_estimate(s.ss, i, lg.est[k, i])
+
+
+@jit.inline_always
 def control(k: int, p: Params, s: State, i: int, qpos: Any, qvel: Any, sensordata: Any) -> None:
     """The controller of sample k (terms 2-4) on the state it reads: the simulated one, or the
     estimates of the sensing term (``qpos``, ``qvel``, ``sensordata``)."""
@@ -267,13 +279,10 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     if p.record:
         jit.copyto(lg.qpos[k, i, p.q0:], qpos)
         jit.copyto(lg.qvel[k, i, p.v0:], qvel)
-    if p.sn.on[i]:
+    if p.sn.on[i] and p.mode == FLY:
+        sense(k, p, s, lg, i)
         ss = s.ss
-        sensing.sense_term(k, p.sn, ss, i, qpos, qvel, s.t_out[i], s.sensordata[i],
-                           s.site_xpos[i, p.tip], p.record)
         control(k, p, s, i, ss.q[i], ss.v[i], ss.sd[i])
-        if lg.est.shape[0] > 0:
-            sensing.log_estimate(ss, i, lg.est[k, i])
     else:
         control(k, p, s, i, qpos, qvel, s.sensordata[i])
     if p.record:
