@@ -74,6 +74,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             raise ValueError("observe='sensed': needs a sensing preset other than exact "
                              "(e.g. the override sensing=realistic)")
         self.observe = observe
+        self._sensed: int = -1  # the last sample whose sensors ran (observe="sensed")
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.render_mode = render_mode
         self.width, self.height = int(width), int(height)

@@ -306,7 +306,8 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
     for n in SENSORS:
         dim = noise.DIMS[n]
         arrays += [_pad3([c[n].white for c in chans], dim), _pad3([c[n].bias for c in chans], dim)]
-    grav = tuple(float(g) for g in m.opt.gravity)
+    g = m.opt.gravity
+    grav = (float(g[0]), float(g[1]), float(g[2]))
     eprm = np.stack([ekf.ekf_params(p.cfg.sensing, m.opt.timestep, grav, semi_implicit=True)
                      for p in preps])
     if on.any():
@@ -331,8 +332,8 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
                     dtype=np.int64)
     start = np.array([p.plan.start for p in preps], dtype=float)
     sig0 = np.stack([ekf.initial_sigma(p.cfg.sensing) for p in preps])
-    return Sense(on, ch, *arrays, eprm, sp, tab, shape.NO_PROFILE, wts, hq, hv, ft_adr,
-                 int(b0.tip_site), start, sig0, caps, n_links)
+    return Sense._make([on, ch, *arrays, eprm, sp, tab, shape.NO_PROFILE, wts, hq, hv, ft_adr,
+                        int(b0.tip_site), start, sig0, caps, n_links])
 
 
 def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
@@ -352,14 +353,14 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
     q0[:, 3] = 1.0
     nh, nl = sn.hq.size, max(sn.n_links, 1)
     caps = [int(c) for c in sn.caps]
-    return SenseState(
+    return SenseState._make([
         *(z((ns, caps[j], noise.DIMS[n])) for j, n in enumerate(SENSORS)),
         *(z((ns, noise.DIMS[n])) for n in SENSORS),
         z((ns, 6)), z((ns, 7)), x, pm, z((ns, caps[5], ekf.R_STRIDE)), z((ns, 1)),
         z((ns, ekf.WORK)), q0, z((ns, nv)), z((ns, nsd)), z((ns, 2)), z((ns, nh)),
         z((ns, nh)), z((ns, nh)), z((ns, shape.W_STRIDE * nl)),
         z((ns, shape.scratch_size(0, table=True))), z((ns, 12)), z((ns, shape.N_OUT)),
-        z((ns, nl, 3)), z((ns, nl, 3)), z((ns, N_ERR)))
+        z((ns, nl, 3)), z((ns, nl, 3)), z((ns, N_ERR))])
 
 
 @jit.inline_always

@@ -6,7 +6,11 @@ terms, log the commands) and :func:`after` (log what ``mj_step`` computed): the 
 (:mod:`quadarm.runner.batch`), both Gymnasium environments and the benchmark. The terms run in
 this order at sample k of simulation i, each one a function of its own:
 
-1. log the state (``qpos``, ``qvel``) - :func:`before`;
+1. log the state (``qpos``, ``qvel``) - :func:`before`; then, with ``sensing`` not exact,
+   the sensing term (:func:`sense`, :mod:`quadarm.runner.sense`: sensors, the EKF, the
+   arm-shape fit), after which terms 2-4 (:func:`control`) read its estimates instead of the
+   simulated state (a tip-space or force term added to :func:`control` reads them the same
+   way, and the tip tracker's sample is in ``State.ss.tip``);
 2. the arm-aware feed-forward (``control.feedforward``,
    :func:`quadarm.control.arm.feedforward`) writes the law's feed-forward slots;
 3. the control law (:func:`quadarm.control.geometric.law`) writes the rotor commands;
@@ -465,9 +469,9 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
     q0, v0 = (7, 6) if held else (0, 0)
     lp = np.array([lowpass_coefficient(p.cfg.control.tendon_tau, p.built.model.opt.timestep)
                    for p in preps])
-    return Params(mode, record, last, q0, v0, prm, mix, rotors, tendons, int(b0.tip_site),
-                  ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain, sites, damp, dofs,
-                  *air_fields, sensing.records(preps, held)), airs
+    return Params._make([mode, record, last, q0, v0, prm, mix, rotors, tendons,
+                         int(b0.tip_site), ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain,
+                         sites, damp, dofs, *air_fields, sensing.records(preps, held)]), airs
 
 
 def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int) -> State:

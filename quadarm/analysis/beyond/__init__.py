@@ -13,16 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from quadarm.analysis.beyond import arm, downwash, motor_lag, wind
+from quadarm.analysis.beyond import arm, downwash, motor_lag, sensing, wind
 from quadarm.analysis.table import Table
 
 BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wind.table,
-            "feedforward": arm.feedforward, "active_damping": arm.active_damping}
+            "feedforward": arm.feedforward, "active_damping": arm.active_damping,
+            "sensing": sensing.table}
 FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "motor_lag": (motor_lag.figure, "fig_motor_lag.png"),
     "downwash": (downwash.figure, "fig_downwash.png"),
     "wind": (wind.figure, "fig_wind.png"),
     "feedforward": (arm.feedforward_figure, "fig_feedforward.png"),
     "active_damping": (arm.active_damping_figure, "fig_active_damping.png"),
+    "sensing": (sensing.figure, "fig_sensing.png"),
 }
 TITLE = "Beyond the paper"
