@@ -97,3 +97,28 @@ def test_bad_sensing_is_refused_at_load(override, key):
     with pytest.raises((ConfigError, Exception)) as err:
         cfg_of(*overrides)
     assert key in str(err.value)
+
+
+def test_env_observes_through_the_sensors():
+    pytest.importorskip("gymnasium")
+    from quadarm.envs.single import QuadArmEnv
+
+    over = ["scenario=disturbance", "scenario.duration=0.2", "scenario.start=0.05"]
+    exact = QuadArmEnv(over)
+    ideal = QuadArmEnv([*over, "sensing=ideal"], observe="sensed")
+    real = QuadArmEnv([*over, "sensing=realistic"], observe="sensed")
+    obs = [e.reset(seed=0)[0] for e in (exact, ideal, real)]
+    # The observation: position and velocity errors (6), quaternion (4), hinge angles (2 N),
+    # body rate (3), hinge rates (2 N), feed-forward: the vehicle's entries are exact with
+    # ideal sensors (the hinges' are the shape fit's, not exact while the arm swings).
+    nh = exact.model.nq - 7
+    vehicle = np.r_[0:10, 10 + nh:13 + nh]
+    gap = 0.0
+    for _ in range(60):
+        a = exact.controller_action()
+        obs = [e.step(a)[0] for e in (exact, ideal, real)]
+        np.testing.assert_allclose(obs[1][vehicle], obs[0][vehicle], rtol=0, atol=1e-9)
+        gap = max(gap, float(np.abs(obs[2] - obs[0]).max()))
+    assert gap > 1e-6  # the realistic sensors' errors reach the observation
+    with pytest.raises(ValueError, match="observe"):
+        QuadArmEnv(over, observe="sensed")
