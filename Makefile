@@ -10,7 +10,7 @@ export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-fast lint mission table2 table3 workspace disturbance held-bend \
-	drift monte-carlo motor-lag compliance downwash wind feedforward payload active-damping arm-convergence tune \
+	drift monte-carlo motor-lag compliance downwash wind feedforward payload active-damping sensing arm-convergence tune \
 	paper beyond all readme bench clean
 
 help: ## list the targets
@@ -75,6 +75,9 @@ payload: ## beyond the paper: payload grasp/release in hover, mass x feed-forwar
 
 active-damping: ## beyond the paper: tip disturbance over the tendon-damping grid -> outputs/active_damping
 	bash experiments/active_damping.sh
+
+sensing: ## beyond the paper: the controllers on the estimates, exact vs sensing presets, 16 seeds -> outputs/sensing
+	bash experiments/sensing.sh
 
 arm-convergence: ## arm fidelity: discretised arm vs Cosserat rod, N = 6..48 -> outputs/arm_convergence
 	bash experiments/arm_convergence.sh

@@ -107,6 +107,16 @@ METRICS: dict[str, tuple[str, str]] = {
     "rise_cm": ("max altitude gain after the release", "cm"),
     "recover_s": ("time to stay within tolerance", "s"),
     "tip_swing_cm": ("max tip horizontal distance from the hub", "cm"),
+    # sensing (not exact): the controllers' estimates against the simulated state
+    "est_pos_rms_mm": ("RMS vehicle position estimate error", "mm"),
+    "est_pos_max_mm": ("max vehicle position estimate error", "mm"),
+    "est_vel_rms_cm_s": ("RMS vehicle velocity estimate error", "cm/s"),
+    "est_att_rms_deg": ("RMS vehicle attitude estimate error", "deg"),
+    "est_att_max_deg": ("max vehicle attitude estimate error", "deg"),
+    "shape_tip_mean_pct": ("mean arm-shape tip error", "% L"),
+    "shape_tip_rms_pct": ("RMS arm-shape tip error", "% L"),
+    "shape_tip_max_pct": ("max arm-shape tip error", "% L"),
+    "shape_arm_max_pct": ("max arm-shape error along the arm", "% L"),
 }
 # Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.
 _DRIFT = re.compile(r"^drift_(.+)s_cm$")
@@ -160,6 +170,13 @@ TIP = ("tip_x", "tip_y", "tip_z")  # arm tip, world frame, m
 ERROR_CM = "err_cm"  # ‖p - p_ref‖, cm
 TILT_DEG = "tilt_deg"  # angle between the body and world z axes, deg
 TIP_LATERAL_CM = "tip_lateral_cm"  # tip offset from the hub's axis, cm
+# With sensing (not exact): the controllers' estimates of the hub's state (same units as
+# POSITION, QUATERNION, VELOCITY) and the errors of the estimates.
+ESTIMATE = tuple(f"{c}_est" for c in POSITION + QUATERNION + VELOCITY)
+EST_ERR_CM = "est_err_cm"  # ‖p_est - p‖, cm
+EST_ATT_DEG = "est_att_deg"  # angle of q_est^-1 q, deg
+SHAPE_TIP_ERR_CM = "shape_tip_err_cm"  # the shape estimate's tip error, cm
+SHAPE_ARM_ERR_CM = "shape_arm_err_cm"  # its largest error along the arm, cm
 
 
 # With world objects (docs/contact.md): the world's net contact force on the arm (N, world

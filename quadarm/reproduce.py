@@ -105,6 +105,9 @@ BEYOND = (("motor_lag", "gains"), ("downwash", None), ("downwash_mission", None)
 # their paper-physics trials (e.g. the soft gains' missions without feed-forward) never enter
 # the tables of the studies above, nor theirs into these.
 ARM = (("feedforward", ALL), ("active_damping", ALL), ("payload", ALL))
+# The sensing studies (docs/sensing.md), in <out>/data_sensing for the same reason: their exact
+# trials are the controls of their sensed ones.
+SENSING = (("sensing", ALL), ("sensing_feedforward", ALL))
 
 
 def plan_beyond(data_dir: Path, conf_dir: str = CONF_DIR,
@@ -224,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     studies = "paper" if args.no_beyond else args.studies
     paper, beyond_on = studies in ("paper", "all"), studies in ("beyond", "all")
     out, data, beyond = args.out, args.out / "data", args.out / "data_beyond"
-    extra_folders = ((beyond, BEYOND), (args.out / "data_arm", ARM))
+    extra_folders = ((beyond, BEYOND), (args.out / "data_arm", ARM),
+                     (args.out / "data_sensing", SENSING))
     t0 = time.perf_counter()
     render = None
     if not args.no_run:

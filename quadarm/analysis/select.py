@@ -50,11 +50,15 @@ def wind_speed(runs: pd.DataFrame) -> pd.Series:
 
 
 def only(runs: pd.DataFrame, *, lag: bool = False, downwash: bool = False,
-         wind: bool = False, gusts: bool = False, arm: bool = False) -> pd.Series:
+         wind: bool = False, gusts: bool = False, arm: bool = False,
+         sensing: bool = False) -> pd.Series:
     """Trials whose switches other than the named ones are off (a study's trials are not
     mixed with another study's); ``arm``: the arm-aware controller switches
-    (``control.feedforward``, ``control.tendon_damping``, ``control.tendon_bias``)."""
+    (``control.feedforward``, ``control.tendon_damping``, ``control.tendon_bias``);
+    ``sensing``: a ``sensing`` preset other than ``exact``."""
     keep = pd.Series(True, index=runs.index)
+    if not sensing:
+        keep &= column(runs, "sensing.preset", "exact").fillna("exact") == "exact"
     if not arm:
         keep &= column(runs, "control.feedforward", "none").fillna("none") == "none"
         for key in ("control.tendon_damping", "control.tendon_bias"):
@@ -74,7 +78,7 @@ def paper_physics(runs: pd.DataFrame) -> pd.Series:
     """Which trials simulate the paper's model: ideal rotors (``airframe.motor_tau`` = 0),
     still air and no downwash (``aero.*`` off). Results written before these keys existed
     have no such columns and are the paper's model."""
-    return only(runs, arm=True)
+    return only(runs, arm=True, sensing=True)
 
 
 def paper_controller(runs: pd.DataFrame) -> pd.Series:

@@ -23,6 +23,8 @@ from quadarm.config.schemas import (
     RodArmConfig,
     ScenarioConfig,
 )
+from quadarm.config.sensing import SensingConfig
+from quadarm.config.sensing import check as check_sensing
 
 
 def shipped_conf_dir() -> str:
@@ -52,6 +54,7 @@ def register_configs() -> None:
         cs.store(group="scenario", name=f"{name}_schema", node=schema)
     for name, schema in ARMS.items():
         cs.store(group="arm", name=f"{name}_schema", node=schema)
+    cs.store(group="sensing", name="sensing_schema", node=SensingConfig)
 
 
 register_configs()
@@ -75,6 +78,8 @@ def to_config(cfg: DictConfig | Config) -> Config:
         node = cfg.get(f.name) if f.name in cfg else None
         if f.name == "seed":
             continue
+        if node is None and f.name == "sensing":
+            continue  # a config from before the group (a stored run): exact, the default
         if node is None:
             raise ConfigError(f.name, None, "is required (choose a config group option)")
         try:
@@ -105,6 +110,8 @@ def to_config(cfg: DictConfig | Config) -> Config:
     config = Config(**built, seed=cfg.get("seed", 0))
     _check_duration(config)
     _check_hover(config)
+    if not config.sensing.exact:  # exact reads no sensor: nothing to check against the step
+        check_sensing(config.sensing, config.sim.timestep)
     return config
 
 

@@ -29,6 +29,7 @@ from quadarm.config.checks import (
     _real,
     _vector,
 )
+from quadarm.config.sensing import SensingConfig
 from quadarm.names import (  # noqa: F401 - re-exported by quadarm.config
     AFTER_PHASE,
     MISSION_PHASE_TIMES,
@@ -1096,6 +1097,7 @@ class Config:
     world: WorldConfig = field(default_factory=WorldConfig)
     tune: TuneConfig = field(default_factory=TuneConfig)
     seed: int = 0
+    sensing: SensingConfig = field(default_factory=SensingConfig)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0):
@@ -1158,4 +1160,4 @@ class Config:
 
 
 GROUPS = ("airframe", "arm", "gains", "sim", "scenario", "control", "runner", "aero", "tune",
-          "world")
+          "world", "sensing")

@@ -25,7 +25,7 @@ import numpy as np
 from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law
 from quadarm.envs import core
-from quadarm.runner import step
+from quadarm.runner import sense, step
 from quadarm.runner.lifecycle import (
     UNSTABLE,
     apply_pulses,
@@ -33,6 +33,7 @@ from quadarm.runner.lifecycle import (
     reset,
     warning_counts,
 )
+from quadarm.scenarios import estimates
 from quadarm.scenarios.common import Log
 
 
@@ -62,11 +63,18 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
     def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
                  randomize: Mapping[str, Any] | None = None, render_mode: str | None = None,
                  width: int = 480, height: int = 480, record: bool = True,
-                 dtype: str = "float64") -> None:
+                 dtype: str = "float64", observe: str = "exact") -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r}: must be None or 'rgb_array'")
         self._dtype = core.space_dtype(dtype)
         self.cfg = config if config is not None else core.compose(overrides)
+        if observe not in ("exact", "sensed"):
+            raise ValueError(f"observe={observe!r}: must be one of exact, sensed")
+        if observe == "sensed" and self.cfg.sensing.exact:
+            raise ValueError("observe='sensed': needs a sensing preset other than exact "
+                             "(e.g. the override sensing=realistic)")
+        self.observe = observe
+        self._sensed: int = -1  # the last sample whose sensors ran (observe="sensed")
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.render_mode = render_mode
         self.width, self.height = int(width), int(height)
@@ -115,6 +123,11 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _observe(self, k: int) -> np.ndarray:
         q, v = self._qpos, self._qvel
+        if self.observe == "sensed":
+            if self._sensed != k:  # sample k's sensors and estimators run once
+                step.sense(k, self._seam, self._state, self._logs, 0)
+                self._sensed = k
+            q, v = self._state.ss.q[0], self._state.ss.v[0]
         parts = [q[:3] - self._ref_p[k], v[:3] - self._ref_v[k], q[3:], v[3:], self.task.ff[k]]
         if self._contact.size:  # world objects: the net contact force on the arm (N)
             parts.append(core.contact_force(self.data.sensordata[None], self._contact)[0])
@@ -135,6 +148,11 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             self._wind[:] = self.task.cfg.aero.wind  # the steady wind, as every trial starts
         reset(self.model, self.data, self.task.start)
         self._k = 0
+        self._sensed = -1
+        if self.observe == "sensed":  # the sensors' memory starts afresh, same noise
+            self._state = self._state._replace(
+                ss=sense.state(self._seam.sn, self.model.nq, self.model.nv,
+                               self.model.nsensordata))
         self._integ = [0.0, 0.0, 0.0]
         self._pos = self._qpos[:3].tolist()
         info: dict[str, Any] = {"drawn": dict(self.drawn)} if self.randomizer else {}
@@ -209,8 +227,10 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             info["drawn"] = dict(self.drawn)
         info["metrics"] = {}
         if self.record and not message:
+            log = self.log(rows)
             info["metrics"] = core.metrics_dict(
-                self.task.module.metrics(self.task.cfg, self.task.plan, self.log(rows)))
+                self.task.module.metrics(self.task.cfg, self.task.plan, log)
+                + estimates.metrics(self.task.cfg, self.task.plan, log))
         return info
 
     def log(self, rows: int | None = None) -> Log:
@@ -221,8 +241,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         b = self.task.built
         lg = self._logs
         qpos, qvel, tip, ctrl = (x[:rows, 0].copy() for x in (lg.qpos, lg.qvel, lg.tip, lg.ctrl))
+        est = lg.est[:rows, 0].copy() if self.observe == "sensed" else None
         return Log(self.task.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
-                   b.tendon_actuators)
+                   b.tendon_actuators, est)
 
     # ---------------------------------------------------------------------------------------
 

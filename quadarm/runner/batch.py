@@ -275,9 +275,11 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         r = int(rows[i])
         own = (np.ascontiguousarray(x[:r, i]) for x in (qpos_log, qvel_log, tip_log, ctrl_log))
         qp, qv, tp, ct = own
+        est = (np.ascontiguousarray(lg.est[:r, i]) if lg.est.shape[0] > 0 and prm.sn.on[i]
+               else None)
         own_log = Log(p.plan.t[:r].copy(), qp, qv, tp, ct, p.built.rotor_actuators,
                       p.built.tendon_actuators,
                       np.ascontiguousarray(lg.contact[:r, i]) if lg.contact.shape[0] else None,
-                      np.ascontiguousarray(lg.force[:r, i]) if lg.force.shape[0] else None)
+                      np.ascontiguousarray(lg.force[:r, i]) if lg.force.shape[0] else None, est)
         out.append(Outcome(own_log, failures[i], errors[i], compile_s=compile_s))
     return out

@@ -146,7 +146,8 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, lg.tip[:, 0], lg.ctrl[:, 0],
               built.rotor_actuators, built.tendon_actuators,
               lg.contact[:, 0] if lg.contact.shape[0] else None,
-              lg.force[:, 0] if lg.force.shape[0] else None)
+              lg.force[:, 0] if lg.force.shape[0] else None,
+              lg.est[:, 0] if lg.est.shape[0] > 0 else None)
     extra = {"xfrc": lg.xfrc[:rows, 0], "wind": lg.wind[:rows, 0]} if applied else {}
     return Outcome(log.truncated(rows) if rows < n + 1 else log, failure, compile_s=compile_s,
                    extra=extra)

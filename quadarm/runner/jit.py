@@ -46,7 +46,8 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 # Every source that compiled kernels may compile in: the seam and its term functions.
 COMPILED_SOURCES = ("runner/jit.py", "runner/step.py", "runner/air.py", "control/geometric.py",
                     "control/arm.py", "control/tendons.py", "control/tipfeedback.py",
-                    "model/aero.py", "runner/contact.py")
+                    "model/aero.py", "runner/contact.py", "runner/sense.py", "sensing/ekf.py",
+                    "sensing/sensors.py", "sensing/shape.py")
 
 
 def cache_dir() -> Path:

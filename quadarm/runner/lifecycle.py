@@ -28,6 +28,7 @@ from quadarm.control.geometric import FF_ON, GeometricController
 from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import mixer, total_mass
 from quadarm.model.payload import carried_mass
+from quadarm.scenarios import estimates
 from quadarm.scenarios.common import Log, Metric, Plan, Pulse, Scenario
 
 CHECK_EVERY = 50  # steps between divergence checks
@@ -248,6 +249,7 @@ def _score(p: Prepared, o: Outcome, wall_s: float) -> Episode:
         return Episode("error", "no log", [], None, p.plan, p.built, 0, wall_s)
     try:
         values = p.module.metrics(p.cfg, p.plan, o.log)
+        values = values + estimates.metrics(p.cfg, p.plan, o.log)  # sensed trials only
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
         return Episode("error", f"{type(err).__name__}: {err}", [], o.log, p.plan, p.built,
                        steps, wall_s)

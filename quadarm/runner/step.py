@@ -6,8 +6,12 @@ terms, log the commands) and :func:`after` (log what ``mj_step`` computed): the 
 (:mod:`quadarm.runner.batch`), both Gymnasium environments and the benchmark. The terms run in
 this order at sample k of simulation i, each one a function of its own:
 
-1. log the state (``qpos``, ``qvel``) - :func:`before`; then, for the touch task only, its
-   force loop (:func:`quadarm.runner.contact.force_term`) writes the law's reference;
+1. log the state (``qpos``, ``qvel``) - :func:`before`; then, with ``sensing`` not exact,
+   the sensing term (:func:`sense`, :mod:`quadarm.runner.sense`: sensors, the EKF, the
+   arm-shape fit), after which terms 2-4 (:func:`control`) read its estimates instead of the
+   simulated state (a tip-space or force term added to :func:`control` reads them the same
+   way, and the tip tracker's sample is in ``State.ss.tip``); then, for the touch task only,
+   its force loop (:func:`quadarm.runner.contact.force_term`) writes the law's reference;
 2. the arm-aware feed-forward (``control.feedforward``,
    :func:`quadarm.control.arm.feedforward`) writes the law's feed-forward slots;
 3. the control law (:func:`quadarm.control.geometric.law`) writes the rotor commands;
@@ -54,6 +58,7 @@ from quadarm.control import geometric, tipfeedback
 from quadarm.model import aero
 from quadarm.runner import air as air_setup
 from quadarm.runner import contact, jit
+from quadarm.runner import sense as sensing
 from quadarm.runner.arm_aware import arm_terms
 from quadarm.runner.jit import mj_kinematics, mj_step
 from quadarm.runner.lifecycle import Prepared, make_controller
@@ -137,6 +142,7 @@ class Params(NamedTuple):
     fc: np.ndarray
     tip_gain_dt: np.ndarray
     tip_target: np.ndarray
+    sn: sensing.Sense  # the sensing term's arrays (quadarm.runner.sense; off for exact)
 
 
 class State(NamedTuple):
@@ -177,6 +183,7 @@ class State(NamedTuple):
     fcs: np.ndarray
     tip_corr: np.ndarray
     tip_ref: np.ndarray
+    ss: sensing.SenseState  # the sensing term's memory (quadarm.runner.sense)
 
 
 class Log(NamedTuple):
@@ -198,6 +205,7 @@ class Log(NamedTuple):
     wind: np.ndarray
     contact: np.ndarray
     force: np.ndarray
+    est: np.ndarray  # (K + 1, nsim, sense.N_LOG) the estimates (zero rows without sensing)
 
 
 VIEWS = ("qpos", "qvel", "ctrl", "act", "xipos", "xmat", "cvel", "subtree_com", "site_xpos",
@@ -227,7 +235,7 @@ def tendon_lowpass(k: int, p: Params, s: State, i: int, t: np.ndarray) -> None:
 
 
 @jit.inline_always
-def tendon_term(k: int, p: Params, s: State, i: int) -> None:
+def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
     """The tendon commands of sample k: the plan's tensions, passed through the active damping
     (:func:`quadarm.control.arm.damped_tensions`, with its bias) when that is on, then the
     low-pass when that is on; slack plans command nothing (the damping then acts alone)."""
@@ -238,7 +246,7 @@ def tendon_term(k: int, p: Params, s: State, i: int) -> None:
     t = s.t_out[i]
     jit.copyto(t, p.tensions[k, i])
     if damped:
-        damped_tensions(dp, s.qvel[i], p.dofs[i, 0], p.dofs[i, 1], t, t)
+        damped_tensions(dp, qvel, p.dofs[i, 0], p.dofs[i, 1], t, t)
     if p.tendon_lp[i] != 0.0:
         tendon_lowpass(k, p, s, i, t)
     for j in range(tendons.shape[0]):
@@ -266,23 +274,32 @@ def tip_term(k: int, p: Params, s: State, i: int) -> None:
 
 
 @jit.inline_always
-def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
-    """Sample k of simulation i up to its ``mj_step``: log the state, run the terms (see the
-    module docstring for their order), log the commands."""
-    qpos, qvel, ctrl, u = s.qpos[i], s.qvel[i], s.ctrl[i], s.u[i]
-    if p.record:
-        jit.copyto(lg.qpos[k, i, p.q0:], qpos)
-        jit.copyto(lg.qvel[k, i, p.v0:], qvel)
-    rotors = p.rotors
+def sense(k: int, p: Params, s: State, lg: Log, i: int) -> None:
+    """The sensing term of sample k (:func:`quadarm.runner.sense.sense_term`): the sensors
+    and estimators, their estimates into ``s.ss`` and, when logging, into ``lg.est``. The
+    flying loop runs it before the controller; an environment observing through the sensors
+    (``observe="sensed"``) runs it itself when sample k's state is there."""
+    sensing.sense_term(k, p.sn, s.ss, i, s.qpos[i], s.qvel[i], s.t_out[i], s.sensordata[i],
+                       s.site_xpos[i, p.tip], p.record)
+    if lg.est.shape[0] > 0:
+        sensing.log_estimate(s.ss, i, lg.est[k, i])
+
+
+@jit.inline_always
+def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
+            sensordata: Any) -> None:
+    """The controller of sample k (terms 2-4) on the state it reads: the simulated one, or the
+    estimates of the sensing term (``qpos``, ``qvel``, ``sensordata``)."""
+    ctrl, u, rotors = s.ctrl[i], s.u[i], p.rotors
     if p.mode == FLY:
         if p.fc[i, contact.FC_ON] != 0.0:  # the touch task writes its own reference
-            contact.force_term(k, p.fc[i], s.fcs[i], s.sensordata[i], p.wsens, qpos, p.ref_p[k][i],
-                               p.ref_v[k][i], p.ref_a[k][i], lg.force[k, i])
+            contact.force_term(k, p.fc[i], s.fcs[i], sensordata, p.wsens, qpos,
+                               p.ref_p[k][i], p.ref_v[k][i], p.ref_a[k][i], lg.force[k, i])
         prm = p.law[i]
         a_d = p.ref_a[k][i]
         if p.ffp[i, arm_control.F_MODE] != 0.0:
             feedforward(prm, qpos, a_d, p.ffp[i], p.chain[i], s.work[i], s.s3[i],
-                        p.sites[i], s.sensordata[i], s.site_xmat[i], s.site_xpos[i],
+                        p.sites[i], sensordata, s.site_xmat[i], s.site_xpos[i],
                         s.xipos[i], s.actuator_force[i], p.tendons)
         ref = p.ref_p[k][i]
         if p.tip_gain_dt[i] != 0.0:
@@ -296,7 +313,23 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
         for j in range(rotors.shape[0]):  # the external rotor commands drive the downwash
             u[j] = ctrl[rotors[j]]
     if p.mode != EXTERNAL:
-        tendon_term(k, p, s, i)
+        tendon_term(k, p, s, i, qvel)
+
+
+@jit.inline_always
+def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
+    """Sample k of simulation i up to its ``mj_step``: log the state, run the terms (see the
+    module docstring for their order), log the commands."""
+    qpos, qvel, ctrl = s.qpos[i], s.qvel[i], s.ctrl[i]
+    if p.record:
+        jit.copyto(lg.qpos[k, i, p.q0:], qpos)
+        jit.copyto(lg.qvel[k, i, p.v0:], qvel)
+    if p.sn.on[i] and p.mode == FLY:
+        sense(k, p, s, lg, i)
+        ss = s.ss
+        control(k, p, s, lg, i, ss.q[i], ss.v[i], ss.sd[i])
+    else:
+        control(k, p, s, lg, i, qpos, qvel, s.sensordata[i])
     if p.record:
         jit.copyto(lg.ctrl[k, i], ctrl)
     if k < p.last[i]:
@@ -497,7 +530,8 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
     tip_fields = _tip_fields(preps, big, held)
     return Params._make([mode, record, last, q0, v0, prm, mix, rotors, tendons,
                          int(b0.tip_site), ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain,
-                         sites, damp, dofs, *air_fields, wsens, fc, *tip_fields]), airs
+                         sites, damp, dofs, *air_fields, wsens, fc, *tip_fields,
+                         sensing.records(preps, held)]), airs
 
 
 def _tip_fields(preps: Sequence[Prepared], big: int, held: bool) -> tuple[np.ndarray, ...]:
@@ -526,8 +560,10 @@ def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int
                np.zeros((ns, 3)), np.zeros((ns, p.tendons.size)),
                np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3)),
                np.zeros((ns, p.tendons.size))]
+    ss = sensing.state(p.sn, views["qpos"].shape[1], views["qvel"].shape[1],
+                       views["sensordata"].shape[1])
     return State._make([*scratch, *(views[v] for v in VIEWS), wind,
-                        np.zeros((ns, contact.N_FCS)), np.zeros((ns, 3)), np.zeros((ns, 3))])
+                        np.zeros((ns, contact.N_FCS)), np.zeros((ns, 3)), np.zeros((ns, 3)), ss])
 
 
 def one_state(d: mujoco.MjData, wind: np.ndarray, p: Params) -> State:
@@ -556,4 +592,5 @@ def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = Fa
                np.zeros((rows, ns, nu)), np.zeros((extra, ns, nbody, 6)),
                np.zeros((extra, ns, 3)), np.zeros((rows if n_obj else 0, ns, n_obj,
                                                     contact.CONTACT_COLUMNS)),
-               np.zeros((forced, ns, contact.N_FCLOG)))
+               np.zeros((forced, ns, contact.N_FCLOG)),
+               np.zeros((rows if p.sn.on.any() else 0, ns, sensing.N_LOG)))

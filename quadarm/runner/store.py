@@ -47,6 +47,7 @@ from quadarm.results import io
 from quadarm.runner.episode import run_episode
 from quadarm.runner.lifecycle import Episode
 from quadarm.runner.trials import Trial
+from quadarm.scenarios import estimates
 
 DONE = ("ok", "diverged")  # statuses a resumed study does not recompute
 FINGERPRINT_KEY = "quadarm.fingerprint"
@@ -109,6 +110,14 @@ def timeseries_frame(ep: Episode, run_id: str, every: int,
     data[names.TIP_LATERAL_CM] = log.tip_lateral()[rows] * 100
     if log.contact is not None and world is not None and world.objects:
         data.update(contact_columns(log.contact[rows], world))
+    if log.est is not None:  # sensing: the controllers' estimates and their errors
+        for i, c in enumerate(names.ESTIMATE):
+            data[c] = log.est[rows, i]
+        err = estimates.errors(log)
+        data[names.EST_ERR_CM] = err["pos"][rows] * 100
+        data[names.EST_ATT_DEG] = err["att"][rows]
+        data[names.SHAPE_TIP_ERR_CM] = err["tip"][rows] * 100
+        data[names.SHAPE_ARM_ERR_CM] = err["arm"][rows] * 100
     # Arm joint angles (rad) and velocities complete the state for replay and rendering.
     # A grounded trial's model has no free joint; its log carries the fixed airframe's pose in
     # front of the arm's coordinates (see quadarm.runner.episode.hold), hence the offsets.

@@ -73,6 +73,9 @@ class Log:
     tendon_ids: np.ndarray
     contact: np.ndarray | None = None
     force: np.ndarray | None = None
+    # With sensing (not exact): (n+1, 15) the controllers' estimates, the vehicle's qpos (7)
+    # and qvel (6), then the shape estimate's tip and largest errors along the arm (m).
+    est: np.ndarray | None = None
 
     @property
     def position(self) -> np.ndarray:
@@ -101,7 +104,8 @@ class Log:
         return Log(self.t[:rows], self.qpos[:rows], self.qvel[:rows], self.tip[:rows],
                    self.ctrl[:rows], self.rotor_ids, self.tendon_ids,
                    None if self.contact is None else self.contact[:rows],
-                   None if self.force is None else self.force[:rows])
+                   None if self.force is None else self.force[:rows],
+                   None if self.est is None else self.est[:rows])
 
 
 def quat_to_mat(q: np.ndarray) -> np.ndarray:

@@ -1,215 +1,24 @@
-"""The sensing schema: one dataclass per sensor, the presets and their range checks.
+"""The sensing schema, re-exported: it lives in :mod:`quadarm.config.sensing`, beside the other
+config groups' schemas, so that the root config (layer 0) can hold it."""
 
-Not yet registered in Hydra's defaults: the config group ``sensing`` is wired in together with
-the closed loop (``docs/sensing.md``, "Plan"). Every quantity is SI: rates in Hz, noise
-densities per sqrt(Hz), biases as the standard deviation of the per-trial turn-on offset, bias
-random walks as rate-random-walk densities, latencies in s. The numbers of each preset and their
-datasheet sources are in ``docs/sensing.md``.
-"""
-
-from __future__ import annotations
-
-import math
-from dataclasses import dataclass, field, fields, replace
-from typing import Any
-
-from quadarm.config.checks import ConfigError, _choice, _non_negative, _positive
-
-# s: the longest accepted latency of any sensor. The ring buffers and the EKF's replay of
-# delayed position fixes are sized by it (a 0.25 s fix at 500 Hz replays up to 125 IMU
-# samples); slower fixes (e.g. GNSS over a radio link) belong to another filter design.
-LATENCY_MAX = 0.25
-
-
-@dataclass
-class ImuConfig:
-    """Gyroscope and accelerometer at the body origin (the hub centre), body axes.
-
-    ``gyro_noise`` (rad/s/sqrt(Hz)) and ``accel_noise`` (m/s^2/sqrt(Hz)): white-noise
-    densities; ``gyro_bias`` (rad/s) and ``accel_bias`` (m/s^2): standard deviation of the
-    turn-on bias drawn per trial and axis; ``gyro_walk`` (rad/s^2/sqrt(Hz)) and
-    ``accel_walk`` (m/s^3/sqrt(Hz)): bias random-walk densities.
-    """
-
-    rate: float = 500.0
-    gyro_noise: float = 0.0
-    gyro_bias: float = 0.0
-    gyro_walk: float = 0.0
-    accel_noise: float = 0.0
-    accel_bias: float = 0.0
-    accel_walk: float = 0.0
-    latency: float = 0.0
-
-
-@dataclass
-class PositionConfig:
-    """Vehicle position from motion capture or GNSS, world frame: white ``noise`` (m, per
-    sample), turn-on ``bias`` (m, standard deviation per axis), ``walk`` (m/s/sqrt(Hz))."""
-
-    rate: float = 100.0
-    noise: float = 0.0
-    bias: float = 0.0
-    walk: float = 0.0
-    latency: float = 0.0
-
-
-@dataclass
-class EncoderConfig:
-    """Tendon-length encoders (one per tendon): the length quantised to ``resolution`` (m)
-    after white ``noise`` (m) and a turn-on ``bias`` (m, standard deviation) are added."""
-
-    rate: float = 500.0
-    resolution: float = 0.0
-    noise: float = 0.0
-    bias: float = 0.0
-    latency: float = 0.0
-
-
-@dataclass
-class ForceTorqueConfig:
-    """The flange force/torque sensor, in its site frame: white noise per sample (N, N m) and
-    the turn-on bias left after taring (standard deviation per axis, N, N m)."""
-
-    rate: float = 500.0
-    force_noise: float = 0.0
-    torque_noise: float = 0.0
-    force_bias: float = 0.0
-    torque_bias: float = 0.0
-    latency: float = 0.0
-
-
-@dataclass
-class TipTrackerConfig:
-    """The tip position from a camera or motion capture, world frame: white ``noise`` (m)."""
-
-    rate: float = 100.0
-    noise: float = 0.0
-    latency: float = 0.0
-
-
-@dataclass
-class SensingConfig:
-    """What the controllers see. ``preset`` names the numbers below (:func:`preset`);
-    ``exact`` reads the simulated state (today's loop), every other preset the sensors."""
-
-    preset: str = "exact"
-    imu: ImuConfig = field(default_factory=ImuConfig)
-    position: PositionConfig = field(default_factory=PositionConfig)
-    encoder: EncoderConfig = field(default_factory=EncoderConfig)
-    force_torque: ForceTorqueConfig = field(default_factory=ForceTorqueConfig)
-    tip: TipTrackerConfig = field(default_factory=TipTrackerConfig)
-
-    @property
-    def exact(self) -> bool:
-        return self.preset == "exact"
-
-    def sensors(self) -> dict[str, Any]:
-        """The sensor sub-configs by name, in the order of their noise streams."""
-        return {"imu": self.imu, "position": self.position, "encoder": self.encoder,
-                "force_torque": self.force_torque, "tip": self.tip}
-
-
-DEG = math.pi / 180.0
-G0 = 9.80665  # m/s^2 per g, for datasheets in mg and ug
-HOUR = 3600.0
-
-# Bosch BMI088 (BST-BMI088-DS001, Table 1/2): gyro 0.014 deg/s/sqrt(Hz), zero-rate offset
-# +-1 deg/s; accel 175 ug/sqrt(Hz), zero-g offset +-20 mg. The datasheet gives no bias
-# random walk: PX4's EKF2 defaults for consumer MEMS IMUs (EKF2_GYR_B_NOISE 1e-3 rad/s^2,
-# EKF2_ACC_B_NOISE 3e-3 m/s^3) stand in, marked as such in docs/sensing.md.
-BMI088 = ImuConfig(rate=500.0, gyro_noise=0.014 * DEG, gyro_bias=1.0 * DEG, gyro_walk=1e-3,
-                   accel_noise=175e-6 * G0, accel_bias=20e-3 * G0, accel_walk=3e-3)
-# VectorNav VN-100 (datasheet, IMU specifications): gyro 0.0035 deg/s/sqrt(Hz), in-run bias
-# stability < 10 deg/h; accel 0.14 mg/sqrt(Hz), in-run bias stability < 0.04 mg. The in-run
-# stability B (the Allan minimum) becomes a random walk of Allan deviation B at 100 s:
-# K = B sqrt(3 / 100 s) (docs/sensing.md). The turn-on biases are the same B (factory-
-# calibrated and temperature-compensated unit).
-_WALK_AT = 100.0
-VN100 = ImuConfig(rate=500.0, gyro_noise=0.0035 * DEG, gyro_bias=10.0 * DEG / HOUR,
-                  gyro_walk=10.0 * DEG / HOUR * math.sqrt(3.0 / _WALK_AT),
-                  accel_noise=0.14e-3 * G0, accel_bias=0.04e-3 * G0,
-                  accel_walk=0.04e-3 * G0 * math.sqrt(3.0 / _WALK_AT))
-# Motion capture (OptiTrack Prime / Vicon Vantage class, 100 Hz stream, sub-millimetre marker
-# noise, ~10 ms end-to-end latency to the flight computer).
-MOCAP = PositionConfig(rate=100.0, noise=0.5e-3, latency=0.01)
-# RTK GNSS (u-blox ZED-F9P: 0.01 m + 1 ppm CEP horizontal, up to 20 Hz RTK navigation rate;
-# 10 Hz and 0.1 s latency assumed for the radio link).
-GNSS = PositionConfig(rate=10.0, noise=0.01, latency=0.1)
-# A 12-bit magnetic encoder (ams AS5600, 4096 counts/rev) on a 5 mm spool (assumed):
-# 2 pi 5 mm / 4096 = 7.7 um per count.
-ENCODER = EncoderConfig(rate=500.0, resolution=2.0 * math.pi * 5e-3 / 4096.0)
-# ATI Mini40 (SI-40-2): resolution 1/100 N (Fx, Fy) and 1/4000 N m (Tx, Ty), taken as the
-# 1-sigma noise; a post-tare bias of ten counts.
-FT = ForceTorqueConfig(rate=500.0, force_noise=0.01, torque_noise=0.25e-3, force_bias=0.1,
-                       torque_bias=2.5e-3)
-# The tip marker tracked by the same motion capture.
-TIP = TipTrackerConfig(rate=100.0, noise=0.5e-3, latency=0.01)
-
-
-def _ideal() -> SensingConfig:
-    """Every sensor modelled, none of them imperfect (all zero): estimates equal the truth."""
-    return SensingConfig(preset="ideal")
-
-
-def _with(name: str, imu: ImuConfig, position: PositionConfig) -> SensingConfig:
-    return SensingConfig(preset=name, imu=replace(imu), position=replace(position),
-                         encoder=replace(ENCODER), force_torque=replace(FT), tip=replace(TIP))
-
-
-PRESETS = {
-    "exact": lambda: SensingConfig(preset="exact"),
-    "ideal": _ideal,
-    "realistic": lambda: _with("realistic", BMI088, MOCAP),
-    "bmi088": lambda: _with("bmi088", BMI088, MOCAP),
-    "vn100": lambda: _with("vn100", VN100, MOCAP),
-    "gnss": lambda: _with("gnss", BMI088, GNSS),
-}
-
-
-def preset(name: str) -> SensingConfig:
-    """The named preset (a fresh copy); an unknown name is a :class:`ConfigError`."""
-    _choice("sensing.preset", name, tuple(PRESETS))
-    return PRESETS[name]()
-
-
-def steps_of(seconds: float, timestep: float) -> int:
-    """A duration (s) as a whole number of physics steps, rounded to the nearest (halves up):
-    latencies are applied in physics steps, so 10 ms at a 2 ms step is exactly 5 steps and 3 ms
-    becomes 2 steps (4 ms)."""
-    return int(math.floor(seconds / timestep + 0.5))
-
-
-def period_of(rate: float, timestep: float) -> int:
-    """A sensor's sample period in physics steps, 1 / (rate timestep) (at least 1); a sensor
-    samples at the physics steps that are multiples of it. :func:`check` refuses a rate whose
-    period is not a whole number of steps, so nothing is silently rounded."""
-    return max(1, int(math.floor(1.0 / (rate * timestep) + 0.5)))
-
-
-def check(cfg: SensingConfig, timestep: float) -> None:
-    """Range checks against the physics step ``timestep`` (s); raises :class:`ConfigError`
-    naming the dotted key (``sensing.imu.rate`` ...)."""
-    _choice("sensing.preset", cfg.preset, tuple(PRESETS))
-    physics_rate = 1.0 / timestep
-    for name, sensor in cfg.sensors().items():
-        for f in fields(sensor):
-            key, value = f"sensing.{name}.{f.name}", getattr(sensor, f.name)
-            if f.name == "rate":
-                _positive(key, value)
-                if value > physics_rate * (1 + 1e-12):
-                    raise ConfigError(key, value, f"must be at most the physics rate "
-                                      f"{physics_rate:g} Hz (1 / sim.timestep)")
-                ratio = physics_rate / value
-                if abs(ratio - round(ratio)) > 1e-9 * ratio:
-                    raise ConfigError(key, value, f"must divide the physics rate "
-                                      f"{physics_rate:g} Hz (a sample every whole number of "
-                                      "physics steps)")
-            else:
-                _non_negative(key, value)
-            if f.name == "latency" and value > LATENCY_MAX:
-                raise ConfigError(key, value, f"must be at most {LATENCY_MAX:g} s "
-                                  "(sensing.config.LATENCY_MAX)")
-    if cfg.imu.latency > cfg.position.latency:
-        raise ConfigError("sensing.imu.latency", cfg.imu.latency,
-                          "must be at most sensing.position.latency (the EKF applies a "
-                          "position fix at its stamp, which must not lie ahead of the IMU)")
+from quadarm.config.sensing import (  # noqa: F401
+    BMI088,
+    ENCODER,
+    FT,
+    GNSS,
+    LATENCY_MAX,
+    MOCAP,
+    PRESETS,
+    TIP,
+    VN100,
+    EncoderConfig,
+    ForceTorqueConfig,
+    ImuConfig,
+    PositionConfig,
+    SensingConfig,
+    TipTrackerConfig,
+    check,
+    period_of,
+    preset,
+    steps_of,
+)

@@ -42,9 +42,12 @@ R_X, R_P, R_U = 0, NX, NX + NP
 R_STRIDE = NX + NP + 6
 # Parameter vector: gravity (m/s^2, world), IMU period (s), the process noise variances per
 # IMU period (gyro white, accel white, gyro bias walk, accel bias walk) and the position fix
-# variance (m^2).
-E_GX, E_GY, E_GZ, E_DT, E_QG, E_QA, E_QBG, E_QBA, E_RP = range(9)
-N_EKF = 9
+# variance (m^2); then the position integration: 0 the exact one for an acceleration held
+# over the period (p += v T + a T^2 / 2), 1 semi-implicit Euler (p += (v + a T) T), which is
+# what MuJoCo's Euler and implicit integrators do, so that the closed loop's ideal sensors give
+# estimates equal to the simulated state (quadarm.runner.sense).
+E_GX, E_GY, E_GZ, E_DT, E_QG, E_QA, E_QBG, E_QBA, E_RP, E_SEMI = range(10)
+N_EKF = 10
 WORK = 3 * NP  # scratch the per-step functions need
 
 # The filter's variances never go below these (a perfect sensor would make the innovation
@@ -54,8 +57,8 @@ FLOOR_RATE = 1e-7  # rad/s per sample
 FLOOR_ACC = 1e-6  # m/s^2 per sample
 
 
-def ekf_params(cfg: SensingConfig, timestep: float, gravity: tuple[float, float, float]
-               ) -> np.ndarray:
+def ekf_params(cfg: SensingConfig, timestep: float, gravity: tuple[float, float, float],
+               semi_implicit: bool = False) -> np.ndarray:
     """The filter's parameter vector (N_EKF,) for the sensors of ``cfg`` at ``timestep`` (s).
 
     The process noise is the sensors' own (the filter is tuned to the truth model):
@@ -71,6 +74,7 @@ def ekf_params(cfg: SensingConfig, timestep: float, gravity: tuple[float, float,
     out[E_DT], out[E_QG], out[E_QA] = t, qg, qa
     out[E_QBG], out[E_QBA] = imu.gyro_walk ** 2 * t, imu.accel_walk ** 2 * t
     out[E_RP] = max(pos.noise, FLOOR_POS) ** 2
+    out[E_SEMI] = 1.0 if semi_implicit else 0.0
     return out
 
 
@@ -134,7 +138,8 @@ def propagate(x, p, u, prm, work) -> None:  # noqa: ANN001
     """One IMU period T: x and p (NP,) in place from the sample ``u`` (gyro (rad/s), specific
     force (m/s^2), body), held over the period.
 
-    Nominal: a = R (f - b_a) + g, p += v T + a T^2 / 2, v += a T, q = q (x) Exp((w - b_g) T).
+    Nominal: a = R (f - b_a) + g, p += v T + a T^2 / 2 (or + a T^2, semi-implicit: see
+    ``E_SEMI``), v += a T, q = q (x) Exp((w - b_g) T).
     Error: P = F P F^T + Q with F = I except dp/dv = I T, dv/dtheta = -R [f - b_a]x T,
     dv/db_a = -R T, dtheta/dtheta = R{(w - b_g) T}^T, dtheta/db_g = -I T (Sola eq. 270).
     """
@@ -146,7 +151,7 @@ def propagate(x, p, u, prm, work) -> None:  # noqa: ANN001
     ax = r00 * fx + r01 * fy + r02 * fz + prm[E_GX]
     ay = r10 * fx + r11 * fy + r12 * fz + prm[E_GY]
     az = r20 * fx + r21 * fy + r22 * fz + prm[E_GZ]
-    h = 0.5 * dt * dt
+    h = dt * dt if prm[E_SEMI] != 0.0 else 0.5 * dt * dt
     x[XP] += x[XV] * dt + ax * h
     x[XP + 1] += x[XV + 1] * dt + ay * h
     x[XP + 2] += x[XV + 2] * dt + az * h

@@ -22,7 +22,8 @@ def test_after_phase_is_named_from_its_time_and_read_back(t: float, name: str) -
 
 
 def test_every_metric_name_ends_with_its_unit() -> None:
-    suffix = {"cm": "_cm", "deg": "_deg", "N": "_n", "s": "_s"}
+    suffix = {"cm": "_cm", "deg": "_deg", "N": "_n", "s": "_s", "mm": "_mm", "cm/s": "_cm_s",
+              "% L": "_pct"}
     for metric, (_, unit) in names.METRICS.items():
         if unit == "1":  # a count or a 0/1 flag: no unit suffix, and none that misleads
             assert not metric.endswith(tuple(suffix.values())), metric

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from quadarm.analysis.beyond import arm, compliance, downwash, motor_lag, payload, wind
+from quadarm.analysis.beyond import arm, compliance, downwash, motor_lag, payload, sensing, wind
 from quadarm.analysis.table import Table
 
 BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wind.table,
             "feedforward": arm.feedforward, "active_damping": arm.active_damping,
             "compliance": compliance.table, "compliance_mount": compliance.mount_table,
-            "payload": payload.table}
+            "payload": payload.table, "sensing": sensing.table}
 FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "motor_lag": (motor_lag.figure, "fig_motor_lag.png"),
     "downwash": (downwash.figure, "fig_downwash.png"),
@@ -31,5 +31,6 @@ FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "compliance": (compliance.figure, "fig_compliance.png"),
     "compliance_mount": (compliance.mount_figure, "fig_compliance_mount.png"),
     "payload": (payload.figure, "fig_payload.png"),
+    "sensing": (sensing.figure, "fig_sensing.png"),
 }
 TITLE = "Beyond the paper"

@@ -1,0 +1,65 @@
+"""What sensing costs in estimation: the estimate errors of a sensed trial (``sensing`` not
+``exact``), from its log's ``est`` rows (:class:`quadarm.scenarios.common.Log`).
+
+Every scenario gets them, over the whole episode and over each phase of its plan (the
+mission's ``tendon_sweep`` is where the arm-shape error is the issue's measure): the vehicle's
+position (mm), velocity (cm/s) and attitude (deg) estimate errors, and the arm-shape estimate's
+tip error and largest error along the arm, in % of the arm's length L (docs/sensing.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quadarm.config import Config
+from quadarm.names import WHOLE
+from quadarm.scenarios.common import Log, Metric, Plan
+
+
+def attitude_error_deg(q_est: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The angle (deg) of the rotation q_est^-1 q between unit quaternions (n, 4) (w x y z)."""
+    dot = np.abs(np.sum(q_est * q, axis=1)) / (np.linalg.norm(q_est, axis=1)
+                                               * np.linalg.norm(q, axis=1))
+    return np.degrees(2.0 * np.arccos(np.clip(dot, 0.0, 1.0)))
+
+
+def arm_length(cfg: Config) -> float:
+    """L (m): the rod's length, or the links' total for a chain of segments."""
+    arm = cfg.arm
+    return float(getattr(arm, "length", arm.segments * arm.segment_length))
+
+
+def errors(log: Log) -> dict[str, np.ndarray]:
+    """Per sample: position (m), velocity (m/s), attitude (deg), shape tip and arm (m)."""
+    assert log.est is not None
+    e = log.est
+    return {"pos": np.linalg.norm(e[:, 0:3] - log.qpos[:, 0:3], axis=1),
+            "vel": np.linalg.norm(e[:, 7:10] - log.qvel[:, 0:3], axis=1),
+            "att": attitude_error_deg(e[:, 3:7], log.qpos[:, 3:7]),
+            "tip": e[:, 13], "arm": e[:, 14]}
+
+
+def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
+    """The estimate-error metrics of a sensed trial (none for ``exact``)."""
+    if log.est is None:
+        return []
+    err = errors(log)
+    pct = 100.0 / arm_length(cfg)
+    out: list[Metric] = []
+    windows = {WHOLE: (float(log.t[0]), float(log.t[-1])), **plan.phases}
+    for phase, (lo, hi) in windows.items():
+        sel = (log.t >= lo) & (log.t <= hi)
+        if not sel.any():
+            continue
+        pos, vel, att = err["pos"][sel], err["vel"][sel], err["att"][sel]
+        tip, arm = err["tip"][sel], err["arm"][sel]
+        out += [(phase, "est_pos_rms_mm", float(np.sqrt(np.mean(pos ** 2)) * 1e3)),
+                (phase, "est_pos_max_mm", float(pos.max() * 1e3)),
+                (phase, "est_vel_rms_cm_s", float(np.sqrt(np.mean(vel ** 2)) * 100)),
+                (phase, "est_att_rms_deg", float(np.sqrt(np.mean(att ** 2)))),
+                (phase, "est_att_max_deg", float(att.max())),
+                (phase, "shape_tip_mean_pct", float(tip.mean() * pct)),
+                (phase, "shape_tip_rms_pct", float(np.sqrt(np.mean(tip ** 2)) * pct)),
+                (phase, "shape_tip_max_pct", float(tip.max() * pct)),
+                (phase, "shape_arm_max_pct", float(arm.max() * pct))]
+    return out
