@@ -301,12 +301,15 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
             feedforward(prm, qpos, a_d, p.ffp[i], p.chain[i], s.work[i], s.s3[i],
                         p.sites[i], sensordata, s.site_xmat[i], s.site_xpos[i],
                         s.xipos[i], s.actuator_force[i], p.tendons)
-        ref = p.ref_p[k][i]
+        # Two calls rather than one on a reassigned reference: numba's inliner loses a
+        # variable assigned on one branch when control() is inlined at two call sites.
         if p.tip_gain_dt[i] != 0.0:
             tip_term(k, p, s, i)
-            ref = s.tip_ref[i]
-        law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6),
-            ref, p.ref_v[k][i], a_d, u)
+            law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6),
+                s.tip_ref[i], p.ref_v[k][i], a_d, u)
+        else:
+            law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6),
+                p.ref_p[k][i], p.ref_v[k][i], a_d, u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
     elif p.mode == EXTERNAL and (p.gusty[i] or p.downwash[i]):
