@@ -105,6 +105,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._before, self._after = step.env_kernels(self._compiled)
         step.warm(self._compiled)  # the gust recursions, which step.params may run
         self._arrays()
+        self._winds: list[list[tuple[int, np.ndarray]]] = [[] for _ in self.sims.parts]
         self._seams = [self._seam(j) for j in range(len(self.sims.parts))]
 
     # ---------------------------------------------------------------------------------------
@@ -156,12 +157,18 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         tasks = self.tasks[part.start:part.stop]
         prm, _ = step.params([t.prepared for t in tasks], step.EXTERNAL, self.record,
                              self._compiled)
-        if prm.gusty.any() or part.batch.expanded("opt.wind") is not None:
+        self._winds[j] = []
+        if self.randomizer is None and prm.gusty.any():
             wind = part.batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
             for i, t in enumerate(tasks):
                 wind[i] = t.cfg.aero.wind if prm.gusty[i] else t.built.model.opt.wind
         else:
+            # With randomize the batch runs each environment's own model (Batch.set_models,
+            # which refuses expanded fields) and reads its opt.wind live: the gust term writes
+            # into this copy, which _seam_rows copies into the gusty environments' models.
             wind = np.array([t.built.model.opt.wind for t in tasks])
+            self._winds[j] = [(i, t.built.model.opt.wind) for i, t in enumerate(tasks)
+                              if prm.gusty[i]]
         st = step.state({v: part.fields[v] for v in step.VIEWS}, wind, prm, step.n_work(prm))
         m = tasks[0].built.model
         lg = step.log(prm, m.nq, m.nv, m.nu)
@@ -237,6 +244,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             j, local = self._part(int(i))
             if self._seams[j][0].gusty[local]:
                 self._seams[j][1].wind[local] = self.tasks[i].cfg.aero.wind
+                if self.randomizer is not None:
+                    self.tasks[i].built.model.opt.wind[:] = self.tasks[i].cfg.aero.wind
         sims.write("qpos", ids, slice(0, 3), self._start[ids])
         sims.forward(ids)
         self._refresh()
@@ -344,8 +353,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
     def _seam_rows(self, kernel: Any, ks: np.ndarray, rows: np.ndarray) -> None:
         """``kernel`` (:func:`quadarm.runner.step.env_before` or ``env_after``) of each part,
         at the samples ``ks`` (num_envs,) of the environments flagged in ``rows``."""
-        for part, (prm, st, lg) in zip(self.sims.parts, self._seams, strict=True):
+        for part, (prm, st, lg), winds in zip(self.sims.parts, self._seams, self._winds,
+                                               strict=True):
             kernel(ks[part.start:part.stop], prm, st, lg, rows[part.start:part.stop])
+            for i, wind in winds:
+                wind[:] = st.wind[i]
 
     def _final(self, i: int, rows: int, message: str) -> dict[str, Any]:
         info: dict[str, Any] = {"status": "diverged" if message else "ok", "message": message}
