@@ -4,8 +4,12 @@
 builds it. Environment i behaves exactly like a :class:`~quadarm.envs.single.QuadArmEnv` given
 the same actions and seeds (``reset(seed=s)`` seeds environment i with ``s + i``, as Gymnasium's
 vector environments do): MuJoCo's batch steps are bit-identical to ``mj_step`` on one
-``MjData``, and observations, rewards and terminations are computed by the functions of
-:mod:`quadarm.envs.core` on the batch's rows. Episodes end independently and reset
+``MjData``, every step goes through the step seam of the single environment
+(:mod:`quadarm.runner.step`, mode ``EXTERNAL``: the actions are the commands; its logging and
+air terms - motor-lag-driven downwash, gusts - run compiled over the batch's rows, each row at
+its own sample, :func:`~quadarm.runner.step.env_before` / ``env_after``), and observations,
+rewards and terminations are computed by the functions of :mod:`quadarm.envs.core` on the
+batch's rows. Episodes end independently and reset
 automatically by Gymnasium 1.x's rules: ``autoreset_mode=AutoresetMode.NEXT_STEP`` (default;
 the step after an episode's end resets that environment, ignoring its action, and returns the
 first observation with reward 0) or ``AutoresetMode.SAME_STEP`` (the ending step resets at once,
@@ -107,6 +111,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._arrays()
         self._winds: list[list[tuple[int, np.ndarray]]] = [[] for _ in self.sims.parts]
         self._seams = [self._seam(j) for j in range(len(self.sims.parts))]
+        for kernel in (self._before, self._after):  # compile (or load) now, on no rows
+            self._seam_rows(kernel, self._k, self._rows)
 
     # ---------------------------------------------------------------------------------------
 
