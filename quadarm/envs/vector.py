@@ -111,6 +111,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._arrays()
         self._winds: list[list[tuple[int, np.ndarray]]] = [[] for _ in self.sims.parts]
         self._seams = [self._seam(j) for j in range(len(self.sims.parts))]
+        self._air = self._any_air()
         for kernel in (self._before, self._after):  # compile (or load) now, on no rows
             self._seam_rows(kernel, self._k, self._rows)
 
@@ -243,6 +244,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                     keep = np.ones(part.stop - part.start, dtype=bool)
                     keep[ids[mine] - part.start] = False
                     self._seams[j] = self._seam(j, self._seams[j][2], np.flatnonzero(keep))
+            self._air = self._any_air()
         # As quadarm.runner.lifecycle.reset: keyframe, start position, then mj_forward.
         sims = self.sims
         sims.reset(ids, [self.tasks[i].built.model.key(0).id for i in ids])
@@ -295,7 +297,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         rows = self._rows
         rows[:] = False
         rows[sel] = True
-        self._seam_rows(self._before, ks, rows)  # log, and the air terms before the step
+        if self.record or self._air:  # else the seam has nothing to do
+            self._seam_rows(self._before, ks, rows)  # log, and the air terms before the step
         final = kx == self._n[sel]
         done_ids = self._all[sel][final]
         stepping = self._all[sel][~final]
@@ -304,7 +307,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             sims.forward(done_ids, stage=mujoco.mjtStage.mjSTAGE_POS)
         if len(stepping):
             sims.step(None if len(stepping) == self.num_envs else stepping)
-        self._seam_rows(self._after, ks, rows)  # mj_step computed state k's kinematics first
+        if self.record:  # the tip: mj_step computed state k's kinematics first
+            self._seam_rows(self._after, ks, rows)
         self._refresh()
         qpos, qvel = self._qpos, self._qvel
         self._k[stepping] += 1
@@ -348,6 +352,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             obs[ids] = self._observe(ids)
             self._ended[ids] = False
         return obs, rewards, terminated, truncated, infos
+
+    def _any_air(self) -> bool:
+        """Whether any environment has per-step air terms (gusts or downwash)."""
+        return any(bool(p.gusty.any() or p.downwash.any()) for p, _, _ in self._seams)
 
     def _part(self, i: int) -> tuple[int, int]:
         """(the part of the batch holding environment i, its index there)."""
