@@ -19,7 +19,10 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-FIELDS = ("qpos", "qvel", "ctrl", "xfrc_applied", "site_xpos", "sensordata")
+from quadarm.runner.step import VIEWS
+
+# The fields read through gather/write/row, and the step seam's live views (step.VIEWS).
+FIELDS = tuple(dict.fromkeys(("qpos", "qvel", "ctrl", "xfrc_applied", "site_xpos", *VIEWS)))
 
 
 class _Part:

@@ -4,8 +4,12 @@
 builds it. Environment i behaves exactly like a :class:`~quadarm.envs.single.QuadArmEnv` given
 the same actions and seeds (``reset(seed=s)`` seeds environment i with ``s + i``, as Gymnasium's
 vector environments do): MuJoCo's batch steps are bit-identical to ``mj_step`` on one
-``MjData``, and observations, rewards and terminations are computed by the functions of
-:mod:`quadarm.envs.core` on the batch's rows. Episodes end independently and reset
+``MjData``, every step goes through the step seam of the single environment
+(:mod:`quadarm.runner.step`, mode ``EXTERNAL``: the actions are the commands; its logging and
+air terms - motor-lag-driven downwash, gusts - run compiled over the batch's rows, each row at
+its own sample, :func:`~quadarm.runner.step.env_before` / ``env_after``), and observations,
+rewards and terminations are computed by the functions of :mod:`quadarm.envs.core` on the
+batch's rows. Episodes end independently and reset
 automatically by Gymnasium 1.x's rules: ``autoreset_mode=AutoresetMode.NEXT_STEP`` (default;
 the step after an episode's end resets that environment, ignoring its action, and returns the
 first observation with reward 0) or ``AutoresetMode.SAME_STEP`` (the ending step resets at once,
@@ -34,6 +38,7 @@ from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law
 from quadarm.envs import core
 from quadarm.envs.batches import Batches
+from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import UNSTABLE, apply_pulses, divergence
 from quadarm.scenarios.common import Log
 
@@ -78,11 +83,6 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._dtype = core.space_dtype(dtype)
         self.num_envs = int(num_envs)
         self.cfg = config if config is not None else core.compose(overrides)
-        if core.wants_air(self.cfg) or (randomize and any(
-                str(k).startswith("aero.") for k in randomize)):
-            raise ValueError("aero.downwash / aero.gust_intensity: the vector environment does "
-                             "not apply the per-step air terms; use QuadArmEnv, or "
-                             "gymnasium.make_vec(..., vectorization_mode='sync')")
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.record = bool(record)
         self.render_mode = None
@@ -104,7 +104,16 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._ended = np.zeros(self.num_envs, dtype=bool)
         self._integ = np.zeros((self.num_envs, 3))
         self._all = np.arange(self.num_envs)
+        self._rows = np.zeros(self.num_envs, dtype=bool)
+        self._compiled = jit.use(self.cfg.runner.compiled)
+        self._before, self._after = step.env_kernels(self._compiled)
+        step.warm(self._compiled)  # the gust recursions, which step.params may run
         self._arrays()
+        self._winds: list[list[tuple[int, np.ndarray]]] = [[] for _ in self.sims.parts]
+        self._seams = [self._seam(j) for j in range(len(self.sims.parts))]
+        self._air = self._any_air()
+        for kernel in (self._before, self._after):  # compile (or load) now, on no rows
+            self._seam_rows(kernel, self._k, self._rows)
 
     # ---------------------------------------------------------------------------------------
 
@@ -144,15 +153,39 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         contiguous = np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
         self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
         self._nr = first.built.rotor_actuators.size
-        self._tip = first.built.tip_site
         self._contact = core.contact_addresses(first.built.model)
-        if self.record:
-            m = first.built.model
-            rows = int(self._n.max()) + 1
-            old = getattr(self, "_logs", None)
-            if old is None or old[0].shape[1] < rows:
-                self._logs = (np.empty((n_env, rows, m.nq)), np.empty((n_env, rows, m.nv)),
-                              np.empty((n_env, rows, 3)), np.zeros((n_env, rows, m.nu)))
+
+    def _seam(self, j: int, old: step.Log | None = None,
+              keep: np.ndarray | None = None) -> tuple[step.Params, step.State, step.Log]:
+        """The step seam's records (:mod:`quadarm.runner.step`, mode ``EXTERNAL``: the actions
+        are the commands) of part j of the batch, over its live views: the seam logs and
+        applies the air terms exactly as for a single environment. ``old``: the part's
+        previous log, whose rows of the local simulations ``keep`` (mid-episode) are kept."""
+        part = self.sims.parts[j]
+        tasks = self.tasks[part.start:part.stop]
+        prm, _ = step.params([t.prepared for t in tasks], step.EXTERNAL, self.record,
+                             self._compiled)
+        self._winds[j] = []
+        if self.randomizer is None and prm.gusty.any():
+            wind = part.batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
+            for i, t in enumerate(tasks):
+                wind[i] = t.cfg.aero.wind if prm.gusty[i] else t.built.model.opt.wind
+        else:
+            # With randomize the batch runs each environment's own model (Batch.set_models,
+            # which refuses expanded fields) and reads its opt.wind live: the gust term writes
+            # into this copy, which _seam_rows copies into the gusty environments' models.
+            wind = np.array([t.built.model.opt.wind for t in tasks])
+            self._winds[j] = [(i, t.built.model.opt.wind) for i, t in enumerate(tasks)
+                              if prm.gusty[i]]
+        st = step.state({v: part.fields[v] for v in step.VIEWS}, wind, prm, step.n_work(prm))
+        m = tasks[0].built.model
+        lg = step.log(prm, m.nq, m.nv, m.nu)
+        if old is not None and keep is not None:
+            rows = min(len(old.qpos), len(lg.qpos))
+            for new_f, old_f in zip(lg, old, strict=True):
+                if len(new_f):
+                    new_f[:rows, keep] = old_f[:rows, keep]
+        return prm, st, lg
 
     def _refresh(self) -> None:
         """Read the simulations' state after a call that changed it."""
@@ -208,9 +241,22 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             self.tasks = tasks
             self.sims.set_models([t.built.model for t in tasks])
             self._arrays()
+            for j, part in enumerate(self.sims.parts):
+                mine = (ids >= part.start) & (ids < part.stop)
+                if mine.any():
+                    keep = np.ones(part.stop - part.start, dtype=bool)
+                    keep[ids[mine] - part.start] = False
+                    self._seams[j] = self._seam(j, self._seams[j][2], np.flatnonzero(keep))
+            self._air = self._any_air()
         # As quadarm.runner.lifecycle.reset: keyframe, start position, then mj_forward.
         sims = self.sims
         sims.reset(ids, [self.tasks[i].built.model.key(0).id for i in ids])
+        for i in ids:  # the steady wind, as every trial starts (QuadArmEnv.reset)
+            j, local = self._part(int(i))
+            if self._seams[j][0].gusty[local]:
+                self._seams[j][1].wind[local] = self.tasks[i].cfg.aero.wind
+                if self.randomizer is not None:
+                    self.tasks[i].built.model.opt.wind[:] = self.tasks[i].cfg.aero.wind
         sims.write("qpos", ids, slice(0, 3), self._start[ids])
         sims.forward(ids)
         self._refresh()
@@ -251,12 +297,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         dt, lim = self._dt[sel, None], self._lim[sel, None]
         self._integ[sel] = np.minimum(np.maximum(self._integ[sel] + (p - qpos[sel, :3]) * dt,
                                                  -lim), lim)
-        if self.record:
-            qpos_log, qvel_log, tip_log, ctrl_log = self._logs
-            rows = (self._all[sel], kx)
-            qpos_log[rows] = qpos[sel]
-            qvel_log[rows] = qvel[sel]
-            ctrl_log[rows] = sims.gather("ctrl")[sel]
+        rows = self._rows
+        rows[:] = False
+        rows[sel] = True
+        if self.record or self._air:  # else the seam has nothing to do
+            self._seam_rows(self._before, ks, rows)  # log, and the air terms before the step
         final = kx == self._n[sel]
         done_ids = self._all[sel][final]
         stepping = self._all[sel][~final]
@@ -265,10 +310,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             sims.forward(done_ids, stage=mujoco.mjtStage.mjSTAGE_POS)
         if len(stepping):
             sims.step(None if len(stepping) == self.num_envs else stepping)
+        if self.record:  # the tip: mj_step computed state k's kinematics first
+            self._seam_rows(self._after, ks, rows)
         self._refresh()
         qpos, qvel = self._qpos, self._qvel
-        if self.record:
-            tip_log[rows] = self._site_xpos[sel, self._tip]
         self._k[stepping] += 1
         obs = self._observe()
         rewards = np.zeros(self.num_envs)
@@ -311,6 +356,26 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             self._ended[ids] = False
         return obs, rewards, terminated, truncated, infos
 
+    def _any_air(self) -> bool:
+        """Whether any environment has per-step air terms (gusts or downwash)."""
+        return any(bool(p.gusty.any() or p.downwash.any()) for p, _, _ in self._seams)
+
+    def _part(self, i: int) -> tuple[int, int]:
+        """(the part of the batch holding environment i, its index there)."""
+        for j, part in enumerate(self.sims.parts):
+            if part.start <= i < part.stop:
+                return j, i - part.start
+        raise IndexError(i)
+
+    def _seam_rows(self, kernel: Any, ks: np.ndarray, rows: np.ndarray) -> None:
+        """``kernel`` (:func:`quadarm.runner.step.env_before` or ``env_after``) of each part,
+        at the samples ``ks`` (num_envs,) of the environments flagged in ``rows``."""
+        for part, (prm, st, lg), winds in zip(self.sims.parts, self._seams, self._winds,
+                                               strict=True):
+            kernel(ks[part.start:part.stop], prm, st, lg, rows[part.start:part.stop])
+            for i, wind in winds:
+                wind[:] = st.wind[i]
+
     def _final(self, i: int, rows: int, message: str) -> dict[str, Any]:
         info: dict[str, Any] = {"status": "diverged" if message else "ok", "message": message}
         if self.randomizer is not None:
@@ -328,7 +393,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             raise RuntimeError("record=False: the environment keeps no log")
         t = self.tasks[i]
         b = t.built
-        qpos, qvel, tip, ctrl = (x[i, :rows].copy() for x in self._logs)
+        j, local = self._part(i)
+        lg = self._seams[j][2]
+        qpos, qvel, tip, ctrl = (x[:rows, local].copy() for x in (lg.qpos, lg.qvel, lg.tip,
+                                                                 lg.ctrl))
         return Log(t.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
                    b.tendon_actuators)
 

@@ -403,6 +403,34 @@ def after_rows(k: int, p: Params, s: State, lg: Log, rows: np.ndarray) -> None:
             after(k, p, s, lg, i)
 
 
+def env_before(ks: np.ndarray, p: Params, s: State, lg: Log, rows: np.ndarray) -> None:
+    """:func:`before` of sample ``ks[i]`` (nsim,) for the simulations flagged in ``rows``
+    (nsim,) bool: the vector environment's rows, each at its own sample."""
+    for i in range(rows.shape[0]):
+        if rows[i]:
+            before(ks[i], p, s, lg, i)
+
+
+def env_after(ks: np.ndarray, p: Params, s: State, lg: Log, rows: np.ndarray) -> None:
+    """:func:`after` of sample ``ks[i]`` for the simulations flagged in ``rows``."""
+    for i in range(rows.shape[0]):
+        if rows[i]:
+            after(ks[i], p, s, lg, i)
+
+
+_ENV: tuple[Any, Any] | None = None
+
+
+def env_kernels(compiled: bool) -> tuple[Any, Any]:
+    """(:func:`env_before`, :func:`env_after`), compiled (lazily, cached on disk) or plain."""
+    global _ENV
+    if not compiled:
+        return env_before, env_after
+    if _ENV is None:
+        _ENV = (jit.kernel(env_before), jit.kernel(env_after))
+    return _ENV
+
+
 class Kernels(NamedTuple):
     """The loops of one mode: compiled, or the plain functions."""
 
