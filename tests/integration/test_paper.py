@@ -43,11 +43,17 @@ def test_jobs_are_the_papers_studies(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_arm_aware_jobs_are_the_two_sweeps(tmp_path: Path) -> None:
+def test_arm_jobs_are_the_three_sweeps(tmp_path: Path) -> None:
     jobs = plan_beyond(tmp_path, studies=ARM)
     ff = [j for j in jobs if j.study == "feedforward"]
     ad = [j for j in jobs if j.study == "active_damping"]
-    assert len(ff) == 2 * 3 * 4 and len(ad) == len(jobs) - len(ff) >= 9
+    pl = [j for j in jobs if j.study == "payload"]
+    assert len(ff) == 2 * 3 * 4 and len(ad) == len(jobs) - len(ff) - len(pl) >= 9
+    # The payload study: every mass of conf/experiment/payload.yaml without and with the wrench
+    # feed-forward, in hover with a grasp.
+    assert {(j.cfg.scenario.payload_mass, j.cfg.control.feedforward) for j in pl} == {
+        (m, f) for m in (0.05, 0.1, 0.2, 0.3) for f in ("none", "wrench")}
+    assert len(pl) == 8 and all(j.cfg.scenario.kind == "payload" for j in pl)
     assert {(j.cfg.scenario.kind, j.cfg.control.feedforward, j.cfg.gains.kr[0]) for j in ff} == {
         (s, m, g.kr_xy) for s in ("mission", "held_bend") for m in ("none", "com", "wrench")
         for g in ref.TABLE3}
