@@ -44,6 +44,7 @@ from hydra.experimental.callback import Callback
 
 from quadarm.config import Config, ConfigError
 from quadarm.results.objective import objective_of
+from quadarm.results.result import Results
 
 
 def job_objective(cfg: Config, runs: pd.DataFrame, metrics: pd.DataFrame
@@ -161,9 +162,7 @@ def trials(sweep_dir: Path | str) -> pd.DataFrame:
     """One row per trial (job) of the search in ``sweep_dir``: ``trial`` (the job folder's
     number), ``status`` (``ok`` when every trial of the job is), ``objective`` (and
     ``objective2``), and the gain columns ``gains.*``; sorted by trial."""
-    from quadarm.api import load_results
-
-    loaded = load_results([sweep_dir], timeseries=False)
+    loaded = Results.load([sweep_dir], timeseries=False)
     runs, metrics = loaded.runs, loaded.metrics
     if "tune.metric" not in runs:
         raise ValueError(f"{sweep_dir}: not a gain search (no tune.* columns in runs.parquet)")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from quadarm.config import Config
+from quadarm.config import Config, TraceScenario
 from quadarm.control.tendons import tensions as allocate
 from quadarm.control.tipspace import TipMap, apparent_gravity, planned_attitude, tip_map
 from quadarm.control.trajectory import Reference, differentiate
@@ -102,6 +102,28 @@ def hub_travel(position: np.ndarray) -> float:
     return float(np.linalg.norm(position - position[0], axis=1).max())
 
 
+N_CURVE = 4096  # samples of a closed curve for its arc-length table
+
+
+def curve(sc: TraceScenario) -> np.ndarray:
+    """The path's points (m, (N, 3), world) densely enough that linear interpolation by arc
+    length is exact to < 1e-7 m on the curved paths; the polyline's vertices as they are."""
+    c = np.asarray(sc.center, dtype=float)
+    if sc.path == "polyline":
+        return np.asarray(sc.points, dtype=float)
+    h = sc.size / 2
+    s = np.linspace(0.0, 2 * np.pi, N_CURVE + 1)
+    if sc.path == "circle":
+        a, b = h * np.cos(s), h * np.sin(s)
+    elif sc.path == "figure_eight":
+        a, b = h * np.sin(s), h / 2 * np.sin(2 * s)
+    else:  # line, centred
+        a, b = np.array([-h, h]), np.zeros(2)
+    e1 = np.array([1.0, 0.0, 0.0])
+    e2 = np.array([0.0, 1.0, 0.0]) if sc.plane == "horizontal" else np.array([0.0, 0.0, 1.0])
+    return c + a[:, None] * e1 + b[:, None] * e2
+
+
 def check_workspace(cfg: Config) -> None:
     """The preflight's check of ``control.tip_mode=arm`` (the hub holds, so only targets in the
     arm's workspace can be reached): a ``reach`` with no target within :data:`WORKSPACE_TOL`
@@ -123,8 +145,6 @@ def check_workspace(cfg: Config) -> None:
                               f"within {WORKSPACE_TOL * 100:g} cm of a tip the arm reaches "
                               "with the hub held); use tip_mode=coordinated or vehicle")
         return
-    from quadarm.scenarios.trace import curve
-
     pts = curve(sc)
     pts = pts[np.linspace(0, len(pts) - 1, min(len(pts), 33)).astype(int)]
     rows = split_samples(cfg, tm, pts, home)

@@ -20,31 +20,9 @@ from quadarm.control.trajectory import sigma
 from quadarm.model import BuiltModel
 from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, times
-from quadarm.scenarios.tip import follow, hub_travel, the_map, tip_error
+from quadarm.scenarios.tip import curve, follow, hub_travel, the_map, tip_error
 
 LAP = "lap"
-N_CURVE = 4096  # samples of a closed curve for its arc-length table
-
-
-def curve(sc: TraceScenario) -> np.ndarray:
-    """The path's points (m, (N, 3), world) densely enough that linear interpolation by arc
-    length is exact to < 1e-7 m on the curved paths; the polyline's vertices as they are."""
-    c = np.asarray(sc.center, dtype=float)
-    if sc.path == "polyline":
-        return np.asarray(sc.points, dtype=float)
-    h = sc.size / 2
-    s = np.linspace(0.0, 2 * np.pi, N_CURVE + 1)
-    if sc.path == "circle":
-        a, b = h * np.cos(s), h * np.sin(s)
-    elif sc.path == "figure_eight":
-        a, b = h * np.sin(s), h / 2 * np.sin(2 * s)
-    else:  # line, centred
-        a, b = np.array([-h, h]), np.zeros(2)
-    e1 = np.array([1.0, 0.0, 0.0])
-    e2 = np.array([0.0, 1.0, 0.0]) if sc.plane == "horizontal" else np.array([0.0, 0.0, 1.0])
-    return c + a[:, None] * e1 + b[:, None] * e2
-
-
 def arc(tau: np.ndarray, sc: TraceScenario) -> np.ndarray:
     """The distance along the path (m) at lap times tau (s): speed ramped up with sigma over
     ``ramp``, constant, ramped down (the integral of sigma is 2.5 x^4 - 3 x^5 + x^6)."""
