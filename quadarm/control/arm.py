@@ -123,7 +123,7 @@ def arm_first_moment(chain, qpos, work, out) -> None:  # noqa: ANN001 - lists or
         qw, qx, qy, qz = (chain[c + C_QUAT], chain[c + C_QUAT + 1], chain[c + C_QUAT + 2],
                           chain[c + C_QUAT + 3])
         if qw != 1.0 or qx != 0.0 or qy != 0.0 or qz != 0.0:
-            b00, b01, b02, b10, b11, b12, b20, b21, b22 = _quat_mat(qw, qx, qy, qz)
+            b00, b01, b02, b10, b11, b12, b20, b21, b22 = quat_mat(qw, qx, qy, qz)
             a00, a01, a02, a10, a11, a12, a20, a21, a22 = _mul(
                 a00, a01, a02, a10, a11, a12, a20, a21, a22,
                 b00, b01, b02, b10, b11, b12, b20, b21, b22)
@@ -155,7 +155,7 @@ def arm_first_moment(chain, qpos, work, out) -> None:  # noqa: ANN001 - lists or
 
 
 @register_jitable
-def _quat_mat(qw: float, qx: float, qy: float, qz: float) -> tuple[float, ...]:
+def quat_mat(qw: float, qx: float, qy: float, qz: float) -> tuple[float, ...]:
     return (1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy),
             2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx),
             2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy))
@@ -185,7 +185,7 @@ def com_torque(s, qpos, gx: float, gy: float, gz: float, a_d) -> tuple[float, fl
     qw, qx, qy, qz = qpos[3], qpos[4], qpos[5], qpos[6]
     ax, ay, az = gx - a_d[0], gy - a_d[1], gz - a_d[2]
     # R^T g_app, R from the quaternion (w, x, y, z), in the order of geometric.law.
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _quat_mat(qw, qx, qy, qz)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = quat_mat(qw, qx, qy, qz)
     bx = r00 * ax + r10 * ay + r20 * az
     by = r01 * ax + r11 * ay + r21 * az
     bz = r02 * ax + r12 * ay + r22 * az
@@ -256,7 +256,7 @@ def wrench_feedforward(sensordata, adr_f: int, adr_t: int, site_xmat, site_xpos,
         mx -= ay * pz - az * py
         my -= az * px - ax * pz
         mz -= ax * py - ay * px
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _quat_mat(qpos[3], qpos[4], qpos[5], qpos[6])
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = quat_mat(qpos[3], qpos[4], qpos[5], qpos[6])
     return (fx, fy, fz, r00 * mx + r10 * my + r20 * mz, r01 * mx + r11 * my + r21 * mz,
             r02 * mx + r12 * my + r22 * mz)
 

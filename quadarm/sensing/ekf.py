@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from quadarm.control.arm import quat_mat
 from quadarm.sensing.config import SensingConfig, period_of, steps_of
 
 try:  # numba compiles these functions into the kernels that call them
@@ -121,13 +122,6 @@ def _exp(tx: float, ty: float, tz: float) -> tuple[float, float, float, float]:
 
 
 @register_jitable
-def _mat(qw: float, qx: float, qy: float, qz: float) -> tuple[float, ...]:
-    return (1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy),
-            2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx),
-            2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy))
-
-
-@register_jitable
 def _set_quat(x, qw: float, qx: float, qy: float, qz: float) -> None:  # noqa: ANN001
     n = math.sqrt(qw * qw + qx * qx + qy * qy + qz * qz)
     x[XQ], x[XQ + 1], x[XQ + 2], x[XQ + 3] = qw / n, qx / n, qy / n, qz / n
@@ -147,7 +141,7 @@ def propagate(x, p, u, prm, work) -> None:  # noqa: ANN001
     wx, wy, wz = u[0] - x[XBG], u[1] - x[XBG + 1], u[2] - x[XBG + 2]
     fx, fy, fz = u[3] - x[XBA], u[4] - x[XBA + 1], u[5] - x[XBA + 2]
     qw, qx, qy, qz = x[XQ], x[XQ + 1], x[XQ + 2], x[XQ + 3]
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _mat(qw, qx, qy, qz)
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = quat_mat(qw, qx, qy, qz)
     ax = r00 * fx + r01 * fy + r02 * fz + prm[E_GX]
     ay = r10 * fx + r11 * fy + r12 * fz + prm[E_GY]
     az = r20 * fx + r21 * fy + r22 * fz + prm[E_GZ]
@@ -180,7 +174,7 @@ def propagate(x, p, u, prm, work) -> None:  # noqa: ANN001
         work[(EV + i) * NE + EBA] = -a0 * dt
         work[(EV + i) * NE + EBA + 1] = -a1 * dt
         work[(EV + i) * NE + EBA + 2] = -a2 * dt
-    d00, d01, d02, d10, d11, d12, d20, d21, d22 = _mat(dw, dx, dy, dz)
+    d00, d01, d02, d10, d11, d12, d20, d21, d22 = quat_mat(dw, dx, dy, dz)
     ds = ((d00, d10, d20), (d01, d11, d21), (d02, d12, d22))  # the transpose
     for i in range(3):
         for j in range(3):
