@@ -55,7 +55,7 @@ APPROACH, HOLD, WITHDRAW = 0.0, 1.0, 2.0  # S_PHASE values
 N_FCLOG = 6
 
 
-@jit.inline_always
+@jit.inline
 def log_contact(k: int, sensordata: np.ndarray, adr: np.ndarray, last: int,
                 out: np.ndarray) -> None:
     """Sample k's contact readings of one simulation into ``out`` (K + 1, n_objects, 5) from
@@ -72,7 +72,7 @@ def log_contact(k: int, sensordata: np.ndarray, adr: np.ndarray, last: int,
         out[k, o, 4] = sensordata[adr[o, 1]]
 
 
-@jit.inline_always
+@jit.inline
 def force_term(k: int, c: np.ndarray, z: np.ndarray, sensordata: np.ndarray, adr: np.ndarray,
                qpos: np.ndarray, ref_p: Any, ref_v: Any, ref_a: Any, out: np.ndarray) -> None:
     """The touch task's reference at sample k of one simulation (see the module docstring):

@@ -134,7 +134,7 @@ class SenseState(NamedTuple):
 # --------------------------------------------------------------------------------------------
 
 
-@jit.inline_always
+@jit.inline
 def imu_truth(sn: Sense, ss: SenseState, i: int, k: int, qpos: Any, qvel: Any) -> None:
     """The IMU's true sample at step k into ``ss.truth[i]``: body rate, then the specific
     force of the last IMU period resolved at its start; ``prev`` moves on at sample steps."""
@@ -166,7 +166,7 @@ def imu_truth(sn: Sense, ss: SenseState, i: int, k: int, qpos: Any, qvel: Any) -
             pv[3 + j] = qpos[3 + j]
 
 
-@jit.inline_always
+@jit.inline
 def vehicle_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any) -> None:
     """IMU and position channels, the EKF, and the vehicle's estimated qpos/qvel."""
     imu_truth(sn, ss, i, k, qpos, qvel)
@@ -190,7 +190,7 @@ def vehicle_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any
         q[3 + j] = x[ekf.XQ + j]
 
 
-@jit.inline_always
+@jit.inline
 def arm_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, t_cmd: Any,
              sensordata: Any, tip: Any, record: bool) -> None:
     """Encoders and the shape fit, the flange force/torque sensor and the tip tracker."""
@@ -246,7 +246,7 @@ def arm_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, t_cmd: Any,
     channel_step(k, tip, sn.tip_w[i], sn.tip_b[i], ss.tip_r[i], sn.ch[i, TIP], ss.tip[i])
 
 
-@jit.inline_always
+@jit.inline
 def sense_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any, t_cmd: Any,
                sensordata: Any, tip: Any, record: bool) -> None:
     """Sample k of simulation i: every sensor and estimator; the estimates into ``ss.q``,
@@ -363,7 +363,7 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
         z((ns, nl, 3)), z((ns, nl, 3)), z((ns, N_ERR))])
 
 
-@jit.inline_always
+@jit.inline
 def log_estimate(ss: SenseState, i: int, row: Any) -> None:
     """The logged estimate of simulation i into ``row`` (N_LOG,): the vehicle's estimated
     qpos (7) and qvel (6), then the last shape errors (m): tip, largest along the arm."""

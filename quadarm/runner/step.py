@@ -224,7 +224,7 @@ def lowpass_coefficient(tau: float, dt: float) -> float:
     return -math.expm1(-dt / tau) if tau > 0.0 else 0.0
 
 
-@jit.inline_always
+@jit.inline
 def tendon_lowpass(k: int, p: Params, s: State, i: int, t: np.ndarray) -> None:
     """``control.tendon_tau``: low-pass the tendon commands ``t`` (n_tendons,) N in place,
     from the first command (y_0 = x_0: no transient at the start)."""
@@ -234,7 +234,7 @@ def tendon_lowpass(k: int, p: Params, s: State, i: int, t: np.ndarray) -> None:
         t[j] = y[j]
 
 
-@jit.inline_always
+@jit.inline
 def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
     """The tendon commands of sample k: the plan's tensions, passed through the active damping
     (:func:`quadarm.control.arm.damped_tensions`, with its bias) when that is on, then the
@@ -253,7 +253,7 @@ def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
         ctrl[tendons[j]] = t[j]
 
 
-@jit.inline_always
+@jit.inline
 def air_term(k: int, p: Params, s: State, i: int) -> None:
     """The air terms before step k (:func:`quadarm.runner.air.terms`): gusts and downwash."""
     if p.gusty[i] or p.downwash[i]:
@@ -264,7 +264,7 @@ def air_term(k: int, p: Params, s: State, i: int) -> None:
                   s.xfrc[i])
 
 
-@jit.inline_always
+@jit.inline
 def tip_term(k: int, p: Params, s: State, i: int) -> None:
     """``control.tip_gain``: the hub's position reference at sample k, corrected by the
     integral of the measured tip error (:func:`quadarm.control.tipfeedback.tip_feedback`),
@@ -273,7 +273,7 @@ def tip_term(k: int, p: Params, s: State, i: int) -> None:
                  s.tip_corr[i], s.tip_ref[i])
 
 
-@jit.inline_always
+@jit.inline
 def sense(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """The sensing term of sample k (:func:`quadarm.runner.sense.sense_term`): the sensors
     and estimators, their estimates into ``s.ss`` and, when logging, into ``lg.est``. The
@@ -285,7 +285,7 @@ def sense(k: int, p: Params, s: State, lg: Log, i: int) -> None:
         sensing.log_estimate(s.ss, i, lg.est[k, i])
 
 
-@jit.inline_always
+@jit.inline
 def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
             sensordata: Any) -> None:
     """The controller of sample k (terms 2-4) on the state it reads: the simulated one, or the
@@ -301,15 +301,12 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
             feedforward(prm, qpos, a_d, p.ffp[i], p.chain[i], s.work[i], s.s3[i],
                         p.sites[i], sensordata, s.site_xmat[i], s.site_xpos[i],
                         s.xipos[i], s.actuator_force[i], p.tendons)
-        # Two calls rather than one on a reassigned reference: numba's inliner loses a
-        # variable assigned on one branch when control() is inlined at two call sites.
+        ref = p.ref_p[k][i]
         if p.tip_gain_dt[i] != 0.0:
             tip_term(k, p, s, i)
-            law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6),
-                s.tip_ref[i], p.ref_v[k][i], a_d, u)
-        else:
-            law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6),
-                p.ref_p[k][i], p.ref_v[k][i], a_d, u)
+            ref = s.tip_ref[i]
+        law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6), ref,
+            p.ref_v[k][i], a_d, u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
     elif p.mode == EXTERNAL and (p.gusty[i] or p.downwash[i]):
@@ -319,7 +316,7 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
         tendon_term(k, p, s, i, qvel)
 
 
-@jit.inline_always
+@jit.inline
 def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """Sample k of simulation i up to its ``mj_step``: log the state, run the terms (see the
     module docstring for their order), log the commands."""
@@ -346,7 +343,7 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
             lg.wind[k, i, j] = s.wind[i, j]
 
 
-@jit.inline_always
+@jit.inline
 def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """After ``mj_step`` of sample k (or ``mj_kinematics`` at the last sample): log the tip,
     whose kinematics ``mj_step`` computed for state k before integrating."""
@@ -376,7 +373,7 @@ def fly_chunk(m: Any, d: Any, k0: int, k1: int, p: Params, s: State, lg: Log) ->
         after(k, p, s, lg, 0)
 
 
-@jit.inline_always
+@jit.inline
 def before_rows(k: int, p: Params, s: State, lg: Log, live: np.ndarray) -> None:
     """:func:`before` for every live simulation of a batch that has sample k."""
     for i in range(live.shape[0]):
