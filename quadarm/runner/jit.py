@@ -175,6 +175,23 @@ def kernel(fn: Callable[..., Any]) -> Any:
     return numba.njit(cache=True, nogil=True, _nrt=False)(fn)
 
 
+def entry(fn: Any, *args: Any) -> Callable[..., Any]:
+    """What to call for many calls of ``fn`` with arguments of the types of ``args``: the
+    compiled kernel's machine-code entry for those types (compiled, or loaded from the cache,
+    now), or ``fn`` itself when it is a plain function.
+
+    The entry skips the dispatcher's type resolution, which for the seam's records (some
+    seventy arrays) costs about 20 us a call, three times the call itself (measured): the
+    batched engine calls a kernel once per sample. Every later call must pass arguments of
+    exactly these types (the records of one flight do)."""
+    overloads = getattr(fn, "overloads", None)
+    if overloads is None:
+        return fn  # type: ignore[no-any-return]
+    sig = tuple(fn.typeof_pyval(a) for a in args)
+    fn.compile(sig)
+    return overloads[sig].entry_point  # type: ignore[no-any-return]
+
+
 def use(setting: str = "auto") -> bool:
     """Whether a trial with ``runner.compiled = setting`` runs compiled: ``QUADARM_NUMBA``,
     when set, overrides the setting; ``auto`` means "when numba is installed". Raises
