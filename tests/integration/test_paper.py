@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from quadarm.analysis import published as ref
+from quadarm.analysis import report as reporting
 from quadarm.analysis.report import README_END, README_START
-from quadarm.reproduce import ARM, plan_beyond, plan_jobs
+from quadarm.reproduce import ARM, BEYOND_MD, plan_beyond, plan_jobs, run_studies
 
 TABLES = ("table2", "table3", "workspace", "disturbance", "held_bend", "cost")
 FIGURES = ("fig1_frames.png", "fig2_tracking.png", "fig3_path.png", "fig4_workspace.png",
@@ -68,20 +69,17 @@ def _paper(args: list[str]) -> subprocess.CompletedProcess:
                           text=True, timeout=900)
 
 
-@pytest.mark.slow  # ~2 min on 2 cores: every study of the paper and the five beyond it
+@pytest.mark.slow  # about a minute on 2 cores: every study of the paper (make paper)
 def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     out = tmp_path / "paper"
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{README_START}\n{README_END}\n")
-    done = _paper(["--out", str(out), "--jobs", "2", "--readme", str(readme)])
+    done = _paper(["--studies", "paper", "--out", str(out), "--jobs", "2", "--readme", str(readme)])
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     names = {p.name for p in out.iterdir()}
     for stem in TABLES:
         assert {f"{stem}.md", f"{stem}.csv"} <= names, stem
     assert {"reproduction.md", "reproduction.csv"} <= names
-    # The arm-aware studies beyond the paper (data in data_arm/, apart from the others).
-    assert {"feedforward.md", "active_damping.md", "fig_feedforward.png",
-            "fig_active_damping.png"} <= names
     rendered = "Fig. 1 not rendered" not in done.stderr
     for fig in FIGURES:
         if fig == "fig1_frames.png" and not rendered:
@@ -108,18 +106,6 @@ def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     assert len(physics) >= 40
     assert "within the tolerances" in readme.read_text()
 
-    # Beyond the paper: its studies' tables and figures next to the paper's, from their own
-    # Parquet files, and a section of reproduction.md.
-    for stem in ("motor_lag", "downwash", "wind"):
-        assert {f"{stem}.md", f"fig_{stem}.png"} <= names, stem
-    assert "## Beyond the paper" in (out / "reproduction.md").read_text()
-    lag = pd.read_csv(out / "motor_lag_lag.csv")
-    assert len(lag) == 16 and set(lag["gains"]) == {"nominal", "stiff"}
-    # the ideal-rotor missions of the lag study are the paper's missions, number for number
-    ideal = lag[(lag["gains"] == "nominal") & (lag["tau_ms"] == 0.0)]["rms_cm"].iloc[0]
-    t2_rms = t2.set_index(["item", "metric"]).loc[("whole", "rms_cm"), "ours"]
-    assert ideal == pytest.approx(t2_rms, rel=1e-12)
-
     # Change a stored value: rebuilding from the Parquet alone shows it, and flags it.
     path = data / "table2" / "metrics.parquet"
     m = pd.read_parquet(path)
@@ -128,13 +114,37 @@ def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     m.to_parquet(path)
     (data / "table3" / "gains=nominal" / "metrics.parquet").unlink()  # same trial, elsewhere
     (data / "table3" / "gains=nominal" / "runs.parquet").unlink()
-    again = _paper(["--out", str(out), "--no-run", "--no-render"])
+    again = _paper(["--studies", "paper", "--out", str(out), "--no-run", "--no-render"])
     assert again.returncode == 0, again.stderr[-3000:]
     row = pd.read_csv(out / "table2.csv").set_index(["item", "metric"]).loc[("whole", "rms_cm")]
     assert row["ours"] == pytest.approx(2.0 * float(stored.loc[
         (stored["phase"] == "whole") & (stored["metric"] == "rms_cm"), "value"].iloc[0]))
     assert not row["within"]
     assert "outside tolerance: table2 Whole mission: RMS" in again.stdout
+
+
+def test_a_beyond_study_is_built_from_its_parquet(tmp_path: Path, nominal_mission) -> None:
+    """One study beyond the paper (motor lag: 16 missions) through the same path as ``make
+    beyond``: planned from conf/experiment/, run, and its table, figure and index written from
+    its Parquet. The whole of ``make beyond`` is a campaign, not a test; each study's table
+    has its own tests."""
+    folder = tmp_path / "data_beyond"
+    jobs = plan_beyond(folder, studies=(("motor_lag", "gains"),))
+    assert sorted(j.cfg.gains.kr[0] for j in jobs) == sorted(
+        (ref.NOMINAL_KR, next(g.kr_xy for g in ref.TABLE3 if g.name == "stiff")))
+    run_studies(jobs, 2, log=lambda line: None)
+    out = tmp_path / "paper"
+    found = reporting.write_beyond([folder], out)
+    reporting.write_beyond_index(found, out / BEYOND_MD)
+    names = {p.name for p in out.iterdir()}
+    assert {"motor_lag.md", "fig_motor_lag.png", BEYOND_MD} <= names
+    assert "motor_lag.md" in (out / BEYOND_MD).read_text()
+    lag = pd.read_csv(out / "motor_lag_lag.csv")
+    assert len(lag) == 16 and set(lag["gains"]) == {"nominal", "stiff"}
+    # The ideal-rotor mission of the lag study is the paper's nominal mission, number for
+    # number (flown here by the study's job, and once per session by the fixture).
+    ideal = lag[(lag["gains"] == "nominal") & (lag["tau_ms"] == 0.0)]["rms_cm"].iloc[0]
+    assert ideal == pytest.approx(nominal_mission.metrics[("whole", "rms_cm")], rel=1e-12)
 
 
 def test_no_run_needs_results(tmp_path: Path) -> None:
