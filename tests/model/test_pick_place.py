@@ -242,6 +242,21 @@ def test_pick_place_needs_a_world_with_a_payload(world):
     assert str(err.value).startswith("world") and "pedestal" in str(err.value)
 
 
+def test_the_command_line_refuses_pick_place_without_a_pedestal(tmp_path: Path):
+    """Exit 2, one line naming the key, nothing written."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "quadarm", "scenario=pick_place",
+                           f"hydra.run.dir={out}", f"runner.store={tmp_path / 'store'}"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "world" in lines[0] and "pedestal" in lines[0]
+    assert not any(tmp_path.iterdir())
+
+
 def test_worlds_without_a_payload_build_the_models_they_did():
     """No payload, no change: the objects' contact bits and the model's sizes are those of
     the world group without the option, and the rest height is the model's own solve."""
