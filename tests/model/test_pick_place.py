@@ -21,7 +21,7 @@ from quadarm.config import ConfigError
 from quadarm.model import build, names
 from quadarm.model.payload import Payload, holding
 from quadarm.model.world import capture, rest_height, resting_point
-from quadarm.runner import episode, lifecycle
+from quadarm.runner import engine, episode, lifecycle
 from quadarm.runner.lifecycle import Prepared
 from quadarm.scenarios import pick_place
 
@@ -266,4 +266,6 @@ def test_worlds_without_a_payload_build_the_models_they_did():
         assert m.neq == 0 and objects and set(m.geom_conaffinity[objects]) == {3}
     m = lifecycle.build_model(cfg_of(*PEDESTAL, "scenario=hover")).model
     pl = Payload.of(m)
+    # The grasp writes the model's eq_data: pick_place trials fly one at a time.
+    assert engine.wants_batch("batch", 1, [cfg_of(*PEDESTAL, "scenario=pick_place")]) == [False]
     assert rest_height(m) == pytest.approx(float(m.key_qpos[0, pl.qpos_adr + 2]), abs=1e-12)
