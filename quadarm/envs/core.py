@@ -248,6 +248,14 @@ def reward(obs: np.ndarray, n: int) -> np.ndarray:
     return -(ex * ex + ey * ey + ez * ez) * (CM2 / (n + 1))
 
 
+def tip_reward(err: np.ndarray, n: Any) -> np.ndarray:
+    """Rewards (m,) of the reach task (``quadarm/QuadArmReach-v0``) for steps that arrive with
+    the tip errors ``err`` (m, 3) (m, world frame), episodes of ``n`` steps (an int or (m,)):
+    ``-|err|^2`` in cm^2 / (n + 1), with the operations of :func:`reward`."""
+    ex, ey, ez = err[:, 0], err[:, 1], err[:, 2]
+    return -(ex * ex + ey * ey + ez * ez) * (CM2 / (n + 1))
+
+
 def penalty(k: int, n: int, max_distance: float) -> float:
     """Reward of a step from sample k that ends the episode by divergence: the error
     ``max_distance`` at each of the samples k + 1..n that will not be flown."""
