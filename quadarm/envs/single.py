@@ -245,7 +245,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         qpos, qvel, tip, ctrl = (x[:rows, 0].copy() for x in (lg.qpos, lg.qvel, lg.tip, lg.ctrl))
         est = lg.est[:rows, 0].copy() if self.observe == "sensed" else None
         return Log(self.task.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
-                   b.tendon_actuators, est)
+                   b.tendon_actuators, est=est)
 
     # ---------------------------------------------------------------------------------------
 

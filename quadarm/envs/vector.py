@@ -449,7 +449,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                                                                  lg.ctrl))
         est = lg.est[:rows, local].copy() if self._sensing else None
         return Log(t.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
-                   b.tendon_actuators, est)
+                   b.tendon_actuators, est=est)
 
     def controller_action(self) -> np.ndarray:
         """(num_envs, n_actions): every environment's :meth:`QuadArmEnv.controller_action`,
