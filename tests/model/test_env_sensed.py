@@ -32,15 +32,15 @@ def vehicle_entries(model) -> np.ndarray:
 def test_sensed_vector_env_equals_single_envs(env_id):
     """Vector environment i equals a single environment seeded ``seed + i`` bit for bit with
     realistic sensors (compiled rows against plain Python where numba is): the noise of every
-    episode is drawn from each environment's own generator. Every reset draws a model or a
-    plan (each rebuilds the batch's records: the rows mid-episode keep their noise and their
-    filters' memory), and the environments' episodes end at different steps - QuadArm-v0: one
+    episode is drawn from each environment's own generator. Every reset draws a plan (the
+    push's force, or the dwell; each rebuilds the batch's models and records: the rows
+    mid-episode keep their noise and their filters' memory), and the environments' episodes end at different steps - QuadArm-v0: one
     environment at full thrust leaves its box early; the reach task: a dwell drawn per episode
     - so that some reset while others fly."""
     if env_id == ENV_ID:
         single_cls: type = QuadArmEnv
         over = [*PUSH, "sim.max_distance=0.05"]
-        drawn = {"arm.stiffness": {"dist": "normal", "rel_std": 0.1}}
+        drawn = {"scenario.force": {"dist": "uniform", "rel": 0.5}}  # the push's force
     else:
         single_cls = QuadArmReachEnv
         over = REACH
