@@ -19,6 +19,12 @@ returns the first observation of the next episode, and puts the last one in
 With ``randomize``, every reset draws environment i's keys from its own generator and
 rebuilds its model (``Batch.set_models``); keys that change the model's sizes
 (``arm.segments``, the number of rotors) cannot be randomised here.
+
+With ``observe="sensed"`` every row observes the sensing term's estimates, run over the
+batch's rows after the step (:func:`quadarm.envs.sensed.sense_rows`, compiled with the seam),
+with each episode's noise drawn from environment i's generator. The reach task's vector
+environment is :class:`quadarm.envs.reach.QuadArmReachVectorEnv`, this class with the tip
+target in the observation and the reward on the tip error.
 """
 
 from __future__ import annotations
