@@ -34,9 +34,9 @@ def test_sensed_vector_env_equals_single_envs(env_id):
     realistic sensors (compiled rows against plain Python where numba is): the noise of every
     episode is drawn from each environment's own generator. Every reset draws a plan (the
     push's force, or the dwell; each rebuilds the batch's models and records: the rows
-    mid-episode keep their noise and their filters' memory), and the environments' episodes end at different steps - QuadArm-v0: one
-    environment at full thrust leaves its box early; the reach task: a dwell drawn per episode
-    - so that some reset while others fly."""
+    mid-episode keep their noise and their filters' memory), and the environments' episodes
+    end at different steps - QuadArm-v0: one environment at full thrust leaves its box early;
+    the reach task: a dwell drawn per episode - so that some reset while others fly."""
     if env_id == ENV_ID:
         single_cls: type = QuadArmEnv
         over = [*PUSH, "sim.max_distance=0.05"]
