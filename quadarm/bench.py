@@ -26,7 +26,11 @@ medians:
   the bare loop (target: env / bare <= 1.5); ``env_vector``, the vector environment with
   ``--nenv`` environments on 2 threads replaying controller actions over a 1 s workspace hover,
   against the batched engine flying the same trials on 2 threads (target: vector env sim-steps/s
-  >= 0.8 x the engine's).
+  >= 0.8 x the engine's); ``reach_vector`` and ``reach_vector_sensed``, the vector reach
+  environment (``quadarm/QuadArmReach-v0``, one target, 1 s) with ``--nenv`` environments
+  replaying recorded controller actions, observing the exact state and the realistic sensors,
+  against ``reach_bare``, the bare loop replaying one reach trial's commands on the same model.
+  ``--envs`` measures this part alone.
 
 The table goes to stdout, everything to ``--out`` as JSON. Timings on a shared machine are noisy:
 the load average before and after is recorded with them.
@@ -63,6 +67,9 @@ TARGET_CLOSED = 1.2
 TARGET_BATCH = 1.8
 TARGET_ENV = 1.5  # single env step / bare mj_step, at most
 TARGET_VECTOR = 0.8  # vector env sim-steps/s / the batched engine's, at least
+# The reach benchmark's episode: one target 8 cm beside the hanging tip, 0.5 s to it, 0.5 s there.
+REACH = ("scenario=reach", "scenario.targets=[[0.08,0.0,1.074]]", "scenario.move_time=0.5",
+         "scenario.dwell=0.5")
 
 
 def _start(m: mujoco.MjModel, plan: Any) -> mujoco.MjData:
@@ -305,19 +312,65 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
             step(a)
         return time.perf_counter() - t0
 
+    reach = _reach_runs(label, nenv, nthread)
     samples: dict[str, list[float]] = {k: [] for k in ("bare", "env_single", "engine",
-                                                       "env_vector")}
+                                                       "env_vector", *reach)}
     for _ in range(repeat):
         samples["bare"].append(bare_replay(prep.built.model, prep.plan, ctrl)[0] / n * 1e6)
         samples["env_single"].append(single() / n * 1e6)
         samples["engine"].append(_timed(lambda: batch.fly_batch(preps, nthread))
                                  / (steps * nenv) * 1e6)
         samples["env_vector"].append(vector() / (steps * nenv) * 1e6)
+        for key, run_once in reach.items():
+            samples[key].append(run_once())
     med = {k: statistics.median(v) for k, v in samples.items()}
     return {"us_per_step": med, "samples_us": samples, "nenv": nenv, "nthread": nthread,
             "vector_scenario": f"workspace, {duration:g} s ({steps} steps)",
+            "reach_scenario": " ".join(REACH[1:]),
             "ratio_env_over_bare": med["env_single"] / med["bare"],
-            "ratio_vector_over_engine_steps_per_s": med["engine"] / med["env_vector"]}
+            "ratio_vector_over_engine_steps_per_s": med["engine"] / med["env_vector"],
+            "ratio_reach_vector_over_bare_steps_per_s": med["reach_bare"] / med["reach_vector"],
+            "ratio_reach_sensed_over_bare_steps_per_s":
+                med["reach_bare"] / med["reach_vector_sensed"]}
+
+
+def _reach_runs(label: str, nenv: int, nthread: int) -> dict[str, Callable[[], float]]:
+    """The reach benchmark's timed runs, each returning us per simulated step: ``reach_bare``
+    (the bare loop replaying one reach trial's closed-loop commands) and the vector reach
+    environment (``nenv`` environments on ``nthread`` threads replaying its recorded
+    controller actions, per environment-step) observing the exact state (``reach_vector``)
+    and the realistic sensors (``reach_vector_sensed``)."""
+    from quadarm.envs.reach import QuadArmReachVectorEnv
+
+    base = [f"sim={PRESETS[label]}", *REACH]
+    prep = lifecycle.prepare(load(base))
+    if not isinstance(prep, Prepared):
+        raise RuntimeError(f"the reach trial failed: {prep.message}")
+    n = prep.plan.steps
+    ctrl = _log(episode.fly(prep), "the reach trial").ctrl[:n].copy()
+    runs: dict[str, Callable[[], float]] = {
+        "reach_bare": lambda: bare_replay(prep.built.model, prep.plan, ctrl)[0] / n * 1e6}
+    for key, extra, observe in (("reach_vector", [], "exact"),
+                                ("reach_vector_sensed", ["sensing=realistic"], "sensed")):
+        venv = QuadArmReachVectorEnv(nenv, config=load([*base, *extra]), nthread=nthread,
+                                     observe=observe)
+        venv.reset(seed=0)
+        recorded = []
+        for _ in range(venv.tasks[0].n):
+            recorded.append(venv.controller_action())
+            venv.step(recorded[-1])
+
+        def timed(venv: QuadArmReachVectorEnv = venv, recorded: list[np.ndarray] = recorded
+                  ) -> float:
+            venv.reset(seed=0)
+            step = venv.step
+            t0 = time.perf_counter()
+            for a in recorded:
+                step(a)
+            return (time.perf_counter() - t0) / (len(recorded) * venv.num_envs) * 1e6
+
+        runs[key] = timed
+    return runs
 
 
 def measure_sb3(nenv: int = 8, repeat: int = 3, duration: float = 1.0, nthread: int = 1,
@@ -528,29 +581,44 @@ def table(results: dict[str, Any]) -> str:
                                 results["presets"][lab]["mujoco_timers_us"].items()
                                 if k in ("step", "forward", "advance"))
         for lab in labels))
-    envs = {lab: results["presets"][lab].get("envs") for lab in labels}
-    if any(envs.values()):
-        e0 = next(e for e in envs.values() if e)
-        lines.append(f"Gymnasium environments (us per simulated step; vector: {e0['nenv']} envs, "
-                     f"{e0['nthread']} threads, {e0['vector_scenario']})")
-        for text, key in (("single env step (mission replay)", "env_single"),
-                          ("bare loop, same replay", "bare"),
-                          ("vector env step, per env", "env_vector"),
-                          ("batched engine, same trials", "engine")):
-            lines.append(f"{text:42s}" + "".join(
-                f"{envs[lab]['us_per_step'][key]:16.1f}{'':13s}" if envs[lab] else ""
-                for lab in labels))
-        for text, key in (("env step / bare (target <= 1.5)", "ratio_env_over_bare"),
-                          ("vector / engine steps/s (target >= 0.8)",
-                           "ratio_vector_over_engine_steps_per_s")):
-            lines.append(f"{text:42s}" + "".join(
-                f"{envs[lab][key]:16.2f}{'':13s}" if envs[lab] else "" for lab in labels))
+    lines += env_lines(results)
     if results.get("paper", {}).get("available"):
         lines.append(f"python -m quadarm.reproduce: {results['paper']['seconds']:.1f} s "
                      f"(exit {results['paper']['returncode']})")
     lines.append(f"load average before/after: {results['machine']['loadavg_before']} / "
                  f"{results['machine']['loadavg_after']}")
     return "\n".join(lines)
+
+
+def env_lines(results: dict[str, Any]) -> list[str]:
+    """The table's lines for the Gymnasium environments (none without them)."""
+    labels = list(results["presets"])
+    envs = {lab: results["presets"][lab].get("envs") for lab in labels}
+    if not any(envs.values()):
+        return []
+    e0 = next(e for e in envs.values() if e)
+    head = f"{'':42s}" + "".join(f"{lab:>16s}{'':13s}" for lab in labels)
+    lines = [f"Gymnasium environments (us per simulated step; vector: {e0['nenv']} envs, "
+             f"{e0['nthread']} threads, {e0['vector_scenario']}; reach: "
+             f"{e0['reach_scenario']})", head]
+    for text, key in (("single env step (mission replay)", "env_single"),
+                      ("bare loop, same replay", "bare"),
+                      ("vector env step, per env", "env_vector"),
+                      ("batched engine, same trials", "engine"),
+                      ("vector reach env, per env", "reach_vector"),
+                      ("  the same, observing the sensors", "reach_vector_sensed"),
+                      ("bare loop, one reach trial", "reach_bare")):
+        lines.append(f"{text:42s}" + "".join(
+            f"{envs[lab]['us_per_step'][key]:16.1f}{'':13s}" if envs[lab] else ""
+            for lab in labels))
+    for text, key in (("env step / bare (target <= 1.5)", "ratio_env_over_bare"),
+                      ("vector / engine steps/s (target >= 0.8)",
+                       "ratio_vector_over_engine_steps_per_s"),
+                      ("vector reach / bare steps/s", "ratio_reach_vector_over_bare_steps_per_s"),
+                      ("  the same, sensed", "ratio_reach_sensed_over_bare_steps_per_s")):
+        lines.append(f"{text:42s}" + "".join(
+            f"{envs[lab][key]:16.2f}{'':13s}" if envs[lab] else "" for lab in labels))
+    return lines
 
 
 def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfast", "fast"),
@@ -615,6 +683,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                         help="config override for every measured trial, e.g. "
                              "control.feedforward=wrench (repeatable)")
+    parser.add_argument("--envs", action="store_true",
+                        help="only the Gymnasium environments (single, vector, vector reach; "
+                             "--nenv environments, default 64)")
     parser.add_argument("--sb3", action="store_true",
                         help="only the Stable-Baselines3 adapter against the vector env "
                              "(--nenv environments, default 64)")
@@ -631,6 +702,21 @@ def main(argv: list[str] | None = None) -> int:
               f"{sb3['nenv']} envs x {sb3['steps']} steps, {sb3['dtype']})")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"sb3": sb3}, indent=2, default=float))
+        print(f"wrote {args.out}")
+        return 0
+    if args.envs:
+        load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+        found = {lab: measure_envs(lab, args.repeat, max(args.nenv, 1))
+                 for lab in (args.preset or PRESETS)}
+        if not any(found.values()):
+            parser.error("--envs needs gymnasium (pip install 'quadarm[gym]')")
+        load = (load_before, os.getloadavg() if hasattr(os, "getloadavg") else None)
+        envs: dict[str, Any] = {"presets": {lab: {"envs": e} for lab, e in found.items()},
+                                "loadavg": load}
+        print("\n".join(env_lines(envs)))
+        print(f"load average before/after: {load[0]} / {load[1]}")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(envs, indent=2, default=float))
         print(f"wrote {args.out}")
         return 0
     if args.segments:

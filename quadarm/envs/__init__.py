@@ -1,6 +1,7 @@
 """Gymnasium environments: ``quadarm/QuadArm-v0`` (:class:`~quadarm.envs.single.QuadArmEnv`)
 and its batched twin (:class:`~quadarm.envs.vector.QuadArmVectorEnv`, through
-``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``).
+``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``), and the reach task
+``quadarm/QuadArmReach-v0`` with its own two (:mod:`quadarm.envs.reach`).
 
 Importing this package registers the id. Gymnasium 1.x no longer loads the ``gymnasium.envs``
 plugin entry point that ``pyproject.toml`` declares, so either ``import quadarm.envs`` first or
@@ -27,25 +28,24 @@ elif missing_library():
     raise ImportError(missing_library())
 
 ENV_ID = "quadarm/QuadArm-v0"
-REACH_ENV_ID = "quadarm/QuadArmReach-v0"  # quadarm.envs.reach (no vector twin yet)
+REACH_ENV_ID = "quadarm/QuadArmReach-v0"  # quadarm.envs.reach
+# id -> (single entry point, vector entry point)
+ENTRY_POINTS = {
+    ENV_ID: ("quadarm.envs.single:QuadArmEnv", "quadarm.envs.vector:QuadArmVectorEnv"),
+    REACH_ENV_ID: ("quadarm.envs.reach:QuadArmReachEnv",
+                   "quadarm.envs.reach:QuadArmReachVectorEnv"),
+}
 
 
 def register_envs() -> None:
-    """Register ``quadarm/QuadArm-v0`` and ``quadarm/QuadArmReach-v0`` with Gymnasium
-    (idempotent); the plugin entry point."""
+    """Register ``quadarm/QuadArm-v0`` and ``quadarm/QuadArmReach-v0``, each with its single
+    and vector entry point, with Gymnasium (idempotent); the plugin entry point."""
     import gymnasium
 
-    if REACH_ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=REACH_ENV_ID, entry_point="quadarm.envs.reach:QuadArmReachEnv",
-                           disable_env_checker=False)
-    if ENV_ID in gymnasium.registry:
-        return
-    gymnasium.register(
-        id=ENV_ID,
-        entry_point="quadarm.envs.single:QuadArmEnv",
-        vector_entry_point="quadarm.envs.vector:QuadArmVectorEnv",
-        disable_env_checker=False,
-    )
+    for env_id, (single, vector) in ENTRY_POINTS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=single, vector_entry_point=vector,
+                               disable_env_checker=False)
 
 
 register_envs()

@@ -61,14 +61,15 @@ class Randomizer:
     def __init__(self, cfg: Config, randomize: Mapping[str, Any]) -> None:
         from omegaconf import OmegaConf
 
-        from quadarm.config import MissionScenario
+        from quadarm.config import MissionScenario, ReachScenario, TraceScenario
         from quadarm.runner.trials import _lookup, check_distributions
 
         self.spec = {str(k): dict(v) if isinstance(v, Mapping) else v
                      for k, v in randomize.items()}
         self.node = OmegaConf.structured(cfg)
-        if isinstance(cfg.scenario, MissionScenario):
-            self.node.scenario.duration = None  # recomputed from drawn phase times
+        if isinstance(cfg.scenario, MissionScenario | ReachScenario | TraceScenario):
+            # A derived duration: recomputed from the drawn phase, move and dwell times.
+            self.node.scenario.duration = None
         check_distributions(self.node, self.spec)
         self.nominal = {k: _lookup(self.node, k, f"randomize.{k}") for k in self.spec}
 
@@ -245,6 +246,14 @@ def observation_space(dim: int, dtype: Any = np.float64) -> Any:
 def reward(obs: np.ndarray, n: int) -> np.ndarray:
     """Rewards (m,) of steps that arrive in the states of ``obs`` (m, obs_dim)."""
     ex, ey, ez = obs[:, 0], obs[:, 1], obs[:, 2]
+    return -(ex * ex + ey * ey + ez * ez) * (CM2 / (n + 1))
+
+
+def tip_reward(err: np.ndarray, n: Any) -> np.ndarray:
+    """Rewards (m,) of the reach task (``quadarm/QuadArmReach-v0``) for steps that arrive with
+    the tip errors ``err`` (m, 3) (m, world frame), episodes of ``n`` steps (an int or (m,)):
+    ``-|err|^2`` in cm^2 / (n + 1), with the operations of :func:`reward`."""
+    ex, ey, ez = err[:, 0], err[:, 1], err[:, 2]
     return -(ex * ex + ey * ey + ez * ez) * (CM2 / (n + 1))
 
 

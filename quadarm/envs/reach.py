@@ -1,18 +1,27 @@
 """``quadarm/QuadArmReach-v0``: put the tip on world targets (the ``reach`` scenario,
-docs/tipspace_control.md) with the actions as the rotor and tendon commands.
+docs/tipspace_control.md) with the actions as the rotor and tendon commands; single
+(:class:`QuadArmReachEnv`) and vector (:class:`QuadArmReachVectorEnv`, through
+``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")``).
 
-The same environment as :class:`~quadarm.envs.single.QuadArmEnv` (actions, dynamics, logs,
-divergence, metrics), flying ``scenario=reach`` (the scenario's targets, dwell and move time;
-``control.tip_mode`` plans the reference the observation is relative to). Two things differ:
+The same environments as :class:`~quadarm.envs.single.QuadArmEnv` and
+:class:`~quadarm.envs.vector.QuadArmVectorEnv` (actions, dynamics, logs, divergence, metrics,
+autoreset, ``observe``), flying ``scenario=reach`` (the scenario's targets, dwell and move
+time; ``control.tip_mode`` plans the reference the observation is relative to). Two things
+differ:
 
 - the observation appends the tip's target relative to the tip, target_k - tip (3, m), and
   relative to the hub, target_k - p (3, m), world frame: ``obs_dim + 6`` entries;
-- the reward of the step into sample k is -|target_k - tip|^2 in cm^2 / (n + 1), so an
-  episode's return is minus the mean squared tip error (cm^2) over its samples.
+- the reward of the step into sample k is -|target_k - tip|^2 in cm^2 / (n + 1)
+  (:func:`quadarm.envs.core.tip_reward`), so an episode's return is minus the mean squared tip
+  error (cm^2) over its samples. It reads the simulated tip in float64 whatever ``observe`` and
+  ``dtype`` are: the task's cost, not what the policy sees.
 
 The tip is the one the last ``mj_step`` computed (the state one step old, as the step seam's
 tip feedback reads it; at reset the start state's). The target per sample is the plan's
-(``Plan.tip``: the map's tip along each move, the target during each dwell).
+(``Plan.tip``: the map's tip along each move, the target during each dwell). With
+``observe="sensed"`` the two entries read the tip tracker's delivered sample
+(``SenseState.tip``: its rate, latency and noise; the known start tip until its first
+delivery) and the filter's hub position.
 """
 
 from __future__ import annotations
@@ -21,10 +30,32 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium.vector.utils import batch_space
 
 from quadarm.config import Config
 from quadarm.envs import core
 from quadarm.envs.single import QuadArmEnv
+from quadarm.envs.vector import QuadArmVectorEnv
+
+EXTRA = 6  # target - tip, target - hub
+
+
+def reach_config(overrides: Sequence[str], config: Config | None) -> Config:
+    """The reach environments' config: ``overrides`` after ``scenario=reach``, or ``config``,
+    which must be a reach config (ValueError naming the scenario otherwise)."""
+    cfg = config if config is not None else core.compose(["scenario=reach", *overrides])
+    if cfg.scenario.kind != "reach":
+        raise ValueError(f"scenario={cfg.scenario.kind}: quadarm/QuadArmReach-v0 flies "
+                         "scenario=reach")
+    return cfg
+
+
+def tip_targets(task: core.Task) -> np.ndarray:
+    """The plan's tip target per sample, (n + 1, 3) m, world."""
+    tip = task.plan.tip
+    if tip is None:  # pragma: no cover - every reach plan has one
+        raise ValueError("the reach plan has no tip target")
+    return np.asarray(tip, dtype=float)
 
 
 class QuadArmReachEnv(QuadArmEnv):
@@ -35,32 +66,69 @@ class QuadArmReachEnv(QuadArmEnv):
 
     def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
                  **kwargs: Any) -> None:
-        cfg = config if config is not None else core.compose(["scenario=reach", *overrides])
-        if cfg.scenario.kind != "reach":
-            raise ValueError(f"scenario={cfg.scenario.kind}: quadarm/QuadArmReach-v0 flies "
-                             "scenario=reach")
-        super().__init__(config=cfg, **kwargs)
+        super().__init__(config=reach_config(overrides, config), **kwargs)
         self.observation_space = core.observation_space(
-            core.obs_dim(self.task.built.model) + 6, self._dtype)
+            core.obs_dim(self.task.built.model) + EXTRA, self._dtype)
 
     def _load(self, task: core.Task) -> None:
         super()._load(task)
-        tip = task.plan.tip
-        if tip is None:  # pragma: no cover - every reach plan has one
-            raise ValueError("the reach plan has no tip target")
-        self._tip_target = np.asarray(tip, dtype=float)
+        self._tip_target = tip_targets(task)
         self._tip_site = int(task.built.tip_site)
 
     def _observe(self, k: int) -> np.ndarray:
-        base = super()._observe(k)
+        base = super()._observe(k)  # runs sample k's sensors first when observing them
+        if self.observe == "sensed":
+            ss = self._state.ss
+            tip, hub = ss.tip[0], ss.q[0, :3]
+        else:
+            tip, hub = self._site_xpos[self._tip_site], self._qpos[:3]
         target = self._tip_target[k]
-        extra = np.concatenate((target - self._site_xpos[self._tip_site],
-                                target - self._qpos[:3]))
+        extra = np.concatenate((target - tip, target - hub))
         return np.concatenate((base, extra.astype(base.dtype)))
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, r, terminated, truncated, info = super().step(action)
         if not (terminated or truncated):
-            e = obs[-6:-3].astype(np.float64)
-            r = -float(e @ e) * (core.CM2 / (self.task.n + 1))
+            err = self._tip_target[self._k] - self._site_xpos[self._tip_site]
+            r = float(core.tip_reward(err[None], self.task.n)[0])
         return obs, r, terminated, truncated, info
+
+
+class QuadArmReachVectorEnv(QuadArmVectorEnv):
+    """:class:`~quadarm.envs.vector.QuadArmVectorEnv` on ``scenario=reach``: ``num_envs``
+    :class:`QuadArmReachEnv` on ``mujoco.batch`` (environment i equals a single one seeded
+    ``seed + i`` given the same actions, bit for bit). ``overrides`` come after
+    ``scenario=reach``; other keyword arguments are :class:`QuadArmVectorEnv`'s."""
+
+    def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
+                 config: Config | None = None, **kwargs: Any) -> None:
+        super().__init__(num_envs, config=reach_config(overrides, config), **kwargs)
+        model = self.tasks[0].built.model
+        self.single_observation_space = core.observation_space(core.obs_dim(model) + EXTRA,
+                                                               self._dtype)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+
+    def _arrays(self) -> None:
+        super()._arrays()
+        tasks = self.tasks
+        self._tip_site = int(tasks[0].built.tip_site)
+        if self._shared:
+            self._TT = tip_targets(tasks[0])
+        else:  # (num_envs, longest + 1, 3), as the references (padding never read)
+            self._TT = np.zeros((self.num_envs, int(self._n.max()) + 1, 3))
+            for i, t in enumerate(tasks):
+                self._TT[i, :t.n + 1] = tip_targets(t)
+
+    def _observe(self, ids: Any = slice(None)) -> np.ndarray:
+        base = super()._observe(ids)
+        target = self._TT[self._ix(self._k[ids], ids)]
+        if self._sensing:
+            tip, hub = self._estimates("tip")[ids], self._estimates("q")[ids, :3]
+        else:
+            tip, hub = self._site_xpos[ids, self._tip_site], self._qpos[ids, :3]
+        extra = np.concatenate((target - tip, target - hub), axis=1)
+        return np.concatenate((base, extra.astype(base.dtype)), axis=1)
+
+    def _rewards(self, obs: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        err = self._TT[self._ix(self._k[ids], ids)] - self._site_xpos[ids, self._tip_site]
+        return core.tip_reward(err, int(self._n[0]) if self._shared else self._n[ids])

@@ -38,7 +38,12 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 )
 
 from quadarm.config import Config
+from quadarm.envs import ENV_ID, REACH_ENV_ID
+from quadarm.envs.reach import QuadArmReachVectorEnv
 from quadarm.envs.vector import QuadArmVectorEnv
+
+VECTORS: dict[str, type[QuadArmVectorEnv]] = {ENV_ID: QuadArmVectorEnv,
+                                              REACH_ENV_ID: QuadArmReachVectorEnv}
 
 
 class QuadArmSB3VecEnv(VecEnv):
@@ -49,6 +54,9 @@ class QuadArmSB3VecEnv(VecEnv):
             :class:`~quadarm.envs.vector.QuadArmVectorEnv`. ``record`` defaults to False here:
             training rarely reads the per-episode metrics, and the log costs memory.
         dtype: ``"float32"`` (default) or ``"float64"``, the spaces' and observations' type.
+        env_id: the task, ``quadarm/QuadArm-v0`` (default) or ``quadarm/QuadArmReach-v0``
+            (:class:`~quadarm.envs.reach.QuadArmReachVectorEnv`).
+        observe: ``"exact"`` (default) or ``"sensed"``, as the vector environment's.
 
     ``seed(s)`` before ``reset()`` seeds environment i with ``s + i`` (SB3's rule, which is
     also the vector environment's). ``get_attr``, ``set_attr`` and ``env_method`` act on the
@@ -57,10 +65,14 @@ class QuadArmSB3VecEnv(VecEnv):
 
     def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
                  config: Config | None = None, randomize: Mapping[str, Any] | None = None,
-                 record: bool = False, nthread: int = 0, dtype: str = "float32") -> None:
-        self.venv = QuadArmVectorEnv(num_envs, overrides, config=config, randomize=randomize,
-                                     record=record, nthread=nthread,
-                                     autoreset_mode=AutoresetMode.SAME_STEP, dtype=dtype)
+                 record: bool = False, nthread: int = 0, dtype: str = "float32",
+                 env_id: str = ENV_ID, observe: str = "exact") -> None:
+        if env_id not in VECTORS:
+            raise ValueError(f"env_id={env_id!r}: must be one of {', '.join(VECTORS)}")
+        self.venv = VECTORS[env_id](num_envs, overrides, config=config, randomize=randomize,
+                                    record=record, nthread=nthread,
+                                    autoreset_mode=AutoresetMode.SAME_STEP, dtype=dtype,
+                                    observe=observe)
         self.render_mode = None
         super().__init__(self.venv.num_envs, self.venv.single_observation_space,
                          self.venv.single_action_space)

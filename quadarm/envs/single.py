@@ -24,8 +24,8 @@ import numpy as np
 
 from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law
-from quadarm.envs import core
-from quadarm.runner import sense, step
+from quadarm.envs import core, sensed
+from quadarm.runner import step
 from quadarm.runner.lifecycle import (
     UNSTABLE,
     apply_pulses,
@@ -35,6 +35,8 @@ from quadarm.runner.lifecycle import (
 )
 from quadarm.scenarios import estimates
 from quadarm.scenarios.common import Log
+
+_ONE = np.ones(1, dtype=bool)  # the rows of a batch of one
 
 
 class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
@@ -56,6 +58,10 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         dtype: ``"float64"`` (default: the simulation's precision, as the reproduction needs)
             or ``"float32"`` (observation and action spaces in float32, as neural-network
             libraries expect; see :func:`quadarm.envs.core.space_dtype`).
+        observe: ``"exact"`` (default: the simulated state) or ``"sensed"``: the state
+            entries are the sensing term's estimates (:mod:`quadarm.envs.sensed`; needs a
+            ``sensing`` preset other than ``exact``), with noise drawn per episode from
+            ``np_random``. Rewards, terminations and metrics still read the simulated state.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
@@ -68,12 +74,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             raise ValueError(f"render_mode={render_mode!r}: must be None or 'rgb_array'")
         self._dtype = core.space_dtype(dtype)
         self.cfg = config if config is not None else core.compose(overrides)
-        if observe not in ("exact", "sensed"):
-            raise ValueError(f"observe={observe!r}: must be one of exact, sensed")
-        if observe == "sensed" and self.cfg.sensing.exact:
-            raise ValueError("observe='sensed': needs a sensing preset other than exact "
-                             "(e.g. the override sensing=realistic)")
-        self.observe = observe
+        self.observe = sensed.checked_observe(observe, self.cfg)
         self._sensed: int = -1  # the last sample whose sensors ran (observe="sensed")
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.render_mode = render_mode
@@ -125,7 +126,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         q, v = self._qpos, self._qvel
         if self.observe == "sensed":
             if self._sensed != k:  # sample k's sensors and estimators run once
-                step.sense(k, self._seam, self._state, self._logs, 0)
+                sensed.sense_rows(np.array([k]), self._seam, self._state, self._logs, _ONE)
                 self._sensed = k
             q, v = self._state.ss.q[0], self._state.ss.v[0]
         parts = [q[:3] - self._ref_p[k], v[:3] - self._ref_v[k], q[3:], v[3:], self.task.ff[k]]
@@ -149,10 +150,11 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         reset(self.model, self.data, self.task.start)
         self._k = 0
         self._sensed = -1
-        if self.observe == "sensed":  # the sensors' memory starts afresh, same noise
-            self._state = self._state._replace(
-                ss=sense.state(self._seam.sn, self.model.nq, self.model.nv,
-                               self.model.nsensordata))
+        if self.observe == "sensed":  # this episode's noise, the sensors' memory afresh
+            sensed.redraw_noise(self._seam.sn, 0, self.task.cfg,
+                                sensed.episode_seed(self.np_random), self.task.n,
+                                self.model.opt.timestep)
+            sensed.restart_rows(self._seam, self._state, [0])
         self._integ = [0.0, 0.0, 0.0]
         self._pos = self._qpos[:3].tolist()
         info: dict[str, Any] = {"drawn": dict(self.drawn)} if self.randomizer else {}
@@ -243,7 +245,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         qpos, qvel, tip, ctrl = (x[:rows, 0].copy() for x in (lg.qpos, lg.qvel, lg.tip, lg.ctrl))
         est = lg.est[:rows, 0].copy() if self.observe == "sensed" else None
         return Log(self.task.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
-                   b.tendon_actuators, est)
+                   b.tendon_actuators, est=est)
 
     # ---------------------------------------------------------------------------------------
 

@@ -19,6 +19,12 @@ returns the first observation of the next episode, and puts the last one in
 With ``randomize``, every reset draws environment i's keys from its own generator and
 rebuilds its model (``Batch.set_models``); keys that change the model's sizes
 (``arm.segments``, the number of rotors) cannot be randomised here.
+
+With ``observe="sensed"`` every row observes the sensing term's estimates, run over the
+batch's rows after the step (:func:`quadarm.envs.sensed.sense_rows`, compiled with the seam),
+with each episode's noise drawn from environment i's generator. The reach task's vector
+environment is :class:`quadarm.envs.reach.QuadArmReachVectorEnv`, this class with the tip
+target in the observation and the reward on the tip error.
 """
 
 from __future__ import annotations
@@ -36,10 +42,11 @@ from gymnasium.vector.utils import batch_space
 
 from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law
-from quadarm.envs import core
+from quadarm.envs import core, sensed
 from quadarm.envs.batches import Batches
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import UNSTABLE, apply_pulses, divergence
+from quadarm.scenarios import estimates
 from quadarm.scenarios.common import Log
 
 MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
@@ -51,8 +58,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
     :mod:`quadarm.envs.batches`).
 
     The other arguments are the single environment's (``overrides``, ``config``,
-    ``randomize``, ``record``, ``dtype``). ``record`` keeps every environment's log (memory: about
-    ``num_envs * (duration / dt) * 570`` bytes for the paper's arm).
+    ``randomize``, ``record``, ``dtype``, ``observe``: with ``"sensed"`` each row runs the
+    sensing term of its sample compiled with the seam, :mod:`quadarm.envs.sensed`).
+    ``record`` keeps every environment's log (memory: about ``num_envs * (duration / dt) *
+    570`` bytes for the paper's arm).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -62,7 +71,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                  record: bool = True, nthread: int = 0,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
                  render_mode: str | None = None, max_episode_steps: int | None = None,
-                 dtype: str = "float64") -> None:
+                 dtype: str = "float64", observe: str = "exact") -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r}: must be an integer >= 1")
@@ -83,6 +92,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._dtype = core.space_dtype(dtype)
         self.num_envs = int(num_envs)
         self.cfg = config if config is not None else core.compose(overrides)
+        self.observe = sensed.checked_observe(observe, self.cfg)
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.record = bool(record)
         self.render_mode = None
@@ -107,12 +117,16 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._rows = np.zeros(self.num_envs, dtype=bool)
         self._compiled = jit.use(self.cfg.runner.compiled)
         self._before, self._after = step.env_kernels(self._compiled)
+        self._sensing = self.observe == "sensed"
+        self._sense = sensed.kernel(self._compiled)
         step.warm(self._compiled)  # the gust recursions, which step.params may run
         self._arrays()
         self._winds: list[list[tuple[int, np.ndarray]]] = [[] for _ in self.sims.parts]
         self._seams = [self._seam(j) for j in range(len(self.sims.parts))]
         self._air = self._any_air()
-        for kernel in (self._before, self._after):  # compile (or load) now, on no rows
+        kernels = (self._before, self._after, self._sense) if self._sensing else \
+            (self._before, self._after)
+        for kernel in kernels:  # compile (or load) now, on no rows
             self._seam_rows(kernel, self._k, self._rows)
 
     # ---------------------------------------------------------------------------------------
@@ -155,12 +169,13 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._nr = first.built.rotor_actuators.size
         self._contact = core.contact_addresses(first.built.model)
 
-    def _seam(self, j: int, old: step.Log | None = None,
+    def _seam(self, j: int, old: tuple[step.Params, step.State, step.Log] | None = None,
               keep: np.ndarray | None = None) -> tuple[step.Params, step.State, step.Log]:
         """The step seam's records (:mod:`quadarm.runner.step`, mode ``EXTERNAL``: the actions
         are the commands) of part j of the batch, over its live views: the seam logs and
         applies the air terms exactly as for a single environment. ``old``: the part's
-        previous log, whose rows of the local simulations ``keep`` (mid-episode) are kept."""
+        previous records, whose log and sensing rows of the local simulations ``keep``
+        (mid-episode) are kept."""
         part = self.sims.parts[j]
         tasks = self.tasks[part.start:part.stop]
         prm, _ = step.params([t.prepared for t in tasks], step.EXTERNAL, self.record,
@@ -181,10 +196,12 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         m = tasks[0].built.model
         lg = step.log(prm, m.nq, m.nv, m.nu)
         if old is not None and keep is not None:
-            rows = min(len(old.qpos), len(lg.qpos))
-            for new_f, old_f in zip(lg, old, strict=True):
-                if len(new_f):
+            rows = min(len(old[2].qpos), len(lg.qpos))
+            for new_f, old_f in zip(lg, old[2], strict=True):
+                if len(new_f) and len(old_f):
                     new_f[:rows, keep] = old_f[:rows, keep]
+            if self._sensing:
+                sensed.keep_rows((prm, st), (old[0], old[1]), keep)
         return prm, st, lg
 
     def _refresh(self) -> None:
@@ -197,13 +214,28 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         """Index of samples ``ks`` of environments ``ids`` into the per-sample arrays."""
         return ks if self._shared else (self._all[ids], ks)
 
+    def _estimates(self, name: str) -> np.ndarray:
+        """Every environment's sensing estimate ``name`` (``q``, ``v``, ``tip``, ...:
+        :class:`quadarm.runner.sense.SenseState`), (num_envs, ...), a copy."""
+        return np.concatenate([getattr(st.ss, name) for _, st, _ in self._seams])
+
     def _observe(self, ids: Any = slice(None)) -> np.ndarray:
         ix = self._ix(self._k[ids], ids)
         contact = (core.contact_force(self.sims.gather("sensordata")[ids], self._contact)
                    if self._contact.size else None)
-        obs = core.observe(self._qpos[ids], self._qvel[ids], self._P[ix], self._V[ix],
-                           self._FF[ix], contact)
+        if self._sensing:  # the estimates of the sample each environment is at
+            q, v = self._estimates("q")[ids], self._estimates("v")[ids]
+        else:
+            q, v = self._qpos[ids], self._qvel[ids]
+        obs = core.observe(q, v, self._P[ix], self._V[ix], self._FF[ix], contact)
         return obs if self._dtype is np.float64 else obs.astype(self._dtype)
+
+    def _rewards(self, obs: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Rewards (len(ids),) of the steps of environments ``ids`` that arrived in their
+        current samples, observed as ``obs`` (len(ids), obs_dim)."""
+        if self._shared:
+            return core.reward(obs, int(self._n[0]))
+        return core.reward(obs, self._n[ids])
 
     # ---------------------------------------------------------------------------------------
 
@@ -246,7 +278,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 if mine.any():
                     keep = np.ones(part.stop - part.start, dtype=bool)
                     keep[ids[mine] - part.start] = False
-                    self._seams[j] = self._seam(j, self._seams[j][2], np.flatnonzero(keep))
+                    self._seams[j] = self._seam(j, self._seams[j], np.flatnonzero(keep))
             self._air = self._any_air()
         # As quadarm.runner.lifecycle.reset: keyframe, start position, then mj_forward.
         sims = self.sims
@@ -263,6 +295,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._k[ids] = 0
         self._ended[ids] = False
         self._integ[ids] = 0.0
+        if self._sensing:
+            self._restart_sensing(ids)
         if self.randomizer is not None:
             for i in ids:
                 infos = self._add_info(infos, {"drawn": dict(self.drawn[i])}, int(i))
@@ -315,14 +349,17 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._refresh()
         qpos, qvel = self._qpos, self._qvel
         self._k[stepping] += 1
+        if self._sensing and len(stepping):  # the sensors of the samples arrived at
+            rows[:] = False
+            rows[stepping] = True
+            self._seam_rows(self._sense, self._k, rows)
         obs = self._observe()
         rewards = np.zeros(self.num_envs)
         terminated = np.zeros(self.num_envs, dtype=bool)
         truncated = np.zeros(self.num_envs, dtype=bool)
         if len(stepping):
             o = obs[stepping]
-            rewards[stepping] = core.reward(o, self._n[stepping]) if not self._shared else \
-                core.reward(o, int(self._n[0]))
+            rewards[stepping] = self._rewards(o, stepping)
             warn = sims.warnings(stepping, [int(w) for w in UNSTABLE])
             with np.errstate(invalid="ignore"):
                 bad = (warn > 0).any(axis=1) | ~np.isfinite(o).all(axis=1)
@@ -356,6 +393,24 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             self._ended[ids] = False
         return obs, rewards, terminated, truncated, infos
 
+    def _restart_sensing(self, ids: np.ndarray) -> None:
+        """New episodes of environments ``ids``: each one's noise, drawn from its generator
+        after its randomised keys (as :meth:`QuadArmEnv.reset`), the sensors' memory afresh,
+        and the sensing term of sample 0."""
+        for i in ids:
+            j, local = self._part(int(i))
+            t = self.tasks[i]
+            rng = self._rngs[i]
+            assert rng is not None  # seeded by reset() before any episode
+            sensed.redraw_noise(self._seams[j][0].sn, local, t.cfg, sensed.episode_seed(rng),
+                                t.n, t.built.model.opt.timestep)
+        for j, part in enumerate(self.sims.parts):
+            mine = ids[(ids >= part.start) & (ids < part.stop)] - part.start
+            sensed.restart_rows(self._seams[j][0], self._seams[j][1], mine.tolist())
+        rows = np.zeros(self.num_envs, dtype=bool)
+        rows[ids] = True
+        self._seam_rows(self._sense, self._k, rows)
+
     def _any_air(self) -> bool:
         """Whether any environment has per-step air terms (gusts or downwash)."""
         return any(bool(p.gusty.any() or p.downwash.any()) for p, _, _ in self._seams)
@@ -383,8 +438,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         info["metrics"] = {}
         if self.record and not message:
             t = self.tasks[i]
-            info["metrics"] = core.metrics_dict(t.module.metrics(t.cfg, t.plan,
-                                                                 self.log(i, rows)))
+            log = self.log(i, rows)
+            info["metrics"] = core.metrics_dict(t.module.metrics(t.cfg, t.plan, log)
+                                                + estimates.metrics(t.cfg, t.plan, log))
         return info
 
     def log(self, i: int, rows: int) -> Log:
@@ -397,8 +453,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         lg = self._seams[j][2]
         qpos, qvel, tip, ctrl = (x[:rows, local].copy() for x in (lg.qpos, lg.qvel, lg.tip,
                                                                  lg.ctrl))
+        est = lg.est[:rows, local].copy() if self._sensing else None
         return Log(t.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
-                   b.tendon_actuators)
+                   b.tendon_actuators, est=est)
 
     def controller_action(self) -> np.ndarray:
         """(num_envs, n_actions): every environment's :meth:`QuadArmEnv.controller_action`,

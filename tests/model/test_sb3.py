@@ -155,3 +155,35 @@ def test_float32_spaces_and_float64_default() -> None:
     np.testing.assert_array_equal(o32, o64.astype(np.float32))
     with pytest.raises(ValueError, match="dtype"):
         QuadArmEnv(overrides=HOVER, dtype="float16")
+
+
+def test_adapter_flies_the_reach_task_through_the_sensors() -> None:
+    """``env_id="quadarm/QuadArmReach-v0"`` wraps the vector reach environment (the tip target
+    in the observation, the reward on the tip error) and ``observe`` reaches it: observations
+    and rewards equal :class:`~quadarm.envs.reach.QuadArmReachVectorEnv`'s bit for bit; an
+    unknown id is refused in one line."""
+    from quadarm.envs import REACH_ENV_ID
+    from quadarm.envs.reach import QuadArmReachVectorEnv
+
+    over = ["scenario.targets=[[0.03,0.0,1.07]]", "scenario.move_time=0.05",
+            "scenario.dwell=0.05", "sensing=realistic"]
+    n = 2
+    adapter = QuadArmSB3VecEnv(n, over, dtype="float64", env_id=REACH_ENV_ID, observe="sensed")
+    venv = QuadArmReachVectorEnv(n, over, autoreset_mode=AutoresetMode.SAME_STEP,
+                                 observe="sensed", record=False)
+    assert adapter.observation_space == venv.single_observation_space
+    adapter.seed(3)
+    np.testing.assert_array_equal(adapter.reset(), venv.reset(seed=3)[0])
+    rng = np.random.default_rng(1)
+    ended = 0
+    for _ in range(venv.tasks[0].n + 3):  # through one automatic reset
+        action = rng.uniform(-1, 1, size=(n, venv.single_action_space.shape[0]))
+        obs_a, rew_a, done, _ = adapter.step(action)
+        obs_v, rew_v, term, trunc, _ = venv.step(action)
+        np.testing.assert_array_equal(obs_a, obs_v)
+        np.testing.assert_array_equal(rew_a, rew_v.astype(np.float32))
+        np.testing.assert_array_equal(done, term | trunc)
+        ended += int(done.sum())
+    assert ended >= n
+    with pytest.raises(ValueError, match=r"^env_id='quadarm/Nope-v0': must be one of"):
+        QuadArmSB3VecEnv(1, over, env_id="quadarm/Nope-v0")
