@@ -123,6 +123,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._arrays()
         self._winds: list[list[tuple[int, np.ndarray]]] = [[] for _ in self.sims.parts]
         self._seams = [self._seam(j) for j in range(len(self.sims.parts))]
+        # (kernel id, part) -> the kernel's entry for that part's records (jit.entry)
+        self._entries: dict[tuple[int, int], Any] = {}
         self._air = self._any_air()
         kernels = (self._before, self._after, self._sense) if self._sensing else \
             (self._before, self._after)
@@ -279,6 +281,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                     keep = np.ones(part.stop - part.start, dtype=bool)
                     keep[ids[mine] - part.start] = False
                     self._seams[j] = self._seam(j, self._seams[j], np.flatnonzero(keep))
+                    self._entries = {key: e for key, e in self._entries.items() if key[1] != j}
             self._air = self._any_air()
         # As quadarm.runner.lifecycle.reset: keyframe, start position, then mj_forward.
         sims = self.sims
@@ -425,9 +428,13 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
     def _seam_rows(self, kernel: Any, ks: np.ndarray, rows: np.ndarray) -> None:
         """``kernel`` (:func:`quadarm.runner.step.env_before` or ``env_after``) of each part,
         at the samples ``ks`` (num_envs,) of the environments flagged in ``rows``."""
-        for part, (prm, st, lg), winds in zip(self.sims.parts, self._seams, self._winds,
-                                               strict=True):
-            kernel(ks[part.start:part.stop], prm, st, lg, rows[part.start:part.stop])
+        for j, (part, (prm, st, lg), winds) in enumerate(zip(self.sims.parts, self._seams,
+                                                             self._winds, strict=True)):
+            args = (ks[part.start:part.stop], prm, st, lg, rows[part.start:part.stop])
+            call = self._entries.get((id(kernel), j))
+            if call is None:  # the entry for these records' types (they change on a rebuild)
+                call = self._entries[(id(kernel), j)] = jit.entry(kernel, *args)
+            call(*args)
             for i, wind in winds:
                 wind[:] = st.wind[i]
 
