@@ -7,7 +7,8 @@ vector environments do): MuJoCo's batch steps are bit-identical to ``mj_step`` o
 ``MjData``, every step goes through the step seam of the single environment
 (:mod:`quadarm.runner.step`, mode ``EXTERNAL``: the actions are the commands; its logging and
 air terms - motor-lag-driven downwash, gusts - run compiled over the batch's rows, each row at
-its own sample, :func:`~quadarm.runner.step.env_before` / ``env_after``), and observations,
+its own sample, the batched engine's :func:`~quadarm.runner.step.batch_rows` /
+``after_rows``), and observations,
 rewards and terminations are computed by the functions of :mod:`quadarm.envs.core` on the
 batch's rows. Episodes end independently and reset
 automatically by Gymnasium 1.x's rules: ``autoreset_mode=AutoresetMode.NEXT_STEP`` (default;
@@ -116,7 +117,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._all = np.arange(self.num_envs)
         self._rows = np.zeros(self.num_envs, dtype=bool)
         self._compiled = jit.use(self.cfg.runner.compiled)
-        self._before, self._after = step.env_kernels(self._compiled)
+        loops = step.kernels(self._compiled)  # the batched engine's, row by row
+        self._before, self._after = loops.batch_rows, loops.after_rows
+        self._unstepped = np.zeros(self.num_envs, dtype=bool)  # batch_rows' after() flags
         self._sensing = self.observe == "sensed"
         self._sense = sensed.kernel(self._compiled)
         step.warm(self._compiled)  # the gust recursions, which step.params may run
@@ -426,11 +429,15 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         raise IndexError(i)
 
     def _seam_rows(self, kernel: Any, ks: np.ndarray, rows: np.ndarray) -> None:
-        """``kernel`` (:func:`quadarm.runner.step.env_before` or ``env_after``) of each part,
-        at the samples ``ks`` (num_envs,) of the environments flagged in ``rows``."""
+        """``kernel`` (:func:`quadarm.runner.step.batch_rows`, i.e. ``before`` only,
+        :func:`~quadarm.runner.step.after_rows` or :func:`quadarm.envs.sensed.sense_rows`) of
+        each part, at the samples ``ks`` (num_envs,) of the environments flagged in ``rows``."""
         for j, (part, (prm, st, lg), winds) in enumerate(zip(self.sims.parts, self._seams,
                                                              self._winds, strict=True)):
-            args = (ks[part.start:part.stop], prm, st, lg, rows[part.start:part.stop])
+            args: tuple[Any, ...] = (ks[part.start:part.stop], prm, st, lg,
+                                     rows[part.start:part.stop])
+            if kernel is self._before:
+                args = (*args, self._unstepped[part.start:part.stop])
             call = self._entries.get((id(kernel), j))
             if call is None:  # the entry for these records' types (they change on a rebuild)
                 call = self._entries[(id(kernel), j)] = jit.entry(kernel, *args)

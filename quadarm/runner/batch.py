@@ -237,20 +237,22 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     # Compile (or load from numba's cache) before the timed part, and call the entries for
     # these records from then on (one call per sample: no type resolution each time).
     t0 = time.perf_counter()
-    rows_step = jit.entry(kern.batch_rows, 0, prm, st, lg, stepping, stepped)
-    rows_after = jit.entry(kern.after_rows, 0, prm, st, lg, stepping)
+    ks = np.zeros(ns, dtype=np.int64)  # every simulation's sample: k
+    rows_step = jit.entry(kern.batch_rows, ks, prm, st, lg, stepping, stepped)
+    rows_after = jit.entry(kern.after_rows, ks, prm, st, lg, stepping)
     compile_s += time.perf_counter() - t0
     for k in range(big + 1):
         for i in pulse_steps.get(k, ()):
             apply_pulses(xfrc[i], preps[i].plan.pulses, k)
         # after() of step k - 1 (nothing in between touched what it logs), then before() of k
-        rows_step(k, prm, st, lg, live, stepped)
+        ks.fill(k)
+        rows_step(ks, prm, st, lg, live, stepped)
         if k in finishing:
             done = live & (last == k)
             if done.any():
                 # The last sample needs only the kinematics of the final state.
                 batch.forward(np.flatnonzero(done), stage=mujoco.mjtStage.mjSTAGE_POS)
-                rows_after(k, prm, st, lg, done)
+                rows_after(ks, prm, st, lg, done)
                 stale = True
         if stale:
             stepping = live & (last > k)
@@ -269,7 +271,8 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
             before = live.sum()
             check(k)
             stale = stale or live.sum() != before
-    rows_after(k, prm, st, lg, stepped)  # none left after a break: a safeguard
+    ks.fill(k)
+    rows_after(ks, prm, st, lg, stepped)  # none left after a break: a safeguard
 
     out = []
     for i, p in enumerate(preps):

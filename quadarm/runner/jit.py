@@ -186,10 +186,10 @@ def entry(fn: Any, *args: Any) -> Callable[..., Any]:
     exactly these types (the records of one flight do)."""
     overloads = getattr(fn, "overloads", None)
     if overloads is None:
-        return fn  # type: ignore[no-any-return]
+        return fn
     sig = tuple(fn.typeof_pyval(a) for a in args)
     fn.compile(sig)
-    return overloads[sig].entry_point  # type: ignore[no-any-return]
+    return overloads[sig].entry_point
 
 
 def use(setting: str = "auto") -> bool:

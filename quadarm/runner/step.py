@@ -373,59 +373,29 @@ def fly_chunk(m: Any, d: Any, k0: int, k1: int, p: Params, s: State, lg: Log) ->
         after(k, p, s, lg, 0)
 
 
-@jit.inline
-def before_rows(k: int, p: Params, s: State, lg: Log, live: np.ndarray) -> None:
-    """:func:`before` for every live simulation of a batch that has sample k."""
-    for i in range(live.shape[0]):
-        if live[i] and k <= p.last[i]:
-            before(k, p, s, lg, i)
-
-
-def batch_rows(k: int, p: Params, s: State, lg: Log, live: np.ndarray,
+def batch_rows(ks: np.ndarray, p: Params, s: State, lg: Log, live: np.ndarray,
                stepped: np.ndarray) -> None:
-    """One call per sample of the batched engine (a call from Python costs microseconds):
-    :func:`after` of sample k - 1 for the simulations flagged in ``stepped`` (nsim,) bool
-    (those that stepped since; the flags are cleared), then :func:`before_rows` of sample k."""
+    """One call per sample for many simulations, each at its own sample ``ks[i]`` (nsim,)
+    int64 (a call from Python costs microseconds): :func:`after` of sample ``ks[i] - 1`` for
+    the simulations flagged in ``stepped`` (nsim,) bool (those that stepped since; the flags
+    are cleared), then :func:`before` of sample ``ks[i]`` for those flagged in ``live``
+    (nsim,) bool that have that sample. The batched engine calls it with every row at one
+    sample; the vector environment with its rows' own samples and nothing in ``stepped``."""
     for i in range(stepped.shape[0]):
         if stepped[i]:
-            after(k - 1, p, s, lg, i)
+            after(ks[i] - 1, p, s, lg, i)
             stepped[i] = False
-    before_rows(k, p, s, lg, live)
-
-
-def after_rows(k: int, p: Params, s: State, lg: Log, rows: np.ndarray) -> None:
-    """:func:`after` for the simulations of a batch flagged in ``rows`` (nsim,) bool."""
-    for i in range(rows.shape[0]):
-        if rows[i]:
-            after(k, p, s, lg, i)
-
-
-def env_before(ks: np.ndarray, p: Params, s: State, lg: Log, rows: np.ndarray) -> None:
-    """:func:`before` of sample ``ks[i]`` (nsim,) for the simulations flagged in ``rows``
-    (nsim,) bool: the vector environment's rows, each at its own sample."""
-    for i in range(rows.shape[0]):
-        if rows[i]:
+    for i in range(live.shape[0]):
+        if live[i] and ks[i] <= p.last[i]:
             before(ks[i], p, s, lg, i)
 
 
-def env_after(ks: np.ndarray, p: Params, s: State, lg: Log, rows: np.ndarray) -> None:
-    """:func:`after` of sample ``ks[i]`` for the simulations flagged in ``rows``."""
+def after_rows(ks: np.ndarray, p: Params, s: State, lg: Log, rows: np.ndarray) -> None:
+    """:func:`after` of sample ``ks[i]`` (nsim,) for the simulations flagged in ``rows``
+    (nsim,) bool."""
     for i in range(rows.shape[0]):
         if rows[i]:
             after(ks[i], p, s, lg, i)
-
-
-_ENV: tuple[Any, Any] | None = None
-
-
-def env_kernels(compiled: bool) -> tuple[Any, Any]:
-    """(:func:`env_before`, :func:`env_after`), compiled (lazily, cached on disk) or plain."""
-    global _ENV
-    if not compiled:
-        return env_before, env_after
-    if _ENV is None:
-        _ENV = (jit.kernel(env_before), jit.kernel(env_after))
-    return _ENV
 
 
 class Kernels(NamedTuple):
