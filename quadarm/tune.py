@@ -29,7 +29,7 @@ group included: ``python -m quadarm -m sensing=realistic +experiment=tune_gains`
 on the estimates (``exact``, the default, tunes on the simulated state). Every trial then flies
 the job's seed (``seed``, 0 by default): the same noise and biases for every gain set (common
 random numbers), so the objective is a deterministic function of the gains, but of one noise
-draw, which the search can fit. ``runner.grid.seed=[0,1,2,3]`` flies each trial on four draws
+draw, which the search can fit. ``+runner.grid.seed=[0,1,2,3]`` flies each trial on four draws
 and the objective is their mean (:func:`job_objective`): the expected cost, at four times the
 simulation. The trials table and the gain file record the preset and the seed count
 (``sensing``, ``seeds``).
