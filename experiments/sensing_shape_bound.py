@@ -106,13 +106,14 @@ def measure(out: Path, every: int, seed: int) -> pd.DataFrame:
         p_ideal, l_ideal = shape_of(c_ideal)
         if j == 0:
             c_tip[:] = c_ideal
-        fit = least_squares(lambda c: shape_of(c)[0][-1] - truth_pts[-1], c_tip, xtol=1e-12,
+        tip = truth_pts[-1]
+        fit = least_squares(lambda c, tip=tip: shape_of(c)[0][-1] - tip, c_tip, xtol=1e-12,
                             ftol=1e-12, gtol=1e-12)
         c_tip[:] = fit.x
         p_tip, l_tip = shape_of(c_tip)
 
-        def pct(p: np.ndarray) -> float:
-            return float(np.linalg.norm(p[-1] - truth_pts[-1]) / length * 100.0)
+        def pct(p: np.ndarray, tip: np.ndarray = tip) -> float:
+            return float(np.linalg.norm(p[-1] - tip) / length * 100.0)
 
         out_rows.append({
             "t": float(row.t), "est_real": pct(p_real), "est_ideal": pct(p_ideal),
