@@ -141,17 +141,22 @@ def _ranking(cells: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
         others = ", ".join(f"{r.gains} {r.rms_cm_mean:.3g} cm" for r in ideal.itertuples())
         notes.append(f"Ideal simulation (exact state, tau = 0): {others}; best {ideal_best}.")
         kept = bool(ranking["same_as_ideal"].all())
-        flipped = ranking[~ranking["same_as_ideal"]]
-        notes.append(
-            f"The ranking {'survives' if kept else 'does not survive'} sensing and motor lag: "
-            + ("the ideal simulation's best stays the best in every condition "
-               f"({len(ranking)} conditions)." if kept else
-               "best set differs at " + ", ".join(f"{r.sensing} tau {r.tau_ms:g} ms "
-                                                  f"({r.best})" for r in flipped.itertuples())
-               + "."))
+        notes.append(f"The ranking {'survives' if kept else 'does not survive'} sensing and "
+                     f"motor lag ({len(ranking)} conditions).")
+        for tau, g in ranking.groupby("tau_ms", sort=False):
+            keep = g[g["same_as_ideal"]]["sensing"].tolist()
+            lose = g[~g["same_as_ideal"]]
+            parts = []
+            if keep:
+                parts.append(f"{ideal_best} stays the best under {', '.join(keep)}")
+            if len(lose):
+                parts.append("the best is " + ", ".join(f"{r.best} under {r.sensing}"
+                                                        for r in lose.itertuples()))
+            notes.append(f"tau = {tau:g} ms: " + "; ".join(parts) + ".")
     for r in cells[~cells["stable"]].itertuples():
-        notes.append(f"{r.gains}, {r.sensing}, tau {r.tau_ms:g} ms: unstable ({r.ok} of "
-                     f"{r.trials} trials ok, max tilt {r.tilt_max_deg_max:.3g} deg).")
+        lost = "" if r.ok == r.trials else f"{r.trials - r.ok} of {r.trials} trials failed; "
+        notes.append(f"{r.gains}, {r.sensing}, tau {r.tau_ms:g} ms: unstable ({lost}tilt up "
+                     f"to {r.tilt_max_deg_max:.3g} deg, RMS error {r.rms_cm_mean:.3g} cm).")
     return ranking, notes
 
 
