@@ -16,6 +16,10 @@ sweep of one exact-state mission (its states read back from Parquet):
   lengths cannot tell the estimated shape from the true one;
 - ``oracle_len_mm``: the same for the oracle's shape (mm): how far from the measured lengths
   a shape that puts the tip right has to be, within the family;
+- ``base_known``: the quasi-static fit on the exact tendon lengths with hinge 0's two angles
+  given (the true ones: what the flange torque would give through hinge 0's spring and damper
+  law, tau = k theta_0 + c dtheta_0/dt, if it were filtered perfectly), the other hinges from
+  the family: how much of the error a base-angle measurement could remove;
 - ``rate_rms``: the RMS hinge rate (rad/s), the arm's swing.
 
     .venv/bin/python experiments/sensing_shape_bound.py [--out DIR] [--every 10]
@@ -76,11 +80,19 @@ def measure(out: Path, every: int, seed: int) -> pd.DataFrame:
     pts_t, pts = np.zeros((n, 3)), np.zeros((n, 3))
     th, lens = np.zeros(2 * n), np.zeros(3)
     scratch = np.zeros(shape.scratch_size(0, True))
-    c_real, c_ideal, c_tip = np.zeros(2), np.zeros(2), np.zeros(2)
+    c_real, c_ideal, c_tip, c_base = np.zeros(2), np.zeros(2), np.zeros(2), np.zeros(2)
 
     def shape_of(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Points (N, 3) and tendon lengths (3,) of the family member with coefficients c."""
         shape.hinges(table, shape.NO_PROFILE, c, th)
+        shape.forward(sp, th, work, fwd)
+        shape.points(sp, work, pts)
+        return pts.copy(), fwd[shape.O_LEN:shape.O_LEN + 3].copy()
+
+    def based(c: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As shape_of, with hinge 0's angles (2,) replaced by ``base``."""
+        shape.hinges(table, shape.NO_PROFILE, c, th)
+        th[0:2] = base
         shape.forward(sp, th, work, fwd)
         shape.points(sp, work, pts)
         return pts.copy(), fwd[shape.O_LEN:shape.O_LEN + 3].copy()
@@ -111,13 +123,20 @@ def measure(out: Path, every: int, seed: int) -> pd.DataFrame:
                             ftol=1e-12, gtol=1e-12)
         c_tip[:] = fit.x
         p_tip, l_tip = shape_of(c_tip)
+        if j == 0:
+            c_base[:] = c_ideal
+        base, lens_true = th_true[0:2].copy(), truth_len
+        fit = least_squares(lambda c, b=base, ln=lens_true: (based(c, b)[1] - ln) * 1e3, c_base,
+                            xtol=1e-14, ftol=1e-14, gtol=1e-14)
+        c_base[:] = fit.x
+        p_base, _ = based(c_base, base)
 
         def pct(p: np.ndarray, tip: np.ndarray = tip) -> float:
             return float(np.linalg.norm(p[-1] - tip) / length * 100.0)
 
         out_rows.append({
             "t": float(row.t), "est_real": pct(p_real), "est_ideal": pct(p_ideal),
-            "family_tip": pct(p_tip),
+            "family_tip": pct(p_tip), "base_known": pct(p_base),
             "len_resid_um": float(np.abs(l_ideal - truth_len).max() * 1e6),
             "oracle_len_mm": float(np.abs(l_tip - truth_len).max() * 1e3),
             "rate_rms": float(np.sqrt(np.mean(rates ** 2)))})
@@ -132,7 +151,8 @@ def main() -> None:
     args = ap.parse_args()
     frame = measure(args.out, args.every, args.seed)
     frame["second"] = np.floor(frame.t - frame.t.min()).astype(int)
-    cols = ["est_real", "est_ideal", "family_tip", "len_resid_um", "oracle_len_mm", "rate_rms"]
+    cols = ["est_real", "est_ideal", "family_tip", "base_known", "len_resid_um", "oracle_len_mm",
+            "rate_rms"]
     print("whole sweep, mean:")
     print(frame[cols].mean().round(3).to_string())
     print("\nper second of the sweep, mean:")
