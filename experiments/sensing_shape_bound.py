@@ -20,6 +20,13 @@ sweep of one exact-state mission (its states read back from Parquet):
   given (the true ones: what the flange torque would give through hinge 0's spring and damper
   law, tau = k theta_0 + c dtheta_0/dt, if it were filtered perfectly), the other hinges from
   the family: how much of the error a base-angle measurement could remove;
+- ``base_torque`` and ``base_torque_real``: the same with hinge 0's angles estimated from the
+  flange torque, exact or through the realistic preset's force/torque channel (noise, post-tare
+  bias; ``base_torque_nobias``: its noise without the bias): the sensor's torque about hinge
+  0's axes is that hinge's passive torque
+  -k theta_0 - c dtheta_0/dt (equal to MuJoCo's ``qfrc_passive`` to 3e-5 N m here), so
+  theta_0 follows from integrating dtheta_0/dt = (-tau - k theta_0) / c at every step (a stable
+  first-order filter, time constant c / k), started at zero a second before the sweep;
 - ``rate_rms``: the RMS hinge rate (rad/s), the arm's swing.
 
     .venv/bin/python experiments/sensing_shape_bound.py [--out DIR] [--every 10]
@@ -48,6 +55,48 @@ from quadarm.sensing import noise, shape
 from quadarm.sensing.sensors import channel_step
 
 
+def _base_from_torque(cfg, built, ts: pd.DataFrame, t0: float, last: int,  # noqa: ANN001
+                      seed: int) -> dict[str, dict[int, np.ndarray]]:
+    """Hinge 0's angles (theta_x, theta_y) (rad) per time-series row from t0 to row ``last``,
+    integrated from the flange torque: exact (``exact``) and through the realistic preset's
+    force/torque channel (``real``)."""
+    m, d = built.model, mujoco.MjData(built.model)
+    n = int(shape.shape_params(m)[shape.S_N])
+    adr = shape.hinge_qpos(m, n)
+    cols = [names.link_joint(k, a) for k in range(n) for a in "xy"]
+    dofs = [int(m.jnt_dofadr[m.joint(c).id]) for c in cols]
+    k = np.array([m.jnt_stiffness[m.joint(c).id] for c in cols[:2]])
+    c_damp = np.array([m.dof_damping[dof] for dof in dofs[:2]])
+    dt = cfg.sim.timestep
+    real = sc.preset("realistic")
+    ft = noise.draw(real, seed, float(ts.t.iloc[-1]), dt)["force_torque"]
+    real.force_torque.torque_bias = real.force_torque.force_bias = 0.0
+    ft0 = noise.draw(real, seed, float(ts.t.iloc[-1]), dt)["force_torque"]  # noise, no bias
+    fa, ta = built.flange_force_adr, built.flange_torque_adr
+    theta = {"exact": np.zeros(2), "real": np.zeros(2), "real_nobias": np.zeros(2)}
+    out: dict[str, dict[int, np.ndarray]] = {key: {} for key in theta}
+    wrench, wrench0 = np.zeros(6), np.zeros(6)
+    for idx, row in ts[(ts.t >= t0 - 1e-9)].loc[:last].iterrows():
+        d.qpos[:7] = [row.x, row.y, row.z, row.qw, row.qx, row.qy, row.qz]
+        d.qvel[:6] = [row.vx, row.vy, row.vz, row.wx, row.wy, row.wz]
+        for a, dof, col in zip(adr, dofs, cols, strict=True):
+            d.qpos[a], d.qvel[dof] = row[col], row[col + "_vel"]
+        for j, a in enumerate(built.rotor_actuators):
+            d.ctrl[a] = row[f"rotor{j}_n"]
+        for j, a in enumerate(built.tendon_actuators):
+            d.ctrl[a] = row[f"tension_{names.TENDON_LETTERS[j]}_n"]
+        mujoco.mj_forward(m, d)
+        truth = np.concatenate([d.sensordata[fa:fa + 3], d.sensordata[ta:ta + 3]])
+        step = int(round(row.t / dt))
+        channel_step(step, truth, ft.white, ft.bias, ft.ring, ft.prm, wrench)
+        channel_step(step, truth, ft0.white, ft0.bias, ft0.ring, ft0.prm, wrench0)
+        for key, tau in (("exact", truth[3:5]), ("real", wrench[3:5]),
+                         ("real_nobias", wrench0[3:5])):
+            out[key][int(idx)] = theta[key].copy()
+            theta[key] += dt * (-tau - k * theta[key]) / c_damp
+    return out
+
+
 def measure(out: Path, every: int, seed: int) -> pd.DataFrame:
     """One row per sampled step of the sweep: t and the quantities of the module docstring."""
     cfg = load(["scenario=mission"])
@@ -72,7 +121,9 @@ def measure(out: Path, every: int, seed: int) -> pd.DataFrame:
         raise SystemExit("this offline measurement samples every step without latency")
     i = MISSION_PHASES.index("tendon_sweep")
     edges = np.concatenate([[0.0], np.cumsum(cfg.scenario.phase_times)])
-    rows = ts[(ts.t >= edges[i] - 1e-9) & (ts.t < edges[i + 1] - 1e-9)].iloc[::every]
+    sweep = ts[(ts.t >= edges[i] - 1e-9) & (ts.t < edges[i + 1] - 1e-9)]
+    rows = sweep.iloc[::every]
+    base_est = _base_from_torque(cfg, built, ts, edges[i] - 1.0, sweep.index[-1], seed)
     length = chain_of(cfg.arm).length
     q = max(scfg.encoder.resolution, 1e-9)
     wts = np.array([1.0 / math.sqrt(scfg.encoder.noise ** 2 + q * q / 12.0), 0.0])
@@ -130,6 +181,12 @@ def measure(out: Path, every: int, seed: int) -> pd.DataFrame:
                             xtol=1e-14, ftol=1e-14, gtol=1e-14)
         c_base[:] = fit.x
         p_base, _ = based(c_base, base)
+        p_torque = {}
+        for key, est in base_est.items():
+            b = est[int(row.name)]
+            fit = least_squares(lambda c, b=b, ln=lens_true: (based(c, b)[1] - ln) * 1e3,
+                                c_ideal, xtol=1e-14, ftol=1e-14, gtol=1e-14)
+            p_torque[key] = based(fit.x, b)[0]
 
         def pct(p: np.ndarray, tip: np.ndarray = tip) -> float:
             return float(np.linalg.norm(p[-1] - tip) / length * 100.0)
@@ -137,6 +194,8 @@ def measure(out: Path, every: int, seed: int) -> pd.DataFrame:
         out_rows.append({
             "t": float(row.t), "est_real": pct(p_real), "est_ideal": pct(p_ideal),
             "family_tip": pct(p_tip), "base_known": pct(p_base),
+            "base_torque": pct(p_torque["exact"]), "base_torque_real": pct(p_torque["real"]),
+            "base_torque_nobias": pct(p_torque["real_nobias"]),
             "len_resid_um": float(np.abs(l_ideal - truth_len).max() * 1e6),
             "oracle_len_mm": float(np.abs(l_tip - truth_len).max() * 1e3),
             "rate_rms": float(np.sqrt(np.mean(rates ** 2)))})
@@ -151,7 +210,8 @@ def main() -> None:
     args = ap.parse_args()
     frame = measure(args.out, args.every, args.seed)
     frame["second"] = np.floor(frame.t - frame.t.min()).astype(int)
-    cols = ["est_real", "est_ideal", "family_tip", "base_known", "len_resid_um", "oracle_len_mm",
+    cols = ["est_real", "est_ideal", "family_tip", "base_known", "base_torque",
+            "base_torque_real", "base_torque_nobias", "len_resid_um", "oracle_len_mm",
             "rate_rms"]
     print("whole sweep, mean:")
     print(frame[cols].mean().round(3).to_string())
