@@ -23,9 +23,8 @@ sweep of one exact-state mission (its states read back from Parquet):
 - ``base_torque`` and ``base_torque_real``: the same with hinge 0's angles estimated from the
   flange torque, exact or through the realistic preset's force/torque channel (noise, post-tare
   bias; ``base_torque_nobias``: its noise without the bias): the sensor's torque about hinge
-  0's axes is that hinge's passive torque
-  -k theta_0 - c dtheta_0/dt (equal to MuJoCo's ``qfrc_passive`` to 3e-5 N m at ten states compared), so
-  theta_0 follows from integrating dtheta_0/dt = (-tau - k theta_0) / c at every step (a stable
+  0's axes is that hinge's passive torque -k theta_0 - c dtheta_0/dt (equal to MuJoCo's
+  ``qfrc_passive`` to 3e-5 N m at ten states compared), so theta_0 follows from integrating dtheta_0/dt = (-tau - k theta_0) / c at every step (a stable
   first-order filter, time constant c / k), started at zero a second before the sweep;
 - ``rate_rms``: the RMS hinge rate (rad/s), the arm's swing.
 
