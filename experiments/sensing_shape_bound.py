@@ -18,14 +18,15 @@ sweep of one exact-state mission (its states read back from Parquet):
   a shape that puts the tip right has to be, within the family;
 - ``base_known``: the quasi-static fit on the exact tendon lengths with hinge 0's two angles
   given (the true ones: what the flange torque would give through hinge 0's spring and damper
-  law, tau = k theta_0 + c dtheta_0/dt, if it were filtered perfectly), the other hinges from
+  law, -tau = k theta_0 + c dtheta_0/dt, if it were filtered perfectly), the other hinges from
   the family: how much of the error a base-angle measurement could remove;
 - ``base_torque`` and ``base_torque_real``: the same with hinge 0's angles estimated from the
   flange torque, exact or through the realistic preset's force/torque channel (noise, post-tare
   bias; ``base_torque_nobias``: its noise without the bias): the sensor's torque about hinge
   0's axes is that hinge's passive torque -k theta_0 - c dtheta_0/dt (equal to MuJoCo's
-  ``qfrc_passive`` to 3e-5 N m at ten states compared), so theta_0 follows from integrating dtheta_0/dt = (-tau - k theta_0) / c at every step (a stable
-  first-order filter, time constant c / k), started at zero a second before the sweep;
+  ``qfrc_passive`` to 3e-5 N m at ten states compared), so theta_0 follows from integrating
+  dtheta_0/dt = (-tau - k theta_0) / c at every step (a stable first-order filter, time
+  constant c / k), started at zero a second before the sweep;
 - ``rate_rms``: the RMS hinge rate (rad/s), the arm's swing.
 
     .venv/bin/python experiments/sensing_shape_bound.py [--out DIR] [--every 10]
