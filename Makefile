@@ -76,7 +76,7 @@ payload: ## beyond the paper: payload grasp/release in hover, mass x feed-forwar
 active-damping: ## beyond the paper: tip disturbance over the tendon-damping grid -> outputs/active_damping
 	bash experiments/active_damping.sh
 
-sensing: ## beyond the paper: the controllers on the estimates, exact vs sensing presets, 16 seeds -> outputs/sensing
+sensing: ## beyond the paper: the controllers on the estimates, exact vs sensing presets, tuned gains under sensing and lag, 16 seeds -> outputs/sensing
 	bash experiments/sensing.sh
 
 arm-convergence: ## arm fidelity: discretised arm vs Cosserat rod, N = 6..48 -> outputs/arm_convergence

@@ -27,7 +27,9 @@ section 5).
 Beyond the paper (``--studies beyond`` or ``all``): the studies of the switches the paper does
 not have (``motor_lag``, ``downwash``, ``wind``: ``conf/experiment/``, ``docs/aero.md``;
 ``feedforward``, ``active_damping``: ``docs/arm_aware_control.md``) run into
-``<out>/data_beyond/`` (the arm-aware ones into ``<out>/data_arm/``); their tables and figures
+``<out>/data_beyond/`` (the arm-aware ones into ``<out>/data_arm/``, the sensing ones, ``sensing``,
+``sensing_feedforward`` and ``sensing_gains``: ``docs/sensing.md``, into ``<out>/data_sensing/``
+and ``<out>/data_sensing_gains/``); their tables and figures
 go into ``<out>`` next to the paper's, with their findings in ``beyond.md`` (and, with
 ``all``, in the "Beyond the paper" section of ``reproduction.md``).
 
@@ -106,8 +108,16 @@ BEYOND = (("motor_lag", "gains"), ("downwash", None), ("downwash_mission", None)
 # the tables of the studies above, nor theirs into these.
 ARM = (("feedforward", ALL), ("active_damping", ALL), ("payload", ALL))
 # The sensing studies (docs/sensing.md), in <out>/data_sensing for the same reason: their exact
-# trials are the controls of their sensed ones.
+# trials are the controls of their sensed ones. The tuned gains under sensing and motor lag in
+# a folder of their own (the tuned gains' sensed missions are not the sensing study's).
 SENSING = (("sensing", ALL), ("sensing_feedforward", ALL))
+SENSING_GAINS = (("sensing_gains", ALL),)
+# The tables built from each folder: every builder (None), or only the folder's own where its
+# control trials would pass for another study's (sensing_feedforward's exact feed-forward
+# missions for the feed-forward table, sensing_gains' lagged exact missions for the motor-lag
+# table) and write over that study's table.
+OWN_TABLES: dict[tuple[tuple[str, str | None], ...], tuple[str, ...] | None] = {
+    BEYOND: None, ARM: None, SENSING: ("sensing",), SENSING_GAINS: ("sensing_gains",)}
 
 
 def plan_beyond(data_dir: Path, conf_dir: str = CONF_DIR,
@@ -228,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     paper, beyond_on = studies in ("paper", "all"), studies in ("beyond", "all")
     out, data, beyond = args.out, args.out / "data", args.out / "data_beyond"
     extra_folders = ((beyond, BEYOND), (args.out / "data_arm", ARM),
-                     (args.out / "data_sensing", SENSING))
+                     (args.out / "data_sensing", SENSING),
+                     (args.out / "data_sensing_gains", SENSING_GAINS))
     t0 = time.perf_counter()
     render = None
     if not args.no_run:
@@ -253,9 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     report = reporting.write_report([data], out) if paper else reporting.Report([])
     if beyond_on:
         extra = reporting.Report([])
-        for folder, _ in extra_folders:
+        for folder, studies_ in extra_folders:
             if folder.exists():
-                found = reporting.write_beyond([folder], out)
+                found = reporting.write_beyond([folder], out, names=OWN_TABLES[studies_])
                 extra.tables += found.tables
                 extra.files += found.files
         reporting.write_beyond_index(extra, out / BEYOND_MD)

@@ -16,12 +16,23 @@ The search's record, from Parquet only (nothing here simulates; the :func:`repor
 builds a model, imported when called): from a sweep folder's job tables (each Optuna trial is
 one job, in a folder named after its trial number), :func:`report` writes
 
-- ``tune_trials.csv``: one row per trial: its number, status, objective(s) and gains;
+- ``tune_trials.csv``: one row per trial: its number, status, objective(s), the sensing preset
+  and the number of seeds it was averaged over, and its gains;
 - ``tune_objective.png``: the objective against the trial number, with the running best;
 - ``tune_pareto.png`` (two objectives): every trial and the Pareto front;
 - ``gains/tuned.yaml``: the best trial's gains as a gain file, so that
   ``python -m quadarm --config-dir SWEEP_DIR gains=tuned`` flies them (with two objectives:
   the front's trial with the lowest first objective).
+
+**Tuning under sensing.** The trials fly whatever the command line composes, the ``sensing``
+group included: ``python -m quadarm -m sensing=realistic +experiment=tune_gains`` tunes the gains
+on the estimates (``exact``, the default, tunes on the simulated state). Every trial then flies
+the job's seed (``seed``, 0 by default): the same noise and biases for every gain set (common
+random numbers), so the objective is a deterministic function of the gains, but of one noise
+draw, which the search can fit. ``+runner.grid.seed=[0,1,2,3]`` flies each trial on four draws
+and the objective is their mean (:func:`job_objective`): the expected cost, at four times the
+simulation. The trials table and the gain file record the preset and the seed count
+(``sensing``, ``seeds``).
 
 The objective is recomputed from the tables with the rule of the jobs' return value
 (:func:`quadarm.results.objective.objective_of`), reading ``tune.*`` from the config columns of
@@ -161,7 +172,8 @@ def objectives(runs: pd.DataFrame) -> list[tuple[str, str]]:
 def trials(sweep_dir: Path | str) -> pd.DataFrame:
     """One row per trial (job) of the search in ``sweep_dir``: ``trial`` (the job folder's
     number), ``status`` (``ok`` when every trial of the job is), ``objective`` (and
-    ``objective2``), and the gain columns ``gains.*``; sorted by trial."""
+    ``objective2``), ``sensing`` (the trials' ``sensing.preset``), ``seeds`` (how many seeds
+    the objective averages), and the gain columns ``gains.*``; sorted by trial."""
     loaded = Results.load([sweep_dir], timeseries=False)
     runs, metrics = loaded.runs, loaded.metrics
     if "tune.metric" not in runs:
@@ -178,12 +190,22 @@ def trials(sweep_dir: Path | str) -> pd.DataFrame:
             row["objective" if j == 0 else f"objective{j + 1}"] = objective_of(
                 job, metrics, phase, metric, penalty)
         first = job.iloc[0]
+        row["sensing"] = _preset(first.get("sensing.preset"))
+        row["seeds"] = int(job["seed"].nunique()) if "seed" in job else 1
         for key in GAIN_KEYS:
             row[f"gains.{key}"] = first.get(f"gains.{key}")
         rows.append(row)
     table = pd.DataFrame(rows).sort_values("trial", ignore_index=True)
     table.attrs["objectives"] = goals
     return table
+
+
+def _preset(cell: Any) -> str:
+    """A ``sensing.preset`` cell: results without the key (or exact trials collected with
+    sensed ones, whose cell is missing) were flown on the exact state."""
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)):
+        return "exact"
+    return str(cell)
 
 
 def pareto_front(values: np.ndarray) -> np.ndarray:
@@ -213,7 +235,8 @@ def gain_file(row: pd.Series, path: Path) -> Path:
 
     values = {key: _value(row[f"gains.{key}"]) for key in GAIN_KEYS}
     head = (f"# Tuned gains: trial {int(row['trial'])} of the search in this folder, "
-            f"objective {row['objective']:.6g}.\n"
+            f"objective {row['objective']:.6g}, sensing={row.get('sensing', 'exact')}, "
+            f"{int(row.get('seeds', 1))} seed(s) per trial.\n"
             "# Fly them with: python -m quadarm --config-dir <this folder> gains=tuned\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(head + yaml.safe_dump(values, sort_keys=False, default_flow_style=None))

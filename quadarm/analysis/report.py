@@ -115,15 +115,20 @@ def write_report(roots: Iterable[Path | str], out_dir: Path | str,
 
 
 def write_beyond(roots: Iterable[Path | str], out_dir: Path | str,
-                 with_figures: bool = True) -> Report:
+                 with_figures: bool = True, names: Iterable[str] | None = None) -> Report:
     """The tables (Markdown + CSV) and figures of the studies beyond the paper found under
-    ``roots``, written into ``out_dir`` (``reproduction.md`` is left to the caller)."""
+    ``roots``, written into ``out_dir`` (``reproduction.md`` is left to the caller); with
+    ``names``, only those builders are tried (a study's control trials can look like another
+    study's own)."""
     from quadarm.analysis.beyond import BUILDERS, FIGURES
 
     out_dir = Path(out_dir)
     res = Results.load(roots)
     report = Report([])
+    wanted = set(BUILDERS) if names is None else set(names)
     for name, build in BUILDERS.items():
+        if name not in wanted:
+            continue
         try:
             t = build(res.runs, res.metrics)
         except ValueError:

@@ -42,3 +42,18 @@ def test_table_needs_sensed_trials():
     runs, metrics = _frames()
     with pytest.raises(ValueError, match="sensing"):
         sensing.table(runs[runs["sensing.preset"] == "exact"], metrics)
+
+
+def test_spread_gives_each_metric_over_the_seeds():
+    runs, metrics = _frames()
+    long = sensing.table(runs, metrics).data["spread"]
+    tip = long[(long["metric"] == "shape_tip_mean_pct")].set_index("sensing")
+    assert list(tip.index) == ["realistic"]  # exact has no estimates
+    values = np.array([2.0, 3.0, 4.0, 5.0])
+    assert tip.loc["realistic", "phase"] == "tendon_sweep"
+    assert tip.loc["realistic", "seeds"] == 4
+    assert tip.loc["realistic", "mean"] == pytest.approx(values.mean())
+    assert tip.loc["realistic", "std"] == pytest.approx(values.std())
+    assert (tip.loc["realistic", "min"], tip.loc["realistic", "max"]) == (2.0, 5.0)
+    rms = long[(long["metric"] == "rms_cm") & (long["sensing"] == "exact")]
+    assert float(rms["std"].iloc[0]) == 0.0 and int(rms["seeds"].iloc[0]) == 4

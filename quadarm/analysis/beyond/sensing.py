@@ -1,10 +1,13 @@
 """Sensing study (issue 19, docs/sensing.md): what flying on the estimates costs each scenario.
 
 Reads ``runs.parquet`` / ``metrics.parquet`` only. One row per (scenario, sensing preset,
-feed-forward): the number of ``ok`` trials of the seeds flown, the tracking RMS and max error
-(mean and standard deviation over the seeds), the vehicle estimator's position and attitude
-errors, and the arm-shape estimate's tip error (mean over time) and largest error along the
-arm, in % of L, over the mission's tendon sweep (the whole trial in the other scenarios).
+feed-forward): the number of ``ok`` trials of the seeds flown, the tracking RMS and max error,
+the vehicle estimator's position and attitude errors, and the arm-shape estimate's tip error
+(mean and max over time) and largest error along the arm, in % of L, over the mission's tendon
+sweep (the whole trial in the other scenarios): section ``sensing``, the mean over the seeds
+(``m_mean`` and ``m_std``, ddof 0, for the tracking metrics; ``m`` for the estimates). Section
+``spread``: one row per (scenario, preset, feed-forward, metric) with the number of seeds, the
+mean, the standard deviation (ddof 0), the minimum and the maximum over the seeds.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ PRESETS = ("exact", "ideal", "realistic", "bmi088", "vn100", "gnss")
 SHAPE_PHASE = {"mission": "tendon_sweep"}  # where the arm bends; else the whole trial
 TRACKING = {"mission": ("rms_cm", "max_cm"), "disturbance": ("deviation_max_cm", "recovery_s"),
             "held_bend": ("drift_30s_cm", "drift_5s_cm")}
-ESTIMATES = ("est_pos_rms_mm", "est_att_rms_deg", "shape_tip_mean_pct", "shape_arm_max_pct")
+ESTIMATES = ("est_pos_rms_mm", "est_pos_max_mm", "est_att_rms_deg", "est_att_max_deg",
+             "shape_tip_mean_pct", "shape_tip_max_pct", "shape_arm_max_pct")
 TIP_TARGET_PCT = 3.0  # the issue's target: shape tip error <= 3 % of L in the tendon sweep
 
 
@@ -33,6 +37,19 @@ def _get(wide: pd.DataFrame, ids: pd.Series, phase: str, metric: str) -> np.ndar
     if (phase, metric) not in wide.columns:
         return np.full(len(ids), np.nan)
     return wide.reindex(ids)[(phase, metric)].to_numpy(float)
+
+
+STATS = (("mean", np.mean), ("std", np.std), ("min", np.min), ("max", np.max))
+SUMMARY = ("est_pos_rms_mm", "est_att_rms_deg", "shape_tip_mean_pct", "shape_arm_max_pct")
+
+
+def _stats(v: np.ndarray) -> dict[str, float]:
+    """n, mean, std (ddof 0), min and max over the finite values of ``v`` (NaN when none)."""
+    fin = v[np.isfinite(v)]
+    out: dict[str, float] = {"n": float(fin.size)}
+    for stat, fn in STATS:
+        out[stat] = float(fn(fin)) if fin.size else np.nan
+    return out
 
 
 def table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
@@ -46,22 +63,24 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
         raise ValueError("no sensing study (trials with a sensing preset other than exact)")
     sel = sel.drop_duplicates("run_id")
     wide = metric_frame(metrics, sel["run_id"])
-    rows = []
+    rows, spread = [], []
     for (scen, preset, ff), g in sel.groupby(["scenario", "preset", "feedforward"], sort=False):
         ok = g[g["status"] == "ok"]
         ids = ok["run_id"]
         row: dict[str, object] = {"scenario": scen, "sensing": preset, "feedforward": ff,
                                   "trials": len(g), "ok": len(ok)}
         a, b = TRACKING[scen]
-        for m in (a, b):
-            v = _get(wide, ids, WHOLE, m)
-            fin = v[np.isfinite(v)]
-            row[f"{m}_mean"] = float(fin.mean()) if fin.size else np.nan
-            row[f"{m}_std"] = float(fin.std()) if fin.size else np.nan
-        for m in ESTIMATES:
+        for m in (a, b, *ESTIMATES):
             phase = SHAPE_PHASE.get(scen, WHOLE) if m.startswith("shape") else WHOLE
-            v = _get(wide, ids, phase, m)
-            row[m] = np.nanmean(v) if np.isfinite(v).any() else np.nan
+            st = _stats(_get(wide, ids, phase, m))
+            if m in (a, b):
+                row[f"{m}_mean"], row[f"{m}_std"] = st["mean"], st["std"]
+            elif m in SUMMARY:
+                row[m] = st["mean"]
+            if st["n"]:
+                spread.append({"scenario": scen, "sensing": preset, "feedforward": ff,
+                               "metric": m, "phase": phase, "seeds": int(st["n"]),
+                               **{k: st[k] for k, _ in STATS}})
         rows.append(row)
     frame = pd.DataFrame(rows)
     frame["_s"] = frame["scenario"].map(SCENARIOS.index)
@@ -84,13 +103,20 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
             parts = [f"{r.sensing} {getattr(r, m):.3g}" for r in f.itertuples()
                      if r.sensing != "exact"]
             notes.append(f"{scen}: {TRACKING[scen][0]} exact {ref:.3g}; " + ", ".join(parts))
+    order = {k: i for i, k in enumerate(zip(frame["scenario"], frame["sensing"],
+                                            frame["feedforward"], strict=True))}
+    long = pd.DataFrame(spread)
+    long["_o"] = [order[k] for k in zip(long["scenario"], long["sensing"], long["feedforward"],
+                                        strict=True)]
+    long = long.sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
     return Table("sensing", "Sensing: the controllers on the estimates",
-                 {"sensing": frame.reset_index(drop=True)}, checks_frame([]), notes)
+                 {"sensing": frame.reset_index(drop=True), "spread": long},
+                 checks_frame([]), notes)
 
 
 def figure(tab: Table, path: Path | str) -> Path:
     """Per scenario: the tracking metric (mean +- std over seeds) per preset; and the
-    arm-shape tip error (% L) per preset."""
+    arm-shape tip error (% L) per preset (mean, bars from the seeds' min to max)."""
     rows = tab.data["sensing"]
     rows = rows[rows["feedforward"] == "none"]
     fig = Figure(figsize=(12.0, 3.4), layout="constrained")
@@ -103,9 +129,13 @@ def figure(tab: Table, path: Path | str) -> Path:
         ax.set_title(f"{scen}: {m}", fontsize=9)
         ax.grid(alpha=0.3, axis="y")
     ax = axes[-1]
-    g = rows[(rows["scenario"] == "mission") & (rows["sensing"] != "exact")]
-    if len(g):
-        ax.bar(g["sensing"], g["shape_tip_mean_pct"])
+    long = tab.data.get("spread")
+    if long is not None and len(long):
+        g = long[(long["scenario"] == "mission") & (long["feedforward"] == "none")
+                 & (long["metric"] == "shape_tip_mean_pct")]
+        if len(g):  # mean over the seeds, bars from the seeds' min to max
+            ax.bar(g["sensing"], g["mean"], yerr=np.vstack([g["mean"] - g["min"],
+                                                            g["max"] - g["mean"]]), capsize=3)
     ax.axhline(TIP_TARGET_PCT, color="k", ls="--", lw=0.8)
     ax.set_title("mission tendon sweep: shape tip error [% L]", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
