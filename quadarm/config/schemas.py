@@ -563,6 +563,13 @@ class ScenarioConfig:
         _positive("duration", self.duration)
         _positive("altitude", self.altitude)
 
+    @classmethod
+    def derives_duration(cls) -> bool:
+        """Whether the scenario derives ``duration`` from its own times (its schema leaves it
+        unset: the mission's phases, the reach and trace legs, ...): a grid or a draw that
+        varies those times must unset it, so that each trial derives its own."""
+        return cls.__dataclass_fields__["duration"].default is None
+
 
 @dataclass
 class HoverScenario(ScenarioConfig):

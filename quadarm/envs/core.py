@@ -61,13 +61,12 @@ class Randomizer:
     def __init__(self, cfg: Config, randomize: Mapping[str, Any]) -> None:
         from omegaconf import OmegaConf
 
-        from quadarm.config import MissionScenario, ReachScenario, TraceScenario
         from quadarm.runner.trials import _lookup, check_distributions
 
         self.spec = {str(k): dict(v) if isinstance(v, Mapping) else v
                      for k, v in randomize.items()}
         self.node = OmegaConf.structured(cfg)
-        if isinstance(cfg.scenario, MissionScenario | ReachScenario | TraceScenario):
+        if cfg.scenario.derives_duration():
             # A derived duration: recomputed from the drawn phase, move and dwell times.
             self.node.scenario.duration = None
         check_distributions(self.node, self.spec)

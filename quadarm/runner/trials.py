@@ -29,7 +29,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from quadarm.config import Config, ConfigError, MissionScenario, flatten, to_config
+from quadarm.config import Config, ConfigError, flatten, to_config
 
 DISTRIBUTIONS = {
     "normal": ({"std", "rel_std", "mean"}, set()),
@@ -195,9 +195,9 @@ def _grid(job: Config) -> tuple[DictConfig, list[dict[str, Any]], list[Config]]:
     """The job as a node, its grid points and each point's validated config. Refuses unknown
     grid keys, invalid grid values and invalid distributions (one-line ConfigError)."""
     node = OmegaConf.structured(job)
-    if isinstance(job.scenario, MissionScenario):
-        # The mission's duration is derived from its phase times: let each trial recompute
-        # it, so that a grid or a draw may vary the phases.
+    if job.scenario.derives_duration():
+        # A duration derived from the scenario's times (the mission's phases, reach legs, ...):
+        # let each trial derive it again, so that a grid or a draw may vary those times.
         node.scenario.duration = None
     runner = job.runner
     for key in runner.grid:

@@ -93,3 +93,20 @@ def test_grid_over_mission_phases_recomputes_the_duration() -> None:
     assert [t.cfg.scenario.duration for t in trials] == [35.0, 36.0]
     # the nominal point is the same trial as the job without a grid
     assert trials[1].run_id == trial_id(cfg_of("scenario=mission"))
+
+
+@pytest.mark.parametrize("scenario, key", [("reach", "move_time"), ("trace", "tail"),
+                                           ("touch world=table", "hold")])
+def test_a_grid_over_a_derived_durations_times_rederives_it(scenario: str, key: str) -> None:
+    """Every scenario whose duration is derived (its schema leaves it unset) derives it again
+    for each grid point: the two points' durations differ by the varied time times the number
+    of times it occurs in the scenario (reach: once per target)."""
+    job = cfg_of(*f"scenario={scenario}".split())
+    assert type(job.scenario).derives_duration()
+    base = getattr(job.scenario, key)
+    trials = expand(cfg_of(*f"scenario={scenario}".split(),
+                           f"++runner.grid={{scenario.{key}:[{base},{base + 0.5}]}}"))
+    d0, d1 = (t.cfg.scenario.duration for t in trials)
+    per = len(job.scenario.targets) if scenario == "reach" else 1
+    assert d1 - d0 == pytest.approx(0.5 * per)
+    assert trials[0].run_id == trial_id(job)
