@@ -107,6 +107,11 @@ METRICS: dict[str, tuple[str, str]] = {
     "rise_cm": ("max altitude gain after the release", "cm"),
     "recover_s": ("time to stay within tolerance", "s"),
     "tip_swing_cm": ("max tip horizontal distance from the hub", "cm"),
+    # pick_place (docs/tipspace.md section 6); its dip_cm is the payload's, grasp to release
+    "grasped": ("object grasped (1) or not (0)", "1"),
+    "grasp_miss_cm": ("tip distance from the grasp point at the grasp (or closest)", "cm"),
+    "place_err_cm": ("object rest position error from the place", "cm"),
+    "time_s": ("time from the grasp to the release", "s"),
     # sensing (not exact): the controllers' estimates against the simulated state
     "est_pos_rms_mm": ("RMS vehicle position estimate error", "mm"),
     "est_pos_max_mm": ("max vehicle position estimate error", "mm"),

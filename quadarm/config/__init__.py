@@ -41,6 +41,7 @@ from quadarm.config.schemas import (
     HoverScenario,
     MissionScenario,
     PayloadScenario,
+    PickPlaceScenario,
     ReachScenario,
     RodArmConfig,
     RotorConfig,
@@ -54,6 +55,7 @@ from quadarm.config.schemas import (
     WorkspaceScenario,
     WorldConfig,
     WorldObject,
+    WorldPayload,
 )
 from quadarm.config.store import default_store
 
@@ -68,6 +70,7 @@ __all__ = [
     "MissionScenario", "RotorConfig", "RunnerConfig", "ScenarioConfig", "SimConfig",
     "StaticsScenario", "ReachScenario", "TraceScenario", "PayloadScenario", "TouchScenario",
     "TuneConfig", "WorkspaceScenario", "WorldConfig", "WorldObject",
+    "WorldPayload", "PickPlaceScenario",
     "compose", "default_store", "flatten", "load", "register_configs",
     "to_config",
 ]

@@ -455,6 +455,52 @@ class WorldObject:
                               f"{', '.join(MOUNT_KINDS)})")
 
 
+PAYLOAD_SHAPES = ("box", "sphere")
+STAND_KINDS = ("box", "cylinder")  # what a free object can rest on: an upright flat top
+
+
+@dataclass
+class WorldPayload:
+    """A free object that rests on a stand of the world (``world=pedestal``), for the arm to
+    pick up (``scenario=pick_place``, docs/tipspace.md section 6).
+
+    ``stand`` names the stand, an upright (``euler_deg`` 0) box or cylinder of ``objects``; the
+    object (a ``box``, a cube of half-edge ``half_size``, or a ``sphere`` of radius
+    ``half_size``, m; ``mass`` kg) sits on the stand's top face at ``offset`` (m, x and y from
+    the face's centre), at its resting height: the height at which MuJoCo's contact carries its
+    weight with no acceleration (:func:`quadarm.model.world.rest_height`), not a drop."""
+
+    stand: str = ""
+    shape: str = "box"
+    half_size: float = 0.02  # m
+    mass: float = 0.08  # kg
+    offset: list[float] = field(default_factory=lambda: [0.0, 0.0])  # m
+
+    def check(self, objects: list[WorldObject], names: list[str]) -> None:
+        """Range checks (keys ``payload.*``) against the world's ``objects`` and their
+        ``names``."""
+        _choice("payload.shape", self.shape, PAYLOAD_SHAPES)
+        _positive("payload.half_size", self.half_size)
+        _positive("payload.mass", self.mass)
+        _vector("payload.offset", self.offset, 2)
+        if self.stand not in names:
+            raise ConfigError("payload.stand", self.stand,
+                              "must name a stand of world.objects: " + ", ".join(names))
+        stand = objects[names.index(self.stand)]
+        if stand.kind not in STAND_KINDS or any(float(a) != 0.0 for a in stand.euler_deg) \
+                or stand.mount_stiffness > 0:
+            raise ConfigError("payload.stand", self.stand, "must be a rigid, upright (euler_deg 0) "
+                              f"{' or '.join(STAND_KINDS)}: its top face is what the object "
+                              "rests on")
+        ox, oy = (float(v) for v in self.offset)
+        inside = (abs(ox) < stand.size[0] and abs(oy) < stand.size[1] if stand.kind == "box"
+                  else math.hypot(ox, oy) < stand.size[0])
+        if not inside:
+            raise ConfigError("payload.offset", list(self.offset),
+                              f"must put the object's centre over the top face of {self.stand} "
+                              "(else it tips off)")
+
+
 @dataclass
 class WorldConfig:
     """Objects around the vehicle (``world=open``: none, the paper's empty scene).
@@ -462,12 +508,14 @@ class WorldConfig:
     ``solref`` (time constant s, damping ratio) and ``solimp`` are MuJoCo's contact softness for
     every contact with an object (docs/world.md says why these values); the default ground
     plane of the scene keeps MuJoCo's defaults. A world with a ``plane`` object replaces that
-    ground with its own.
+    ground with its own. ``payload``: a free object resting on one of the objects
+    (:class:`WorldPayload`, ``world=pedestal``); None (the default): none.
     """
 
     objects: List[WorldObject] = field(default_factory=list)  # noqa: UP006
     solref: list[float] = field(default_factory=lambda: [0.02, 1.0])
     solimp: list[float] = field(default_factory=lambda: [0.9, 0.95, 0.001, 0.5, 2.0])
+    payload: Optional[WorldPayload] = None  # noqa: UP045
 
     def names(self) -> list[str]:
         """The objects' names, ``<kind><index>`` where none is given."""
@@ -490,6 +538,8 @@ class WorldConfig:
         if not (width > 0 and 0 < mid < 1 and power >= 1):
             raise ConfigError("solimp", list(self.solimp),
                               "must have width > 0, 0 < midpoint < 1 and power >= 1")
+        if self.payload is not None:
+            self.payload.check(list(self.objects), self.names())
 
 
 # --------------------------------------------------------------------------------------------
@@ -894,6 +944,59 @@ class PayloadScenario(ScenarioConfig):
         _positive("recover_tol", self.recover_tol)
 
 
+@dataclass
+class PickPlaceScenario(ScenarioConfig):
+    """Pick and place (docs/tipspace.md section 6), on a world with a payload resting on a
+    stand (``world=pedestal``): the tip flies (tip-space control, ``control.tip_mode``) to
+    ``lift`` m above the object's grasp point (the top of the object, where the tip ball
+    touches it), descends onto it and grasps it as soon as it is within ``capture_radius`` m
+    (a weld switched on with the bodies' current relative pose), lifts it ``lift`` m, holds
+    ``hold`` s (the hub absorbs the weight), carries it to ``lift`` m above ``place`` (the
+    world point where the object's centre is to come to rest, m), lowers it there and
+    releases it, then backs off ``lift`` m. Every move takes ``move_time`` s and is followed
+    by a ``dwell`` s hold (the lift by ``hold``, the back-off by ``tail``). ``duration`` is
+    derived (leave it unset or give that sum)."""
+
+    duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
+    altitude: float = 1.0
+    capture_radius: float = 0.01  # m
+    place: List[float] = field(default_factory=lambda: [-0.12, 0.0, 0.42])  # noqa: UP006
+    lift: float = 0.05  # m
+    move_time: float = 2.0  # s
+    dwell: float = 2.0  # s
+    hold: float = 6.0  # s
+    tail: float = 2.0  # s
+
+    @property
+    def kind(self) -> str:
+        return "pick_place"
+
+    @property
+    def windows(self) -> list[tuple[float, float]]:
+        """(move, hold) times (s) of the six legs: above the object, onto it, lift, above the
+        place, onto it, back off."""
+        m, d = self.move_time, self.dwell
+        return [(m, d), (m, d), (m, self.hold), (m, d), (m, d), (m, self.tail)]
+
+    def __post_init__(self) -> None:
+        _positive("capture_radius", self.capture_radius)
+        _vector("place", self.place, 3)
+        self.place = [float(v) for v in self.place]
+        _positive("lift", self.lift)
+        _positive("move_time", self.move_time)
+        _positive("dwell", self.dwell)
+        _positive("hold", self.hold)
+        _non_negative("tail", self.tail)
+        total = sum(m + h for m, h in self.windows)
+        if self.duration is None:
+            self.duration = total
+        elif not (_real(self.duration) and abs(self.duration - total) < 1e-9):
+            raise ConfigError("duration", self.duration,
+                              f"must equal 6 move_time + 4 dwell + hold + tail ({total:g} s) "
+                              "or be null")
+        super().__post_init__()
+
+
 GROUNDED = ("statics",)
 """Scenarios that hold the airframe fixed (no flight controller)."""
 
@@ -908,12 +1011,13 @@ SCENARIOS: dict[str, type[ScenarioConfig]] = {
     "reach": ReachScenario,
     "trace": TraceScenario,
     "payload": PayloadScenario,
+    "pick_place": PickPlaceScenario,
 }
-EVENTS = ("payload",)
+EVENTS = ("payload", "pick_place")
 """Scenarios whose plans switch the model during the flight (a weld): they fly one trial at
 a time (the batched engine's rows share one model, and the grasp writes the model's
 ``eq_data``)."""
-TIP_SCENARIOS = ("reach", "trace")
+TIP_SCENARIOS = ("reach", "trace", "pick_place")
 """Scenarios that put the tip on world targets (``control.tip_mode``, ``control.tip_gain``)."""
 
 
@@ -1123,6 +1227,8 @@ class Config:
             return  # a partial root (MISSING groups) is checked where it is completed
         if isinstance(self.scenario, ReachScenario | TraceScenario):
             self._check_tip_targets()
+        if isinstance(self.scenario, PickPlaceScenario):
+            self._check_pick_place()
         if isinstance(self.scenario, PayloadScenario) and isinstance(self.airframe,
                                                                      AirframeConfig):
             # The rotors must hold the vehicle, the arm and the payload in hover.
@@ -1137,6 +1243,45 @@ class Config:
             raise ConfigError("control.tendon_bias", self.control.tendon_bias,
                               f"must be <= arm.tension_max ({self.arm.tension_max:g} N)")
 
+
+    def _check_pick_place(self) -> None:
+        """``scenario=pick_place``: a world with a payload on a stand, the tip feedback's
+        mode, a payload the rotors can lift, a place above the ground and, with the tip
+        targets of both ends (the object's grasp point and the place's, ``lift`` above
+        included), inside the arena."""
+        sc = self.scenario
+        pl = self.world.payload
+        if pl is None:
+            raise ConfigError("world", "open" if not self.world.objects else "objects",
+                              "scenario=pick_place needs a payload resting on a stand: "
+                              "world=pedestal (world.payload)")
+        if self.control.tip_gain > 0.0 and self.control.tip_mode == "arm":
+            raise ConfigError("control.tip_gain", self.control.tip_gain,
+                              "must be 0 with control.tip_mode=arm (the feedback moves the hub, "
+                              "which arm mode holds)")
+        if isinstance(self.airframe, AirframeConfig):
+            m = self.airframe.mass + self.arm.total_mass + pl.mass
+            per_rotor = m * math.hypot(*self.sim.gravity) / len(self.airframe.rotors)
+            if per_rotor > self.airframe.thrust_max:
+                raise ConfigError("world.payload.mass", pl.mass,
+                                  f"the rotors cannot lift it: {per_rotor:.2f} N per rotor in "
+                                  f"hover, above airframe.thrust_max="
+                                  f"{self.airframe.thrust_max:g} N")
+        if sc.place[2] < pl.half_size:
+            raise ConfigError("scenario.place", list(sc.place),
+                              f"must be at least the object's half size ({pl.half_size:g} m) "
+                              "above the ground (z is where its centre comes to rest)")
+        stand = self.world.objects[self.world.names().index(pl.stand)]
+        top = stand.pos[2] + (stand.size[2] if stand.kind == "box" else stand.size[1])
+        grasp = [stand.pos[0] + pl.offset[0], stand.pos[1] + pl.offset[1], top + pl.half_size]
+        start = (0.0, 0.0, sc.altitude)
+        rise = pl.half_size + self.arm.tip_radius + sc.lift  # object centre -> tip, lifted
+        for key, pt in (("world.payload.stand", grasp), ("scenario.place", sc.place)):
+            if max(abs(pt[c] + (rise if c == 2 else 0.0) - start[c])
+                   for c in range(3)) >= self.sim.max_distance:
+                raise ConfigError(key, list(pt) if key == "scenario.place" else pl.stand,
+                                  "puts the tip outside the arena (within sim.max_distance="
+                                  f"{self.sim.max_distance:g} m of the start)")
 
     def _check_tip_targets(self) -> None:
         """The tip feedback's mode; tip targets above the ground and inside the arena

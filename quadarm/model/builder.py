@@ -25,7 +25,7 @@ from quadarm.config import (
 from quadarm.model import names
 from quadarm.model.allocation import hover_controls
 from quadarm.model.chain import Chain, chain_of
-from quadarm.model.world import add_world
+from quadarm.model.world import add_world, settle_payload
 
 # Collision bitmasks: the arm touches the ground and the frame, never itself (neighbouring
 # capsules overlap at their caps, so arm-arm contacts would be spurious).
@@ -361,6 +361,8 @@ def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
     """
     spec = build_spec(frame, arm, sim, start, aero, flange_sensor, fixed_base, world)
     model = spec.compile()
+    if world is not None and world.payload is not None:
+        settle_payload(spec, model)  # at rest on its stand: no drop at the start
     rotors = np.array([model.actuator(names.rotor_actuator(j)).id
                        for j in range(len(frame.rotors))])
     tendons = np.array([model.actuator(names.tendon_actuator(i)).id for i in range(3)])

@@ -33,6 +33,8 @@ def overlaps(model: mujoco.MjModel, world: WorldConfig) -> list[tuple[str, str, 
         obj, other = (g1, g2) if g1 in object_of else (g2, g1)
         if int(model.geom_bodyid[other]) == 0:
             continue  # a moving object on the ground is not the vehicle's concern
+        if model.geom(other).name == names.PAYLOAD_GEOM:
+            continue  # the world's payload rests on its stand (world.payload)
         found.append((object_of[obj], model.geom(other).name, float(-c.dist)))
     return sorted(found, key=lambda x: -x[2])
 

@@ -16,6 +16,15 @@ Objects get contype 0 and conaffinity 3 (= arm contype | frame contype): they to
 links and tip and the airframe, never each other; a moving object also rests on the ground.
 The arm-airframe pairs are the builder's, unchanged.
 
+A payload on a stand (``world.payload``, ``world=pedestal``). A free object (the payload
+body of :mod:`quadarm.model.payload`, with its grasp weld to the tip, a cube or a ball) sits
+on the top face of a stand (an upright box or cylinder of the world). Its contact bit (contype
+4) is added to every object's conaffinity in such a world, so that it rests on the stands;
+it still touches neither the arm nor another payload. It starts at its *resting height*
+(:func:`rest_height`): the height at which MuJoCo's soft contact carries its weight with no
+acceleration, found on the compiled model (a bisection of the object's vertical acceleration,
+the model's own contact law, not a tuned offset), so that nothing drops at the start.
+
 Sensors (MuJoCo's ``contact`` sensor, ``reduce="netforce"``): per object, the net contact
 wrench that the object exerts on the arm's subtree (the links, the base piece of a midpoint
 chain, the tip), world frame, at the force-weighted centroid of the contacts, with the number
@@ -29,9 +38,11 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+from scipy.optimize import brentq
 
-from quadarm.config import WorldConfig, WorldObject
+from quadarm.config import WorldConfig, WorldObject, WorldPayload
 from quadarm.model import names
+from quadarm.model.payload import PAYLOAD_CONTYPE, Payload, add_payload, grasp, holding
 
 # Bitmasks of the objects (see the module docstring): the builder's ARM_CONTYPE = 2 and
 # FRAME_CONTYPE = 1; the ground's conaffinity 3 includes bit 1, so a moving object rests on it.
@@ -92,13 +103,15 @@ def add_world(spec: mujoco.MjSpec, world: WorldConfig) -> None:
         if ground is not None:
             spec.delete(ground)
     root = arm_root(spec)
+    # With a payload, every object may carry it (its contype 4), in no other world.
+    affinity = WORLD_CONAFFINITY | (PAYLOAD_CONTYPE if world.payload is not None else 0)
     for obj, name in zip(world.objects, world.names(), strict=True):
         quat = quat_of(obj.euler_deg).tolist()
         geom_args = dict(
             name=names.world_geom(name), type=_GEOM_TYPES[obj.kind], size=_mujoco_size(obj),
             friction=[float(obj.friction), *_SPIN_ROLL], solref=list(world.solref),
             solimp=list(world.solimp), contype=WORLD_CONTYPE,
-            conaffinity=WORLD_CONAFFINITY, rgba=[0.55, 0.6, 0.5, 1.0], group=0,
+            conaffinity=affinity, rgba=[0.55, 0.6, 0.5, 1.0], group=0,
             # Priority: the object's friction, solref and solimp are the contact's (MuJoCo
             # would otherwise take the larger friction, the arm's 1, and mix the solrefs).
             priority=1,
@@ -123,6 +136,68 @@ def add_world(spec: mujoco.MjSpec, world: WorldConfig) -> None:
                         objtype=mujoco.mjtObj.mjOBJ_GEOM, objname=names.world_geom(name),
                         reftype=mujoco.mjtObj.mjOBJ_BODY, refname=names.QUAD_BODY,
                         intprm=[_FOUND, 0, 1])
+    if world.payload is not None:
+        _add_resting(spec, world, world.payload)
+
+
+def top_of(obj: WorldObject) -> float:
+    """The height (m, world z) of an upright box's or cylinder's top face."""
+    return float(obj.pos[2]) + float(obj.size[2] if obj.kind == "box" else obj.size[1])
+
+
+def resting_point(world: WorldConfig) -> np.ndarray:
+    """Where the geometry puts the payload's centre on its stand (m, world, (3,)): above the
+    top face's centre by ``offset``, touching it (half its size above the face). The model
+    starts it a contact sag lower (:func:`rest_height`)."""
+    pl = world.payload
+    assert pl is not None
+    stand = world.objects[world.names().index(pl.stand)]
+    return np.array([float(stand.pos[0]) + float(pl.offset[0]),
+                     float(stand.pos[1]) + float(pl.offset[1]), top_of(stand) + pl.half_size])
+
+
+def _add_resting(spec: mujoco.MjSpec, world: WorldConfig, pl: WorldPayload) -> None:
+    """The payload body and its grasp weld (:func:`quadarm.model.payload.add_payload`) at its
+    geometric resting point, with the shape of ``pl``."""
+    x, y, z = (float(v) for v in resting_point(world))
+    add_payload(spec, pl.mass, pl.half_size, (x, y, z))
+    if pl.shape == "box":
+        geom = spec.geom(names.PAYLOAD_GEOM)
+        geom.type = mujoco.mjtGeom.mjGEOM_BOX
+        geom.size = [pl.half_size] * 3
+
+
+SAG_SEARCH = 0.01  # m: the contact sag is sought within this depth below the geometric rest
+
+
+def rest_height(model: mujoco.MjModel) -> float:
+    """The payload's resting height (m, its centre's world z) on the compiled ``model``: the
+    z, below its pose in ``qpos0`` (the geometric rest, :func:`resting_point`), at which its
+    vertical acceleration at rest vanishes, i.e. where MuJoCo's soft contact with the stand
+    carries its weight (Brent's method to 1e-15 m). The rest of the model stays at ``qpos0``;
+    it shares no degree of freedom with the payload."""
+    pl = Payload.of(model)
+    data = mujoco.MjData(model)
+    z0 = float(model.qpos0[pl.qpos_adr + 2])
+
+    def vertical_acc(z: float) -> float:
+        data.qpos[:] = model.qpos0
+        data.qvel[:] = 0.0
+        data.qpos[pl.qpos_adr + 2] = z
+        mujoco.mj_forward(model, data)
+        return float(data.qacc[pl.dof_adr + 2])
+
+    return float(brentq(vertical_acc, z0 - SAG_SEARCH, z0 + 1e-3, xtol=1e-15, rtol=1e-15))
+
+
+def settle_payload(spec: mujoco.MjSpec, model: mujoco.MjModel) -> None:
+    """Put the payload of ``spec`` (compiled as ``model``) at its resting height
+    (:func:`rest_height`): in the spec (for the next compile) and in ``model.qpos0`` (for a
+    keyframe taken from it)."""
+    z = rest_height(model)
+    body = spec.body(names.PAYLOAD_BODY)
+    body.pos = [float(body.pos[0]), float(body.pos[1]), z]
+    model.qpos0[Payload.of(model).qpos_adr + 2] = z
 
 
 @dataclass(frozen=True)
@@ -203,3 +278,20 @@ def mount_force(obj: WorldObject, displacement: float) -> float:
     return -float(obj.mount_stiffness) * displacement if obj.mount_stiffness > 0 else 0.0
 
 
+
+
+def capture(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload, radius: float,
+            offset: np.ndarray) -> bool:
+    """Grasp the payload (:func:`quadarm.model.payload.grasp`: its current relative pose
+    written into the weld, then the weld on) if it is not held yet and the tip site is within
+    ``radius`` (m) of its grasp point, its centre plus ``offset`` (m, (3,), world). Returns
+    whether it is held afterwards. The poses are those of ``qpos`` (``mj_kinematics``)."""
+    if holding(data, payload):
+        return True
+    mujoco.mj_kinematics(model, data)
+    tip = data.site_xpos[model.site(names.TIP_SITE).id]
+    point = data.xpos[payload.body] + offset
+    if float(np.linalg.norm(tip - point)) > radius:
+        return False
+    grasp(model, data, payload)
+    return True

@@ -20,6 +20,7 @@ import numpy as np
 
 from quadarm.config import Config
 from quadarm.model import payload
+from quadarm.model.world import capture
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import (
     Diverged,
@@ -37,7 +38,7 @@ from quadarm.runner.lifecycle import (
     score,
     warning_counts,
 )
-from quadarm.scenarios.common import Log
+from quadarm.scenarios.common import Log, Plan
 
 __all__ = ["Episode", "fly", "hold", "run_episode"]
 
@@ -130,7 +131,7 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
         if not held:
             apply_pulses(xfrc, plan.pulses, k0)
         if plan.events:
-            switch_payload(m, d, plan.events, k0)
+            switch_payload(m, d, plan.events, k0, plan)
         kern.fly_chunk(mp, dp, k0, k1, prm, st, lg)
         last = k1 - 1
         if last < n and checked(last, n):
@@ -154,9 +155,11 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
 
 
 def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, events: tuple[tuple[int, str], ...],
-                   k: int) -> None:
+                   k: int, plan: Plan | None = None) -> None:
     """The plan's payload events before step k: ``grasp`` (the world's hold off, the weld to
-    the tip on with the current relative pose, :func:`quadarm.model.payload.take`) and
+    the tip on with the current relative pose, :func:`quadarm.model.payload.take`),
+    ``capture`` (a grasp where it stands if the tip is near enough,
+    :func:`quadarm.model.world.capture`, with the ``plan``'s radius and grasp offset) and
     ``release`` (:func:`quadarm.model.payload.release`). One trial per model: the grasp
     writes the model's ``eq_data``."""
     for at, what in events:
@@ -164,6 +167,9 @@ def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, events: tuple[tuple[int,
             pl = payload.Payload.of(m)
             if what == "grasp":
                 payload.take(m, d, pl)
+            elif what == "capture":
+                assert plan is not None
+                capture(m, d, pl, plan.capture_radius, np.asarray(plan.grasp_offset))
             else:
                 payload.release(d, pl)
 

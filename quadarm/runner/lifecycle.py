@@ -23,7 +23,7 @@ import mujoco
 import numpy as np
 
 from quadarm import scenarios
-from quadarm.config import EVENTS, GROUNDED, Config
+from quadarm.config import GROUNDED, Config
 from quadarm.control.geometric import FF_ON, GeometricController
 from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import mixer, total_mass
@@ -93,7 +93,8 @@ def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     # The flange force-torque sensor only where the controller reads it (it changes no
     # dynamics, but it changes the model's sizes and its XML).
     sc = cfg.scenario
-    payload = ((sc.payload_mass, sc.payload_radius) if sc.kind in EVENTS else None)
+    # The payload scenario's ball, held at the tip (pick_place's rests in the world instead).
+    payload = ((sc.payload_mass, sc.payload_radius) if sc.kind == "payload" else None)
     return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z), aero=cfg.aero,
                  flange_sensor=cfg.control.feedforward == "wrench", fixed_base=grounded(cfg),
                  world=cfg.world if cfg.world.objects else None, payload=payload)

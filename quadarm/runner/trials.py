@@ -172,9 +172,10 @@ def trial_id(cfg: Config) -> str:
     """A stable id: hash of the trial's resolved config (runner and tune options excluded:
     they steer the job, not the simulation) and seed. With ``sensing`` exact its keys are
     excluded too (the loop reads no sensor), so the ids of the runs from before the sensing
-    group stay the same."""
+    group stay the same; so is ``world.payload`` when there is none (before the option)."""
     skip = ("runner.", "tune.") + (("sensing.",) if cfg.sensing.exact else ())
-    flat = {k: v for k, v in flatten(cfg).items() if not k.startswith(skip)}
+    flat = {k: v for k, v in flatten(cfg).items()
+            if not k.startswith(skip) and not (k == "world.payload" and v is None)}
     blob = json.dumps(flat, sort_keys=True, default=str).encode()
     return hashlib.sha1(blob).hexdigest()[:16]
 

@@ -34,7 +34,9 @@ class Plan:
     ``tensions`` (n + 1, 3) are tendon commands (N) or None for slack tendons. ``tip``
     (n + 1, 3): the tip's world target (m) of the tip-space scenarios (``control.tip_gain``
     feeds back its error), None for the others. ``events``: (sample k, ``"grasp"`` or
-    ``"release"``) switches of the payload weld before step k (the ``payload`` scenario).
+    ``"release"``) switches of the payload weld before step k (the ``payload`` scenario), or
+    ``"capture"``: a grasp only if the tip is within ``capture_radius`` (m) of the payload's
+    centre plus ``grasp_offset`` (m, world) and it is not held yet (``pick_place``).
     """
 
     t: np.ndarray
@@ -45,6 +47,8 @@ class Plan:
     phases: dict[str, tuple[float, float]] = field(default_factory=dict)
     tip: np.ndarray | None = None
     events: tuple[tuple[int, str], ...] = ()
+    capture_radius: float = 0.0
+    grasp_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     @property
     def steps(self) -> int:
