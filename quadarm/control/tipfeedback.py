@@ -4,15 +4,23 @@
 The tip-space plan (the split law at planning time) is feed-forward: it assumes the hub sits on
 its reference and the arm at the map's quasi-static tip. What it misses (the hub's drift under a
 held bend, the arm's sag, the map's error) shows as a tip error e = tip_target - tip (world, m).
-This term integrates it into a correction c of the hub's position reference,
+This term integrates it into a correction c; by default all of it goes to the hub's position
+reference,
 
     c_k = c_(k-1) + k_tip dt e_k,        p_ref,k <- p_ref,k + c_k,
 
 so that in a steady state the tip sits on its target (an integral action with time constant
 1 / k_tip; ``k_tip`` = ``control.tip_gain`` in 1/s, kept well below the position loop's
-bandwidth). The bend is left as planned: the arm's own dynamics are slow and lightly damped, so
-moving the hub is the faster and better-damped way to close the loop. The tip is the one the
+bandwidth). The tip is the one the
 last ``mj_step`` computed (the state one step old), as a sensor read at the step would give.
+
+With ``control.tip_bend`` (``coordinated`` and ``arm`` mode, docs/tipspace.md section 7) the
+correction is split like the plan: the arm takes the part it can by changing the bend, through
+the tip map's local Jacobian J = d tip / d(u, v) in the Cartesian command
+(u, v) = mu (cos beta, sin beta), computed at planning time per sample
+(:func:`quadarm.scenarios.tip.bend_rows`); the hub takes the rest (:func:`tip_bend_feedback`).
+The corrected bend's tendon tensions replace the plan's for that step, clamped to
+[0, T_max].
 
 Scalar code on arrays with ``register_jitable``, so that plain Python and the compiled step
 seam (:mod:`quadarm.runner.step`) run the same source.
