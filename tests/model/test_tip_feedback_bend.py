@@ -11,6 +11,8 @@ and batched equals one-trial with it on; bad input is refused at load in one lin
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from helpers import cfg_of, nominal
@@ -182,7 +184,6 @@ def test_the_bend_carries_a_lateral_correction_so_the_hub_moves_less(tip_map, mo
         monkeypatch.setenv("QUADARM_NUMBA", "1" if jit.AVAILABLE else "0")
         p = lifecycle.prepare(cfg)
         assert isinstance(p, Prepared)
-        from dataclasses import replace
         p = replace(p, plan=replace(p.plan, tip=p.plan.tip + shift))
         out = episode.fly(p)
         assert out.failure is None
