@@ -26,7 +26,9 @@ The derivation, the measured accuracy and the reasoning behind each choice are i
   and moves the hub by the remainder, the least hub motion any bend allows.
 
 The per-call functions (:func:`map_eval`, :func:`tip_body`, :func:`closest_bend`,
-:func:`split`, :func:`apparent_gravity`, :func:`planned_attitude`) are written like
+:func:`split`, :func:`apparent_gravity`, :func:`planned_attitude`, and :func:`bend_jacobian`,
+the tip's Jacobian in the Cartesian bend that the tip feedback's bend correction reads) are
+written like
 :mod:`quadarm.control.arm`: scalar code on arrays with ``register_jitable``, so that plain Python
 and numba's compiled step run the same source. The map itself is built once per model
 structure with plain MuJoCo calls (:func:`tip_map`) and cached on disk (:func:`cache_dir`).
