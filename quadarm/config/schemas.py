@@ -1053,7 +1053,10 @@ class ControlConfig:
     bends) or ``coordinated`` (the arm bends to the nearest point of its workspace, the hub
     carries the rest); ``tip_mu_limit`` the largest bend the planner commands (a reserve for
     the feedback); ``tip_gain`` (1/s): gain of the feedback that moves the hub reference by
-    the integral of the measured tip error (0: off, the tip-space plan is feed-forward only).
+    the integral of the measured tip error (0: off, the tip-space plan is feed-forward only);
+    ``tip_bend``: whether that feedback also corrects the bend in ``coordinated`` and ``arm``
+    mode (the arm takes the part it can through the tip map's Jacobian, the hub the rest;
+    docs/tipspace.md section 7); ``vehicle`` mode and ``pick_place`` correct the hub only.
     """
 
     tendon_map: str = "balanced"
@@ -1069,6 +1072,7 @@ class ControlConfig:
     tip_mode: str = "coordinated"
     tip_mu_limit: float = 1.0
     tip_gain: float = 0.0  # 1/s
+    tip_bend: bool = False
 
     def __post_init__(self) -> None:
         _choice("tendon_map", self.tendon_map, TENDON_MAPS)
@@ -1082,6 +1086,8 @@ class ControlConfig:
         _choice("tip_mode", self.tip_mode, TIP_MODES)
         _in_range("tip_mu_limit", self.tip_mu_limit, 0.0, 1.0)
         _non_negative("tip_gain", self.tip_gain)
+        if not isinstance(self.tip_bend, bool):
+            raise ConfigError("tip_bend", self.tip_bend, "must be true or false")
 
 
 def _compiled(value: Any) -> str:
@@ -1293,10 +1299,11 @@ class Config:
     def _check_tip_targets(self) -> None:
         """The tip feedback's mode; tip targets above the ground and inside the arena
         (``sim.max_distance`` around the start)."""
-        if self.control.tip_gain > 0.0 and self.control.tip_mode == "arm":
-            raise ConfigError("control.tip_gain", self.control.tip_gain,
-                              "must be 0 with control.tip_mode=arm (the feedback moves the hub, "
-                              "which arm mode holds)")
+        c = self.control
+        if c.tip_gain > 0.0 and c.tip_mode == "arm" and not c.tip_bend:
+            raise ConfigError("control.tip_gain", c.tip_gain,
+                              "must be 0 with control.tip_mode=arm unless control.tip_bend=true "
+                              "(the feedback moves the hub, which arm mode holds)")
         sc = self.scenario
         key = "targets" if isinstance(sc, ReachScenario) else (
             "points" if sc.path == "polyline" else "center")

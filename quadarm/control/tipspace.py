@@ -26,7 +26,9 @@ The derivation, the measured accuracy and the reasoning behind each choice are i
   and moves the hub by the remainder, the least hub motion any bend allows.
 
 The per-call functions (:func:`map_eval`, :func:`tip_body`, :func:`closest_bend`,
-:func:`split`, :func:`apparent_gravity`, :func:`planned_attitude`) are written like
+:func:`split`, :func:`apparent_gravity`, :func:`planned_attitude`, and :func:`bend_jacobian`,
+the tip's Jacobian in the Cartesian bend that the tip feedback's bend correction reads) are
+written like
 :mod:`quadarm.control.arm`: scalar code on arrays with ``register_jitable``, so that plain Python
 and numba's compiled step run the same source. The map itself is built once per model
 structure with plain MuJoCo calls (:func:`tip_map`) and cached on disk (:func:`cache_dir`).
@@ -225,6 +227,15 @@ class TipMap:
                                min(mu_limit, self.mu_cap), targets, hubs, rots, g, tol, out)
         return out
 
+    def jacobian(self, mu: float, beta: float, g_body: np.ndarray | None = None) -> np.ndarray:
+        """d tip / d(u, v) (m per unit command, (3, 2), hub frame) at the bend (mu, beta rad)
+        under g_body (default the level hover's), in the Cartesian command
+        (u, v) = mu (cos beta, sin beta): :func:`bend_jacobian` on the map's interpolant."""
+        g = self.g0 if g_body is None else np.asarray(g_body, dtype=float)
+        out = np.empty((3, 2))
+        bend_jacobian(self.knots, self.coef, self.g0, mu, beta, g, np.empty((3, N_CHAN)), out)
+        return out
+
     def in_workspace(self, target_body: np.ndarray, tol: float,
                      g_body: np.ndarray | None = None) -> bool:
         """Whether the arm alone (hub held) puts its tip within ``tol`` (m) of the target."""
@@ -372,6 +383,29 @@ def tip_body(knots, coef, g0, mu: float, beta: float, g_body, work, out) -> None
             s = 3 + 3 * a
             work[r, a] += work[r, s] * dg0 + work[r, s + 1] * dg1 + work[r, s + 2] * dg2
     out[0], out[1], out[2] = work[0, 0], work[0, 1], work[0, 2]
+
+
+JAC_MU_FLOOR = 1e-3  # the smallest mu at which bend_jacobian evaluates the map's derivatives
+
+
+@register_jitable
+def bend_jacobian(knots, coef, g0, mu: float, beta: float, g_body, work, out) -> None:  # noqa: ANN001
+    """d tip / d(u, v) (m, (3, 2), hub frame) into ``out`` at the bend (mu, beta rad) under
+    ``g_body``, in the Cartesian command (u, v) = mu (cos beta, sin beta); ``work`` (3, 12)
+    is scratch.
+
+    The chain rule on the interpolant's analytic derivatives: d/du = cos b d/dmu
+    - sin b / mu d/dbeta and d/dv = sin b d/dmu + cos b / mu d/dbeta. d/dbeta vanishes like
+    mu at the straight arm, so below :data:`JAC_MU_FLOOR` the derivatives are taken at that
+    mu in the same direction: the tip is smooth in (u, v) there, so this errs by O(1e-3) of
+    the slope."""
+    m = max(mu, JAC_MU_FLOOR)
+    tip = np.empty(3)
+    tip_body(knots, coef, g0, m, beta, g_body, work, tip)
+    cb, sb = math.cos(beta), math.sin(beta)
+    for r in range(3):
+        out[r, 0] = cb * work[1, r] - sb / m * work[2, r]
+        out[r, 1] = sb * work[1, r] + cb / m * work[2, r]
 
 
 @register_jitable

@@ -72,6 +72,7 @@ damped_tensions = jit.inline(arm_control.damped_tensions)
 jit.inline(aero.downwash_forces)
 air_terms = jit.inline(air_setup.terms)
 tip_feedback = jit.inline(tipfeedback.tip_feedback)
+tip_bend_feedback = jit.inline(tipfeedback.tip_bend_feedback)
 
 
 class Params(NamedTuple):
@@ -99,7 +100,10 @@ class Params(NamedTuple):
     loop (row of zeros: off).
     Tip feedback (``control.tip_gain``, :func:`tip_term`): ``tip_gain_dt`` (nsim,) k_tip dt
     (0: off), ``tip_target`` (K + 1, nsim, 3) the plan's tip target, m, world ((1, nsim, 3)
-    zeros when no trial has it on).
+    zeros when no trial has it on). Bend correction (``control.tip_bend``): ``tip_bend``
+    (nsim, N_BEND) (:func:`quadarm.control.tipfeedback.bend_params`; mode 0: the hub alone
+    carries the correction), ``tip_bend_plan`` (K + 1, nsim, N_BEND_PLAN) the plan's bend
+    (u, v) and world tip Jacobian ((1, nsim, N_BEND_PLAN) zeros when no trial bends).
     For the plain-Python loops ``law``, ``mix`` and the references are nested lists of floats
     of the same shapes (and so are :class:`State`'s ``integ`` and ``u``): same values, indexed
     element by element several times faster.
@@ -143,6 +147,8 @@ class Params(NamedTuple):
     tip_gain_dt: np.ndarray
     tip_target: np.ndarray
     sn: sensing.Sense  # the sensing term's arrays (quadarm.runner.sense; off for exact)
+    tip_bend: np.ndarray
+    tip_bend_plan: np.ndarray
 
 
 class State(NamedTuple):
@@ -156,7 +162,7 @@ class State(NamedTuple):
     ``wind`` (3,), the model's ``opt.wind`` (m/s), live where gusts write it. ``fcs``
     (N_FCS,) the force loop's phase, contact sample, integral and frozen reference. Tip
     feedback: ``tip_corr`` (3,) the hub reference's correction (m) and ``tip_ref`` (3,) the
-    corrected reference (m)."""
+    corrected reference (m); ``tip_t`` (n_tendons,) the bend-corrected tensions (N)."""
 
     integ: np.ndarray
     u: np.ndarray
@@ -184,6 +190,7 @@ class State(NamedTuple):
     tip_corr: np.ndarray
     tip_ref: np.ndarray
     ss: sensing.SenseState  # the sensing term's memory (quadarm.runner.sense)
+    tip_t: np.ndarray
 
 
 class Log(NamedTuple):
@@ -245,6 +252,8 @@ def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
         return
     t = s.t_out[i]
     jit.copyto(t, p.tensions[k, i])
+    if p.tip_gain_dt[i] != 0.0 and p.tip_bend[i, tipfeedback.B_MODE] != 0.0:
+        jit.copyto(t, s.tip_t[i])  # the bend-corrected plan (tip_term)
     if damped:
         damped_tensions(dp, qvel, p.dofs[i, 0], p.dofs[i, 1], t, t)
     if p.tendon_lp[i] != 0.0:
@@ -268,7 +277,14 @@ def air_term(k: int, p: Params, s: State, i: int) -> None:
 def tip_term(k: int, p: Params, s: State, i: int) -> None:
     """``control.tip_gain``: the hub's position reference at sample k, corrected by the
     integral of the measured tip error (:func:`quadarm.control.tipfeedback.tip_feedback`),
-    into ``s.tip_ref[i]``."""
+    into ``s.tip_ref[i]``; with ``control.tip_bend`` the arm takes its share as a bend change
+    (:func:`quadarm.control.tipfeedback.tip_bend_feedback`), its tensions into ``s.tip_t[i]``
+    for :func:`tendon_term`."""
+    if p.tip_bend[i, tipfeedback.B_MODE] != 0.0:
+        tip_bend_feedback(p.tip_gain_dt[i], p.tip_target[k, i], s.site_xpos[i, p.tip],
+                          p.ref_p[k][i], s.tip_corr[i], p.tip_bend[i], p.tip_bend_plan[k, i],
+                          s.tip_ref[i], s.tip_t[i])
+        return
     tip_feedback(p.tip_gain_dt[i], p.tip_target[k, i], s.site_xpos[i, p.tip], p.ref_p[k][i],
                  s.tip_corr[i], s.tip_ref[i])
 
@@ -528,23 +544,39 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
     tip_fields = _tip_fields(preps, big, held)
     return Params._make([mode, record, last, q0, v0, prm, mix, rotors, tendons,
                          int(b0.tip_site), ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain,
-                         sites, damp, dofs, *air_fields, wsens, fc, *tip_fields,
-                         sensing.records(preps, held)]), airs
+                         sites, damp, dofs, *air_fields, wsens, fc, *tip_fields[:2],
+                         sensing.records(preps, held), *tip_fields[2:]]), airs
 
 
 def _tip_fields(preps: Sequence[Prepared], big: int, held: bool) -> tuple[np.ndarray, ...]:
-    """``tip_gain_dt`` (nsim,) and ``tip_target`` (K + 1, nsim, 3) for :class:`Params`: the
-    tip feedback's k_tip dt where ``control.tip_gain`` is on and the plan has a tip target."""
+    """``tip_gain_dt`` (nsim,), ``tip_target`` (K + 1, nsim, 3), ``tip_bend`` (nsim, N_BEND)
+    and ``tip_bend_plan`` (K + 1, nsim, N_BEND_PLAN) for :class:`Params`: the tip feedback's
+    k_tip dt where ``control.tip_gain`` is on and the plan has a tip target, and the bend
+    correction where the plan also carries its bend data (``Plan.bend``)."""
     ns = len(preps)
     on = [not held and p.cfg.control.tip_gain > 0.0 and p.plan.tip is not None for p in preps]
     gain_dt = np.array([p.cfg.control.tip_gain * p.built.model.opt.timestep if o else 0.0
                         for p, o in zip(preps, on, strict=True)])
+    bends = [o and p.plan.bend is not None for p, o in zip(preps, on, strict=True)]
+    bend = np.zeros((ns, tipfeedback.N_BEND))
+    for r, (p, b) in enumerate(zip(preps, bends, strict=True)):
+        if b:
+            c = p.cfg.control
+            bend[r] = tipfeedback.bend_params(
+                tipfeedback.BEND_ONLY if c.tip_mode == "arm" else tipfeedback.SPLIT,
+                p.plan.bend_mu_max, p.cfg.arm.tension_max, c.tendon_map == "legacy",
+                np.radians(p.cfg.arm.tendon_angles_deg))
     if not any(on):
-        return gain_dt, np.zeros((1, ns, 3))
+        return gain_dt, np.zeros((1, ns, 3)), bend, np.zeros((1, ns, tipfeedback.N_BEND_PLAN))
     target = _c(np.stack([_pad(np.asarray(p.plan.tip, dtype=float), big + 1) if o
                           else np.zeros((big + 1, 3)) for p, o in zip(preps, on, strict=True)],
                          axis=1))
-    return gain_dt, target
+    if not any(bends):
+        return gain_dt, target, bend, np.zeros((1, ns, tipfeedback.N_BEND_PLAN))
+    rows = _c(np.stack([_pad(np.asarray(p.plan.bend, dtype=float), big + 1) if b
+                        else np.zeros((big + 1, tipfeedback.N_BEND_PLAN))
+                        for p, b in zip(preps, bends, strict=True)], axis=1))
+    return gain_dt, target, bend, rows
 
 
 def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int) -> State:
@@ -561,7 +593,8 @@ def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int
     ss = sensing.state(p.sn, views["qpos"].shape[1], views["qvel"].shape[1],
                        views["sensordata"].shape[1])
     return State._make([*scratch, *(views[v] for v in VIEWS), wind,
-                        np.zeros((ns, contact.N_FCS)), np.zeros((ns, 3)), np.zeros((ns, 3)), ss])
+                        np.zeros((ns, contact.N_FCS)), np.zeros((ns, 3)), np.zeros((ns, 3)), ss,
+                        np.zeros((ns, p.tendons.size))])
 
 
 def one_state(d: mujoco.MjData, wind: np.ndarray, p: Params) -> State:

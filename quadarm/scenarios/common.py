@@ -37,6 +37,10 @@ class Plan:
     ``"release"``) switches of the payload weld before step k (the ``payload`` scenario), or
     ``"capture"``: a grasp only if the tip is within ``capture_radius`` (m) of the payload's
     centre plus ``grasp_offset`` (m, world) and it is not held yet (``pick_place``).
+    ``bend`` (n + 1, 8): with ``control.tip_bend``, the planned Cartesian bend (u, v) and the
+    world tip Jacobian d tip / d(u, v) (3 x 2, row-major, m) the feedback's bend correction
+    reads (:func:`quadarm.scenarios.tip.bend_rows`), None otherwise; ``bend_mu_max`` the
+    largest bend the correction may command (the map's workspace edge).
     """
 
     t: np.ndarray
@@ -49,6 +53,8 @@ class Plan:
     events: tuple[tuple[int, str], ...] = ()
     capture_radius: float = 0.0
     grasp_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    bend: np.ndarray | None = None
+    bend_mu_max: float = 1.0
 
     @property
     def steps(self) -> int:

@@ -25,7 +25,9 @@ from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, times
 from quadarm.scenarios.tip import (
     PLAN_DT,
+    bend_rows,
     bend_tensions,
+    corrects_bend,
     hub_travel,
     split_samples,
     the_map,
@@ -86,8 +88,12 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     tip[dwell] = np.asarray(sc.targets, dtype=float)[j[dwell]]
     phases = {WHOLE: (0.0, sc.duration)}
     phases.update({phase(j): (j * win, (j + 1) * win) for j in range(len(rows))})
+    bend = None
+    if corrects_bend(cfg):  # the Jacobian along the blended bend, level (the split's hub)
+        bend = bend_rows(tm, t, u, tp, np.hypot(up[:, 0], up[:, 1]),
+                         np.arctan2(up[:, 1], up[:, 0]))
     return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, mu, beta), phases=phases,
-                tip=tip)
+                tip=tip, bend=bend, bend_mu_max=tm.mu_cap)
 
 
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:

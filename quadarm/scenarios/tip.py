@@ -35,13 +35,43 @@ def the_map(cfg: Config) -> TipMap:
 @dataclass(frozen=True)
 class TipPlan:
     """A tip-space plan at the physics samples t (n,): ``ref`` the hub reference, ``tip`` (n, 3)
-    the tip target (world, m), ``mu`` and ``beta`` (n,) the bend (rad), ``tensions`` (n, 3) N."""
+    the tip target (world, m), ``mu`` and ``beta`` (n,) the bend (rad), ``tensions`` (n, 3) N,
+    ``bend`` (n, 8) the bend correction's rows (:func:`bend_rows`; None when it is off)."""
 
     ref: Reference
     tip: np.ndarray
     mu: np.ndarray
     beta: np.ndarray
     tensions: np.ndarray
+    bend: np.ndarray | None = None
+
+
+def corrects_bend(cfg: Config) -> bool:
+    """Whether the tip feedback corrects the bend (``control.tip_bend`` with ``tip_gain`` on,
+    in ``coordinated`` or ``arm`` mode; ``vehicle`` mode keeps the arm straight)."""
+    c = cfg.control
+    return c.tip_bend and c.tip_gain > 0.0 and c.tip_mode != "vehicle"
+
+
+def bend_rows(tm: TipMap, t: np.ndarray, uv: np.ndarray, tp: np.ndarray, mu_p: np.ndarray,
+              beta_p: np.ndarray, rots: np.ndarray | None = None,
+              g_bodies: np.ndarray | None = None) -> np.ndarray:
+    """The bend correction's plan rows (n, 8) at the physics samples ``t`` (n,) s: the planned
+    Cartesian bend ``uv`` (n, 2) and the world tip Jacobian R d tip / d(u, v) (3 x 2,
+    row-major, m; :meth:`TipMap.jacobian`), evaluated at the planning samples ``tp`` (s) with
+    their bends ``mu_p``, ``beta_p`` (rad), attitudes ``rots`` (n_p, 3, 3; default level) and
+    apparent gravities ``g_bodies`` (n_p, 3; default the level hover's), and linear in time
+    between them (the Jacobian changes slowly along a planned bend)."""
+    jac = np.empty((len(tp), 6))
+    for k in range(len(tp)):
+        jb = tm.jacobian(float(mu_p[k]), float(beta_p[k]),
+                         None if g_bodies is None else g_bodies[k])
+        jac[k] = (jb if rots is None else rots[k] @ jb).ravel()
+    out = np.empty((len(t), 8))
+    out[:, :2] = uv
+    for c in range(6):
+        out[:, 2 + c] = np.interp(t, tp, jac[:, c])
+    return out
 
 
 def split_samples(cfg: Config, tm: TipMap, targets: np.ndarray, hub_ref: np.ndarray,
@@ -49,17 +79,24 @@ def split_samples(cfg: Config, tm: TipMap, targets: np.ndarray, hub_ref: np.ndar
     """The split law at the tip ``targets`` (m, (n, 3), world) from the hub references
     ``hub_ref`` ((n, 3) or (3,)), for a hub accelerating at ``acc`` (m/s^2, (n, 3); None:
     at rest, level). Returns (n, 7) as :meth:`TipMap.plan`."""
-    n = len(targets)
-    g = np.asarray(cfg.sim.gravity, dtype=float)
     if acc is None:
         return tm.plan(cfg.control.tip_mode, targets, hub_ref, mu_limit=cfg.control.tip_mu_limit,
                        tol=WORKSPACE_TOL)
+    rots, gb = attitudes(cfg, acc)
+    return tm.plan(cfg.control.tip_mode, targets, hub_ref, rots, gb,
+                   mu_limit=cfg.control.tip_mu_limit, tol=WORKSPACE_TOL)
+
+
+def attitudes(cfg: Config, acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The planned attitudes (n, 3, 3) and apparent gravities (n, 3, m/s^2, hub frame) of a
+    hub accelerating at ``acc`` (n, 3, m/s^2, world) (:func:`planned_attitude`)."""
+    n = len(acc)
+    g = np.asarray(cfg.sim.gravity, dtype=float)
     rots, gb = np.empty((n, 3, 3)), np.empty((n, 3))
     for k in range(n):
         planned_attitude(acc[k], 0.0, g, rots[k])
         apparent_gravity(rots[k], acc[k], g, gb[k])
-    return tm.plan(cfg.control.tip_mode, targets, hub_ref, rots, gb,
-                   mu_limit=cfg.control.tip_mu_limit, tol=WORKSPACE_TOL)
+    return rots, gb
 
 
 def bend_tensions(cfg: Config, mu: np.ndarray, beta: np.ndarray) -> np.ndarray:
@@ -88,7 +125,11 @@ def follow(cfg: Config, tm: TipMap, t: np.ndarray, tip_at: Callable[[np.ndarray]
     ref = differentiate(lambda x: hub(np.clip(x, tp[0], tp[-1])), t, dt)
     u = bend(t)
     mu, beta = np.hypot(u[:, 0], u[:, 1]), np.arctan2(u[:, 1], u[:, 0])
-    return TipPlan(ref, tip_at(t), mu, beta, bend_tensions(cfg, mu, beta)), rows
+    rows_bend = None
+    if corrects_bend(cfg):
+        rots, gb = attitudes(cfg, acc)
+        rows_bend = bend_rows(tm, t, u, tp, rows[:, 3], rows[:, 4], rots, gb)
+    return TipPlan(ref, tip_at(t), mu, beta, bend_tensions(cfg, mu, beta), rows_bend), rows
 
 
 def tip_error(log_tip: np.ndarray, target: np.ndarray) -> np.ndarray:
