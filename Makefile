@@ -25,8 +25,8 @@ test: ## the whole test suite (the CI command): two processes, then the timing t
 	$(PYTHON) -m pytest -q -m "not timing" -n 2 --dist loadfile
 	$(PYTHON) -m pytest -q -m timing
 
-test-fast: ## the tests not marked slow, on two processes, one test file per process at a time
-	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadfile
+test-fast: ## the unit tests and the paper's headline (one mission), on two processes: under a minute
+	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadfile tests/unit tests/model/test_headline.py
 
 lint: ## ruff on everything, mypy on quadarm/
 	$(PYTHON) -m ruff check .

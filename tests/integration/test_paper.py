@@ -69,7 +69,7 @@ def _paper(args: list[str]) -> subprocess.CompletedProcess:
                           text=True, timeout=900)
 
 
-@pytest.mark.slow  # about a minute on 2 cores: every study of the paper (make paper)
+@pytest.mark.slow  # about 40 s on 2 cores: every study of the paper (make paper)
 def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     out = tmp_path / "paper"
     readme = tmp_path / "README.md"
@@ -123,6 +123,7 @@ def test_paper_writes_everything_from_its_parquet(tmp_path: Path) -> None:
     assert "outside tolerance: table2 Whole mission: RMS" in again.stdout
 
 
+@pytest.mark.slow  # 16 missions
 def test_a_beyond_study_is_built_from_its_parquet(tmp_path: Path, nominal_mission) -> None:
     """One study beyond the paper (motor lag: 16 missions) through the same path as ``make
     beyond``: planned from conf/experiment/, run, and its table, figure and index written from
