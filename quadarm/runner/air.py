@@ -103,39 +103,42 @@ def setup(p: Prepared, filters: Any = aero.PlainFilters) -> Air | None:
         thrust=np.zeros(len(built.rotor_actuators)), force=np.zeros((len(links), 3)))
 
 
-def terms(k: int, u: list[float] | np.ndarray, gusty: bool, wind_series: np.ndarray,
-          wind: np.ndarray, downwash: bool, prm: np.ndarray, quad: int, sites: np.ndarray,
-          links: np.ndarray, act_adr: np.ndarray, act: np.ndarray, xipos: np.ndarray,
-          xmat: np.ndarray, cvel: np.ndarray, subtree_com: np.ndarray, site_xpos: np.ndarray,
-          pulse_link: np.ndarray, pulse_force: np.ndarray, pulse_start: np.ndarray,
-          pulse_stop: np.ndarray, thrust: np.ndarray, force: np.ndarray,
-          xfrc: np.ndarray) -> None:
-    """The air terms before step k of one simulation, written once on scalars: plain Python
-    runs it and numba compiles it (:func:`quadarm.runner.step.air_term`).
+def terms(k: int, p: Any, s: Any, i: int) -> None:
+    """The air terms before step k of simulation i, written once on scalars: plain Python
+    runs it and numba compiles it (:func:`quadarm.runner.step.air_term`). ``p`` and ``s`` are
+    the step seam's :class:`~quadarm.runner.step.Params` and
+    :class:`~quadarm.runner.step.State` records (duck-typed here: the seam imports this
+    module); the fields read are those of :class:`Air` and the ``mjData`` arrays as named.
 
-    With ``gusty``, ``wind`` (the live ``opt.wind``, (3,)) becomes ``wind_series[k]``. With
-    ``downwash``, the thrusts (``u`` the rotor commands, or ``act`` the actuator states where
-    ``act_adr`` >= 0) drive :func:`quadarm.model.aero.downwash_forces`, and each link's row of
-    ``xfrc`` (nbody, 6) becomes the plan's pulses on it at sample k plus that force (the
-    fields of :class:`Air`; the ``mjData`` arrays as named).
+    With ``p.gusty[i]``, the live ``opt.wind`` ``s.wind[i]`` (3,) becomes
+    ``p.wind_series[k, i]``. With ``p.downwash[i]``, the thrusts (``s.u[i]`` the rotor
+    commands, or ``s.act[i]`` the actuator states where ``p.act_adr`` >= 0) drive
+    :func:`quadarm.model.aero.downwash_forces`, and each link's row of ``s.xfrc[i]``
+    (nbody, 6) becomes the plan's pulses on it at sample k plus that force.
     """
-    if gusty:
-        wind[0], wind[1], wind[2] = wind_series[k, 0], wind_series[k, 1], wind_series[k, 2]
-    if not downwash:
+    wind = s.wind[i]
+    if p.gusty[i]:
+        wind[0], wind[1], wind[2] = (p.wind_series[k, i, 0], p.wind_series[k, i, 1],
+                                     p.wind_series[k, i, 2])
+    if not p.downwash[i]:
         return
+    u, act, act_adr, thrust, force = s.u[i], s.act[i], p.act_adr, s.thrust[i], s.force[i]
     for j in range(len(thrust)):
         thrust[j] = act[act_adr[j]] if act_adr[j] >= 0 else u[j]
-    aero.downwash_forces(prm, thrust, quad, sites, links, xipos, xmat, cvel, subtree_com,
-                         site_xpos, wind, force)
-    for i in range(len(links)):
+    links = p.links
+    aero.downwash_forces(p.dw[i], thrust, p.quad, p.rotor_sites, links, s.xipos[i], s.xmat[i],
+                         s.cvel[i], s.subtree_com[i], s.site_xpos[i], wind, force)
+    pulse_link, pulse_force = p.pulse_link[i], p.pulse_force[i]
+    pulse_start, pulse_stop, xfrc = p.pulse_start[i], p.pulse_stop[i], s.xfrc[i]
+    for li in range(len(links)):
         fx, fy, fz = 0.0, 0.0, 0.0
         for q in range(len(pulse_link)):
-            if pulse_link[q] == i and pulse_start[q] <= k and k < pulse_stop[q]:
+            if pulse_link[q] == li and pulse_start[q] <= k and k < pulse_stop[q]:
                 fx, fy, fz = fx + pulse_force[q, 0], fy + pulse_force[q, 1], fz + pulse_force[q, 2]
-        b = links[i]
-        xfrc[b, 0] = fx + force[i, 0]
-        xfrc[b, 1] = fy + force[i, 1]
-        xfrc[b, 2] = fz + force[i, 2]
+        b = links[li]
+        xfrc[b, 0] = fx + force[li, 0]
+        xfrc[b, 1] = fy + force[li, 1]
+        xfrc[b, 2] = fz + force[li, 2]
 
 
 @dataclass

@@ -266,11 +266,7 @@ def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
 def air_term(k: int, p: Params, s: State, i: int) -> None:
     """The air terms before step k (:func:`quadarm.runner.air.terms`): gusts and downwash."""
     if p.gusty[i] or p.downwash[i]:
-        air_terms(k, s.u[i], p.gusty[i], p.wind_series[:, i], s.wind[i], p.downwash[i], p.dw[i],
-                  p.quad, p.rotor_sites, p.links, p.act_adr, s.act[i], s.xipos[i], s.xmat[i],
-                  s.cvel[i], s.subtree_com[i], s.site_xpos[i], p.pulse_link[i],
-                  p.pulse_force[i], p.pulse_start[i], p.pulse_stop[i], s.thrust[i], s.force[i],
-                  s.xfrc[i])
+        air_terms(k, p, s, i)
 
 
 @jit.inline
