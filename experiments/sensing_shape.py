@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -51,17 +53,48 @@ def estimators(cfg, sp: np.ndarray, n: int) -> dict[str, tuple[np.ndarray, np.nd
             "quasi-static+wrench": (table, lin[1:], True)}
 
 
-def measure(out: Path, preset: str, every: int, seed: int) -> pd.DataFrame:
+@dataclass
+class Sweep:
+    """The nominal mission's time series and the flying model (with the flange sensor) it
+    replays into: the shape parameters ``sp``, ``n`` links, the hinges' qpos addresses
+    ``adr`` and time-series columns ``cols``, and the tendon sweep's samples ``sweep`` from its
+    start time ``start`` (s)."""
+
+    cfg: Any
+    ts: pd.DataFrame
+    built: Any
+    m: mujoco.MjModel
+    d: mujoco.MjData
+    sp: np.ndarray
+    n: int
+    adr: np.ndarray
+    cols: list[str]
+    sweep: pd.DataFrame
+    start: float
+
+
+def mission_sweep(out: Path) -> Sweep:
+    """:class:`Sweep` of the nominal mission, flown into ``out`` unless it is there."""
     cfg = load(["scenario=mission"])
     if not (out / io.TIMESERIES).exists():
         run(cfg, out)
     ts = io.read_timeseries(out)
     built = build(cfg.airframe, cfg.arm, cfg.sim, flange_sensor=True)
-    m, d = built.model, mujoco.MjData(built.model)
+    m = built.model
     sp = shape.shape_params(m)
     n = int(sp[shape.S_N])
-    adr = shape.hinge_qpos(m, n)
-    cols = [names.link_joint(k, a) for k in range(n) for a in "xy"]
+    i = MISSION_PHASES.index("tendon_sweep")
+    edges = np.concatenate([[0.0], np.cumsum(cfg.scenario.phase_times)])
+    sweep = ts[(ts.t >= edges[i] - 1e-9) & (ts.t < edges[i + 1] - 1e-9)]
+    return Sweep(cfg, ts, built, m, mujoco.MjData(m), sp, n, shape.hinge_qpos(m, n),
+                 [names.link_joint(k, a) for k in range(n) for a in "xy"], sweep,
+                 float(edges[i]))
+
+
+def measure(out: Path, preset: str, every: int, seed: int) -> pd.DataFrame:
+    sw = mission_sweep(out)
+    cfg, ts, built, m, d = sw.cfg, sw.ts, sw.built, sw.m, sw.d
+    sp, n, adr, cols = sw.sp, sw.n, sw.adr, sw.cols
     dofs = [int(m.jnt_dofadr[m.joint(c).id]) for c in cols]
     scfg = sc.preset(preset)
     sc.check(scfg, cfg.sim.timestep)
@@ -70,9 +103,7 @@ def measure(out: Path, preset: str, every: int, seed: int) -> pd.DataFrame:
     enc, ft = ch["encoder"], ch["force_torque"]
     if enc.delay or ft.delay or enc.period != 1 or ft.period != 1:
         raise SystemExit("this offline measurement samples every step without latency")
-    i = MISSION_PHASES.index("tendon_sweep")
-    edges = np.concatenate([[0.0], np.cumsum(cfg.scenario.phase_times)])
-    rows = ts[(ts.t >= edges[i] - 1e-9) & (ts.t < edges[i + 1] - 1e-9)].iloc[::every]
+    rows = sw.sweep.iloc[::every]
     length = chain_of(cfg.arm).length
     q = max(scfg.encoder.resolution, 1e-9)
     sig_l = math.sqrt(scfg.encoder.noise ** 2 + q * q / 12.0)

@@ -42,14 +42,12 @@ import mujoco
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
+from sensing_shape import mission_sweep  # this folder's: the same mission and model
 
-from quadarm.config import MISSION_PHASES, load
 from quadarm.control.tendons import tensions as allocate
 from quadarm.model import names
 from quadarm.model.builder import build
 from quadarm.model.chain import chain_of
-from quadarm.results import io
-from quadarm.runner.study import run
 from quadarm.sensing import config as sc
 from quadarm.sensing import noise, shape
 from quadarm.sensing.sensors import channel_step
@@ -99,16 +97,9 @@ def _base_from_torque(cfg, built, ts: pd.DataFrame, t0: float, last: int,  # noq
 
 def measure(out: Path, every: int, seed: int) -> pd.DataFrame:
     """One row per sampled step of the sweep: t and the quantities of the module docstring."""
-    cfg = load(["scenario=mission"])
-    if not (out / io.TIMESERIES).exists():
-        run(cfg, out)
-    ts = io.read_timeseries(out)
-    built = build(cfg.airframe, cfg.arm, cfg.sim, flange_sensor=True)
-    m, d = built.model, mujoco.MjData(built.model)
-    sp = shape.shape_params(m)
-    n = int(sp[shape.S_N])
-    adr = shape.hinge_qpos(m, n)
-    cols = [names.link_joint(k, a) for k in range(n) for a in "xy"]
+    sw = mission_sweep(out)
+    cfg, ts, built, m, d = sw.cfg, sw.ts, sw.built, sw.m, sw.d
+    sp, n, adr, cols, sweep = sw.sp, sw.n, sw.adr, sw.cols, sw.sweep
     fixed = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
     phi = np.radians(cfg.arm.tendon_angles_deg)
     table = shape.quasi_static_table(
@@ -119,11 +110,8 @@ def measure(out: Path, every: int, seed: int) -> pd.DataFrame:
     enc = noise.draw(scfg, seed, float(ts.t.iloc[-1]), dt)["encoder"]
     if enc.delay or enc.period != 1:
         raise SystemExit("this offline measurement samples every step without latency")
-    i = MISSION_PHASES.index("tendon_sweep")
-    edges = np.concatenate([[0.0], np.cumsum(cfg.scenario.phase_times)])
-    sweep = ts[(ts.t >= edges[i] - 1e-9) & (ts.t < edges[i + 1] - 1e-9)]
     rows = sweep.iloc[::every]
-    base_est = _base_from_torque(cfg, built, ts, edges[i] - 1.0, sweep.index[-1], seed)
+    base_est = _base_from_torque(cfg, built, ts, sw.start - 1.0, sweep.index[-1], seed)
     length = chain_of(cfg.arm).length
     q = max(scfg.encoder.resolution, 1e-9)
     wts = np.array([1.0 / math.sqrt(scfg.encoder.noise ** 2 + q * q / 12.0), 0.0])
