@@ -148,17 +148,11 @@ def imu_truth(sn: Sense, ss: SenseState, i: int, k: int, qpos: Any, qvel: Any) -
             pv[j] = qvel[j]
         for j in range(4):
             pv[3 + j] = qpos[3 + j]
-    g = sn.ekf[i]
-    ax = (qvel[0] - pv[0]) / dt - g[ekf.E_GX]
-    ay = (qvel[1] - pv[1]) / dt - g[ekf.E_GY]
-    az = (qvel[2] - pv[2]) / dt - g[ekf.E_GZ]
-    qw, qx, qy, qz = pv[3], pv[4], pv[5], pv[6]
-    r00, r01, r02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy)
-    r10, r11, r12 = 2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx)
-    r20, r21, r22 = 2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy)
-    t[3] = r00 * ax + r10 * ay + r20 * az
-    t[4] = r01 * ax + r11 * ay + r21 * az
-    t[5] = r02 * ax + r12 * ay + r22 * az
+    g, f = sn.ekf[i], t[3:6]
+    for j in range(3):  # the mean acceleration over the period, then what the IMU reads of it
+        f[j] = (qvel[j] - pv[j]) / dt
+    # pv holds the period's start attitude where a qpos holds it (3:7)
+    sensors.specific_force(pv, f, g[ekf.E_GX], g[ekf.E_GY], g[ekf.E_GZ], f)
     if k % period == 0:
         for j in range(3):
             pv[j] = qvel[j]
