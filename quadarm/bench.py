@@ -56,7 +56,8 @@ import numpy as np
 from mujoco import rollout
 
 from quadarm.config import load
-from quadarm.runner import air, batch, episode, jit, lifecycle
+from quadarm import terms
+from quadarm.runner import batch, episode, jit, lifecycle
 from quadarm.runner.lifecycle import Outcome, Prepared
 from quadarm.scenarios.common import Log
 
@@ -92,7 +93,7 @@ class Replay:
         n = prep.plan.steps
         self.ctrl = log.ctrl[:n].copy()
         self.final = log.qpos[n].copy()
-        if air.wants_air(prep):
+        if terms.replayed(prep.cfg):
             self.xfrc: np.ndarray | None = out.extra["xfrc"][:n].copy()
             self.wind: np.ndarray | None = out.extra["wind"][:n].copy()
         else:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from quadarm import terms
 from quadarm.analysis import published
 
 
@@ -49,42 +50,45 @@ def wind_speed(runs: pd.DataFrame) -> pd.Series:
                                  else float(np.linalg.norm(vector(w))))
 
 
-def only(runs: pd.DataFrame, *, lag: bool = False, downwash: bool = False,
-         wind: bool = False, gusts: bool = False, arm: bool = False,
-         sensing: bool = False) -> pd.Series:
-    """Trials whose switches other than the named ones are off (a study's trials are not
-    mixed with another study's); ``arm``: the arm-aware controller switches
-    (``control.feedforward``, ``control.tendon_damping``, ``control.tendon_bias``);
-    ``sensing``: a ``sensing`` preset other than ``exact``."""
+def only(runs: pd.DataFrame, **allowed: bool) -> pd.Series:
+    """Trials whose per-step terms (:data:`quadarm.terms.TERMS`) are off, but for those whose
+    selection flag is named true in ``allowed`` (a study's trials are not mixed with another
+    study's). The flags are the table's ``select`` values (:func:`quadarm.terms.flags`):
+    ``lag``, ``wind``, ``gusts``, ``downwash``, ``arm`` (the arm-aware controller switches),
+    ``tip`` (the tip feedback), ``sensing`` (a ``sensing`` preset other than ``exact``)...
+    A column missing from ``runs`` (results written before its key existed), or a missing cell,
+    counts as off. TypeError for a flag no term has."""
+    unknown = set(allowed) - set(terms.flags())
+    if unknown:
+        raise TypeError(f"only(): unknown selection flag(s) {sorted(unknown)}; registered: "
+                        f"{', '.join(terms.flags())}")
     keep = pd.Series(True, index=runs.index)
-    if not sensing:
-        keep &= column(runs, "sensing.preset", "exact").fillna("exact") == "exact"
-    if not arm:
-        keep &= column(runs, "control.feedforward", "none").fillna("none") == "none"
-        for key in ("control.tendon_damping", "control.tendon_bias"):
-            keep &= column(runs, key, 0.0).fillna(0.0).astype(float) == 0.0
-    if not lag:
-        keep &= column(runs, "airframe.motor_tau", 0.0).astype(float) == 0.0
-    if not downwash:
-        keep &= ~column(runs, "aero.downwash", False).astype(bool)
-    if not wind:
-        keep &= wind_speed(runs) == 0.0
-    if not gusts:
-        keep &= column(runs, "aero.gust_intensity", 0.0).astype(float) == 0.0
+    for t in terms.TERMS:
+        if not t.select or allowed.get(t.select, False):
+            continue
+        for key, off in t.switches:
+            if key in runs:
+                keep &= runs[key].map(lambda v, off=off: terms.is_off(v, off)).astype(bool)
     return keep
 
 
+def _flags(where: tuple[str, ...]) -> dict[str, bool]:
+    """The selection flags of the terms that run at ``where`` (:data:`quadarm.terms.WHERE`)."""
+    return {t.select: True for t in terms.TERMS if t.select and t.where in where}
+
+
 def paper_physics(runs: pd.DataFrame) -> pd.Series:
-    """Which trials simulate the paper's model: ideal rotors (``airframe.motor_tau`` = 0),
-    still air and no downwash (``aero.*`` off). Results written before these keys existed
-    have no such columns and are the paper's model."""
-    return only(runs, arm=True, sensing=True)
+    """Which trials simulate the paper's model: every force term on the model off (ideal
+    rotors, still air, no downwash...); any estimator or controller term allowed. Results
+    written before these keys existed have no such columns and are the paper's model."""
+    return only(runs, **_flags(tuple(w for w in terms.WHERE if w != terms.FORCE)))
 
 
 def paper_controller(runs: pd.DataFrame) -> pd.Series:
-    """Which rows were flown with the paper's controller (columns absent: results written
-    before the arm-aware switches existed, all with the paper's controller)."""
-    return only(runs, lag=True, downwash=True, wind=True, gusts=True)
+    """Which rows were flown with the paper's controller: every estimator, controller and
+    command-shaping term off (columns absent: results written before those switches existed,
+    all with the paper's controller); any force term allowed."""
+    return only(runs, **_flags((terms.FORCE,)))
 
 
 def paper_trials(runs: pd.DataFrame) -> pd.Series:

@@ -379,10 +379,14 @@ class AeroConfig:
     wind: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])  # m/s, world
     gust_intensity: float = 0.0  # m/s, sigma of each gust component; 0 = no gusts
     gust_length: float = 10.0  # m, Dryden scale length L
+    # Cheeseman-Bennett ground effect on each rotor's thrust (quadarm/model/ground.py).
+    ground_effect: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.downwash, bool):
             raise ConfigError("downwash", self.downwash, "must be true or false")
+        if not isinstance(self.ground_effect, bool):
+            raise ConfigError("ground_effect", self.ground_effect, "must be true or false")
         _non_negative("drag_coefficient", self.drag_coefficient)
         _vector("wind", self.wind, 3)
         if math.sqrt(sum(float(w) ** 2 for w in self.wind)) > WIND_MAX:
@@ -1229,6 +1233,11 @@ class Config:
                 and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
             raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
                               "must be a finite number > 0 (the rotor radius) with aero.downwash")
+        if (self.aero.ground_effect and isinstance(self.airframe, AirframeConfig)
+                and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
+            raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
+                              "must be a finite number > 0 (the rotor radius) with "
+                              "aero.ground_effect")
         if isinstance(self.scenario, TouchScenario) and isinstance(self.world, WorldConfig):
             if not self.world.objects:
                 raise ConfigError("world", "open", "scenario=touch needs a surface: world="

@@ -46,6 +46,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from quadarm import terms
 from quadarm.api import compose  # noqa: F401 - the envs compose through the front door
 from quadarm.config import Config
 from quadarm.model import BuiltModel
@@ -111,6 +112,7 @@ def make_task(cfg: Config) -> Task:
     prepare`) and the controller's parameters for ``cfg``."""
     from quadarm.runner.lifecycle import Episode, make_controller, prepare
 
+    refuse_scenario(cfg)
     prepared = prepare(cfg)
     if isinstance(prepared, Episode):
         raise RuntimeError(f"cannot prepare the episode: {prepared.message}")
@@ -132,29 +134,26 @@ def make_task(cfg: Config) -> Task:
                 float(cfg.sim.max_distance))
 
 
-def arm_aware(cfg: Config) -> str:
-    """The arm-aware control options of ``cfg`` that are on ('' when none): the runner's
-    per-step feed-forward and tendon damping (:mod:`quadarm.runner.arm_aware`), which
-    ``controller_action`` does not compute."""
-    c = cfg.control
-    on = [f"control.feedforward={c.feedforward}"] if c.feedforward != "none" else []
-    on += [f"control.{k}={getattr(c, k):g}" for k in ("tendon_damping", "tendon_bias")
-           if getattr(c, k) != 0.0]
-    return ", ".join(on)
+def refuse_terms(cfg: Config) -> None:
+    """ValueError (one line) when ``controller_action`` cannot be quadarm's controller for
+    ``cfg``: a term of the registry that it does not run is on (:func:`quadarm.terms.
+    env_refusal`)."""
+    why = terms.env_refusal(cfg)
+    if why:
+        raise ValueError(why)
 
 
-def refuse_arm_aware(cfg: Config) -> None:
-    """ValueError when ``controller_action`` cannot be quadarm's controller for ``cfg``."""
-    on = arm_aware(cfg)
-    if on:
-        raise ValueError(f"{on}: controller_action() gives the paper's controller only; the "
-                         "arm-aware terms run in python -m quadarm's loops, not here")
+# The scenarios whose events the environments do not fly (the payload's grasp and release
+# run in the one-trial loop only): refused in one line rather than flown without them.
+UNSUPPORTED_SCENARIOS = ("payload", "pick_place")
 
 
-def wants_air(cfg: Config) -> bool:
-    """Whether ``cfg`` has per-step air terms (gusts or rotor downwash,
-    :mod:`quadarm.runner.air`)."""
-    return bool(cfg.aero.downwash) or cfg.aero.gust_intensity > 0
+def refuse_scenario(cfg: Config) -> None:
+    """ValueError (one line) for a scenario the environments cannot fly."""
+    kind = cfg.scenario.kind
+    if kind in UNSUPPORTED_SCENARIOS:
+        raise ValueError(f"scenario={kind}: the environments do not fly its grasp and release "
+                         f"(python -m quadarm does); not one of {', '.join(UNSUPPORTED_SCENARIOS)}")
 
 
 def normalise(u: np.ndarray, lo: np.ndarray, half: np.ndarray) -> np.ndarray:

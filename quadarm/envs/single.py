@@ -256,7 +256,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         k = self._k
         if k < 0:
             raise RuntimeError("the episode has ended (or not started): call reset()")
-        core.refuse_arm_aware(self.task.cfg)
+        core.refuse_terms(self.task.cfg)
         out = [0.0] * self._nr
         p, v, a = (r[k] for r in self._ref_lists)
         law(self._prm, self.task.mix, list(self._integ), self._qpos[:7].tolist(),

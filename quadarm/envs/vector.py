@@ -41,6 +41,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from quadarm import terms
 from quadarm.config import Config
 from quadarm.control.geometric import DT, ILIM, law
 from quadarm.envs import core, sensed
@@ -419,7 +420,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
 
     def _any_air(self) -> bool:
         """Whether any environment has per-step air terms (gusts or downwash)."""
-        return any(bool(p.gusty.any() or p.downwash.any()) for p, _, _ in self._seams)
+        return any(terms.air_on(t.cfg) for t in self.tasks)
 
     def _part(self, i: int) -> tuple[int, int]:
         """(the part of the batch holding environment i, its index there)."""
@@ -477,7 +478,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         runs). An environment that waits for its autoreset gets the action of its final
         state (it is ignored)."""
         for t in {id(t): t for t in self.tasks}.values():
-            core.refuse_arm_aware(t.cfg)
+            core.refuse_terms(t.cfg)
         ks = np.maximum(self._k, 0)
         ix = self._ix(ks)
         u = np.empty((self.num_envs, self._nr))

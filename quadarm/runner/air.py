@@ -26,8 +26,15 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from quadarm.model import aero
+from quadarm import terms as registry
+from quadarm.model import aero, ground
+from quadarm.runner import jit
 from quadarm.runner.lifecycle import Prepared
+
+# The ground effect's scalar functions, callable from the compiled step.
+jit.inline(ground.factor)
+jit.inline(ground.height)
+jit.inline(ground.ground_forces)
 
 
 @dataclass
@@ -65,9 +72,8 @@ class Air:
 
 
 def wants_air(p: Prepared) -> bool:
-    """Whether the trial has per-step air terms (gusts or downwash)."""
-    a = p.cfg.aero
-    return bool(a.downwash) or a.gust_intensity > 0
+    """Whether the trial has per-step air terms (:func:`quadarm.terms.air_on`)."""
+    return registry.air_on(p.cfg)
 
 
 def setup(p: Prepared, filters: Any = aero.PlainFilters) -> Air | None:
@@ -103,6 +109,32 @@ def setup(p: Prepared, filters: Any = aero.PlainFilters) -> Air | None:
         thrust=np.zeros(len(built.rotor_actuators)), force=np.zeros((len(links), 3)))
 
 
+@jit.inline
+def thrusts(p: Any, s: Any, i: int) -> None:
+    """The live rotor thrusts of simulation i into ``s.thrust[i]`` (N): the commands
+    ``s.u[i]``, or the actuator states where ``p.act_adr`` >= 0 (``airframe.motor_tau``)."""
+    u, act, act_adr, thrust = s.u[i], s.act[i], p.act_adr, s.thrust[i]
+    for j in range(len(thrust)):
+        thrust[j] = act[act_adr[j]] if act_adr[j] >= 0 else u[j]
+
+
+def ground_records(preps: Any, held: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The seam's ``Params.air`` (nsim,) whether a trial has air terms, ``Params.ge`` (nsim,)
+    the rotor radius R (m) where ``aero.ground_effect`` is on (0: off) and
+    ``Params.surfaces`` (n, N_SURFACE) the static surfaces below (:mod:`quadarm.model.ground`;
+    (0, N_SURFACE) when no trial has it on). ``held``: grounded trials, no air terms."""
+    on = np.array([not held and registry.air_on(p.cfg) for p in preps], dtype=bool)
+    ge = np.array([float(p.cfg.airframe.prop_radius) if o and p.cfg.aero.ground_effect
+                   else 0.0 for p, o in zip(preps, on, strict=True)])
+    surf = np.zeros((0, ground.N_SURFACE))
+    if ge.any():
+        m = preps[0].built.model
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        surf = ground.surfaces(m, d)
+    return on, ge, surf
+
+
 def terms(k: int, p: Any, s: Any, i: int) -> None:
     """The air terms before step k of simulation i, written once on scalars: plain Python
     runs it and numba compiles it (:func:`quadarm.runner.step.air_term`). ``p`` and ``s`` are
@@ -120,11 +152,14 @@ def terms(k: int, p: Any, s: Any, i: int) -> None:
     if p.gusty[i]:
         wind[0], wind[1], wind[2] = (p.wind_series[k, i, 0], p.wind_series[k, i, 1],
                                      p.wind_series[k, i, 2])
+    if p.ge[i] > 0.0:  # aero.ground_effect (quadarm.model.ground), rotor radius R > 0: on
+        thrusts(p, s, i)
+        ground.ground_forces(p.ge[i], s.thrust[i], p.quad, p.rotor_sites, s.xipos[i], s.xmat[i],
+                             s.site_xpos[i], p.surfaces, s.xfrc[i])
     if not p.downwash[i]:
         return
-    u, act, act_adr, thrust, force = s.u[i], s.act[i], p.act_adr, s.thrust[i], s.force[i]
-    for j in range(len(thrust)):
-        thrust[j] = act[act_adr[j]] if act_adr[j] >= 0 else u[j]
+    thrusts(p, s, i)
+    thrust, force = s.thrust[i], s.force[i]
     links = p.links
     aero.downwash_forces(p.dw[i], thrust, p.quad, p.rotor_sites, links, s.xipos[i], s.xmat[i],
                          s.cvel[i], s.subtree_com[i], s.site_xpos[i], wind, force)

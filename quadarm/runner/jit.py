@@ -1,4 +1,5 @@
-"""The numba loader: a leaf module (it imports nothing from quadarm), so that every module of the
+"""The numba loader: a leaf module (it imports nothing from quadarm but the standard-library
+registry :mod:`quadarm.terms`), so that every module of the
 closed loop can import it without an import circle.
 
 It holds everything that depends on whether numba is there:
@@ -38,16 +39,16 @@ from typing import Any, TypeVar
 
 import mujoco
 
+from quadarm import terms
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 SETTINGS = ("auto", "true", "false")
 ENV = "QUADARM_NUMBA"
 _PACKAGE = Path(__file__).resolve().parents[1]
-# Every source that compiled kernels may compile in: the seam and its term functions.
-COMPILED_SOURCES = ("runner/jit.py", "runner/step.py", "runner/air.py", "control/geometric.py",
-                    "control/arm.py", "control/tendons.py", "control/tipfeedback.py",
-                    "model/aero.py", "runner/contact.py", "runner/sense.py", "sensing/ekf.py",
-                    "sensing/sensors.py", "sensing/shape.py")
+# Every source that compiled kernels may compile in: the seam and its terms' modules, from the
+# registry of per-step terms (quadarm.terms: standard library only, so this stays a leaf).
+COMPILED_SOURCES = terms.compiled_sources()
 
 
 def cache_dir() -> Path:

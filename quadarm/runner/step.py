@@ -149,6 +149,9 @@ class Params(NamedTuple):
     sn: sensing.Sense  # the sensing term's arrays (quadarm.runner.sense; off for exact)
     tip_bend: np.ndarray
     tip_bend_plan: np.ndarray
+    air: np.ndarray  # (nsim,) bool: a term of the registry with ``air`` is on (quadarm.terms)
+    ge: np.ndarray  # (nsim,) the rotor radius (m) with aero.ground_effect, 0: off
+    surfaces: np.ndarray  # (n, quadarm.model.ground.N_SURFACE) footprints and tops (m)
 
 
 class State(NamedTuple):
@@ -264,8 +267,9 @@ def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
 
 @jit.inline
 def air_term(k: int, p: Params, s: State, i: int) -> None:
-    """The air terms before step k (:func:`quadarm.runner.air.terms`): gusts and downwash."""
-    if p.gusty[i] or p.downwash[i]:
+    """The air terms before step k (:func:`quadarm.runner.air.terms`): gusts, ground effect,
+    downwash (``p.air``: any of them on, from the registry :mod:`quadarm.terms`)."""
+    if p.air[i]:
         air_terms(k, p, s, i)
 
 
@@ -321,7 +325,7 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
             p.ref_v[k][i], a_d, u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
-    elif p.mode == EXTERNAL and (p.gusty[i] or p.downwash[i]):
+    elif p.mode == EXTERNAL and p.air[i]:
         for j in range(rotors.shape[0]):  # the external rotor commands drive the downwash
             u[j] = ctrl[rotors[j]]
     if p.mode != EXTERNAL:
@@ -541,7 +545,8 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
     return Params._make([mode, record, last, q0, v0, prm, mix, rotors, tendons,
                          int(b0.tip_site), ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain,
                          sites, damp, dofs, *air_fields, wsens, fc, *tip_fields[:2],
-                         sensing.records(preps, held), *tip_fields[2:]]), airs
+                         sensing.records(preps, held), *tip_fields[2:],
+                         *air_setup.ground_records(preps, held)]), airs
 
 
 def _tip_fields(preps: Sequence[Prepared], big: int, held: bool) -> tuple[np.ndarray, ...]:

@@ -1,6 +1,7 @@
 """The package's layering: imports run downward only, and ``analysis`` never reaches MuJoCo.
 
-Layers, from the ground up: ``names`` (the words of the result tables, standard library only),
+Layers, from the ground up: ``names`` (the words of the result tables) and ``terms`` (the
+registry of per-step terms), standard library only,
 ``config``, ``results`` and ``reference`` (0: the Cosserat rod, numpy and scipy only), ``model``
 (1), ``control`` (2), ``scenarios`` (3), ``runner`` (4), and the
 entry points (the top-level modules and ``envs``, the Gymnasium environments). ``analysis``
@@ -23,7 +24,7 @@ LAYERS = {"names": 0, "config": 0, "results": 0, "reference": 0, "model": 1, "co
 
 def layer(module: str) -> int:
     parts = module.split(".")
-    if len(parts) > 1 and parts[1] == "names":
+    if len(parts) > 1 and parts[1] in ("names", "terms"):
         return LAYERS["names"]
     if len(parts) == 1 or parts[1] not in LAYERS:
         if len(parts) > 1 and (ROOT / parts[1]).is_dir():
@@ -99,3 +100,11 @@ def test_names_module_stands_alone() -> None:
     """``quadarm.names`` imports the standard library only: no MuJoCo, no Hydra, no numpy."""
     stdlib = {"__future__", "re"}
     assert imports(ROOT / "names.py") <= stdlib | {f"__future__.{n}" for n in ("annotations",)}
+
+
+def test_terms_module_stands_alone() -> None:
+    """``quadarm.terms`` (the registry the analysis reads too) imports the standard library
+    only."""
+    allowed = {"__future__", "json", "math", "collections.abc", "dataclasses", "typing"}
+    assert {t.split(".")[0] if t not in allowed else t for t in imports(ROOT / "terms.py")
+            if t not in allowed and not any(t.startswith(a + ".") for a in allowed)} == set()

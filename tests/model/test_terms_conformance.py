@@ -1,0 +1,169 @@
+"""Every per-step term of the registry (:data:`quadarm.terms.TERMS`) passes the same checks,
+generated from its row: off is the paper's default; trials with it on never reach the paper's
+tables; one-trial equals batched and (slow) compiled equals plain; an environment driven by
+``controller_action()`` reproduces the command line where the row says it flies the term, and
+refuses it where the row says so; it has its doc section. And no term exists without a row:
+every field of the seam's records, every term function of the seam and every key of the
+``aero`` and ``control`` groups belongs to a row (or to the paper's own loop)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from quadarm import terms
+from quadarm.config import AeroConfig, ControlConfig, flatten, load
+from quadarm.runner import engine, episode, jit, step
+
+ROOT = Path(__file__).resolve().parents[2]
+IDS = [t.name for t in terms.TERMS]
+
+
+def _fly(cfg):
+    ep = episode.run_episode(cfg)
+    assert ep.status == "ok", ep.message
+    return ep
+
+
+@pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
+def test_off_is_the_papers_default_and_the_trial_turns_it_on(term):
+    default, on = load([]), load(list(term.trial))
+    assert not terms.on(term, default)  # the defaults are the off values: the paper's loop
+    for key, off in term.switches:
+        assert terms.is_off(terms.get(default, key), off), key
+    assert terms.on(term, on)
+    assert term.where in terms.WHERE
+
+
+@pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
+def test_trials_with_the_term_on_stay_out_of_the_papers_tables(term):
+    from quadarm.analysis.select import only, paper_trials, successful
+
+    cfgs = [load([]), load(list(term.trial))]
+    runs = pd.DataFrame([flatten(c) for c in cfgs])
+    runs["scenario"] = [c.scenario.kind for c in cfgs]
+    runs["status"], runs["run_id"] = "ok", ["off", "on"]
+    if term.scenario:  # a scenario's own term: the paper's tables select other scenarios
+        assert successful(runs, "mission").empty
+        return
+    assert paper_trials(runs).tolist() == [True, False]
+    others = {t.select for t in terms.active(load(list(term.trial)))}
+    assert only(runs, **dict.fromkeys(others, True)).tolist() == [True, True]
+
+
+@pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
+def test_the_term_has_its_doc_section_and_is_listed(term):
+    page, heading = term.doc
+    text = (ROOT / page).read_text()
+    assert re.search(rf"^#+ .*{re.escape(heading)}", text, re.M), f"{page}: no '{heading}'"
+    arch = (ROOT / "docs" / "architecture.md").read_text()
+    assert f"`{term.name}`" in arch.split("### Registered terms")[1].split("\n## ")[0]
+
+
+@pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
+def test_batched_equals_one_trial(term, monkeypatch):
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    cfgs = [load([*term.trial, f"seed={s}"]) for s in (0, 1)]
+    for ep, cfg in zip(engine.run_batched(cfgs, nthread=1), cfgs, strict=True):
+        one = _fly(cfg)
+        assert ep.status == "ok"
+        for name in ("qpos", "qvel", "tip", "ctrl"):
+            assert np.array_equal(getattr(ep.log, name), getattr(one.log, name)), name
+        assert [m[:2] for m in ep.metrics] == [m[:2] for m in one.metrics]
+        np.testing.assert_array_equal([v for *_, v in ep.metrics], [v for *_, v in one.metrics])
+
+
+@pytest.mark.slow
+def test_compiled_equals_plain_for_every_term(monkeypatch):
+    """One compile of the seam's loops serves every term (same record types)."""
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    for term in terms.TERMS:
+        cfg = load(list(term.trial))
+        monkeypatch.setenv("QUADARM_NUMBA", "1")
+        a = _fly(cfg)
+        monkeypatch.setenv("QUADARM_NUMBA", "0")
+        b = _fly(cfg)
+        for name in ("qpos", "qvel", "tip", "ctrl"):
+            assert np.array_equal(getattr(a.log, name), getattr(b.log, name)), (term.name, name)
+
+
+@pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
+def test_the_env_flies_it_as_the_command_line_or_refuses_it(term, monkeypatch):
+    pytest.importorskip("gymnasium")
+    from quadarm.envs.single import QuadArmEnv
+
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    if term.env == terms.ENV_ORACLE:
+        pytest.skip(f"{term.name}: controller_action() is the paper's law on the true state")
+    env = QuadArmEnv(overrides=list(term.trial))
+    env.reset(seed=0)
+    if term.env == terms.ENV_REFUSE:
+        with pytest.raises(ValueError, match=re.escape(term.switches[0][0])):
+            env.controller_action()
+        return
+    while True:
+        *_, done, trunc, info = env.step(env.controller_action())
+        if done or trunc:
+            break
+    cli = _fly(env.cfg)
+    ref = {(p, m): v for p, m, v in cli.metrics}
+    got = {(p, m): v for p, d in info["metrics"].items() for m, v in d.items()}
+    assert got.keys() == ref.keys()
+    for k, v in ref.items():
+        assert got[k] == pytest.approx(v, rel=1e-9, abs=1e-12, nan_ok=True), k
+
+
+# ---------------------------------------------------------------------------------------------
+# No term without a row
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_record_field_belongs_to_a_row():
+    fields = {f"{r.__name__}.{f}" for r in (step.Params, step.State, step.Log)
+              for f in r._fields}
+    claimed = set(terms.BASE_RECORDS) | {r for t in terms.TERMS for r in t.records}
+    assert fields - claimed == set(), "fields of no term: add them to quadarm/terms.py"
+    assert claimed - fields == set(), "rows naming fields the records do not have"
+
+
+def test_every_term_function_of_the_seam_belongs_to_a_row():
+    tree = ast.parse((ROOT / "quadarm" / "runner" / "step.py").read_text())
+    inline = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any(
+                ast.unparse(d) == "jit.inline" for d in node.decorator_list):
+            inline.add(node.name)
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func) == "jit.inline"):
+            inline.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    claimed = set(terms.BASE_FUNCTIONS) | {f for t in terms.TERMS for f in t.functions}
+    assert inline - claimed == set(), "seam functions of no term: add a row to quadarm/terms.py"
+
+
+def test_every_aero_and_control_key_belongs_to_a_row():
+    keys = {f"aero.{f.name}" for f in dataclasses.fields(AeroConfig)}
+    keys |= {f"control.{f.name}" for f in dataclasses.fields(ControlConfig)}
+    claimed = set(terms.BASE_KEYS) | {k for t in terms.TERMS for k, _ in t.switches}
+    claimed |= {k for t in terms.TERMS for k in t.settings}
+    assert keys - claimed == set(), "keys of no term: add them to a row of quadarm/terms.py"
+
+
+def test_the_compiled_sources_are_the_rows_modules():
+    for t in terms.TERMS:
+        for m in t.modules:
+            assert (ROOT / "quadarm" / m).exists(), m
+            assert m in jit.COMPILED_SOURCES
+
+
+def test_unknown_selection_flag_is_refused():
+    from quadarm.analysis.select import only
+
+    with pytest.raises(TypeError, match="unknown selection flag"):
+        only(pd.DataFrame({"x": [1]}), lagg=True)
