@@ -23,7 +23,17 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 if TYPE_CHECKING:
     from quadarm.analysis.table import Table
-    from quadarm.api import ConfigError, compose, load_results, run, sweep, sweep_params, tables
+    from quadarm.api import (
+        ConfigError,
+        Simulation,
+        compose,
+        load_results,
+        run,
+        simulate,
+        sweep,
+        sweep_params,
+        tables,
+    )
     from quadarm.config.schemas import Config
     from quadarm.results.result import Results
 
@@ -31,11 +41,12 @@ if TYPE_CHECKING:
 _LAZY = {
     "compose": "quadarm.api", "run": "quadarm.api", "sweep": "quadarm.api",
     "sweep_params": "quadarm.api", "load_results": "quadarm.api", "tables": "quadarm.api",
+    "simulate": "quadarm.api", "Simulation": "quadarm.api",
     "ConfigError": "quadarm.config.checks", "Config": "quadarm.config.schemas",
     "Results": "quadarm.results.result", "Table": "quadarm.analysis.table",
 }
-__all__ = ["Config", "ConfigError", "Results", "Table", "__version__", "compose",
-           "load_results", "run", "sweep", "sweep_params", "tables"]
+__all__ = ["Config", "ConfigError", "Results", "Simulation", "Table", "__version__", "compose",
+           "load_results", "run", "simulate", "sweep", "sweep_params", "tables"]
 
 
 def __getattr__(name: str) -> Any:

@@ -29,6 +29,7 @@ and MuJoCo are imported only when a function needs them, so ``import quadarm`` s
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from quadarm.config import Config
     from quadarm.results.result import Results
 
-__all__ = ["ConfigError", "compose", "load_results", "run", "sweep", "sweep_params",
-           "tables"]
+__all__ = ["ConfigError", "Simulation", "compose", "load_results", "run", "simulate", "sweep",
+           "sweep_params", "tables"]
 
 
 def _overrides(overrides: Sequence[str]) -> list[str]:
@@ -96,7 +97,23 @@ def sweep_params(overrides: Sequence[str] = (), conf_dir: str | Path | None = No
     except Exception as err:  # noqa: BLE001 - every composition error becomes one line
         raise explain(err, job) from None
     params = node.sweeper.get("params") or {}
-    return {str(k): [v.strip() for v in str(vals).split(",")] for k, vals in params.items()}
+    return {str(k): sweep_values(str(k), str(vals)) for k, vals in params.items()}
+
+
+def sweep_values(key: str, text: str) -> list[str]:
+    """The values of one ``hydra.sweeper.params`` entry, parsed by Hydra's own override parser
+    (so ``range(0,10,2)``, ``choice(a,b)``, ``glob(...)`` and list values such as
+    ``[1,2],[3,4]`` work as on the command line), each as override text."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        override = OverridesParser.create().parse_overrides([f"{key}={text}"])[0]
+        if not override.is_sweep_override():
+            return [override.get_value_element_as_str()]
+        return list(override.sweep_string_iterator())
+    except Exception as err:  # noqa: BLE001 - Hydra's parse errors become one line
+        raise ConfigError(f"hydra.sweeper.params.{key}", text,
+                          f"must be a Hydra sweep ({str(err).splitlines()[0]})") from None
 
 
 def run(cfg: Config | Sequence[str], out: Path | str, n_jobs: int | None = None,
@@ -118,6 +135,100 @@ def run(cfg: Config | Sequence[str], out: Path | str, n_jobs: int | None = None,
     if store is not None:
         writable("store", store)
     return run_study(config, Path(out), n_jobs=n_jobs, store=store)
+
+
+@dataclasses.dataclass
+class Simulation:
+    """One trial flown in memory by :func:`simulate`: ``metrics`` (phase, metric, value; the
+    rows ``metrics.parquet`` would hold), ``timeseries`` (the columns of
+    ``timeseries.parquet``, every ``sim.log_every``-th sample; empty when the trial failed
+    before flying), ``model`` (the compiled ``mujoco.MjModel``), ``status``/``message`` (``ok``,
+    or why not), ``cfg`` the validated config and ``episode`` the runner's
+    :class:`~quadarm.runner.episode.Episode` (log, plan, built model)."""
+
+    metrics: Any
+    timeseries: Any
+    model: Any
+    status: str
+    message: str
+    cfg: Any
+    episode: Any
+
+
+def keyword_overrides(kwargs: Mapping[str, Any]) -> list[str]:
+    """Keyword arguments as override text: ``scenario="hover"`` -> ``scenario=hover``;
+    ``scenario__duration=2`` or ``scenario={"duration": 2}`` -> ``scenario.duration=2``; lists
+    as Hydra lists."""
+    out: list[str] = []
+
+    def walk(key: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(f"{key}.{k}", v)
+        else:
+            out.append(f"{key}={'null' if value is None else _text(value)}")
+
+    for key, value in kwargs.items():
+        walk(key.replace("__", "."), value)
+    return out
+
+
+def simulate(cfg: Config | Sequence[str] | None = None, overrides: Sequence[str] = (),
+             **kwargs: Any) -> Simulation:
+    """Fly one trial in memory and return its :class:`Simulation`; nothing is written.
+
+    ``cfg``: None (the shipped defaults), command-line style overrides, or a
+    :class:`~quadarm.config.Config`; ``overrides`` (Hydra strings) and ``kwargs``
+    (:func:`keyword_overrides`) apply on top. Every config is checked as ``python -m quadarm``
+    checks it (schemas, the preflight's cross-checks and job size): :class:`ConfigError`
+    (one line) before anything runs. On a Config object the overrides set keys (a group option
+    such as ``aero=gusty`` needs composing: pass overrides instead). A job of more than one
+    trial (``runner.grid``, ``runner.randomize``) is refused: :func:`run` runs those.
+    """
+    from omegaconf import OmegaConf
+
+    from quadarm.config import Config as ConfigType
+    from quadarm.config import to_config
+    from quadarm.preflight import check_config, explain
+    from quadarm.runner import store
+    from quadarm.runner.episode import run_episode
+    from quadarm.runner.trials import expand
+
+    extra = [*_overrides(overrides), *keyword_overrides(kwargs)]
+    if cfg is None or not isinstance(cfg, ConfigType):
+        config = compose([*_overrides(cfg or []), *extra])
+    else:
+        config = cfg
+        if extra:
+            from hydra.core.override_parser.overrides_parser import OverridesParser
+
+            node = OmegaConf.structured(cfg)
+            try:
+                for o in OverridesParser.create().parse_overrides(extra):
+                    key = o.key_or_group
+                    if OmegaConf.is_config(OmegaConf.select(node, key, default=None)) \
+                            and isinstance(o.value(), str):
+                        raise ConfigError(key, o.value(), "a group option needs composing: "
+                                          "pass simulate(overrides=[...]) without a Config")
+                    OmegaConf.update(node, key, o.value(), merge=False)
+                config = to_config(node)
+            except ConfigError:
+                raise
+            except Exception as err:  # noqa: BLE001 - every override error becomes one line
+                raise explain(err, extra) from None
+        check_config(config)
+    trials = expand(config)
+    if len(trials) != 1:
+        raise ConfigError("runner", f"{len(trials)} trials",
+                          "simulate() flies one trial: use quadarm.run for a grid or draws")
+    trial = trials[0]
+    assert trial.cfg is not None
+    ep = run_episode(trial.cfg)
+    metrics = store.metrics_frame(trial.run_id, ep.metrics)
+    series = (store.timeseries_frame(ep, trial.run_id, trial.cfg.sim.log_every, trial.cfg.world)
+              if ep.log is not None and len(ep.log.t) else None)
+    model = ep.built.model if ep.built is not None else None
+    return Simulation(metrics, series, model, ep.status, ep.message, trial.cfg, ep)
 
 
 def grid_points(grid: Mapping[str, Iterable[Any]]) -> list[list[str]]:

@@ -222,6 +222,14 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
         job_cfg = to_config(cfg)
     except OmegaConfBaseException as err:
         raise explain(err, job, extra) from None
+    check_config(job_cfg)
+    return job_cfg, hydra_node
+
+
+def check_config(job_cfg: Config) -> None:
+    """The cross-group checks of a validated config, after its schemas' own (the trial
+    expansion, the start's clearance, the scenarios' checks): what ``python -m quadarm``
+    checks before anything runs. :func:`quadarm.simulate` runs them on a config object too."""
     from quadarm.runner.trials import check
 
     try:
@@ -245,7 +253,66 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
     from quadarm.scenarios.pick_place import check as check_pick_place
 
     check_pick_place(job_cfg)  # tip_mode=arm: every pick-and-place waypoint in reach
-    return job_cfg, hydra_node
+    check_size(job_cfg)
+
+
+# The closed loop's cost per physics step for the paper's 12-link arm (s): compiled, the bench's
+# 134 us with implicitfast (docs/aero.md, "Cost"), rounded up; plain Python, the default
+# mission's 18000 steps in about 25 s (QUADARM_NUMBA=0, a loaded 2-core machine), rounded up.
+COST_PER_STEP_S = {True: 1.5e-4, False: 1.5e-3}
+LOG_COPIES = 3  # the log, the time-series frame built from it, and its Parquet buffer
+
+
+def job_size(job_cfg: Config) -> tuple[int, int, int, float, float]:
+    """An estimate of a job before it runs: (trials, steps per trial, time-series columns,
+    bytes of the time series held at once, CPU seconds). Steps: the nominal trial's
+    ``scenario.duration / sim.timestep``; columns: the logged state, reference, tip and
+    commands of ``arm.segments`` links; at once: ``runner.n_jobs`` trials (one per core with
+    -1)."""
+    import math
+
+    from quadarm.runner import jit
+
+    runner = job_cfg.runner
+    points = math.prod(len(v) for v in runner.grid.values()) if runner.grid else 1
+    trials = points * (runner.trials if runner.randomize else 1)
+    steps = int(round(float(job_cfg.scenario.duration) / float(job_cfg.sim.timestep))) + 1
+    links = int(getattr(job_cfg.arm, "segments", 12))
+    rotors = len(getattr(job_cfg.airframe, "rotors", None) or [None] * 4)
+    cols = (7 + 2 * links) + (6 + 2 * links) + 3 + 3 + rotors + 3 + 1
+    at_once = min((os.cpu_count() or 1) if runner.n_jobs == -1 else runner.n_jobs, trials)
+    memory = float(steps) * cols * 8 * LOG_COPIES * at_once
+    compiled = jit.use(runner.compiled)
+    cost = COST_PER_STEP_S[bool(compiled)] * max(1.0, links / 12.0)
+    return trials, steps, cols, memory, float(trials) * steps * cost
+
+
+def machine_memory() -> float:
+    """This machine's physical memory (bytes); inf when the platform does not say."""
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return float("inf")
+
+
+def check_size(job_cfg: Config) -> None:
+    """Refuse a job that cannot fit (one line, with the estimate): a time series larger than
+    this machine's memory, or more CPU time than ``runner.max_cpu_hours``."""
+    trials, steps, cols, memory, cpu_s = job_size(job_cfg)
+    total = machine_memory()
+    if memory > total:
+        raise ConfigError("scenario.duration", job_cfg.scenario.duration,
+                          f"the job's time series would need about {memory / 2**30:.3g} GiB "
+                          f"({steps} rows x {cols} columns x 8 bytes x {LOG_COPIES} copies x "
+                          f"up to {job_cfg.runner.n_jobs} trials at once), more "
+                          f"than this machine's {total / 2**30:.3g} GiB: fly it shorter, or "
+                          "with a larger sim.timestep")
+    hours = cpu_s / 3600.0
+    if hours > job_cfg.runner.max_cpu_hours:
+        raise ConfigError("runner.max_cpu_hours", job_cfg.runner.max_cpu_hours,
+                          f"the job needs about {hours:.3g} CPU hours ({trials} trials x "
+                          f"{steps} steps x {cpu_s / max(trials * steps, 1) * 1e6:.3g} us per "
+                          "step): raise runner.max_cpu_hours, or run fewer or shorter trials")
 
 
 def writable(key: str, path: str | Path) -> None:

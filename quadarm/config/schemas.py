@@ -1139,8 +1139,12 @@ class RunnerConfig:
     # None: the command line uses outputs/trials under the launch directory; a direct call of
     # quadarm.runner.study.run uses <out_dir>/trials. Relative paths: from the launch directory.
     store: Optional[str] = None  # noqa: UP045
+    # The largest job the preflight accepts, in CPU hours at its estimated cost per step
+    # (quadarm/preflight.py::check_size); larger jobs are refused before anything runs.
+    max_cpu_hours: float = 1000.0
 
     def __post_init__(self) -> None:
+        _positive("max_cpu_hours", self.max_cpu_hours)
         if not (isinstance(self.n_jobs, int) and (self.n_jobs >= 1 or self.n_jobs == -1)):
             raise ConfigError("n_jobs", self.n_jobs, "must be an integer >= 1, or -1 for all cores")
         _choice("backend", self.backend, BACKENDS)
