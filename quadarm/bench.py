@@ -55,8 +55,8 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from quadarm.config import load
 from quadarm import terms
+from quadarm.config import load
 from quadarm.runner import batch, episode, jit, lifecycle
 from quadarm.runner.lifecycle import Outcome, Prepared
 from quadarm.scenarios.common import Log

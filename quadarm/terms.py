@@ -18,8 +18,8 @@ row of :data:`TERMS` says
   flies it as the command line does: the force terms, which the environments' step runs),
   :data:`ENV_REFUSE` (it refuses the config, in one line: it would silently fly another
   controller) or :data:`ENV_ORACLE` (it gives the paper's law on the simulated state: a
-  heuristic policy, documented as not the command line's loop); ``air``: it runs in the seam's air term
-  (it needs the rotor commands, also when an agent writes them); ``replay``: it writes
+  heuristic policy, documented as not the command line's loop); ``air``: it runs in the seam's
+  air term (it needs the rotor commands, also when an agent writes them); ``replay``: it writes
   ``xfrc_applied`` or ``opt.wind`` per step, so the benchmark's bare loop replays those;
 - ``doc``: its page and the heading of its section; ``trial``: command-line overrides of a
   short trial with it on (the conformance test flies it).
@@ -120,14 +120,15 @@ TERMS: tuple[Term, ...] = (
          ("docs/aero.md", "Wind and gusts"),
          ("aero.wind=[2.0,0.0,0.0]", "scenario=hover", "scenario.duration=0.3")),
     Term("gusts", (("aero.gust_intensity", 0.0),), FORCE, ("model/aero.py", "runner/air.py"),
-         ("air_term", "air_terms"), ("Params.gusty", "Params.wind_series", "State.wind", "Log.wind"),
+         ("air_term", "air_terms"),
+         ("Params.gusty", "Params.wind_series", "State.wind", "Log.wind"),
          "gusts", ("docs/aero.md", "Wind and gusts"),
          ("aero.gust_intensity=0.5", "scenario=hover", "scenario.duration=0.3"),
          settings=("aero.gust_length",), air=True, replay=True),
     Term("downwash", (("aero.downwash", False),), FORCE, ("model/aero.py", "runner/air.py"),
-         ("air_term", "air_terms"), ("Params.downwash", "Params.dw", "Params.quad", "Params.rotor_sites",
-                         "Params.links", "Params.act_adr", "State.thrust", "State.force",
-                         "Log.xfrc"), "downwash",
+         ("air_term", "air_terms"),
+         ("Params.downwash", "Params.dw", "Params.quad", "Params.rotor_sites", "Params.links",
+          "Params.act_adr", "State.thrust", "State.force", "Log.xfrc"), "downwash",
          ("docs/aero.md", "Rotor downwash on the arm"),
          ("aero.downwash=true", "scenario=disturbance", "scenario.duration=0.3",
           "scenario.start=0.1", "scenario.length=0.1"),

@@ -9,8 +9,8 @@ every field of the seam's records, every term function of the seam and every key
 from __future__ import annotations
 
 import ast
-import functools
 import dataclasses
+import functools
 import re
 from pathlib import Path
 
@@ -28,7 +28,7 @@ IDS = [t.name for t in terms.TERMS]
 PAPER_SCENARIOS = ("mission", "workspace", "disturbance", "held_bend", "hover")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(overrides: tuple[str, ...]):
     """The validated config of ``overrides`` (composed once per process: not mutated)."""
     return load(list(overrides))

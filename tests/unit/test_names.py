@@ -3,6 +3,7 @@ old words still read."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -57,18 +58,41 @@ def test_old_whole_episode_phase_is_read_under_its_new_name(tmp_path: Path) -> N
     assert back["value"].tolist() == old["value"].tolist()
 
 
+def _on_value(off):
+    """A value of a switch other than its off value, as ``runs.parquet`` stores it."""
+    if isinstance(off, bool):
+        return True
+    if isinstance(off, float):
+        return 0.5
+    if isinstance(off, list):
+        return json.dumps([1.0] + [0.0] * (len(off) - 1))
+    return f"not-{off}"
+
+
 def test_the_papers_trials_are_those_with_every_switch_off() -> None:
-    """One rule for "is this trial the paper's?": results collected from older folders (cells
-    missing) count as the paper's; any switch beyond the paper excludes a trial."""
+    """One rule for "is this trial the paper's?", derived from the registry of per-step terms:
+    a row per switch of every term, on; results collected from older folders (cells missing)
+    count as the paper's; any switch beyond the paper excludes a trial; ``paper_physics``
+    admits the estimator and controller terms, ``paper_controller`` the force terms."""
+    from quadarm import terms
     from quadarm.analysis.select import only, paper_controller, paper_physics, paper_trials
 
-    runs = pd.DataFrame({
-        "aero.wind": ["[0.0, 0.0, 0.0]", "[2.0, 0.0, 0.0]", None, "[0.0, 0.0, 0.0]",
-                      "[0.0, 0.0, 0.0]"],
-        "airframe.motor_tau": [0.0, 0.0, float("nan"), 0.02, 0.0],
-        "control.feedforward": ["none", "none", None, "none", "com"],
-    })
-    assert paper_trials(runs).tolist() == [True, False, True, False, False]
-    assert paper_physics(runs).tolist() == [True, False, True, False, True]
-    assert paper_controller(runs).tolist() == [True, True, True, True, False]
-    assert only(runs, wind=True).tolist() == [True, True, True, False, False]
+    switches = [(t, k, off) for t in terms.TERMS for k, off in t.switches]
+    cells: dict[str, list] = {k: [] for _, k, _ in switches}
+    for _, key, _ in switches:  # row r: switch r on, every other one off
+        for _, k, off in switches:
+            cells[k].append(_on_value(off) if k == key else (json.dumps(off)
+                                                              if isinstance(off, list) else off))
+    for column in cells.values():  # the last row: a result older than every key
+        column.append(None)
+    runs = pd.DataFrame(cells)
+    n = len(switches)
+    assert paper_trials(runs).tolist() == [False] * n + [True]
+    assert paper_physics(runs).tolist() == [t.where != terms.FORCE for t, _, _ in switches] + [
+        True]
+    assert paper_controller(runs).tolist() == [t.where == terms.FORCE for t, _, _ in switches] \
+        + [True]
+    for flag in terms.flags():
+        assert only(runs, **{flag: True}).tolist() == [t.select == flag
+                                                       for t, _, _ in switches] + [True]
+    assert paper_trials(pd.DataFrame({"x": [1.0]})).tolist() == [True]  # no switch column
