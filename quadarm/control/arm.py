@@ -28,13 +28,8 @@ import mujoco
 import numpy as np
 
 from quadarm.control.geometric import FF_FX, FF_FY, FF_FZ, FF_TX, FF_TY, FF_TZ
+from quadarm.jitable import register_jitable
 from quadarm.model import names
-
-try:  # numba compiles these functions into the kernels that call them
-    from numba.extending import register_jitable
-except ImportError:  # pragma: no cover - numba is optional
-    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
-        return fn
 
 # ------------------------------------------------------------------------------------------
 # The arm's first moment about the vehicle's centre of mass, from the hinge angles

@@ -32,11 +32,7 @@ import math
 
 import numpy as np
 
-try:
-    from numba.extending import register_jitable
-except ImportError:  # numba is optional: plain Python runs the same source
-    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
-        return fn
+from quadarm.jitable import register_jitable
 
 
 @register_jitable

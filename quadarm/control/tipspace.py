@@ -50,13 +50,8 @@ from scipy.interpolate import CubicSpline
 
 from quadarm.config import AirframeConfig, ArmConfig, RodArmConfig, SimConfig
 from quadarm.control.tendons import tensions
+from quadarm.jitable import register_jitable
 from quadarm.model import BuiltModel, build
-
-try:  # numba compiles these functions into the kernels that call them
-    from numba.extending import register_jitable
-except ImportError:  # pragma: no cover - numba is optional
-    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
-        return fn
 
 # The split law's modes (``control.tip_mode``), as the integers the compiled step takes.
 VEHICLE, ARM, COORDINATED = 0, 1, 2

@@ -31,13 +31,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
+from quadarm.jitable import register_jitable
 from quadarm.model import names
-
-try:  # numba compiles these functions into the kernels that call them
-    from numba.extending import register_jitable
-except ImportError:  # pragma: no cover - numba is optional
-    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
-        return fn
 
 # Contact bits (see quadarm.model.builder): contype 4 is in no other geom's conaffinity, and
 # conaffinity 1 admits the ground and the frame (contype 1) but not the arm (contype 2).

@@ -22,13 +22,8 @@ import math
 import numpy as np
 
 from quadarm.control.arm import quat_mat
+from quadarm.jitable import register_jitable
 from quadarm.sensing.config import SensingConfig, period_of, steps_of
-
-try:  # numba compiles these functions into the kernels that call them
-    from numba.extending import register_jitable
-except ImportError:  # pragma: no cover - numba is optional
-    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
-        return fn
 
 # Nominal state layout.
 XP, XV, XQ, XBG, XBA = 0, 3, 6, 10, 13

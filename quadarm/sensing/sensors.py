@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import math
 
-try:  # numba compiles these functions into the kernels that call them
-    from numba.extending import register_jitable
-except ImportError:  # pragma: no cover - numba is optional
-    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
-        return fn
+from quadarm.jitable import register_jitable
 
 # Layout of a channel's parameter vector (see quadarm.sensing.noise.draw).
 CH_PERIOD, CH_DELAY, CH_CAP, CH_RES = 0, 1, 2, 3

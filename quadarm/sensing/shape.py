@@ -37,13 +37,8 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
+from quadarm.jitable import register_jitable
 from quadarm.model import names
-
-try:  # numba compiles these functions into the kernels that call them
-    from numba.extending import register_jitable
-except ImportError:  # pragma: no cover - numba is optional
-    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
-        return fn
 
 # Layout of the shape parameter vector (see shape_params): the number of links N, the arm's
 # mass (kg), each tendon's anchor (3 x 3, flange frame), then per link its body position in

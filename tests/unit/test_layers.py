@@ -24,7 +24,7 @@ LAYERS = {"names": 0, "config": 0, "results": 0, "reference": 0, "model": 1, "co
 
 def layer(module: str) -> int:
     parts = module.split(".")
-    if len(parts) > 1 and parts[1] in ("names", "terms"):
+    if len(parts) > 1 and parts[1] in ("names", "terms", "jitable"):
         return LAYERS["names"]
     if len(parts) == 1 or parts[1] not in LAYERS:
         if len(parts) > 1 and (ROOT / parts[1]).is_dir():
