@@ -21,7 +21,7 @@ import pandas as pd
 
 from quadarm.analysis.select import metric_frame, successful
 from quadarm.analysis.table import Table, checks_frame, require
-from quadarm.names import WHOLE
+from quadarm.names import WHOLE, tension_column
 from quadarm.reference.cosserat import Rod, solve
 
 ROD_KEYS = ("arm.length", "arm.mass", "arm.bending_stiffness", "arm.tip_mass", "arm.tip_radius",
@@ -62,7 +62,7 @@ def statics_points(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
     for m in ("tip_x_cm", "tip_y_cm", "tip_depth_cm", "settle_cm"):
         out[m] = wide.reindex(idx)[("final", m)].to_numpy()
     n_t = len(out["arm.tendon_angles_deg"].iloc[0]) if len(out) else 0
-    cols = [("final", f"tension_{'abc'[i]}_n") for i in range(n_t)]
+    cols = [("final", tension_column(i)) for i in range(n_t)]
     held = wide.reindex(idx)[cols].to_numpy() if all(c in wide for c in cols) else None
     if held is None:
         raise ValueError("statics trials without their held tensions (tension_*_n)")

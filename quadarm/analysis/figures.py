@@ -42,7 +42,7 @@ def _shade(ax, phases: dict[str, tuple[float, float]], label: bool) -> None:
                     va="bottom", fontsize=7, transform=ax.get_xaxis_transform())
 
 
-def _save(fig: Figure, path: Path | str) -> Path:
+def save(fig: Figure, path: Path | str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI)
@@ -69,7 +69,7 @@ def fig2_tracking(ts: pd.DataFrame, run: pd.Series, path: Path | str) -> Path:
         ax.set_xlim(float(ts["t"].iloc[0]), float(ts["t"].iloc[-1]))
         ax.grid(alpha=0.3)
     fig.suptitle("Mission tracking (nominal gains)", fontsize=10)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def fig3_path(ts: pd.DataFrame, run: pd.Series, path: Path | str, every_s: float = 0.5
@@ -107,7 +107,7 @@ def fig3_path(ts: pd.DataFrame, run: pd.Series, path: Path | str, every_s: float
     ax2.set_title("Vehicle and tip x: the tip trails and overshoots", fontsize=9)
     ax2.legend(fontsize=7, loc="lower left")
     ax2.grid(alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def fig4_workspace(mu: pd.DataFrame, beta: pd.DataFrame, path: Path | str) -> Path:
@@ -156,7 +156,7 @@ def fig4_workspace(mu: pd.DataFrame, beta: pd.DataFrame, path: Path | str) -> Pa
     c.set_ylabel("body y [cm]")
     for ax in (a, b, c):
         ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def fig5_disturbance(ts: pd.DataFrame, run: pd.Series, path: Path | str,
@@ -183,7 +183,7 @@ def fig5_disturbance(ts: pd.DataFrame, run: pd.Series, path: Path | str,
     axes[-1].set_xlabel("time [s]")
     axes[0].set_title(f"Push of {float(run['scenario.force']):g} N for {length:g} s on the "
                       "distal link", fontsize=9)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def fig_drift(ts: pd.DataFrame, run: pd.Series, path: Path | str,
@@ -203,7 +203,7 @@ def fig_drift(ts: pd.DataFrame, run: pd.Series, path: Path | str,
                  f"beta = {float(run['scenario.beta_deg']):g} deg", fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def fig_arm_convergence(summary: pd.DataFrame, path: Path | str) -> Path:
@@ -233,7 +233,7 @@ def fig_arm_convergence(summary: pd.DataFrame, path: Path | str) -> Path:
         ax.set_xticks([], minor=True)
     axes[0].set_ylabel("tip error vs Cosserat rod [% of L]")
     axes[-1].legend(fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def fig_arm_mission(by_n: pd.DataFrame, path: Path | str) -> Path:
@@ -251,4 +251,4 @@ def fig_arm_mission(by_n: pd.DataFrame, path: Path | str) -> Path:
         ax.set_visible(False)
     axes[0].legend(fontsize=7)
     fig.supxlabel("links N")
-    return _save(fig, path)
+    return save(fig, path)

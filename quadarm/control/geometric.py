@@ -142,14 +142,7 @@ class GeometricController:
 
     def __init__(self, gains: GainsConfig, mass: float, gravity: float, mixer: np.ndarray,
                  u_min: float, u_max: float, dt: float) -> None:
-        self.gains = gains
-        self.kp = [float(v) for v in gains.kp]
-        self.kd = [float(v) for v in gains.kd]
-        self.ki = [float(v) for v in gains.ki]
-        self.kr = [float(v) for v in gains.kr]
-        self.kw = [float(v) for v in gains.kw]
-        self.ilim = float(gains.integral_limit)
-        self.tan_tilt = math.tan(math.radians(gains.tilt_max_deg))
+        # The gains live in ``params`` (law_params), the one layout the law reads.
         self.mass, self.g, self.dt = float(mass), float(gravity), float(dt)
         self.mix = [[float(v) for v in row] for row in np.asarray(mixer)]
         self.u_min, self.u_max = float(u_min), float(u_max)

@@ -62,7 +62,7 @@ class Randomizer:
     def __init__(self, cfg: Config, randomize: Mapping[str, Any]) -> None:
         from omegaconf import OmegaConf
 
-        from quadarm.runner.trials import _lookup, check_distributions
+        from quadarm.runner.trials import check_distributions, lookup
 
         self.spec = {str(k): dict(v) if isinstance(v, Mapping) else v
                      for k, v in randomize.items()}
@@ -71,7 +71,7 @@ class Randomizer:
             # A derived duration: recomputed from the drawn phase, move and dwell times.
             self.node.scenario.duration = None
         check_distributions(self.node, self.spec)
-        self.nominal = {k: _lookup(self.node, k, f"randomize.{k}") for k in self.spec}
+        self.nominal = {k: lookup(self.node, k, f"randomize.{k}") for k in self.spec}
 
     def draw(self, rng: np.random.Generator) -> tuple[Config, dict[str, Any]]:
         """A config with every key drawn from ``rng`` (in the order given), and the values."""

@@ -260,10 +260,11 @@ def _flange_excludes(spec: mujoco.MjSpec, chain: Chain) -> None:
 def _add_flange_sensor(spec: mujoco.MjSpec, chain: Chain) -> None:
     """A site at the arm's mount (the first link's origin, the hinge centre; for a midpoint
     chain the origin of its base piece, at the flange) with MuJoCo
-    ``force`` and ``torque`` sensors: they read the wrench that the vehicle exerts on the arm
-    (through the hinges and, lumped with them, the tendons anchored on the vehicle), in the
-    site frame, the torque about the site. Sensors are outputs only: the dynamics are those of
-    the model without them."""
+    ``force`` and ``torque`` sensors: they read the structural wrench that the vehicle exerts
+    on the arm through the hinges, in the site frame, the torque about the site. The tendons,
+    anchored on the vehicle, are not in that reading: their pull on the anchors adds to it
+    (:func:`quadarm.control.arm.wrench_feedforward`). Sensors are outputs only: the dynamics
+    are those of the model without them."""
     mount = spec.body(names.BASE_PIECE if chain.base_length > 0 else names.link_body(0))
     mount.add_site(name=names.FLANGE_SITE, pos=[0.0, 0.0, 0.0], size=[0.004, 0, 0], group=4)
     spec.add_sensor(name=names.FLANGE_FORCE, type=mujoco.mjtSensor.mjSENS_FORCE,

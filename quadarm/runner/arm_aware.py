@@ -3,8 +3,8 @@
 stacked into the step seam's parameter record (:func:`quadarm.runner.step.params`), which every
 loop reads. The per-step maths is :mod:`quadarm.control.arm`.
 
-With ``feedforward: none`` and no damping or bias, ``feedforward_on`` and ``damping_on`` are
-False and the loops do exactly what they did without these terms.
+With ``feedforward: none`` and no damping or bias, the mode and gains in these arrays are 0 and
+the seam skips both terms: the loops do exactly what they did without them.
 """
 
 from __future__ import annotations
@@ -29,19 +29,6 @@ class ArmTerms:
     sites: np.ndarray
     dp: np.ndarray
     dofs: np.ndarray
-
-    @property
-    def feedforward_on(self) -> bool:
-        return bool(self.ffp[terms.F_MODE] != 0.0)
-
-    @property
-    def damping_on(self) -> bool:
-        return bool(self.dp[terms.D_GAIN] != 0.0 or self.dp[terms.D_BIAS] != 0.0)
-
-    @property
-    def n_work(self) -> int:
-        """Scratch size of :func:`quadarm.control.arm.arm_first_moment`."""
-        return 12 * ((len(self.chain) - terms.C_HEAD) // terms.C_STRIDE)
 
 
 def arm_terms(cfg: Config, built: BuiltModel) -> ArmTerms:

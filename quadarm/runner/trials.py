@@ -52,7 +52,7 @@ class Trial:
     cfg: Config | None = None
 
 
-def _lookup(node: DictConfig, key: str, where: str) -> Any:
+def lookup(node: DictConfig, key: str, where: str) -> Any:
     try:
         value = OmegaConf.select(node, key, throw_on_missing=True, default=KeyError)
     except OmegaConfBaseException:
@@ -68,7 +68,7 @@ def _varied_key(node: DictConfig, key: str, where: str) -> Any:
     config groups (switching groups is what ``-m group=a,b`` is for)."""
     if key == "runner" or key.startswith("runner."):
         raise ConfigError(where, None, "runner options cannot vary between the trials of a job")
-    value = _lookup(node, key, where)
+    value = lookup(node, key, where)
     if isinstance(value, dict):
         raise ConfigError(where, None, f"{key} is a config group or section; vary one of its "
                           f"keys, or sweep group options with -m {key}=a,b")
@@ -229,7 +229,7 @@ def expand(job: Config) -> list[Trial]:
     runner = job.runner
     repeats = runner.trials if runner.randomize else 1
     children = np.random.SeedSequence(job.seed).spawn(len(points) * repeats)
-    nominal = {k: _lookup(node, k, f"runner.randomize.{k}") for k in runner.randomize}
+    nominal = {k: lookup(node, k, f"runner.randomize.{k}") for k in runner.randomize}
     trials: list[Trial] = []
     for g, (point, base) in enumerate(zip(points, bases, strict=True)):
         for r in range(repeats):

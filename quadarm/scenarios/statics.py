@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from quadarm import names
 from quadarm.config import Config
 from quadarm.model import BuiltModel
 from quadarm.scenarios.bend import bend_plan
@@ -31,5 +32,5 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
         ("final", "tip_lateral_cm", float(np.hypot(tip[0], tip[1]))),
         ("final", "tip_depth_cm", float(-tip[2])),
         ("final", "settle_cm", float(motion)),
-    ] + [("final", f"tension_{'abc'[i]}_n", float(log.ctrl[-1, a]))
+    ] + [("final", names.tension_column(i), float(log.ctrl[-1, a]))
          for i, a in enumerate(log.tendon_ids)]

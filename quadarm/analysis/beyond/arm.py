@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from quadarm.analysis import published
-from quadarm.analysis.figures import _save
+from quadarm.analysis.figures import save
 from quadarm.analysis.markdown import markdown_table
 from quadarm.analysis.select import first, metric_frame, paper_physics, successful
 from quadarm.analysis.table import Table, checks_frame
@@ -184,7 +184,7 @@ def fig_feedforward(data: pd.DataFrame, path: Path | str) -> Path:
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3, axis="y")
     axes[0].legend(fontsize=7, title="feed-forward", title_fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def fig_active_damping(data: pd.DataFrame, path: Path | str, tension_max: float | None = None
@@ -210,7 +210,7 @@ def fig_active_damping(data: pd.DataFrame, path: Path | str, tension_max: float 
     for ax in axes[2:]:
         ax.set_xlabel("tendon damping [N m s/rad] (0 at the left edge)")
     axes[0].legend(fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def feedforward_figure(tab: Table, path: Path | str) -> Path:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis.figures import _save
+from quadarm.analysis.figures import save
 from quadarm.analysis.select import metric_frame, trials, value
 from quadarm.analysis.table import Table, checks_frame
 from quadarm.names import WHOLE
@@ -80,7 +80,7 @@ def figure(tab: Table, path: Path | str) -> Path:
             ax.set_xlabel("approach speed [m/s]")
             ax.grid(alpha=0.3)
         axes[i][0].legend(title="arm stiffness", fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def _mount(objects: object) -> float:
@@ -136,4 +136,4 @@ def mount_figure(tab: Table, path: Path | str) -> Path:
         ax.set_xlabel("approach speed [m/s]")
         ax.grid(alpha=0.3)
     axes[0].legend(title="mount", fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)

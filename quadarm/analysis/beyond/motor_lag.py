@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis.figures import _save
+from quadarm.analysis.figures import save
 from quadarm.analysis.select import gains_name, metric_frame, only, same_setup, trials, value
 from quadarm.analysis.table import Table, checks_frame
 from quadarm.names import WHOLE
@@ -89,4 +89,4 @@ def figure(tab: Table, path: Path | str) -> Path:
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis.figures import _save
+from quadarm.analysis.figures import save
 from quadarm.analysis.select import column, metric_frame, only
 from quadarm.analysis.table import Table, checks_frame
 from quadarm.names import WHOLE
@@ -139,4 +139,4 @@ def figure(tab: Table, path: Path | str) -> Path:
     ax.axhline(TIP_TARGET_PCT, color="k", ls="--", lw=0.8)
     ax.set_title("mission tendon sweep: shape tip error [% L]", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
-    return _save(fig, path)
+    return save(fig, path)

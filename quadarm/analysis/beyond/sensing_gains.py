@@ -26,7 +26,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from quadarm.analysis import published
-from quadarm.analysis.figures import _save
+from quadarm.analysis.figures import save
 from quadarm.analysis.select import column, metric_frame, only
 from quadarm.analysis.table import Table, checks_frame
 from quadarm.names import WHOLE
@@ -182,4 +182,4 @@ def figure(tab: Table, path: Path | str) -> Path:
     ax.set_ylabel("whole-mission RMS error [cm]")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save(fig, path)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from quadarm.analysis.figures import _save
+from quadarm.analysis.figures import save
 from quadarm.analysis.select import (
     column,
     metric_frame,
@@ -122,4 +122,4 @@ def figure(tab: Table, path: Path | str) -> Path:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
