@@ -59,9 +59,17 @@ def test_provenance_metadata(hive, name):
     assert config.scenario.duration == pytest.approx(0.2)
 
 
-def test_model_xml_is_the_simulated_model(hive):
-    m = mujoco.MjModel.from_xml_path(str(hive / "kr=2" / io.MODEL_XML))
-    assert (m.nq, m.nv, m.nu) == (31, 30, 7)
+def test_model_xml_has_the_simulated_models_structure(hive):
+    """``model.xml`` compiles to the structure of the simulated model (``model.mjb``): the same
+    elements, the paper's free joint, 12 two-hinge links, 4 rotors and 3 tendons. Its numbers
+    are rounded text; the exact parameters are the binary's
+    (``tests/integration/test_model_file.py``)."""
+    run = hive / "kr=2"
+    text = mujoco.MjModel.from_xml_path(str(run / io.MODEL_XML))
+    exact = mujoco.MjModel.from_binary_path(str(run / io.MODEL_MJB))
+    for dim in ("nq", "nv", "nu", "nbody", "njnt", "ngeom", "nsite", "ntendon", "nsensor"):
+        assert getattr(text, dim) == getattr(exact, dim), dim
+    assert (exact.nq, exact.nv, exact.nu) == (7 + 2 * 12, 6 + 2 * 12, 4 + 3)
 
 
 def test_pyarrow_dataset_reads_hive_style_folders(hive):

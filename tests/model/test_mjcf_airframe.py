@@ -213,11 +213,17 @@ def test_mjcf_vehicle_flies_the_mission(tmp_path: Path) -> None:
     cfg = load(mjcf_overrides(write_vehicle(tmp_path / "x2.xml"), "scenario=mission"))
     result = run(cfg, tmp_path / "out", store=tmp_path / "store")
     assert result.runs["status"].tolist() == ["ok"]
-    metrics = result.metrics.set_index(["phase", "metric"])["value"]
-    whole = metrics[("whole", "rms_cm")]
-    # Tracking, not a target: the whole-mission RMS stays within the scale of the paper's
-    # airframe on the same gains (a few cm; the arm's swing alone is centimetres).
-    assert np.isfinite(whole) and whole < 10.0
+    # Physics, not a bound on the tracking: over the mission's opening hover (3 s at rest on
+    # its reference) the rotors carry the whole flying weight, the file's vehicle plus the arm.
+    from quadarm import names
+
+    run_id = result.runs["run_id"].iloc[0]
+    ts = result.timeseries(run_id)
+    hover = ts[ts[names.TIME] < cfg.scenario.hover_time]
+    total = hover[[names.rotor_column(j) for j in range(len(cfg.airframe.rotors))]].sum(axis=1)
+    a = cfg.arm
+    weight = (cfg.airframe.mass + a.segments * a.segment_mass + a.tip_mass) * -cfg.sim.gravity[2]
+    assert total.mean() == pytest.approx(weight, rel=1e-3)
 
 
 def test_x2_spin_signs_are_refused_naming_the_rank(tmp_path: Path) -> None:
