@@ -48,7 +48,7 @@ import numpy as np
 
 from quadarm import terms
 from quadarm.api import compose  # noqa: F401 - the envs compose through the front door
-from quadarm.config import Config
+from quadarm.config import EVENTS, Config
 from quadarm.model import BuiltModel
 from quadarm.scenarios.common import Plan, Scenario
 
@@ -144,8 +144,9 @@ def refuse_terms(cfg: Config) -> None:
 
 
 # The scenarios whose events the environments do not fly (the payload's grasp and release
-# run in the one-trial loop only): refused in one line rather than flown without them.
-UNSUPPORTED_SCENARIOS = ("payload", "pick_place")
+# run in the one-trial loop only, quadarm.config.EVENTS): refused in one line rather than flown
+# without them.
+UNSUPPORTED_SCENARIOS = EVENTS
 
 
 def refuse_scenario(cfg: Config) -> None:
