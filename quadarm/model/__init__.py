@@ -1,5 +1,7 @@
-"""The MuJoCo model: MjSpec builders and element names."""
+"""The MuJoCo model: MjSpec builders. The names of its elements are in :mod:`quadarm.names`
+(also reachable as ``quadarm.model.names``, for the modules written against that name)."""
 
+from quadarm import names  # first: the builders import it from this package
 from quadarm.model.builder import BuiltModel, build, build_spec
 
-__all__ = ["BuiltModel", "build", "build_spec"]
+__all__ = ["BuiltModel", "build", "build_spec", "names"]

@@ -1,7 +1,7 @@
 """MjSpec builders: the quadrotor, the pseudo-rigid-body arm with its tendons, and the scene.
 
 Every number comes from the config dataclasses; every element is named (see
-:mod:`quadarm.model.names`). Frames: the quadrotor body frame has its origin at the hub centre,
+:mod:`quadarm.names`). Frames: the quadrotor body frame has its origin at the hub centre,
 z up; link ``k``'s body origin is its proximal end and the link extends along its local -z.
 """
 
