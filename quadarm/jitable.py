@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_register: Any
 try:  # numba compiles these functions into the kernels that call them
     from numba.extending import register_jitable as _register
 except ImportError:  # pragma: no cover - numba is optional: plain Python runs the same source
