@@ -17,8 +17,8 @@ this order at sample k of simulation i, each one a function of its own:
 3. the control law (:func:`quadarm.control.geometric.law`) writes the rotor commands;
 4. the tendon command (:func:`tendon_term`: the plan's tensions, slack plans, active damping);
 5. log the commands (``ctrl``);
-6. before a step (k < last): the air terms (:func:`air_term`: gusts in ``opt.wind``, downwash
-   and force pulses in ``xfrc_applied``);
+6. before a step (k < last): the air terms (:func:`air_term`: gusts in ``opt.wind``, the
+   ground effect, downwash and force pulses in ``xfrc_applied``);
 
 then the loop calls ``mj_step`` (or, at the last sample, ``mj_kinematics``) and :func:`after`
 logs the tip (and, with world objects, the contact sensors: :mod:`quadarm.runner.contact`).

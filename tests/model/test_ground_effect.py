@@ -57,9 +57,11 @@ def test_surfaces_are_the_floor_and_the_table():
     assert ground.height(surf, 2.0, 0.0, 1.0) == pytest.approx(1.0)  # beside the table
 
 
+HOVER = ["world=table", "scenario=hover", "scenario.duration=3"]
+
+
 def _hover(*extra: str) -> episode.Episode:
-    ep = episode.run_episode(load(["world=table", "scenario=hover", "scenario.duration=3",
-                                   *extra]))
+    ep = episode.run_episode(load([*HOVER, *extra]))
     assert ep.status == "ok", ep.message
     return ep
 
@@ -71,15 +73,12 @@ def test_hover_thrust_over_a_table_is_lower_by_the_factor(monkeypatch):
     t_on = on.log.ctrl[tail][:, on.log.rotor_ids].sum(axis=1).mean()
     t_off = off.log.ctrl[tail][:, off.log.rotor_ids].sum(axis=1).mean()
     # The hubs' height over the table top (0.40 m) at the end of the flight.
-    p = lifecycle.prepare(on_cfg := load(["world=table", "scenario=hover",
-                                          "scenario.duration=3", "aero.ground_effect=true"]))
-    assert isinstance(p, Prepared) and on_cfg.aero.ground_effect
     import mujoco
 
-    m, d = p.built.model, mujoco.MjData(p.built.model)
+    m, d = on.built.model, mujoco.MjData(on.built.model)
     d.qpos[:] = on.log.qpos[-1]
     mujoco.mj_forward(m, d)
-    z = d.site_xpos[p.built.rotor_sites, 2] - 0.40
+    z = d.site_xpos[on.built.rotor_sites, 2] - 0.40
     expected = 1.0 / np.mean([ground.closed_form(R, h) for h in z])
     assert t_on / t_off == pytest.approx(expected, abs=2e-5)
     floor = 1.0 / np.mean([ground.closed_form(R, h + 0.40) for h in z])
