@@ -419,7 +419,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._seam_rows(self._sense, self._k, rows)
 
     def _any_air(self) -> bool:
-        """Whether any environment has per-step air terms (gusts or downwash)."""
+        """Whether any environment has per-step air terms (:func:`quadarm.terms.air_on`)."""
         return any(terms.air_on(t.cfg) for t in self.tasks)
 
     def _part(self, i: int) -> tuple[int, int]:
