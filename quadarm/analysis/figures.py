@@ -49,6 +49,9 @@ def save(fig: Figure, path: Path | str) -> Path:
     return path
 
 
+_save = save  # the old private name, for branches written before the rename (drop later)
+
+
 def fig2_tracking(ts: pd.DataFrame, run: pd.Series, path: Path | str) -> Path:
     """Fig. 2: hub position against the reference per axis and the position error over the
     mission, with the phases shaded."""

@@ -62,6 +62,9 @@ def lookup(node: DictConfig, key: str, where: str) -> Any:
     return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
 
 
+_lookup = lookup  # the old private name, for branches written before the rename (drop later)
+
+
 def _varied_key(node: DictConfig, key: str, where: str) -> Any:
     """The nominal value of a key that a grid or a distribution varies; refuses keys that do
     not exist, runner options (they steer the job, they are not part of a trial) and whole
