@@ -743,7 +743,7 @@ class TouchScenario(ScenarioConfig):
     duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
     altitude: float = 1.0
     approach_speed: float = 0.1  # m/s
-    force: float = 1.0  # N, normal contact force setpoint
+    force: float = 0.5  # N, normal contact force setpoint (at most the buckling load)
     hold: float = 3.0  # s
     settle: float = 1.0  # s
     mu: Optional[float] = None  # noqa: UP045 - None: 0 for a table, 1 for a wall

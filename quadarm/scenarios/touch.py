@@ -34,6 +34,8 @@ from quadarm.control.tendons import tensions as allocate
 from quadarm.control.trajectory import Reference, sigma
 from quadarm.model import BuiltModel
 from quadarm.model.allocation import total_mass
+from quadarm.model.buckling import buckling_load
+from quadarm.model.chain import chain_of
 from quadarm.model.world import normal_of, target
 from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, times
@@ -89,6 +91,37 @@ def check(cfg: Config, built: BuiltModel) -> None:
                           f"the rotors cannot hold it: the steady thrust |m g e_z - F n| = "
                           f"{size:.3g} N must point up and lie in [{lo.sum():.3g}, "
                           f"{hi.sum():.3g}] N (m g = {weight:.3g} N)")
+    check_buckling(cfg)
+
+
+def axial_press(cfg: Config) -> bool:
+    """Whether the touch presses a surface under the hanging arm (the target's normal within
+    45 deg of vertical): the arm is then a column, loaded in compression by the setpoint.
+    (A bent arm's tip force also bends it, which brings the buckled shape nearer: the
+    straight arm's bound is kept for every bend; a bent press above it is not measured.)"""
+    return abs(float(target_normal(cfg)[2])) > np.sqrt(0.5)
+
+
+def buckling_bound(cfg: Config) -> float:
+    """The straight arm's buckling load (N) under the tip force, the hub clamped and the tip
+    held sideways by the surface's friction (:func:`quadarm.model.buckling.buckling_load`,
+    docs/contact.md)."""
+    g = float(np.linalg.norm(cfg.sim.gravity))
+    return buckling_load(chain_of(cfg.arm), g, pinned=True)
+
+
+def check_buckling(cfg: Config) -> None:
+    """Refuse an axial press (:func:`axial_press`) whose setpoint exceeds the straight arm's
+    buckling load (:func:`buckling_bound`): past it the column folds and the force is lost."""
+    if not axial_press(cfg):
+        return
+    bound = buckling_bound(cfg)
+    if cfg.scenario.force > bound:
+        raise ConfigError("scenario.force", cfg.scenario.force,
+                          f"the arm pressed along its axis buckles above {bound:.3g} N (its "
+                          f"hinges' springs and hanging weight against the tip force, "
+                          f"docs/contact.md): "
+                          f"the setpoint must be at most {bound:.3g} N")
 
 
 def normal_force(cfg: Config, log: Log) -> np.ndarray:
