@@ -753,6 +753,10 @@ class TouchScenario(ScenarioConfig):
     reach: float = 0.4  # m
     withdraw: float = 0.1  # m
     target: str = ""
+    # The shaped approach (issue 25): the last ``slow_gap`` m before the expected contact at
+    # ``contact_speed`` m/s; None: the whole approach at approach_speed.
+    contact_speed: Optional[float] = None  # noqa: UP045
+    slow_gap: float = 0.02  # m
 
     @property
     def kind(self) -> str:
@@ -771,9 +775,14 @@ class TouchScenario(ScenarioConfig):
             _in_range("mu", self.mu, 0.0, 1.0)
         if not _real(self.beta_deg):
             raise ConfigError("beta_deg", self.beta_deg, "must be a finite number (degrees)")
+        if self.contact_speed is not None:
+            _in_range("contact_speed", self.contact_speed, 1e-9, self.approach_speed)
+        _non_negative("slow_gap", self.slow_gap)
         if self.duration is None:
             self.duration = (self.wait + self.reach / self.approach_speed + self.hold
                              + self.withdraw / self.approach_speed + 0.5)
+            if self.contact_speed is not None:  # the slow zone's extra time, at most
+                self.duration += self.slow_gap / self.contact_speed
         super().__post_init__()
 
 
@@ -973,6 +982,9 @@ class PickPlaceScenario(ScenarioConfig):
     dwell: float = 2.0  # s
     hold: float = 6.0  # s
     tail: float = 2.0  # s
+    # Plan the legs that carry the object with the loaded arm's tip map (issue 25); false:
+    # the unloaded arm's, as before.
+    plan_loaded: bool = True
 
     @property
     def kind(self) -> str:
