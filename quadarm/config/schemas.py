@@ -754,8 +754,8 @@ class TouchScenario(ScenarioConfig):
     withdraw: float = 0.1  # m
     target: str = ""
     # The shaped approach (issue 25): the last ``slow_gap`` m before the expected contact at
-    # ``contact_speed`` m/s; None: the whole approach at approach_speed.
-    contact_speed: Optional[float] = None  # noqa: UP045
+    # ``contact_speed`` m/s; None: the whole approach at approach_speed (before issue 25).
+    contact_speed: Optional[float] = 0.02  # noqa: UP045
     slow_gap: float = 0.02  # m
 
     @property

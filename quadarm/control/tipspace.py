@@ -325,13 +325,17 @@ def loaded(built: BuiltModel, mass: float, offset: np.ndarray) -> BuiltModel:
     return replace(built, model=built.spec.compile())
 
 
-def tip_rotation(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
-                 mapping: str, mu: float, beta: float, steps: int = GRID_MU) -> np.ndarray:
-    """The tip body's attitude (3, 3, hub frame = world, level) at the unloaded arm's
-    equilibrium for the bend (mu, beta rad), reached by continuation from the straight arm in
-    ``steps`` steps of mu (as :func:`solve_grid`)."""
+def bent_pose(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+              mapping: str, mu: float, beta: float, g_body: np.ndarray | None = None,
+              steps: int = GRID_MU) -> tuple[BuiltModel, mujoco.MjData]:
+    """The fixed-base (level) unloaded arm at its equilibrium for the bend (mu, beta rad)
+    under ``g_body`` (m/s^2, hub frame; default ``sim.gravity``), reached by continuation from
+    the straight arm in ``steps`` steps of mu (as :func:`solve_grid`); the data's kinematics
+    are of that pose."""
     built = build(frame, arm, sim, fixed_base=True)
     model = built.model
+    if g_body is not None:
+        model.opt.gravity[:] = np.asarray(g_body, dtype=float)
     data = mujoco.MjData(model)
     phi = np.radians(np.asarray(arm.tendon_angles_deg, dtype=float))
     q = model.qpos0.copy()
@@ -341,28 +345,24 @@ def tip_rotation(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimC
                                                      float(arm.tension_max), mapping)
         q = equilibrium(model, data, q)
     _residual(model, data, q)
-    return np.array(data.xmat[model.site_bodyid[built.tip_site]].reshape(3, 3))
+    return built, data
+
+
+def tip_rotation(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+                 mapping: str, mu: float, beta: float) -> np.ndarray:
+    """The tip body's attitude (3, 3, hub frame = world, level) at the unloaded arm's
+    equilibrium for the bend (mu, beta rad) (:func:`bent_pose`)."""
+    built, data = bent_pose(frame, arm, sim, mapping, mu, beta)
+    return np.array(data.xmat[built.model.site_bodyid[built.tip_site]].reshape(3, 3))
 
 
 def direct_tip(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
-               mapping: str, mu: float, beta: float, g_body: np.ndarray,
-               steps: int = GRID_MU) -> np.ndarray:
+               mapping: str, mu: float, beta: float, g_body: np.ndarray) -> np.ndarray:
     """The tip (m, (3,), hub frame) of the unloaded arm's equilibrium for the bend (mu, beta
-    rad) under the apparent gravity ``g_body`` (m/s^2, hub frame), solved directly (the
-    reference the map's first-order gravity correction approximates), by continuation from
-    the straight arm in ``steps`` steps of mu."""
-    built = build(frame, arm, sim, fixed_base=True)
-    model = built.model
-    model.opt.gravity[:] = np.asarray(g_body, dtype=float)
-    data = mujoco.MjData(model)
-    phi = np.radians(np.asarray(arm.tendon_angles_deg, dtype=float))
-    q = model.qpos0.copy()
-    for level in np.linspace(0.0, mu, steps):
-        data.ctrl[:] = 0.0
-        data.ctrl[built.tendon_actuators] = tensions(float(level), beta, phi,
-                                                     float(arm.tension_max), mapping)
-        q = equilibrium(model, data, q)
-    _residual(model, data, q)
+    rad) under the apparent gravity ``g_body`` (m/s^2, hub frame), solved directly
+    (:func:`bent_pose`): the reference the map's first-order gravity correction
+    approximates."""
+    built, data = bent_pose(frame, arm, sim, mapping, mu, beta, g_body)
     return np.array(data.site_xpos[built.tip_site] - data.xpos[built.quad_body])
 
 
