@@ -775,8 +775,11 @@ class TouchScenario(ScenarioConfig):
             _in_range("mu", self.mu, 0.0, 1.0)
         if not _real(self.beta_deg):
             raise ConfigError("beta_deg", self.beta_deg, "must be a finite number (degrees)")
-        if self.contact_speed is not None:
-            _in_range("contact_speed", self.contact_speed, 1e-9, self.approach_speed)
+        if self.contact_speed is not None and not (
+                _real(self.contact_speed) and 0 < self.contact_speed <= self.approach_speed):
+            raise ConfigError("contact_speed", self.contact_speed,
+                              f"must be null or a number in (0, approach_speed="
+                              f"{self.approach_speed:g}] m/s")
         _non_negative("slow_gap", self.slow_gap)
         if self.duration is None:
             self.duration = (self.wait + self.reach / self.approach_speed + self.hold

@@ -60,3 +60,16 @@ def test_the_shaped_approach_loses_no_contact(shaped: bool, lost: bool) -> None:
     if shaped:
         assert got["bounces"] == 0.0
         assert got["impact_peak_n"] < 2.0 * cfg.scenario.force
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("scenario.contact_speed=0.5", r"^scenario.contact_speed=0.5: must be null or a number in "
+                                   r"\(0, approach_speed=0.1\] m/s$"),
+    ("scenario.contact_speed=0", r"^scenario.contact_speed=0: must be null or a number in"),
+    ("scenario.slow_gap=-1", r"^scenario.slow_gap=-1: must be a finite number >= 0"),
+])
+def test_bad_approach_shapes_are_refused(override: str, expected: str) -> None:
+    from quadarm.config import ConfigError
+
+    with pytest.raises(ConfigError, match=expected):
+        cfg_of("scenario=touch", "world=table", override)
