@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The compliance study (beyond the paper): Hydra multiruns of the touch task at 1 N, over the
+# The compliance study (beyond the paper): Hydra multiruns of the touch task at 0.5 N, over the
 # table and the wall x arm stiffness x1, x3, x10, x100 x approach speed 0.1-1 m/s
 # (conf/experiment/compliance.yaml), and over the table's spring mount (rigid, 50, 200,
 # 1000 N/m) x the same speeds (conf/experiment/compliance_mount.yaml); then their tables and

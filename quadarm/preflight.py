@@ -250,6 +250,9 @@ def check_config(job_cfg: Config) -> None:
     from quadarm.scenarios.tip import check_workspace
 
     check_workspace(job_cfg)  # tip_mode=arm: some target the arm alone reaches
+    from quadarm.scenarios.reach import check as check_reach
+
+    check_reach(job_cfg)  # reach: moves within the tilt limit and the tip map's valid range
     from quadarm.scenarios.pick_place import check as check_pick_place
 
     check_pick_place(job_cfg)  # tip_mode=arm: every pick-and-place waypoint in reach

@@ -747,7 +747,7 @@ class TouchScenario(ScenarioConfig):
     duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
     altitude: float = 1.0
     approach_speed: float = 0.1  # m/s
-    force: float = 1.0  # N, normal contact force setpoint
+    force: float = 0.5  # N, normal contact force setpoint (at most the buckling load)
     hold: float = 3.0  # s
     settle: float = 1.0  # s
     mu: Optional[float] = None  # noqa: UP045 - None: 0 for a table, 1 for a wall
@@ -757,6 +757,10 @@ class TouchScenario(ScenarioConfig):
     reach: float = 0.4  # m
     withdraw: float = 0.1  # m
     target: str = ""
+    # The shaped approach (issue 25): the last ``slow_gap`` m before the expected contact at
+    # ``contact_speed`` m/s; None: the whole approach at approach_speed (before issue 25).
+    contact_speed: Optional[float] = 0.02  # noqa: UP045
+    slow_gap: float = 0.02  # m
 
     @property
     def kind(self) -> str:
@@ -775,9 +779,17 @@ class TouchScenario(ScenarioConfig):
             _in_range("mu", self.mu, 0.0, 1.0)
         if not _real(self.beta_deg):
             raise ConfigError("beta_deg", self.beta_deg, "must be a finite number (degrees)")
+        if self.contact_speed is not None and not (
+                _real(self.contact_speed) and 0 < self.contact_speed <= self.approach_speed):
+            raise ConfigError("contact_speed", self.contact_speed,
+                              f"must be null or a number in (0, approach_speed="
+                              f"{self.approach_speed:g}] m/s")
+        _non_negative("slow_gap", self.slow_gap)
         if self.duration is None:
             self.duration = (self.wait + self.reach / self.approach_speed + self.hold
                              + self.withdraw / self.approach_speed + 0.5)
+            if self.contact_speed is not None:  # the slow zone's extra time, at most
+                self.duration += self.slow_gap / self.contact_speed
         super().__post_init__()
 
 
@@ -977,6 +989,9 @@ class PickPlaceScenario(ScenarioConfig):
     dwell: float = 2.0  # s
     hold: float = 6.0  # s
     tail: float = 2.0  # s
+    # Plan the legs that carry the object with the loaded arm's tip map (issue 25); false:
+    # the unloaded arm's, as before.
+    plan_loaded: bool = True
 
     @property
     def kind(self) -> str:

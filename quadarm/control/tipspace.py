@@ -41,7 +41,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import mujoco
@@ -51,7 +51,7 @@ from scipy.interpolate import CubicSpline
 from quadarm.config import AirframeConfig, ArmConfig, RodArmConfig, SimConfig
 from quadarm.control.tendons import tensions
 from quadarm.jitable import register_jitable
-from quadarm.model import BuiltModel, build
+from quadarm.model import BuiltModel, build, names
 
 # The split law's modes (``control.tip_mode``), as the integers the compiled step takes.
 VEHICLE, ARM, COORDINATED = 0, 1, 2
@@ -303,14 +303,79 @@ def _mu_cap(knots: np.ndarray, samples: np.ndarray) -> float:
     return float(knots[last])
 
 
+LOAD_SITE = "tipmap_load"  # the carried load's centre in a loaded map's build
+
+
+def loaded(built: BuiltModel, mass: float, offset: np.ndarray) -> BuiltModel:
+    """The fixed-base ``built`` carrying a load: a point mass ``mass`` (kg) welded to the tip
+    ball at ``offset`` (m, (3,), the tip body's frame, from the ball's centre; a grasped
+    object is welded so, :func:`quadarm.model.payload.grasp`), a contact-free geom of the tip
+    body with the site :data:`LOAD_SITE` at its centre. Its MJCF holds the load, so the map's
+    cache key does too."""
+    body = built.spec.body(names.TIP_BODY)
+    pos = [float(v) for v in offset]
+    body.add_geom(name="tipmap_load", type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[1e-3, 0, 0],
+                  pos=pos, mass=float(mass), contype=0, conaffinity=0)
+    body.add_site(name=LOAD_SITE, pos=pos, size=[1e-3, 0, 0])
+    return replace(built, model=built.spec.compile())
+
+
+def bent_pose(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+              mapping: str, mu: float, beta: float, g_body: np.ndarray | None = None,
+              steps: int = GRID_MU) -> tuple[BuiltModel, mujoco.MjData]:
+    """The fixed-base (level) unloaded arm at its equilibrium for the bend (mu, beta rad)
+    under ``g_body`` (m/s^2, hub frame; default ``sim.gravity``), reached by continuation from
+    the straight arm in ``steps`` steps of mu (as :func:`solve_grid`); the data's kinematics
+    are of that pose."""
+    built = build(frame, arm, sim, fixed_base=True)
+    model = built.model
+    if g_body is not None:
+        model.opt.gravity[:] = np.asarray(g_body, dtype=float)
+    data = mujoco.MjData(model)
+    phi = np.radians(np.asarray(arm.tendon_angles_deg, dtype=float))
+    q = model.qpos0.copy()
+    for level in np.linspace(0.0, mu, steps):
+        data.ctrl[:] = 0.0
+        data.ctrl[built.tendon_actuators] = tensions(float(level), beta, phi,
+                                                     float(arm.tension_max), mapping)
+        q = equilibrium(model, data, q)
+    _residual(model, data, q)
+    return built, data
+
+
+def tip_rotation(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+                 mapping: str, mu: float, beta: float) -> np.ndarray:
+    """The tip body's attitude (3, 3, hub frame = world, level) at the unloaded arm's
+    equilibrium for the bend (mu, beta rad) (:func:`bent_pose`)."""
+    built, data = bent_pose(frame, arm, sim, mapping, mu, beta)
+    return np.array(data.xmat[built.model.site_bodyid[built.tip_site]].reshape(3, 3))
+
+
+def direct_tip(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+               mapping: str, mu: float, beta: float, g_body: np.ndarray) -> np.ndarray:
+    """The tip (m, (3,), hub frame) of the unloaded arm's equilibrium for the bend (mu, beta
+    rad) under the apparent gravity ``g_body`` (m/s^2, hub frame), solved directly
+    (:func:`bent_pose`): the reference the map's first-order gravity correction
+    approximates."""
+    built, data = bent_pose(frame, arm, sim, mapping, mu, beta, g_body)
+    return np.array(data.site_xpos[built.tip_site] - data.xpos[built.quad_body])
+
+
 def tip_map(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
             mapping: str = "balanced", n_mu: int = GRID_MU, n_beta: int = GRID_BETA,
-            cache: bool = True) -> TipMap:
+            cache: bool = True, load: tuple[float, np.ndarray] | None = None,
+            at_load: bool = False) -> TipMap:
     """The tip map of this airframe, arm and gravity (see the module docstring), read from the
     cache when its key is there, otherwise solved (about 400 equilibria, a few seconds) and
-    stored. Writes are atomic, so parallel workers can share the folder."""
+    stored. Writes are atomic, so parallel workers can share the folder. ``load`` (kg, (3,) m):
+    the map of the arm carrying that mass at that offset from the tip ball (:func:`loaded`;
+    None: unloaded); ``at_load``: the map of the load's centre instead of the tip's."""
     built = build(frame, arm, sim, fixed_base=True)
-    key = map_key(built.xml(), mapping, n_mu, n_beta)
+    if load is not None:
+        built = loaded(built, load[0], np.asarray(load[1], dtype=float))
+        if at_load:
+            built = replace(built, tip_site=built.model.site(LOAD_SITE).id)
+    key = map_key(built.xml(), mapping + ("@load" if at_load else ""), n_mu, n_beta)
     path = cache_dir() / f"tipmap-{key}.npz"
     if cache and path.exists():
         with np.load(path) as f:

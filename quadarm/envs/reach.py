@@ -38,15 +38,20 @@ from quadarm.envs.single import QuadArmEnv
 from quadarm.envs.vector import QuadArmVectorEnv
 
 EXTRA = 6  # target - tip, target - hub
+# The tasks whose plan moves a tip target (Plan.tip) and that the environments fly whole:
+# the tip-space tasks without events (pick_place's grasp and release run in the runner's loop).
+TIP_TASKS = ("reach", "trace")
 
 
 def reach_config(overrides: Sequence[str], config: Config | None) -> Config:
-    """The reach environments' config: ``overrides`` after ``scenario=reach``, or ``config``,
-    which must be a reach config (ValueError naming the scenario otherwise)."""
+    """The reach environments' config: ``overrides`` after ``scenario=reach`` (so
+    ``scenario=trace`` among them flies the trace task), or ``config``, which must be a
+    :data:`TIP_TASKS` config (ValueError, one line naming the scenario, otherwise)."""
     cfg = config if config is not None else core.compose(["scenario=reach", *overrides])
-    if cfg.scenario.kind != "reach":
-        raise ValueError(f"scenario={cfg.scenario.kind}: quadarm/QuadArmReach-v0 flies "
-                         "scenario=reach")
+    if cfg.scenario.kind not in TIP_TASKS:
+        raise ValueError(f"scenario={cfg.scenario.kind}: quadarm/QuadArmReach-v0 flies a moving "
+                         f"tip target: scenario={' or '.join(TIP_TASKS)} (quadarm/QuadArm-v0 "
+                         "flies the others)")
     return cfg
 
 

@@ -22,8 +22,9 @@ that would preload the contact), and from there on writes the law's reference of
   while clamped); p_ref = p_c - delta n, v_ref = 0, and the acceleration feed-forward
   a_ref = -(F_ref / m) n, which makes the law's thrust m g e_z - F_ref n: the thrust that
   balances the setpoint, so that the PI only trims what the model does not know. At steady
-  state e = 0: the normal force equals the setpoint whatever the arm's and the surface's
-  stiffness;
+  state e = 0: the normal force equals the setpoint, provided the arm stays in the shape it
+  touched with (a setpoint above the straight arm's buckling load folds it and is refused,
+  docs/contact.md);
 - withdraw: the reference backs away along n at ``scenario.approach_speed`` for
   ``scenario.withdraw`` m, then holds.
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from quadarm.config import Config, ConfigError, PickPlaceScenario
+from quadarm.control.tipspace import TipMap, tip_map, tip_rotation
 from quadarm.control.trajectory import differentiate, sigma
 from quadarm.model import BuiltModel
 from quadarm.model.payload import Payload
@@ -75,19 +76,56 @@ def waypoints(cfg: Config, centre: np.ndarray) -> np.ndarray:
     return np.array([grasp + up, grasp, grasp + up, place + up, place, place + up])
 
 
-def splits(cfg: Config, targets: np.ndarray) -> np.ndarray:
+CARRYING = (False, False, True, True, True, False)  # the legs that end with the object held
+
+
+def carry_maps(cfg: Config, grasp_row: np.ndarray) -> tuple[TipMap, TipMap]:
+    """The loaded arm's maps for the legs that carry the object: of the object's centre and
+    of the tip. The object (``world.payload.mass`` kg) is welded at the grasp's relative
+    pose: its centre ``half_size + arm.tip_radius`` straight below the tip ball's centre
+    while the unloaded arm holds the grasp's bend (``grasp_row``: the split's row, mu and
+    beta at 3 and 4), so ``R_g^T (0, 0, -d)`` in the tip's frame
+    (:func:`quadarm.control.tipspace.tip_rotation`, :func:`quadarm.control.tipspace.loaded`)."""
+    pl = cfg.world.payload
+    assert pl is not None  # a pick_place config has one (Config._check_pick_place)
+    rot = tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
+                       float(grasp_row[3]), float(grasp_row[4]))
+    load = (float(pl.mass), rot.T @ -grasp_offset(cfg))
+    return (tip_map(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map, load=load,
+                    at_load=True),
+            tip_map(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map, load=load))
+
+
+def leg_plans(cfg: Config, targets: np.ndarray) -> tuple[np.ndarray, list[TipMap]]:
     """The split law's row (7: hub target, mu, beta, in-workspace flag, miss) per waypoint,
-    (6, 7): each from the previous hub target (``arm`` mode: from the start, the hub holds),
-    level, at rest."""
+    (6, 7), each from the previous hub target (``arm`` mode: from the start, the hub holds),
+    level, at rest; and per leg the map of the tip the plan expects there. With
+    ``scenario.plan_loaded`` the legs that carry the object split for the object's centre
+    (the tip waypoint less the grasp offset) on the loaded arm's map (:func:`carry_maps`),
+    otherwise every leg splits for the tip on the unloaded arm's map."""
     sc: PickPlaceScenario = cfg.scenario
     tm = the_map(cfg)
     home = np.array([0.0, 0.0, sc.altitude])
-    rows, hub = [], home
-    for target in targets:
+    rows: list[np.ndarray] = []
+    maps = [tm] * len(targets)
+    hub, carry = home, None
+    for j, target in enumerate(targets):
         ref = home if cfg.control.tip_mode == "arm" else hub
-        rows.append(split_samples(cfg, tm, target[None], ref)[0])
+        if CARRYING[j] and sc.plan_loaded:
+            if carry is None:
+                carry = carry_maps(cfg, rows[1])
+            rows.append(split_samples(cfg, carry[0], (target - grasp_offset(cfg))[None],
+                                      ref)[0])
+            maps[j] = carry[1]
+        else:
+            rows.append(split_samples(cfg, tm, target[None], ref)[0])
         hub = rows[-1][:3]
-    return np.array(rows)
+    return np.array(rows), maps
+
+
+def splits(cfg: Config, targets: np.ndarray) -> np.ndarray:
+    """The split law's rows (6, 7) of :func:`leg_plans`."""
+    return leg_plans(cfg, targets)[0]
 
 
 def _starts(sc: PickPlaceScenario) -> np.ndarray:
@@ -101,7 +139,7 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     dt = cfg.sim.timestep
     t = times(sc.duration, dt)
     targets = waypoints(cfg, rest_centre(built))
-    rows = splits(cfg, targets)
+    rows, maps = leg_plans(cfg, targets)
     home = np.array([0.0, 0.0, sc.altitude])
     hubs = np.vstack([home, rows[:, :3]])
     uv = np.vstack([[0.0, 0.0], np.stack([rows[:, 3] * np.cos(rows[:, 4]),
@@ -124,14 +162,15 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     # The tip the plan puts where, the tip feedback's target (as in reach): the map's tip of
     # the blended bend under the blended hub, linear between samples PLAN_DT apart, and the
     # waypoints themselves during the holds.
-    tm = the_map(cfg)
     tp = np.arange(0.0, sc.duration + PLAN_DT, PLAN_DT)
     hp, up = blend(tp, hubs), blend(tp, uv)
-    tips = np.array([h + tm.tip(float(np.hypot(*b)), float(np.arctan2(b[1], b[0])))
-                     for h, b in zip(hp, up, strict=True)])
+    tips = np.array([h + maps[j].tip(float(np.hypot(*b)), float(np.arctan2(b[1], b[0])))
+                     for h, b, j in zip(hp, up, leg(tp), strict=True)])
     tip = np.stack([np.interp(t, tp, tips[:, c]) for c in range(3)], axis=-1)
     j = leg(t)
-    holding = t - starts[j] >= moves[j]
+    holding = (t - starts[j] >= moves[j]) & ~np.asarray(CARRYING)[j]
+    if not sc.plan_loaded:
+        holding = t - starts[j] >= moves[j]
     tip[holding] = targets[j[holding]]
     # Capture tries over the hold on the grasp point; the release at the end of the hold on
     # the place.

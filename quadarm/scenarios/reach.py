@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from quadarm.config import Config, ReachScenario
+from quadarm.config import Config, ConfigError, ReachScenario
+from quadarm.control.tipspace import direct_tip
 from quadarm.control.trajectory import differentiate, sigma
 from quadarm.model import BuiltModel
 from quadarm.names import WHOLE
@@ -119,3 +120,70 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
     out.append((WHOLE, "hub_travel_cm", hub_travel(log.position) * 100.0))
     out.append((WHOLE, "tilt_max_deg", float(tilt.max())))
     return out
+
+
+# The peak of the minimum-jerk blend's second derivative, sigma''(s) = 60 s - 180 s^2 + 120 s^3,
+# at s = 1/2 - sqrt(3)/6: a move of D m over T s peaks at 10 / sqrt(3) D / T^2 m/s^2.
+SIGMA_ACC_PEAK = 10.0 / np.sqrt(3.0)
+
+
+def move_accelerations(cfg: Config) -> np.ndarray:
+    """The hub's planned peak acceleration vectors of each move (m/s^2, (n_targets, 3),
+    world): the minimum-jerk move from the previous split's hub to this one's, both ends at
+    rest, peaks at SIGMA_ACC_PEAK |D| / move_time^2 along D (and at the opposite sign)."""
+    sc: ReachScenario = cfg.scenario
+    rows = splits(cfg)
+    hubs = np.vstack([[0.0, 0.0, sc.altitude], rows[:, :3]])
+    return np.asarray(SIGMA_ACC_PEAK * np.diff(hubs, axis=0) / sc.move_time ** 2)
+
+
+def tilt_deg(acc: np.ndarray, g: np.ndarray) -> float:
+    """The attitude (deg) a vehicle tracking the acceleration ``acc`` (m/s^2, world) flies:
+    its thrust axis along acc - g (``planned_attitude``), from the vertical."""
+    b3 = np.asarray(acc, dtype=float) - np.asarray(g, dtype=float)
+    return float(np.degrees(np.arctan2(np.hypot(b3[0], b3[1]), b3[2])))
+
+
+def check(cfg: Config) -> None:
+    """The preflight's check of a ``reach``: refuse (one line, the first offending target)
+
+    - a move whose minimum-jerk peak acceleration needs more tilt than
+      ``gains.tilt_max_deg`` (the attitude the geometric controller commands, b3 along a - g);
+    - a move whose peak acceleration takes the arm's apparent gravity (the planned attitude's:
+      along the hub's axis, of size |a - g|) where the tip map's first-order gravity
+      correction misses the arm's directly solved equilibrium, at the target's bend, by more
+      than ``scenario.settle_tol``: the map's valid range for this arm (docs/tipspace.md)."""
+    sc = cfg.scenario
+    if not isinstance(sc, ReachScenario):
+        return
+    g = np.asarray(cfg.sim.gravity, dtype=float)
+    targets = np.asarray(sc.targets, dtype=float)
+    accs = move_accelerations(cfg)
+    for j, acc in enumerate(accs):
+        tilt = max(tilt_deg(acc, g), tilt_deg(-acc, g))
+        if tilt > cfg.gains.tilt_max_deg:
+            raise ConfigError(f"scenario.targets[{j}]", [float(v) for v in targets[j]],
+                              f"the move there needs {tilt:.1f} deg of tilt (peak "
+                              f"{np.linalg.norm(acc):.2f} m/s^2 over scenario.move_time="
+                              f"{sc.move_time:g} s), past gains.tilt_max_deg="
+                              f"{cfg.gains.tilt_max_deg:g}; lengthen move_time or move the "
+                              "target nearer")
+    if cfg.control.tip_mode == "vehicle":
+        return  # the straight arm: no bend, but the map still gives the hub its target
+    rows = splits(cfg)
+    tm = the_map(cfg)
+    for j, acc in enumerate(accs):
+        if not np.any(acc):
+            continue
+        for sign in (1.0, -1.0):
+            g_body = np.array([0.0, 0.0, -np.linalg.norm(sign * acc - g)])
+            mu, beta = float(rows[j, 3]), float(rows[j, 4])
+            miss = float(np.linalg.norm(tm.tip(mu, beta, g_body) - direct_tip(
+                cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map, mu, beta, g_body)))
+            if miss > sc.settle_tol:
+                raise ConfigError(
+                    f"scenario.targets[{j}]", [float(v) for v in targets[j]],
+                    f"the move there (peak {np.linalg.norm(acc):.2f} m/s^2) leaves the tip "
+                    f"map's valid range: its first-order gravity correction misses the arm's "
+                    f"equilibrium by {miss * 100:.1f} cm, more than scenario.settle_tol="
+                    f"{sc.settle_tol:g} m; lengthen move_time or move the target nearer")

@@ -27,13 +27,17 @@ force of the world on the arm (N, along the target's normal, from the contact lo
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 
-from quadarm.config import Config, ConfigError
+from quadarm.config import Config, ConfigError, WorldObject
 from quadarm.control.tendons import tensions as allocate
+from quadarm.control.tipspace import bent_pose
 from quadarm.control.trajectory import Reference, sigma
 from quadarm.model import BuiltModel
 from quadarm.model.allocation import total_mass
+from quadarm.model.buckling import buckling_load
+from quadarm.model.chain import chain_of
 from quadarm.model.world import normal_of, target
 from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, times
@@ -61,12 +65,15 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     t = times(sc.duration, cfg.sim.timestep)
     start = np.array([0.0, 0.0, sc.altitude])
     n = target_normal(cfg)
-    run = np.clip(t - sc.wait, 0.0, sc.reach / sc.approach_speed)
-    p = start - np.outer(run * sc.approach_speed, n)
-    moving = (t > sc.wait) & (t - sc.wait < sc.reach / sc.approach_speed)
-    v = -np.outer(moving * sc.approach_speed, n)
-    tension = None
     mu = bend_of(cfg)
+    if sc.contact_speed is None:
+        run = np.clip(t - sc.wait, 0.0, sc.reach / sc.approach_speed)
+        p = start - np.outer(run * sc.approach_speed, n)
+        moving = (t > sc.wait) & (t - sc.wait < sc.reach / sc.approach_speed)
+        v = -np.outer(moving * sc.approach_speed, n)
+    else:
+        p, v = _shaped(cfg, t, start, n, mu)
+    tension = None
     if mu > 0:
         level = sigma(t / sc.ramp) if sc.ramp > 0 else np.ones_like(t)
         tension = allocate(mu * level, np.radians(sc.beta_deg),
@@ -74,6 +81,62 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
                            cfg.control.tendon_map)
     return Plan(t=t, ref=Reference(p=p, v=v, a=np.zeros_like(p)), start=start,
                 tensions=tension, phases={WHOLE: (0.0, float(sc.duration))})
+
+
+def surface_point(obj: WorldObject) -> np.ndarray:
+    """A point (m, (3,), world) of the object's face towards the vehicle: its centre moved
+    along its normal by its half-extent there (a plane: its centre)."""
+    n = normal_of(obj)
+    half = {"box": obj.size[2] if len(obj.size) > 2 else 0.0, "plane": 0.0,
+            "cylinder": obj.size[1] if len(obj.size) > 1 else 0.0,
+            "sphere": obj.size[0]}.get(obj.kind, 0.0)
+    return np.asarray(obj.pos, dtype=float) + float(half) * n
+
+
+def expected_gap(cfg: Config, start: np.ndarray, mu: float) -> float:
+    """How far (m) the hub must move along -n before the arm touches the target's face: the
+    arm at rest in level hover with the bend (mu, ``scenario.beta_deg``)
+    (:func:`quadarm.control.tipspace.bent_pose`), the hub at ``start``; over its links'
+    capsules and the tip ball, the least height above the face along the normal n of the
+    point of each nearest the face (a capsule's nearer end less its radius, the ball's centre
+    less its radius)."""
+    built, data = bent_pose(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map, mu,
+                            float(np.radians(cfg.scenario.beta_deg)))
+    m = built.model
+    obj = target(cfg.world, cfg.scenario.target)
+    n = normal_of(obj)
+    shift = np.asarray(start, dtype=float) - data.xpos[built.quad_body]
+    face = float(surface_point(obj) @ n)
+    arm = set(int(b) for b in built.link_bodies) | {int(m.site_bodyid[built.tip_site])}
+    gap = np.inf
+    for g in range(m.ngeom):
+        if int(m.geom_bodyid[g]) not in arm or m.geom_contype[g] == 0:
+            continue
+        centre = data.geom_xpos[g] + shift
+        radius = float(m.geom_size[g, 0])
+        if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_CAPSULE:
+            axis = data.geom_xmat[g].reshape(3, 3)[:, 2] * float(m.geom_size[g, 1])
+            height = min(float((centre + axis) @ n), float((centre - axis) @ n))
+        else:
+            height = float(centre @ n)
+        gap = min(gap, height - radius - face)
+    return float(gap)
+
+
+def _shaped(cfg: Config, t: np.ndarray, start: np.ndarray, n: np.ndarray,
+            mu: float) -> tuple[np.ndarray, np.ndarray]:
+    """The shaped approach's reference position and velocity (m, m/s, (len(t), 3)):
+    ``approach_speed`` until the hub has ``slow_gap`` m left to the expected contact
+    (:func:`expected_gap`), then ``contact_speed``, for at most ``reach`` m in all."""
+    sc = cfg.scenario
+    v1, v2 = float(sc.approach_speed), float(sc.contact_speed)
+    fast = min(sc.reach, max(0.0, expected_gap(cfg, start, mu) - sc.slow_gap))
+    t1, t2 = fast / v1, (sc.reach - fast) / v2
+    tau = t - sc.wait
+    run = v1 * np.clip(tau, 0.0, t1) + v2 * np.clip(tau - t1, 0.0, t2)
+    speed = np.where((tau > 0) & (tau < t1), v1, np.where((tau >= t1) & (tau < t1 + t2), v2,
+                                                          0.0))
+    return start - np.outer(run, n), -np.outer(speed, n)
 
 
 def check(cfg: Config, built: BuiltModel) -> None:
@@ -89,6 +152,37 @@ def check(cfg: Config, built: BuiltModel) -> None:
                           f"the rotors cannot hold it: the steady thrust |m g e_z - F n| = "
                           f"{size:.3g} N must point up and lie in [{lo.sum():.3g}, "
                           f"{hi.sum():.3g}] N (m g = {weight:.3g} N)")
+    check_buckling(cfg)
+
+
+def axial_press(cfg: Config) -> bool:
+    """Whether the touch presses a surface under the hanging arm (the target's normal within
+    45 deg of vertical): the arm is then a column, loaded in compression by the setpoint.
+    (A bent arm's tip force also bends it, which brings the buckled shape nearer: the
+    straight arm's bound is kept for every bend; a bent press above it is not measured.)"""
+    return abs(float(target_normal(cfg)[2])) > np.sqrt(0.5)
+
+
+def buckling_bound(cfg: Config) -> float:
+    """The straight arm's buckling load (N) under the tip force, the hub clamped and the tip
+    held sideways by the surface's friction (:func:`quadarm.model.buckling.buckling_load`,
+    docs/contact.md)."""
+    g = float(np.linalg.norm(cfg.sim.gravity))
+    return buckling_load(chain_of(cfg.arm), g, pinned=True)
+
+
+def check_buckling(cfg: Config) -> None:
+    """Refuse an axial press (:func:`axial_press`) whose setpoint exceeds the straight arm's
+    buckling load (:func:`buckling_bound`): past it the column folds and the force is lost."""
+    if not axial_press(cfg):
+        return
+    bound = buckling_bound(cfg)
+    if cfg.scenario.force > bound:
+        raise ConfigError("scenario.force", cfg.scenario.force,
+                          f"the arm pressed along its axis buckles above {bound:.3g} N (its "
+                          f"hinges' springs and hanging weight against the tip force, "
+                          f"docs/contact.md): "
+                          f"the setpoint must be at most {bound:.3g} N")
 
 
 def normal_force(cfg: Config, log: Log) -> np.ndarray:

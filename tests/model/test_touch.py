@@ -51,9 +51,9 @@ def _balance(ep: episode.Episode, window: np.ndarray) -> tuple[np.ndarray, np.nd
 def test_steady_press_on_the_table_balances_the_thrust(table) -> None:
     """Holding the force setpoint on the table, the rotors' thrust equals m g - F_contact
     within 1 % of m g (mean over the hold's last second)."""
-    ep, _ = table
+    ep, cfg = table
     thrust, contact, weight = _balance(ep, _hold_tail(ep, 1.0))
-    assert contact[2] > 0.5  # N: the table carries the setpoint's 1 N
+    assert contact[2] > 0.5 * cfg.scenario.force  # N: the table carries the setpoint
     residual = thrust - (np.array([0.0, 0.0, weight]) - contact)
     assert np.linalg.norm(residual) < 0.01 * weight, (residual, contact)
 
@@ -138,7 +138,10 @@ def test_envs_observe_the_contact_force() -> None:
     from quadarm.envs.single import QuadArmEnv
     from quadarm.envs.vector import QuadArmVectorEnv
 
-    over = ["scenario=touch", "world=table", "scenario.wait=0", "scenario.approach_speed=0.5"]
+    # The approach at 0.5 m/s throughout (not slowed before the contact, issue 25's shaping):
+    # the tip meets the table within the 300 steps below.
+    over = ["scenario=touch", "world=table", "scenario.wait=0", "scenario.approach_speed=0.5",
+            "scenario.contact_speed=null"]
     env = QuadArmEnv(overrides=over)
     bare = QuadArmEnv(overrides=["scenario=hover", "scenario.duration=1"])
     assert env.observation_space.shape[0] == bare.observation_space.shape[0] + 3

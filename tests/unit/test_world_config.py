@@ -99,6 +99,8 @@ def test_worlds_pass_the_preflight() -> None:
      r"^scenario.force=40: the rotors cannot hold it"),
     (["scenario=touch", "world=wall", "scenario.force=40"],
      r"^scenario.force=40: the rotors cannot hold it"),
+    (["scenario=touch", "world=table", "scenario.force=1.0"],
+     r"^scenario.force=1: the arm pressed along its axis buckles above 0.779 N"),
     (["scenario=touch", "world=table", "scenario.target=shelf"],
      r"^scenario.target=shelf: must name a world object: table"),
 ])
