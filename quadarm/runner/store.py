@@ -49,7 +49,7 @@ from quadarm.runner.lifecycle import Episode
 from quadarm.runner.trials import Trial
 from quadarm.scenarios import estimates
 
-DONE = ("ok", "diverged")  # statuses a resumed study does not recompute
+DONE = ("ok", "diverged", "failed")  # statuses a resumed study does not recompute
 FINGERPRINT_KEY = "quadarm.fingerprint"
 QUARANTINE = "quarantine"  # folder of the store that receives unreadable trials
 # Subpackages whose code does not change a trial's numbers (tables, figures from Parquet).
