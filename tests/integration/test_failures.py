@@ -47,7 +47,8 @@ def test_diverging_trials_next_to_a_healthy_one(tmp_path: Path) -> None:
                              "sim.max_distance:[100.0,0.02]}")
     result = study.run(cfg, tmp_path / "grid")
     runs = result.runs.set_index(["scenario.force", "sim.max_distance"])
-    assert result.counts() == {"ok": 1, "diverged": 3, "error": 0, "failed": 0} and result.failed == 3
+    assert result.counts() == {"ok": 1, "diverged": 3, "error": 0, "failed": 0}
+    assert result.failed == 3
 
     healthy = runs.loc[(2.0, 100.0)]
     assert healthy["status"] == "ok" and healthy["message"] == "" and healthy["steps"] == STEPS

@@ -58,7 +58,8 @@ def test_an_unreachable_table_is_refused_from_the_geometry() -> None:
     with pytest.raises(ConfigError) as err:
         preflight(["world=table", "scenario=touch", "scenario.altitude=2.0", "--cfg", "job"],
                   CONF_DIR)
-    assert str(err.value).startswith("scenario.altitude=2") and "never reach table" in str(err.value)
+    assert str(err.value).startswith("scenario.altitude=2")
+    assert "never reach table" in str(err.value)
     # The paper's table, 6 cm under the hanging tip, is in reach.
     preflight(["world=table", "scenario=touch", "--cfg", "job"], CONF_DIR)
 
@@ -123,7 +124,7 @@ def test_the_per_link_arm_scaling_is_said_at_preflight() -> None:
 
 
 def test_mujoco_warnings_are_collapsed_with_a_count(capfd: pytest.CaptureFixture[str]) -> None:
-    text = "".join(f"WARNING: Linesearch objective is not convex\n\n" for _ in range(40))
+    text = "".join("WARNING: Linesearch objective is not convex\n\n" for _ in range(40))
     text += ("WARNING: Nan, Inf or huge value in QACC at DOF 3. The simulation is unstable. "
              "Time = 1.3020.\n\nsomething else\n")
     out = quiet.summary(text).splitlines()
