@@ -39,6 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         print(f"quadarm.analysis: error: {err}", file=sys.stderr)
         return 2
+    for reason in report.refused:
+        print(f"quadarm.analysis: not built: {reason}", file=sys.stderr)
     for t in report.tables:
         failed = len(t.failed)
         print(f"{t.name}: {len(t.checks)} values vs the paper"
