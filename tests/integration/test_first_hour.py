@@ -237,3 +237,25 @@ def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=300, env={**os.environ, "QUADARM_NUMBA": "0"})
     assert proc.returncode == 0, proc.stderr
     assert "\r" not in proc.stderr and "trial/s" not in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 3: a report for every run
+# ---------------------------------------------------------------------------------------------
+
+
+def test_analysis_of_a_touch_run_into_a_new_folder(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from quadarm.analysis.__main__ import main
+    from quadarm.runner import study
+
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    study.run(cfg_of(*TOUCH, "scenario.reach=0.08"), tmp_path / "run")
+    out = tmp_path / "new" / "report"
+    assert main([str(tmp_path / "run"), "-o", str(out)]) == 0
+    table = pd.read_csv(out / "quicklook_touch.csv")
+    assert list(table["status"]) == ["ok"] and table["contact_made"].iloc[0] == 1.0
+    assert (out / "quicklook_touch.png").stat().st_size > 10_000
+    text = (out / "reproduction.md").read_text()
+    assert "0 of 0" not in text and "No value of the paper to compare" in text
+    assert "quicklook_touch.md" in text
