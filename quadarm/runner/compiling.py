@@ -21,10 +21,14 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from quadarm.runner import jit
 
 PLAIN_STEP_S = 1.5e-3  # s per step of the paper's model in plain Python (2-core dev machine)
+# Measured ratios of a plain step to the paper's (1 s hovers, same machine and load): the
+# sensing term (EKF and shape fit in Python) 45x, gusts 1.5x, a world's contacts 1.9x.
+SENSING_FACTOR, WORLD_FACTOR = 45.0, 2.0
 COLD_COMPILE_S = 30.0  # s to compile one loop on an idle core (docs/architecture.md)
 FLY, BATCH = ("fly_chunk",), ("batch_rows", "after_rows")  # the loops of each engine
 _ANNOUNCED: set[str] = set()
@@ -55,17 +59,28 @@ class Choice:
     reason: str
 
 
-def choose(steps: int, loops: Sequence[str]) -> Choice:
-    """``auto`` for a job of ``steps`` simulation steps in all that needs ``loops``: compiled
-    when numba is installed and either every loop is cached or the steps in plain Python
-    (:data:`PLAIN_STEP_S` each) would take longer than compiling the cold loops
-    (:data:`COLD_COMPILE_S` each)."""
+def plain_step_s(cfg: Any) -> float:
+    """The expected cost (s) of one step of ``cfg``'s trial in plain Python."""
+    factor = 1.0
+    if not cfg.sensing.exact:
+        factor *= SENSING_FACTOR
+    if cfg.world.objects or cfg.aero.gust_intensity > 0:
+        factor *= WORLD_FACTOR
+    return PLAIN_STEP_S * factor
+
+
+def choose(steps: int, loops: Sequence[str], plain_s: float | None = None) -> Choice:
+    """``auto`` for a job of ``steps`` simulation steps in all (``plain_s`` seconds in plain
+    Python; default :data:`PLAIN_STEP_S` each) that needs ``loops``: compiled when numba is
+    installed and either every loop is cached or plain Python would take longer than compiling
+    the cold loops (:data:`COLD_COMPILE_S` each)."""
     if not jit.AVAILABLE:
         return Choice(False, (), steps, "numba is not installed")
     cold = tuple(loop for loop in loops if not cached(loop))
     if not cold:
         return Choice(True, (), steps, "the loops are cached")
-    plain_s, compile_s = steps * PLAIN_STEP_S, len(cold) * COLD_COMPILE_S
+    plain_s = steps * PLAIN_STEP_S if plain_s is None else plain_s
+    compile_s = len(cold) * COLD_COMPILE_S
     if plain_s < compile_s:
         return Choice(False, cold, steps, f"{steps} steps take about {plain_s:.0f} s in plain "
                       f"Python, less than compiling {len(cold)} loop(s) (about "

@@ -100,7 +100,9 @@ def _compile_choice(cfg: Config, todo: list[tuple[Trial, bool]]) -> Iterator[Non
     batched, serial = engine.split(cfg.runner, todo) if cfg.runner.engine != "serial" else (
         [], todo)
     loops = compiling.job_loops(bool(batched), bool(serial))
-    choice = compiling.choose(sum(_steps(t.cfg) for t, _ in todo), loops)
+    choice = compiling.choose(sum(_steps(t.cfg) for t, _ in todo), loops,
+                              sum(_steps(t.cfg) * compiling.plain_step_s(t.cfg)
+                                  for t, _ in todo if t.cfg is not None))
     if setting == "true" or choice.compiled:
         compiling.announce(choice.cold)
         yield

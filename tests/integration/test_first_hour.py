@@ -160,6 +160,12 @@ def test_auto_compiles_only_when_the_steps_pay_for_it(tmp_path: Path,
     (tmp_path / "cache" / "runner_x" / "step.fly_chunk-373.py311.nbi").write_bytes(b"")
     assert compiling.choose(500, compiling.FLY).compiled
     assert not compiling.choose(500, compiling.BATCH).compiled  # the batch loops are not
+    # A short hover on the estimates costs more in plain Python than the compile.
+    sensed = cfg_of("scenario=hover", "scenario.duration=1", "sensing=realistic")
+    assert compiling.choose(500, compiling.BATCH,
+                            500 * compiling.plain_step_s(sensed)).compiled is False
+    assert compiling.choose(2000, compiling.BATCH,
+                            2000 * compiling.plain_step_s(sensed)).compiled
 
 
 SCRIPT = """
