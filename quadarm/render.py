@@ -224,8 +224,9 @@ FLOOR = ([0.80, 0.82, 0.85], [0.62, 0.65, 0.70])  # the checker's two greys
 
 def _checker_floor(spec: mujoco.MjSpec) -> None:
     """Give every plane without a material a checker texture (1 m tiles of 2 x 2 squares,
-    softly self-lit) and the scene a light from above when it has none, so that the floor reads as a floor (an untextured plane
-    under the headlight alone renders nearly black) and the vehicle's height above it shows."""
+    softly self-lit) and the scene a light from above when it has none, so that the floor
+    reads as a floor (an untextured plane seen at a grazing angle renders nearly black) and
+    the vehicle's height above it shows."""
     planes = [g for g in spec.geoms
               if g.type == mujoco.mjtGeom.mjGEOM_PLANE and not g.material]
     if not planes:
