@@ -37,7 +37,8 @@ def summary(text: str) -> str:
     """``text`` (what stderr received) with MuJoCo's warning lines collapsed: each distinct
     warning once, in order of first appearance, as ``quadarm: MuJoCo warning (N times, first
     at t = ... s): ...``; other lines unchanged, blank lines dropped."""
-    counts: dict[str, list[object]] = {}
+    counts: dict[str, int] = {}
+    first: dict[str, str] = {}
     out: list[str] = []
     for line in text.splitlines():
         if not line.strip():
@@ -50,14 +51,14 @@ def summary(text: str) -> str:
         key = body[:m.start()].rstrip(" .") if m else body.rstrip(" .")
         when = m.group(0).split("=")[1].strip().rstrip(".") if m else ""
         if key not in counts:
-            counts[key] = [0, when]
+            counts[key], first[key] = 0, when
             out.append("\0" + key)
-        counts[key][0] = int(counts[key][0]) + 1  # type: ignore[call-overload]
+        counts[key] += 1
     lines = []
     for line in out:
         if line.startswith("\0"):
             key = line[1:]
-            n, when = counts[key]
+            n, when = counts[key], first[key]
             at = f", first at t = {when} s" if when else ""
             times = f"{n} times" if n != 1 else "once"
             lines.append(f"quadarm: MuJoCo warning ({times}{at}): {key}")
