@@ -96,3 +96,19 @@ def test_monte_carlo_draws_are_pooled_by_design() -> None:
     assert set(setup(runs)) == {"gains=soft", "gains=nominal"}
     assert all(s == "" for s in setup(one))
     assert math.isfinite(float(one["scenario.force"].iloc[0]))
+
+
+def test_a_gain_sweep_of_payload_trials_keeps_the_gain_sets_apart() -> None:
+    from quadarm.analysis.beyond import payload
+
+    runs, metrics, _ = _frames("payload", seeds=1)
+    runs["sensing.preset"] = "exact"
+    runs["scenario.payload_mass"] = 0.1
+    dips = {"soft-0": 20.0, "nominal-0": 6.9}
+    metrics = pd.DataFrame([{"run_id": r, "phase": "carry", "metric": "dip_cm", "value": d}
+                            for r, d in dips.items()])
+    tab = payload.table(runs, metrics)
+    rows = tab.data["payload"].set_index("setup")
+    assert rows.loc["gains=soft", "dip_cm"] == 20.0
+    assert rows.loc["gains=nominal", "dip_cm"] == 6.9
+    assert len(tab.notes) == 2 and all("(gains=" in n for n in tab.notes)
