@@ -1,36 +1,42 @@
 """MuJoCo's repeated warnings, collapsed into one line with a count.
 
-MuJoCo's C library prints its warnings (``WARNING: Nan, Inf or huge value in QACC ...``,
-``Linesearch objective is not convex``) on the process's stderr, one per step: a trial that goes
-unstable prints dozens before the divergence check stops it, and a compiled kernel or a batch
-thread calls MuJoCo without the GIL, so a Python warning callback could deadlock. Instead,
-:func:`collapsed` points file descriptor 2 at a temporary file while a trial flies and, when the
-last flight of the process ends, prints what was caught: every MuJoCo warning once, with its
-count and first time, and any other text as it was. :func:`write_terminal` writes to the real
-stderr while a flight holds it (the progress line writes there).
+MuJoCo prints its warnings (``WARNING: Nan, Inf or huge value in QACC ...``, ``Linesearch
+objective is not convex``) on stderr, one per step: a trial that goes unstable printed dozens
+before the divergence check stopped it. While a trial flies, :func:`collapsed` routes them to a
+handler of ours (MuJoCo's ``mju_user_warning``) that only collects them; when the last flight
+of the process ends, each distinct warning is printed once, with its count and first time
+(:func:`summary`). MuJoCo's own warning counters in ``MjData`` (what the divergence check
+reads) and its fatal errors are untouched, and so is every number of the trial.
 
-The redirect is process-wide and reference counted (threads of one process may fly trials at
-once); it changes no number of any trial.
+The handler is MuJoCo's Python callback, which takes the GIL itself: compiled kernels and the
+batched engine's threads call ``mj_step`` with the GIL released, so a warning from them waits
+for the GIL, never deadlocks. The handler never raises (an exception in it would be fatal to
+MuJoCo). :func:`write_terminal` and :func:`terminal` are the progress line's stderr.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
-import os
 import re
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
-from typing import IO
+from typing import Any
+
+import mujoco
 
 _LOCK = threading.Lock()
 _DEPTH = 0
-_SAVED: int | None = None  # a duplicate of the original fd 2 while redirected
-_CATCH: IO[bytes] | None = None
+_CAUGHT: list[str] = []
+_PREVIOUS: Any = None
 _TIME = re.compile(r"\s*Time = [-+0-9.eE]+\.?\s*$")
 _WARNING = "WARNING: "
+
+
+def _catch(message: str) -> None:
+    """MuJoCo's warning handler while a flight runs: keep the text (never raises)."""
+    with contextlib.suppress(Exception):
+        _CAUGHT.append(_WARNING + str(message))
 
 
 def summary(text: str) -> str:
@@ -67,66 +73,43 @@ def summary(text: str) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _fileno() -> int | None:
-    try:
-        return sys.__stderr__.fileno() if sys.__stderr__ is not None else None
-    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-        return None
-
-
 @contextlib.contextmanager
 def collapsed() -> Iterator[None]:
-    """While inside, fd 2 goes to a temporary file; when the outermost ``collapsed`` of the
-    process ends, its text is printed on the real stderr through :func:`summary`. A no-op
-    where stderr has no file descriptor."""
-    global _DEPTH, _SAVED, _CATCH
-    fd = _fileno()
-    if fd != 2:
-        yield
-        return
+    """While inside, MuJoCo's warnings are collected instead of printed; when the outermost
+    ``collapsed`` of the process ends, they are printed on stderr through :func:`summary`
+    and MuJoCo's previous handler is restored."""
+    global _DEPTH, _PREVIOUS
     with _LOCK:
         if _DEPTH == 0:
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.flush()
-            _CATCH = tempfile.TemporaryFile()
-            _SAVED = os.dup(2)
-            os.dup2(_CATCH.fileno(), 2)
+            _PREVIOUS = mujoco.get_mju_user_warning()
+            _CAUGHT.clear()
+            mujoco.set_mju_user_warning(_catch)
         _DEPTH += 1
     try:
         yield
     finally:
         with _LOCK:
             _DEPTH -= 1
-            if _DEPTH == 0 and _SAVED is not None and _CATCH is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    sys.stderr.flush()
-                os.dup2(_SAVED, 2)
-                os.close(_SAVED)
-                _SAVED = None
-                _CATCH.seek(0)
-                text = _CATCH.read().decode(errors="replace")
-                _CATCH.close()
-                _CATCH = None
+            if _DEPTH == 0:
+                mujoco.set_mju_user_warning(_PREVIOUS)
+                _PREVIOUS = None
+                text = "\n".join(_CAUGHT)
+                _CAUGHT.clear()
                 if text:
                     sys.stderr.write(summary(text))
                     sys.stderr.flush()
 
 
 def write_terminal(text: str) -> None:
-    """Write ``text`` to the real stderr, also while a flight redirects fd 2."""
-    saved = _SAVED
-    if saved is None:
+    """Write ``text`` (a progress line) to stderr."""
+    with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(text)
         sys.stderr.flush()
-        return
-    with contextlib.suppress(OSError):
-        os.write(saved, text.encode())
 
 
 def terminal() -> bool:
-    """Whether the real stderr is a terminal (progress lines are drawn only then)."""
-    saved = _SAVED
+    """Whether stderr is a terminal (progress lines are drawn only then)."""
     try:
-        return os.isatty(saved) if saved is not None else sys.stderr.isatty()
+        return bool(sys.stderr.isatty())
     except (AttributeError, OSError, ValueError):
         return False
