@@ -17,9 +17,10 @@ help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
 		awk 'BEGIN {FS = ":.*## "}; {printf "  %-16s %s\n", $$1, $$2}'
 
-install: ## create .venv (if missing) and install quadarm with its dev tools into it
+install: ## create .venv (if missing), install quadarm with its dev tools, compile its loops (once, 1-3 min)
 	test -x .venv/bin/python || python3 -m venv .venv
 	.venv/bin/python -m pip install -e '.[dev]'
+	.venv/bin/python -m quadarm --warmup  # numba's one-time compile of the loops, now
 
 test: ## the whole test suite (the CI command): two processes, then the timing tests alone
 	$(PYTHON) -m pytest -q -m "not timing" -n 2 --dist loadfile

@@ -9,7 +9,8 @@ sweep's exit code comes from the tables it left (:func:`quadarm.results.callback
 
 Exit codes: 0 every trial ``ok``; 1 the command could not run (e.g. no Dask scheduler at
 ``runner.address``, or a worker process died); 2 invalid configuration, nothing written; 3 the
-command ran but some trials ended ``diverged`` or ``error`` (the summary says how many);
+command ran but some trials ended ``diverged`` or ``error``, or ``failed`` their task (a
+touch that never touched, a pick that never grasped; the summary says how many);
 130 interrupted (Ctrl-C). In cases 1 and 130 every trial that finished is kept in the trial
 store and the same command resumes.
 """
@@ -78,6 +79,8 @@ def main(cfg: DictConfig) -> int | float | list[float]:
     if (multirun and hc.launcher.get("n_jobs", 1) not in (1, None)
             and config.runner.backend != "dask"):
         config = replace(config, runner=replace(config.runner, n_jobs=1, batch_threads=1))
+    if multirun:  # the jobs of a sweep print one line each, no bars (they would interleave)
+        config = replace(config, runner=replace(config.runner, progress=False))
     # One trial store for every command, relative to where the command was launched, so that
     # rerunning it (into a new timestamped directory) reuses what already finished.
     store = resolve_store(config, out_dir, base=hc.runtime.cwd)
@@ -91,9 +94,13 @@ def main(cfg: DictConfig) -> int | float | list[float]:
         interrupted = isinstance(err.cause, KeyboardInterrupt)
         raise SystemExit(EXIT_INTERRUPTED if interrupted else EXIT_ERROR) from None
     counts = result.counts()
-    print(f"\n{config.scenario.kind}: {len(result.runs)} trial(s): {status_line(counts)}; "
-          f"{result.skipped} reused from {result.store} -> {out_dir}")
-    print(summary_table(result.runs, result.metrics))
+    if multirun:  # one line per job; the tables are in its folder and the sweep's
+        print(f"{hc.job.override_dirname or config.scenario.kind}: {len(result.runs)} "
+              f"trial(s): {status_line(counts)} -> {out_dir}", flush=True)
+    else:
+        print(f"\n{config.scenario.kind}: {len(result.runs)} trial(s): {status_line(counts)}; "
+              f"{result.skipped} reused from {result.store} -> {out_dir}")
+        print(summary_table(result.runs, result.metrics))
     bad = result.runs[result.runs["status"] != "ok"]
     for _, r in bad.head(MAX_LISTED).iterrows():
         print(f"  {r['status']}: {r['run_id']} {r['message']}", file=sys.stderr)
@@ -101,7 +108,9 @@ def main(cfg: DictConfig) -> int | float | list[float]:
         print(f"  ... and {len(bad) - MAX_LISTED} more (see runs.parquet)", file=sys.stderr)
     if result.failed:
         print(f"quadarm: {result.failed} of {len(result.runs)} trial(s) failed "
-              f"({counts['diverged']} diverged, {counts['error']} error)", file=sys.stderr)
+              f"({counts['diverged']} diverged, {counts['error']} error"
+              + (f", {counts['failed']} failed their task" if counts["failed"] else "") + ")",
+              file=sys.stderr)
     if multirun and config.tune.enabled:
         from quadarm.tune import job_objective
 
@@ -135,6 +144,10 @@ def cli(argv: list[str] | None = None) -> None:
     if any(a in ("-h", "--help") for a in args):
         print(help_text(args))
         raise SystemExit(0)
+    if "--warmup" in args:  # compile numba's loops ahead (issue 27): nothing else runs
+        from quadarm.runner.compiling import warmup
+
+        raise SystemExit(warmup())
     try:
         checked = preflight(args, CONF_DIR)
     except ConfigError as err:
@@ -223,6 +236,7 @@ def help_text(args: list[str]) -> str:
         "  python -m quadarm -m [KEY=V1,V2,...]...                 a sweep (one job per value)",
         "  python -m quadarm --config-dir DIR [...]                add your own config options",
         "  python -m quadarm --cfg job [...]                       print the composed config",
+        "  python -m quadarm --warmup                              compile the loops ahead (once)",
         "",
         "Config groups (GROUP=OPTION):",
         *groups,
@@ -231,6 +245,6 @@ def help_text(args: list[str]) -> str:
         OmegaConf.to_yaml(cfg).rstrip(),
         "",
         "Exit codes: 0 all trials ok; 1 could not run; 2 invalid configuration (nothing "
-        "written); 3 some trials diverged or failed; 130 interrupted.",
+        "written); 3 some trials diverged, errored or failed their task; 130 interrupted.",
         "Hydra's own options: python -m quadarm --hydra-help. Docs: README.md, docs/.",
     ])

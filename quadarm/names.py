@@ -191,6 +191,8 @@ SHAPE_ARM_ERR_CM = "shape_arm_err_cm"  # its largest error along the arm, cm
 # or the airframe in contact).
 CONTACT_FORCE = ("contact_fx", "contact_fy", "contact_fz")
 CONTACT_NORMAL = "contact_fn"
+# With a payload (scenario=payload, world.payload): the object's centre, world frame, m.
+PAYLOAD_POSITION = ("payload_x", "payload_y", "payload_z")
 CONTACT_TANGENTIAL = "contact_ft"
 
 

@@ -242,11 +242,16 @@ def check_config(job_cfg: Config) -> None:
     from quadarm.model.clearance import check_start
 
     check_start(job_cfg)  # no world object overlaps the vehicle at the start
+    built = None
     if job_cfg.scenario.kind == "touch":
         from quadarm.runner.lifecycle import build_model
         from quadarm.scenarios.touch import check as check_touch
 
-        check_touch(job_cfg, build_model(job_cfg))  # a force setpoint the rotors can hold
+        built = build_model(job_cfg)
+        check_touch(job_cfg, built)  # a force setpoint the rotors can hold
+    from quadarm import plausible
+
+    plausible.check(job_cfg, built)  # a step the controller survives, a surface in reach
     from quadarm.scenarios.tip import check_workspace
 
     check_workspace(job_cfg)  # tip_mode=arm: some target the arm alone reaches
@@ -371,6 +376,21 @@ def _check_sweeper(overrides: list[str], hydra_node: DictConfig, multirun: bool)
                               "sweeper needs values, e.g. a,b,c or range(start,stop,step)")
 
 
+def _note(job_cfg: Config, noted: dict[str, None]) -> None:
+    """Collect the warnings of one job (:func:`quadarm.plausible.notes`), each once per
+    command (printed by :func:`_warn` once every job passed: a refusal stays one line)."""
+    from quadarm.plausible import notes
+
+    noted.update(dict.fromkeys(notes(job_cfg)))
+
+
+def _warn(noted: dict[str, None]) -> None:
+    import sys
+
+    for line in noted:
+        print(f"quadarm: warning: {line}", file=sys.stderr)
+
+
 @dataclass(frozen=True)
 class Checked:
     """What preflight found: how many jobs it validated, whether the command is a multirun,
@@ -413,6 +433,7 @@ def preflight(args: list[str], conf_dir: str) -> Checked:
     printing = "--cfg" in flags
     GlobalHydra.instance().clear()
     checked = 0
+    noted: dict[str, None] = {}
     out_dir: str | None = None
     try:
         with initialize_config_dir(config_dir=conf_dir, version_base="1.3",
@@ -431,6 +452,8 @@ def preflight(args: list[str], conf_dir: str) -> Checked:
                     writable("runner.store", job_cfg.runner.store or (
                         default_store(out_dir) if out_dir is not None else DEFAULT_STORE))
                 checked += 1
+                _note(job_cfg, noted)
     finally:
         GlobalHydra.instance().clear()
+    _warn(noted)
     return Checked(checked, multirun, out_dir)

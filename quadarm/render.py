@@ -215,7 +215,37 @@ def visual_model(spec: mujoco.MjSpec) -> mujoco.MjModel:
         spec.add_texture(name="quadarm_sky", type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
                          builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT, rgb1=SKY[0],
                          rgb2=SKY[1], width=256, height=256)
+    _checker_floor(spec)
     return spec.compile()
+
+
+FLOOR = ([0.80, 0.82, 0.85], [0.62, 0.65, 0.70])  # the checker's two greys
+
+
+def _checker_floor(spec: mujoco.MjSpec) -> None:
+    """Give every plane without a material a checker texture (1 m tiles of 2 x 2 squares,
+    softly self-lit) and the scene a light from above when it has none, so that the floor
+    reads as a floor (an untextured plane seen at a grazing angle renders nearly black) and
+    the vehicle's height above it shows."""
+    planes = [g for g in spec.geoms
+              if g.type == mujoco.mjtGeom.mjGEOM_PLANE and not g.material]
+    if not planes:
+        return
+    spec.add_texture(name="quadarm_floor", type=mujoco.mjtTexture.mjTEXTURE_2D,
+                     builtin=mujoco.mjtBuiltin.mjBUILTIN_CHECKER, rgb1=FLOOR[0], rgb2=FLOOR[1],
+                     width=256, height=256)
+    # Some emission: the camera looks along the floor, which the lights hit at a grazing
+    # angle far from the vehicle.
+    mat = spec.add_material(name="quadarm_floor", texrepeat=[1.0, 1.0], texuniform=True,
+                            reflectance=0.05, emission=0.4)
+    mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "quadarm_floor"
+    for g in planes:
+        g.material = "quadarm_floor"
+        g.rgba = [1.0, 1.0, 1.0, 1.0]
+    if not spec.lights:
+        spec.worldbody.add_light(name="quadarm_sun", pos=[0.0, 0.0, 6.0], dir=[0.0, 0.0, -1.0],
+                                 directional=True, diffuse=[0.6, 0.6, 0.6],
+                                 specular=[0.1, 0.1, 0.1])
 
 
 def make_renderer(model: mujoco.MjModel, width: int, height: int) -> mujoco.Renderer:

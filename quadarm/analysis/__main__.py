@@ -39,10 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as err:
         print(f"quadarm.analysis: error: {err}", file=sys.stderr)
         return 2
+    for reason in report.refused:
+        print(f"quadarm.analysis: not built: {reason}", file=sys.stderr)
     for t in report.tables:
         failed = len(t.failed)
         print(f"{t.name}: {len(t.checks)} values vs the paper"
-              + (f", {failed} OUTSIDE tolerance" if failed else ""))
+              + (f", {failed} OUTSIDE tolerance" if failed else "") if len(t.checks)
+              else f"{t.name}: table written (no value of the paper to compare)")
     if args.readme and not update_readme(args.readme, readme_block(
             report.tables, "python -m quadarm.analysis " + " ".join(map(str, args.dirs)))):
         print(f"quadarm.analysis: {args.readme} has no reproduction markers", file=sys.stderr)

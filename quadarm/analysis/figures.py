@@ -99,7 +99,9 @@ def fig3_path(ts: pd.DataFrame, run: pd.Series, path: Path | str, every_s: float
     ax.set_ylabel("y [m]")
     ax.set_title(f"Horizontal path, figure-eight ({hi - lo:g} s); segments: hub to tip",
                  fontsize=9)
-    ax.legend(fontsize=7, loc="upper right")
+    # Legends below the axes: inside, any corner covers some lap of the eight or the swing.
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3,
+              frameon=False)
     ax.grid(alpha=0.3)
     ax2.plot(seg["t"], seg["x"], color=OURS, lw=1.0, label="vehicle x")
     ax2.plot(seg["t"], seg["tip_x"], color=TIP, lw=1.0, label="tip x")
@@ -108,7 +110,8 @@ def fig3_path(ts: pd.DataFrame, run: pd.Series, path: Path | str, every_s: float
     ax2.set_xlabel("time [s]")
     ax2.set_ylabel("x, tip lateral offset [m]")
     ax2.set_title("Vehicle and tip x: the tip trails and overshoots", fontsize=9)
-    ax2.legend(fontsize=7, loc="lower left")
+    ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3,
+               frameon=False)
     ax2.grid(alpha=0.3)
     return save(fig, path)
 

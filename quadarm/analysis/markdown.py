@@ -87,8 +87,20 @@ def reproduction_markdown(tables: Sequence[Table], heading: bool = True) -> str:
     rows = reproduction(tables)
     ok = int(rows["within"].map(bool).sum())
     lines = ["# Reproduction of the paper's figures", ""] if heading else []
-    lines += [f"{ok} of {len(rows)} values within the tolerances of docs/model.md section 5.", "",
-              checks_markdown(rows, with_table=True), ""]
+    if rows.empty:  # no study of the paper among the results: nothing to compare
+        lines += ["No value of the paper to compare: these results hold none of the paper's "
+                  "studies (its mission, Table III gain sets, workspace, disturbance or held "
+                  "bend with every switch beyond the paper off).", ""]
+    else:
+        lines += [f"{ok} of {len(rows)} values within the tolerances of docs/model.md section "
+                  "5.", "", checks_markdown(rows, with_table=True), ""]
+    info = [t.checks[t.checks["within"].map(lambda w: w is None)
+                     & t.checks["tolerance"].astype(str).str.startswith("informational")]
+            for t in tables]
+    info = [f for f in info if not f.empty]
+    if info:
+        lines += ["Informational (not judged):", "", checks_markdown(
+            pd.concat(info, ignore_index=True), with_table=True), ""]
     return "\n".join(lines)
 
 

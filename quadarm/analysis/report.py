@@ -42,6 +42,7 @@ class Report:
 
     tables: list[Table]
     files: list[Path] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # tables not built: would pool setups
 
     def table(self, name: str) -> Table:
         for t in self.tables:
@@ -103,12 +104,19 @@ def write_report(roots: Iterable[Path | str], out_dir: Path | str,
     ``reproduction.md``/``reproduction.csv`` into ``out_dir``."""
     out_dir = Path(out_dir)
     res = Results.load(roots)
-    built = studies.build_all(res.runs, res.metrics, names)
-    report = Report(built)
+    out_dir.mkdir(parents=True, exist_ok=True)  # `-o NEW`: created, like every output folder
+    refused: list[str] = []
+    built = studies.build_all(res.runs, res.metrics, names, refused)
+    report = Report(built, refused=refused)
     for t in built:
         report.files += markdown.write(t, out_dir)
     if with_figures:
         report.files += build_figures(res, {t.name: t for t in built}, out_dir)
+    if names is None:  # a quick look at every scenario's trials (quadarm.analysis.quicklook)
+        from quadarm.analysis import quicklook
+
+        report.files += quicklook.write(res, out_dir) if with_figures else [
+            f for f in quicklook.write(res, out_dir) if f.suffix != ".png"]
     report.files += [out_dir / "reproduction.md", out_dir / "reproduction.csv"]
     write_reproduction(report, out_dir)
     return report
@@ -145,9 +153,11 @@ def write_reproduction(report: Report, out_dir: Path | str) -> None:
     """Write ``reproduction.md`` (paper vs ours vs tolerance, and an index of
     ``report.files``) and ``reproduction.csv``."""
     out_dir = Path(out_dir)
+    refused = ("## Tables not built\n\n" + "".join(f"- {r}\n" for r in report.refused) + "\n"
+               if report.refused else "")
     (out_dir / "reproduction.md").write_text(
         markdown.reproduction_markdown(report.tables) + "\n" + beyond_section(report.tables)
-        + file_index(report, out_dir))
+        + refused + file_index(report, out_dir))
     markdown.reproduction(report.tables).to_csv(out_dir / "reproduction.csv", index=False)
 
 

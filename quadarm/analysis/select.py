@@ -156,3 +156,93 @@ def gains_name(kr: Any) -> str:
     k = first(kr)
     found = published.gain_set(k)
     return found.name if found else f"kr={k:g}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Never pool what differs (issue 27): the config keys that vary across a table's trials
+# ---------------------------------------------------------------------------------------------
+
+SETUP_PREFIXES = (*CONFIG_PREFIXES, "world.", "sensing.")
+RANDOMIZED = "randomized"  # runs column: JSON list of the keys drawn per trial (runner.randomize)
+
+
+class Pooled(ValueError):
+    """A table would pool trials that differ in a config key it does not group by."""
+
+    def __init__(self, table: str, keys: list[str]) -> None:
+        self.table, self.keys = table, keys
+        super().__init__(f"{table}: its trials differ in {', '.join(keys)}, which it does not "
+                         "group by; pass the folders of one setup at a time")
+
+
+def _cell(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    return str(v)
+
+
+def drawn(sel: pd.DataFrame) -> set[str]:
+    """The keys a Monte-Carlo job drew per trial (``runner.randomize``, recorded in the runs'
+    ``randomized`` column): statistics run over them by design."""
+    if RANDOMIZED not in sel:
+        # Results written before the column: a key with a value of its own in each of many
+        # trials was drawn (a grid repeats no value only when it is small).
+        if len(sel) < 8:
+            return set()
+        return {k for k in sel.columns if k.startswith(SETUP_PREFIXES)
+                and sel[k].map(_cell).nunique() == len(sel)}
+    out: set[str] = set()
+    for cell in sel[RANDOMIZED].dropna():
+        out.update(json.loads(cell) if isinstance(cell, str) else list(cell))
+    return out
+
+
+def varying(sel: pd.DataFrame, covered: Iterable[str] = ()) -> list[str]:
+    """The config keys whose values differ across the trials ``sel``, except those starting
+    with a prefix of ``covered`` (what the table groups by) and the drawn ones (:func:`drawn`;
+    the seed is no config key). Per scenario: a key of one scenario's schema is not compared
+    with another scenario's trials."""
+    if sel.empty:
+        return []
+    cover = tuple(covered)
+    skip = drawn(sel)
+    keys: set[str] = set()
+    groups = sel.groupby("scenario", sort=False) if "scenario" in sel else [("", sel)]
+    for _, g in groups:
+        for k in g.columns:
+            if (not k.startswith(SETUP_PREFIXES) or k.startswith(cover) or k in skip):
+                continue
+            if g[k].map(_cell).nunique() > 1:
+                keys.add(k)
+    return sorted(keys)
+
+
+def setup(sel: pd.DataFrame, covered: Iterable[str] = ()) -> pd.Series:
+    """A label per trial of its values of the :func:`varying` keys ('' for every trial when
+    none varies): the gain set's Table III name for the ``gains.*`` keys when it has one,
+    else ``key=value`` pairs."""
+    keys = varying(sel, covered)
+    if not keys:
+        return pd.Series("", index=sel.index, dtype=object)
+    gains = [k for k in keys if k.startswith("gains.")]
+    rest = [k for k in keys if k not in gains]
+
+    def label(row: pd.Series) -> str:
+        parts = []
+        if gains:
+            named = gains_name(row["gains.kr"]) if "gains.kr" in row else ""
+            parts.append(f"gains={named}" if named and not named.startswith("kr=") and
+                         set(gains) <= {"gains.kr", "gains.kw"} else
+                         ", ".join(f"{k}={_cell(row[k])}" for k in gains))
+        parts += [f"{k}={_cell(row[k])}" for k in rest]
+        return ", ".join(parts)
+
+    return sel.apply(label, axis=1).astype(object)
+
+
+def refuse_pooled(sel: pd.DataFrame, table: str, covered: Iterable[str] = ()) -> None:
+    """Raise :class:`Pooled` naming the keys when the trials ``sel`` of ``table`` differ in a
+    config key it does not cover."""
+    keys = varying(sel, covered)
+    if keys:
+        raise Pooled(table, keys)

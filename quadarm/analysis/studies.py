@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 import pandas as pd
 
 from quadarm.analysis.beyond import BUILDERS as BEYOND
+from quadarm.analysis.select import Pooled
 from quadarm.analysis.table import Table
 from quadarm.analysis.tables import PAPER, cost
 
@@ -56,14 +57,22 @@ def build(name: str, runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
 
 
 def build_all(runs: pd.DataFrame, metrics: pd.DataFrame,
-              names: Iterable[str] | None = None) -> list[Table]:
+              names: Iterable[str] | None = None,
+              refused: list[str] | None = None) -> list[Table]:
     """Every table whose trials are in the frames, or exactly the ``names`` (a missing one
-    raises ValueError then), plus the cost table when a mission ran."""
+    raises ValueError then), plus the cost table when a mission ran. A table whose trials
+    differ in a key it does not group by (:class:`~quadarm.analysis.select.Pooled`) is not
+    built: its reason goes into ``refused`` (raised when it was asked for by name)."""
     wanted = list(NAMES) if names is None else [canonical(n) for n in names]
     out = []
     for name in wanted:
         try:
             out.append(build(name, runs, metrics))
+        except Pooled as err:
+            if names is not None:
+                raise
+            if refused is not None:
+                refused.append(str(err))
         except ValueError:
             if names is not None:
                 raise

@@ -24,7 +24,7 @@ import pandas as pd
 
 from quadarm.analysis import published
 from quadarm.analysis.published import Tolerance
-from quadarm.analysis.select import first, metric_frame, successful
+from quadarm.analysis.select import first, metric_frame, refuse_pooled, successful
 from quadarm.analysis.table import Table, check_row, checks_frame, fmt, pair, require
 from quadarm.names import METRICS, PAPER_AFTER_TIME, WHOLE, after_phase, metric_label
 
@@ -245,6 +245,7 @@ def _scalar_study(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str, name
                   labels: dict[str, tuple[str, str]]) -> Table:
     sel = successful(runs, scenario)
     require(sel, scenario)
+    refuse_pooled(sel, name)  # its mean is over seeds and draws only
     wide = metric_frame(metrics, sel["run_id"])
     per_run = pd.DataFrame({"run_id": wide.index})
     for m in ref:
@@ -286,17 +287,25 @@ def cost(runs: pd.DataFrame) -> Table:
         "wall_s"].to_numpy(float)
     n = len(sel)
     rows = [
-        check_row("cost", "mission", "us_per_step", "wall time per step (closed loop)", "us",
-                  published.COST["us_per_step"], float(np.median(us)),
-                  published.COST_TOL["us_per_step"], n),
+        # Informational, not judged: a wall time measures the machine and its load as much
+        # as the code (a loaded machine would fail a perfect mission); `python -m
+        # quadarm.bench` compares the closed loop with a bare mj_step measured with it.
+        {**check_row("cost", "mission", "us_per_step", "wall time per step (closed loop)",
+                     "us", published.COST["us_per_step"], float(np.median(us)), None, n),
+         "tolerance": INFORMATIONAL},
         check_row("cost", "mission", "real_time_factor", "real-time factor", "x",
                   published.COST["real_time_factor"], float(np.median(rtf)), None, n),
     ]
+    rows[1]["tolerance"] = INFORMATIONAL
     return Table("cost", "Computational cost", {"runs": pd.DataFrame(
         {"run_id": sel["run_id"], "us_per_step": us, "real_time_factor": rtf})},
         checks_frame(rows), [f"Median over {n} mission trial(s); the paper's 129 us is on an "
-                             "Apple M3 Pro. See `python -m quadarm.bench` for the bare-step "
-                             "comparison."])
+                             "Apple M3 Pro. Informational, not judged: a wall time depends on "
+                             "the machine and on what else runs; `python -m quadarm.bench` "
+                             "compares the closed loop with a bare mj_step on this machine."])
+
+
+INFORMATIONAL = "informational (machine and load)"
 
 
 # The paper's studies: table name -> builder (the cost table is built from the mission runs).

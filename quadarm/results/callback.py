@@ -45,7 +45,7 @@ def summarise(sweep_dir: Path) -> SweepSummary:
     sweep_dir = Path(sweep_dir)
     launched = job_dirs_launched(sweep_dir) if sweep_dir.exists() else []
     missing = [d for d in launched if not (d / io.RUNS).exists()]
-    counts = {"ok": 0, "diverged": 0, "error": 0}
+    counts = {"ok": 0, "diverged": 0, "error": 0, "failed": 0}
     if (sweep_dir / io.RUNS).exists():
         found = pd.read_parquet(sweep_dir / io.RUNS, columns=["status"])["status"]
         counts.update({str(k): int(v) for k, v in found.value_counts().items()})

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from quadarm.results import io
 from quadarm.results.collect import collect, job_dirs
 
-STATUSES = ("ok", "diverged", "error")
+STATUSES = ("ok", "diverged", "error", "failed")  # failed: flown, the task not done
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Results:
 
     @property
     def failed(self) -> int:
-        """Trials whose status is not ``ok`` (diverged or error)."""
+        """Trials whose status is not ``ok`` (diverged, error or failed)."""
         return int((self.runs["status"] != "ok").sum())
 
     def counts(self) -> dict[str, int]:

@@ -28,7 +28,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from quadarm.runner import jit, step
+from quadarm.runner import jit, progress, step
 from quadarm.runner.arm_aware import arm_terms
 from quadarm.runner.lifecycle import (
     CHECK_EVERY,
@@ -241,7 +241,11 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     rows_step = jit.entry(kern.batch_rows, ks, prm, st, lg, stepping, stepped)
     rows_after = jit.entry(kern.after_rows, ks, prm, st, lg, stepping)
     compile_s += time.perf_counter() - t0
+    meter, key, started = progress.METER, id(preps), time.perf_counter()
+    total_t = float(max(p.plan.t[-1] for p in preps))
     for k in range(big + 1):
+        if meter.enabled and k % CHECK_EVERY == 0:  # the terminal's progress, between steps
+            meter.tick(key, ns * k / max(big, 1), total_t * k / max(big, 1), total_t, started)
         for i in pulse_steps.get(k, ()):
             apply_pulses(xfrc[i], preps[i].plan.pulses, k)
         # after() of step k - 1 (nothing in between touched what it logs), then before() of k
@@ -273,6 +277,7 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
             stale = stale or live.sum() != before
     ks.fill(k)
     rows_after(ks, prm, st, lg, stepped)  # none left after a break: a safeguard
+    meter.end(key)
 
     out = []
     for i, p in enumerate(preps):

@@ -26,6 +26,7 @@ from typing import Any
 import mujoco
 
 from quadarm.config import EVENTS, Config, RunnerConfig
+from quadarm.runner import quiet
 from quadarm.runner.batch import Incompatible, fly_batch, sizes
 from quadarm.runner.episode import fly_and_score
 from quadarm.runner.lifecycle import Episode, Prepared, grounded, prepare, reset, score
@@ -152,7 +153,8 @@ def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_
             if len(chunk) > 1:
                 t0 = time.perf_counter()
                 try:
-                    outcomes = fly_batch([p for _, p in chunk], nthread)
+                    with quiet.collapsed():
+                        outcomes = fly_batch([p for _, p in chunk], nthread)
                 except Incompatible as err:
                     log.warning("batched engine: %s; running %d trials one by one", err,
                                 len(chunk))

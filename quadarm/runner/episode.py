@@ -21,7 +21,7 @@ import numpy as np
 from quadarm.config import Config
 from quadarm.model import payload
 from quadarm.model.world import capture
-from quadarm.runner import jit, step
+from quadarm.runner import jit, progress, quiet, step
 from quadarm.runner.lifecycle import (
     Diverged,
     Episode,
@@ -127,12 +127,16 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     rows = n + 1
     unchecked = 1  # the first state no check has passed yet
     edges = chunk_edges(n, () if held else plan.pulses, plan.events)
+    meter, key, started, total_t = progress.METER, id(p), time.perf_counter(), float(plan.t[-1])
     for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
         if not held:
             apply_pulses(xfrc, plan.pulses, k0)
         if plan.events:
             switch_payload(m, d, plan.events, k0, plan)
         kern.fly_chunk(mp, dp, k0, k1, prm, st, lg)
+        if meter.enabled:  # the terminal's progress: reads the clock, touches no state
+            t_k = float(plan.t[min(k1, n)])
+            meter.tick(key, t_k / total_t if total_t > 0 else 1.0, t_k, total_t, started)
         last = k1 - 1
         if last < n and checked(last, n):
             q, v = ((np.concatenate([pose, qpos]), np.concatenate([np.zeros(6), qvel]))
@@ -142,6 +146,7 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
                 rows = k1
                 break
             unchecked = k1 + 1
+    meter.end(key)
     if any(a is not None and a.gusty for a in airs):
         wind[:] = cfg.aero.wind  # leave the model as it was compiled (steady wind only)
     log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, lg.tip[:, 0], lg.ctrl[:, 0],
@@ -187,7 +192,8 @@ def fly_and_score(p: Prepared) -> Episode:
     not the kernels' compile (``compile_s``)."""
     t0 = time.perf_counter()
     try:
-        outcome = fly(p)
+        with quiet.collapsed():  # MuJoCo's repeated warnings: one line each, with a count
+            outcome = fly(p)
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
         outcome = Outcome(None, None, f"{type(err).__name__}: {err}")
     wall = time.perf_counter() - t0 - outcome.compile_s

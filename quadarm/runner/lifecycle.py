@@ -9,7 +9,9 @@
   MuJoCo's instability warnings, non-finite values and the bounding box; :func:`onset` dates a
   failure at its first bad state.
 - **score** (:func:`score`): the one way an outcome becomes an :class:`Episode` (status
-  ``ok``, ``diverged`` or ``error``, with the scenario's metrics when ``ok``).
+  ``ok``, ``diverged`` or ``error``, with the scenario's metrics when ``ok``; ``failed``,
+  with its metrics, when the flight was sound but the scenario's task was not done: a touch
+  that never touched, a pick that never grasped, :func:`task_failure`).
 
 A trial's error is data: nothing here raises for a bad trial.
 """
@@ -47,8 +49,10 @@ class Diverged(RuntimeError):
 
 @dataclass
 class Episode:
-    """The outcome of one trial. ``status`` is ``ok``, ``diverged`` or ``error``; on failure
-    ``log`` holds what was simulated up to that point and ``metrics`` is empty."""
+    """The outcome of one trial. ``status`` is ``ok``, ``diverged``, ``error`` or ``failed``
+    (the task was not done, :func:`task_failure`); after ``diverged`` or ``error`` ``log``
+    holds what was simulated up to that point and ``metrics`` is empty, after ``failed`` the
+    metrics are kept (they say how far the task got)."""
 
     status: str
     message: str
@@ -254,4 +258,13 @@ def _score(p: Prepared, o: Outcome, wall_s: float) -> Episode:
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
         return Episode("error", f"{type(err).__name__}: {err}", [], o.log, p.plan, p.built,
                        steps, wall_s)
-    return Episode("ok", "", values, o.log, p.plan, p.built, p.plan.steps, wall_s)
+    why = task_failure(p, values)
+    return Episode("failed" if why else "ok", why, values, o.log, p.plan, p.built,
+                   p.plan.steps, wall_s)
+
+
+def task_failure(p: Prepared, values: list[Metric]) -> str:
+    """Why the scenario's task was not done ('' when it was, or when the scenario has no
+    task): the scenario module's optional ``failure(cfg, values)``, from its metrics."""
+    judge = getattr(p.module, "failure", None)
+    return str(judge(p.cfg, values)) if judge is not None else ""

@@ -49,7 +49,7 @@ from quadarm.runner.lifecycle import Episode
 from quadarm.runner.trials import Trial
 from quadarm.scenarios import estimates
 
-DONE = ("ok", "diverged")  # statuses a resumed study does not recompute
+DONE = ("ok", "diverged", "failed")  # statuses a resumed study does not recompute
 FINGERPRINT_KEY = "quadarm.fingerprint"
 QUARANTINE = "quarantine"  # folder of the store that receives unreadable trials
 # Subpackages whose code does not change a trial's numbers (tables, figures from Parquet).
@@ -110,6 +110,11 @@ def timeseries_frame(ep: Episode, run_id: str, every: int,
     data[names.TIP_LATERAL_CM] = log.tip_lateral()[rows] * 100
     if log.contact is not None and world is not None and world.objects:
         data.update(contact_columns(log.contact[rows], world))
+    payload_adr = _payload_adr(model)
+    if payload_adr is not None:  # the carried or placed object's centre (m, world)
+        dq = log.qpos.shape[1] - model.nq
+        for i, c in enumerate(names.PAYLOAD_POSITION):
+            data[c] = log.qpos[rows, dq + payload_adr + i]
     if log.est is not None:  # sensing: the controllers' estimates and their errors
         for i, c in enumerate(names.ESTIMATE):
             data[c] = log.est[rows, i]
@@ -129,6 +134,14 @@ def timeseries_frame(ep: Episode, run_id: str, every: int,
         data[name] = log.qpos[rows, dq + model.jnt_qposadr[j]]
         data[names.joint_velocity_column(name)] = log.qvel[rows, dv + model.jnt_dofadr[j]]
     return pd.DataFrame(data)
+
+
+def _payload_adr(model: mujoco.MjModel) -> int | None:
+    """The qpos address of the payload's free joint, or None without a payload."""
+    from quadarm.model import names as model_names
+
+    j = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, model_names.PAYLOAD_JOINT)
+    return None if j < 0 else int(model.jnt_qposadr[j])
 
 
 def contact_columns(contact: np.ndarray, world: WorldConfig) -> dict[str, np.ndarray]:
@@ -172,6 +185,9 @@ def run_row(trial: Trial, ep: Episode | None, status: str, message: str, wall_s:
     if trial.cfg is not None:
         row.update({k: v for k, v in flatten(trial.cfg).items()
                     if not k.startswith("runner.")})
+        # The keys drawn per trial (runner.randomize): the analysis pools over them by design
+        # and over no other key that varies (quadarm.analysis.select.varying).
+        row["randomized"] = json.dumps(sorted(trial.cfg.runner.randomize))
     else:
         # A trial without a valid config (a draw outside its key's range): keep the values
         # that made it, so the failure can be traced to them.

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from quadarm.config import Config, default_store
 from quadarm.results import io
 from quadarm.results.result import Results, series_index
-from quadarm.runner import engine
+from quadarm.runner import engine, progress, quiet
 from quadarm.runner.backends import BackendError
 from quadarm.runner.store import (
     FINGERPRINT_KEY,
@@ -61,12 +63,55 @@ def _keep_timeseries(mode: str, n: int) -> list[bool]:
     return [False] * n
 
 
-def _progress(items: Iterable, total: int, enabled: bool) -> Iterable:
-    if not enabled or total <= 3:
-        return items
+def _bar(total: int, enabled: bool) -> Any:
+    """The job's bar over its trials (tqdm), or None: off, three trials or fewer (each long
+    one draws its own line, :mod:`quadarm.runner.progress`), or stderr not a terminal (no
+    bar in logs and pipes)."""
+    if not enabled or total <= 3 or not quiet.terminal():
+        return None
     from tqdm.auto import tqdm
 
-    return tqdm(items, total=total, unit="trial", file=sys.stderr, dynamic_ncols=True)
+    return tqdm(total=total, unit="trial", file=sys.stderr, dynamic_ncols=True,
+                bar_format="{l_bar}{bar}| {n:.1f}/{total_fmt} [{elapsed}<{remaining}]")
+
+
+def _steps(cfg: Config | None) -> int:
+    """The simulation steps of one trial (0 when unknown)."""
+    if cfg is None or not cfg.scenario.duration:
+        return 0
+    return int(round(float(cfg.scenario.duration) / float(cfg.sim.timestep)))
+
+
+@contextmanager
+def _compile_choice(cfg: Config, todo: list[tuple[Trial, bool]]) -> Iterator[None]:
+    """``runner.compiled: auto`` for this job (:func:`quadarm.runner.compiling.choose`): plain
+    Python while its steps cost less than compiling the loops it needs (``QUADARM_NUMBA=0``
+    for the job, so that worker processes started for it follow), else compiled, announced
+    when the loops are not cached. ``QUADARM_NUMBA`` set by the user, another setting of the
+    key, or a Dask cluster (whose workers have caches of their own): unchanged."""
+    from quadarm.runner import compiling, jit
+
+    user = os.environ.get(jit.ENV)
+    setting = cfg.runner.compiled
+    if (not todo or (user is not None and user.strip()) or setting == "false"
+            or cfg.runner.backend == "dask"):
+        yield
+        return
+    batched, serial = engine.split(cfg.runner, todo) if cfg.runner.engine != "serial" else (
+        [], todo)
+    loops = compiling.job_loops(bool(batched), bool(serial))
+    choice = compiling.choose(sum(_steps(t.cfg) for t, _ in todo), loops,
+                              sum(_steps(t.cfg) * compiling.plain_step_s(t.cfg)
+                                  for t, _ in todo if t.cfg is not None))
+    if setting == "true" or choice.compiled:
+        compiling.announce(choice.cold)
+        yield
+        return
+    os.environ[jit.ENV] = "0"
+    try:
+        yield
+    finally:
+        os.environ.pop(jit.ENV, None)
 
 
 def resolve_store(cfg: Config, out_dir: Path, store: Path | str | None = None,
@@ -116,13 +161,24 @@ def run(cfg: Config, out_dir: Path | str, n_jobs: int | None = None,
     skipped = len(trials) - len(todo)
     jobs = engine.effective_jobs(cfg.runner) if n_jobs is None else n_jobs
     done = 0
+    with _compile_choice(cfg, todo):
+        return _run(cfg, out_dir, store_dir, trials, meta, keep, todo, skipped, jobs, done)
+
+
+def _run(cfg: Config, out_dir: Path, store_dir: Path, trials: list[Trial], meta: dict[str, str],
+         keep: list[bool], todo: list[tuple[Trial, bool]], skipped: int, jobs: int,
+         done: int) -> Results:
+    """The dispatch and assembly of :func:`run`."""
     outcomes = engine.dispatch(
         cfg.runner, todo, jobs,
         run_trial=partial(run_trial, store=store_dir, meta=meta),
         record=lambda trial, keep, ep: record(trial, ep, store_dir, keep, meta))
+    bar = _bar(len(todo), cfg.runner.progress)
+    progress.METER.attach(bar, cfg.runner.progress)
     try:
-        for _ in _progress(outcomes, len(todo), cfg.runner.progress):
+        for _ in outcomes:
             done += 1
+            progress.METER.done()
     except BackendError:
         raise  # nothing ran: not an interruption
     except (KeyboardInterrupt, Exception) as err:
@@ -131,6 +187,10 @@ def run(cfg: Config, out_dir: Path | str, n_jobs: int | None = None,
         # Count from the store: workers may have finished trials the generator never yielded.
         kept = sum(finished(store_dir, t.run_id, k) for t, k in zip(trials, keep, strict=True))
         raise StudyInterrupted(max(kept, skipped + done), len(trials), store_dir, err) from err
+    finally:
+        progress.METER.detach()
+        if bar is not None:
+            bar.close()
     return assemble(store_dir, out_dir, trials, meta, skipped=skipped, keep=keep)
 
 

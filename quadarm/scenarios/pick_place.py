@@ -254,3 +254,14 @@ def check(cfg: Config) -> None:
                           f"(control.tip_mode=arm: the arm alone misses it by "
                           f"{rows[j, 6] * 100:.1f} cm, more than {WORKSPACE_TOL * 100:g} cm); "
                           "use tip_mode=coordinated or vehicle")
+
+
+def failure(cfg: Config, values: list[Metric]) -> str:
+    """Why the pick and place failed its task ('' when it grasped): the tip never came within
+    ``scenario.capture_radius`` of the grasp point (its closest approach is ``grasp_miss_cm``)."""
+    got = {k: v for _, k, v in values}
+    if got.get("grasped", 1.0) > 0.0:
+        return ""
+    return (f"task failed: never grasped the object (the tip came within "
+            f"{got.get('grasp_miss_cm', float('nan')):.2f} cm of the grasp point; "
+            f"scenario.capture_radius = {cfg.scenario.capture_radius * 100:g} cm)")

@@ -229,3 +229,15 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
             (WHOLE, "hub_disp_cm",
              float(np.linalg.norm(log.position[hold] - log.position[k0], axis=1).max() * 100))]
     return out
+
+
+def failure(cfg: Config, values: list[Metric]) -> str:
+    """Why the touch failed its task ('' when it touched): no arm contact in the whole run
+    (``contact_made`` 0), with how far the hub came (``hub_dev_cm`` says whether it tracked
+    its reference)."""
+    got = {k: v for _, k, v in values}
+    if got.get("contact_made", 1.0) > 0.0:
+        return ""
+    name = target(cfg.world, cfg.scenario.target).name
+    return (f"task failed: the arm never touched {name} (approach of scenario.reach = "
+            f"{cfg.scenario.reach:g} m from scenario.altitude = {cfg.scenario.altitude:g} m)")

@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from quadarm.analysis.figures import save
-from quadarm.analysis.select import column, metric_frame, trials, value
+from quadarm.analysis.select import column, metric_frame, setup, trials, value
 from quadarm.analysis.table import Table, checks_frame
 
 METRICS = (("carry", "dip_cm", "dip after the grasp [cm]"),
@@ -35,12 +35,20 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
         "release_recover_s": [value(wide, r, "released", "recover_s") for r in sel["run_id"]],
         "tilt_max_deg": [value(wide, r, "carry", "tilt_max_deg") for r in sel["run_id"]],
         "tip_swing_cm": [value(wide, r, "carry", "tip_swing_cm") for r in sel["run_id"]],
-    }).sort_values(["feedforward", "mass_g"], ignore_index=True)
+    })
+    # Any other key that varies (a gain set, an altitude) keeps its trials apart (issue 27).
+    rows.insert(0, "setup", setup(sel, covered=("control.feedforward",
+                                                "scenario.payload_mass")).to_numpy())
+    rows = rows.sort_values(["setup", "feedforward", "mass_g"], ignore_index=True)
     notes = []
-    for ff, g in rows.groupby("feedforward", sort=False):
+    for (su, ff), g in rows.groupby(["setup", "feedforward"], sort=False):
         worst = g.iloc[-1]
-        notes.append(f"feedforward={ff}: {worst['mass_g']:g} g dips {worst['dip_cm']:.2f} cm "
-                     f"and is back within tolerance after {worst['recover_s']:.1f} s.")
+        where = f" ({su})" if su else ""
+        notes.append(f"feedforward={ff}{where}: {worst['mass_g']:g} g dips "
+                     f"{worst['dip_cm']:.2f} cm and is back within tolerance after "
+                     f"{worst['recover_s']:.1f} s.")
+    if not (rows["setup"] != "").any():
+        rows = rows.drop(columns="setup")
     return Table("payload", "Payload: grasp and release in hover, against the payload mass",
                  {"payload": rows}, checks_frame([]), notes)
 
@@ -52,8 +60,11 @@ def figure(tab: Table, path: Path | str) -> Path:
     axes = fig.subplots(1, len(METRICS))
     keys = {"dip_cm": "dip_cm", "recover_s": "recover_s", "rise_cm": "rise_cm"}
     for ax, (_, m, label) in zip(axes, METRICS, strict=True):
-        for ff, g in rows.groupby("feedforward", sort=False):
-            ax.plot(g["mass_g"], g[keys[m]], "o-", ms=4, label=f"feedforward={ff}")
+        by = ["setup", "feedforward"] if "setup" in rows else ["feedforward"]
+        for key, g in rows.groupby(by, sort=False):
+            parts = key if isinstance(key, tuple) else (key,)
+            label = f"feedforward={parts[-1]}" + (f", {parts[0]}" if len(parts) > 1 else "")
+            ax.plot(g["mass_g"], g[keys[m]], "o-", ms=4, label=label)
         ax.set_xlabel("payload mass [g]")
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)

@@ -19,7 +19,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from quadarm.analysis.figures import save
-from quadarm.analysis.select import column, metric_frame, only
+from quadarm.analysis.select import column, metric_frame, only, setup
 from quadarm.analysis.table import Table, checks_frame
 from quadarm.names import WHOLE
 
@@ -62,13 +62,17 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     if not (sel["preset"] != "exact").any():
         raise ValueError("no sensing study (trials with a sensing preset other than exact)")
     sel = sel.drop_duplicates("run_id")
+    # Every other key that varies (a gain set, a scenario option) is a row of its own, never
+    # pooled with the seeds (issue 27): "setup" names it, empty when nothing else varies.
+    sel["setup"] = setup(sel, covered=("sensing.", "control.feedforward"))
     wide = metric_frame(metrics, sel["run_id"])
     rows, spread = [], []
-    for (scen, preset, ff), g in sel.groupby(["scenario", "preset", "feedforward"], sort=False):
+    for (scen, preset, ff, su), g in sel.groupby(["scenario", "preset", "feedforward", "setup"],
+                                                 sort=False):
         ok = g[g["status"] == "ok"]
         ids = ok["run_id"]
         row: dict[str, object] = {"scenario": scen, "sensing": preset, "feedforward": ff,
-                                  "trials": len(g), "ok": len(ok)}
+                                  "setup": su, "trials": len(g), "ok": len(ok)}
         a, b = TRACKING[scen]
         for m in (a, b, *ESTIMATES):
             phase = SHAPE_PHASE.get(scen, WHOLE) if m.startswith("shape") else WHOLE
@@ -79,64 +83,87 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
                 row[m] = st["mean"]
             if st["n"]:
                 spread.append({"scenario": scen, "sensing": preset, "feedforward": ff,
-                               "metric": m, "phase": phase, "seeds": int(st["n"]),
+                               "setup": su, "metric": m, "phase": phase, "seeds": int(st["n"]),
                                **{k: st[k] for k, _ in STATS}})
         rows.append(row)
     frame = pd.DataFrame(rows)
     frame["_s"] = frame["scenario"].map(SCENARIOS.index)
     frame["_p"] = frame["sensing"].map(lambda p: PRESETS.index(p) if p in PRESETS else 99)
-    frame = frame.sort_values(["_s", "feedforward", "_p"]).drop(columns=["_s", "_p"])
+    frame = frame.sort_values(["_s", "feedforward", "setup", "_p"]).drop(columns=["_s", "_p"])
     notes = []
-    sweep = frame[(frame["scenario"] == "mission") & (frame["sensing"] == "realistic")
-                  & (frame["feedforward"] == "none")]
-    if len(sweep):
-        tip = float(sweep["shape_tip_mean_pct"].iloc[0])
-        notes.append(f"Arm-shape tip error in the mission's tendon sweep, realistic preset: "
-                     f"{tip:.2f} % of L (mean over the sweep and the seeds; target "
-                     f"<= {TIP_TARGET_PCT:g} %: {'met' if tip <= TIP_TARGET_PCT else 'missed'}).")
-    for scen in SCENARIOS:
-        f = frame[(frame["scenario"] == scen) & (frame["feedforward"] == "none")]
-        base = f[f["sensing"] == "exact"]
-        if len(base) and len(f) > 1:
-            m = f"{TRACKING[scen][0]}_mean"
-            ref = float(base[m].iloc[0])
-            parts = [f"{r.sensing} {getattr(r, m):.3g}" for r in f.itertuples()
-                     if r.sensing != "exact"]
-            notes.append(f"{scen}: {TRACKING[scen][0]} exact {ref:.3g}; " + ", ".join(parts))
-    order = {k: i for i, k in enumerate(zip(frame["scenario"], frame["sensing"],
-                                            frame["feedforward"], strict=True))}
+    for su in frame["setup"].unique():
+        where = f" ({su})" if su else ""
+        sweep = frame[(frame["scenario"] == "mission") & (frame["sensing"] == "realistic")
+                      & (frame["feedforward"] == "none") & (frame["setup"] == su)]
+        if len(sweep):
+            tip = float(sweep["shape_tip_mean_pct"].iloc[0])
+            notes.append(f"Arm-shape tip error in the mission's tendon sweep, realistic "
+                         f"preset{where}: {tip:.2f} % of L (mean over the sweep and the seeds; "
+                         f"target <= {TIP_TARGET_PCT:g} %: "
+                         f"{'met' if tip <= TIP_TARGET_PCT else 'missed'}).")
+        for scen in SCENARIOS:
+            f = frame[(frame["scenario"] == scen) & (frame["feedforward"] == "none")
+                      & (frame["setup"] == su)]
+            base = f[f["sensing"] == "exact"]
+            if len(base) and len(f) > 1:
+                m = f"{TRACKING[scen][0]}_mean"
+                ref = float(base[m].iloc[0])
+                parts = [f"{r.sensing} {getattr(r, m):.3g}" for r in f.itertuples()
+                         if r.sensing != "exact"]
+                notes.append(f"{scen}{where}: {TRACKING[scen][0]} exact {ref:.3g}; "
+                             + ", ".join(parts))
+    keys = ["scenario", "sensing", "feedforward", "setup"]
+    order = {k: i for i, k in enumerate(zip(*(frame[c] for c in keys), strict=True))}
     long = pd.DataFrame(spread)
-    long["_o"] = [order[k] for k in zip(long["scenario"], long["sensing"], long["feedforward"],
-                                        strict=True)]
+    long["_o"] = [order[k] for k in zip(*(long[c] for c in keys), strict=True)]
     long = long.sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+    if not (frame["setup"] != "").any():  # nothing else varied: the table as before
+        frame, long = frame.drop(columns="setup"), long.drop(columns="setup")
     return Table("sensing", "Sensing: the controllers on the estimates",
                  {"sensing": frame.reset_index(drop=True), "spread": long},
                  checks_frame([]), notes)
 
 
 def figure(tab: Table, path: Path | str) -> Path:
-    """Per scenario: the tracking metric (mean +- std over seeds) per preset; and the
-    arm-shape tip error (% L) per preset (mean, bars from the seeds' min to max)."""
+    """Per scenario with trials: the tracking metric (mean +- std over seeds) per preset (and
+    setup, when another key varied); and, when the mission has shape estimates, the arm-shape
+    tip error (% L) per preset (mean, bars from the seeds' min to max). Only panels with data
+    are drawn."""
     rows = tab.data["sensing"]
     rows = rows[rows["feedforward"] == "none"]
-    fig = Figure(figsize=(12.0, 3.4), layout="constrained")
-    axes = fig.subplots(1, len(SCENARIOS) + 1)
-    for ax, scen in zip(axes, SCENARIOS, strict=False):
+    long = tab.data.get("spread")
+    shape = pd.DataFrame()
+    if long is not None and len(long):
+        shape = long[(long["scenario"] == "mission") & (long["feedforward"] == "none")
+                     & (long["metric"] == "shape_tip_mean_pct")]
+    scens = [s for s in SCENARIOS if (rows["scenario"] == s).any()]
+    panels = len(scens) + (1 if len(shape) else 0)
+    fig = Figure(figsize=(max(4.0, 3.6 * panels), 3.6), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, max(panels, 1)))
+
+    def labels(g: pd.DataFrame) -> list[str]:
+        if "setup" in g and (g["setup"] != "").any():
+            return [f"{p}\n{su}" for p, su in zip(g["sensing"], g["setup"], strict=True)]
+        return list(g["sensing"])
+
+    for ax, scen in zip(axes, scens, strict=False):
         g = rows[rows["scenario"] == scen]
         m = TRACKING[scen][0]
-        if len(g):
-            ax.bar(g["sensing"], g[f"{m}_mean"], yerr=g[f"{m}_std"], capsize=3)
+        ax.bar(labels(g), g[f"{m}_mean"], yerr=g[f"{m}_std"], capsize=3)
         ax.set_title(f"{scen}: {m}", fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
         ax.grid(alpha=0.3, axis="y")
-    ax = axes[-1]
-    long = tab.data.get("spread")
-    if long is not None and len(long):
-        g = long[(long["scenario"] == "mission") & (long["feedforward"] == "none")
-                 & (long["metric"] == "shape_tip_mean_pct")]
-        if len(g):  # mean over the seeds, bars from the seeds' min to max
-            ax.bar(g["sensing"], g["mean"], yerr=np.vstack([g["mean"] - g["min"],
-                                                            g["max"] - g["mean"]]), capsize=3)
-    ax.axhline(TIP_TARGET_PCT, color="k", ls="--", lw=0.8)
-    ax.set_title("mission tendon sweep: shape tip error [% L]", fontsize=9)
-    ax.grid(alpha=0.3, axis="y")
+    if len(shape):
+        ax = axes[-1]
+        ax.bar(labels(shape), shape["mean"], yerr=np.vstack([shape["mean"] - shape["min"],
+                                                             shape["max"] - shape["mean"]]),
+               capsize=3)
+        ax.axhline(TIP_TARGET_PCT, color="k", ls="--", lw=0.8)
+        ax.set_title("mission tendon sweep:\nshape tip error [% L]", fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(alpha=0.3, axis="y")
+    if panels == 0:
+        axes[0].set_axis_off()
+        axes[0].text(0.5, 0.5, "no sensed trials of the mission, disturbance or held bend",
+                     ha="center", va="center", fontsize=9)
     return save(fig, path)

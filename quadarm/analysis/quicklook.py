@@ -1,0 +1,198 @@
+"""A quick look at every scenario's trials (issue 27): a table and a figure for any run, from its
+Parquet files alone, so that ``python -m quadarm.analysis RUN -o OUT`` on a touch, reach, trace,
+pick-and-place or payload run writes something to read.
+
+Per scenario kind found among the trials (every status; failed tasks included, with their
+status): ``quicklook_<kind>.md`` / ``.csv``, one row per trial with its status, the config keys
+that vary across them (:func:`quadarm.analysis.select.varying`) and its ``whole``-phase metrics
+(the payload's ``carry`` phase); and ``quicklook_<kind>.png`` from the time series of up to
+:data:`MAX_TRIALS` trials that kept them:
+
+- touch: the normal contact force on the arm (N) against the force setpoint, over time;
+- reach, trace: the tip's path (m, top and side views) against the targets (reach) or the
+  path's centre and, for a circle, the circle (trace);
+- pick_place: the object's path (m, top and side views) with its place, and the tip's;
+- payload: the dip, the hub's altitude below its reference (cm), with grasp and release.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from quadarm.analysis.figures import save
+from quadarm.analysis.markdown import markdown_table
+from quadarm.analysis.select import varying
+from quadarm.names import CONTACT_NORMAL, PAYLOAD_POSITION, TIME, TIP, WHOLE
+from quadarm.results.result import Results
+
+KINDS = ("touch", "reach", "trace", "pick_place", "payload")
+PHASE = {"payload": "carry"}  # the phase whose metrics the table shows (else whole)
+MAX_TRIALS = 4  # trials drawn in one figure
+PAYLOAD = PAYLOAD_POSITION  # the object's centre, m (timeseries)
+
+
+def _vector(cell: Any) -> np.ndarray:
+    value = json.loads(cell) if isinstance(cell, str) else cell
+    return np.asarray(value, dtype=float)
+
+
+def table(res: Results, kind: str) -> pd.DataFrame:
+    """One row per trial of ``kind``: run_id, status, the varying config keys, the metrics of
+    its phase (:data:`PHASE`)."""
+    runs = res.runs[res.runs["scenario"] == kind].drop_duplicates("run_id", keep="last")
+    keys = varying(runs)
+    frame = runs[["run_id", "status", *keys]].reset_index(drop=True)
+    m = res.metrics[res.metrics["run_id"].isin(frame["run_id"])
+                    & (res.metrics["phase"] == PHASE.get(kind, WHOLE))]
+    if len(m):
+        wide = m.pivot_table(index="run_id", columns="metric", values="value", aggfunc="last")
+        frame = frame.merge(wide, left_on="run_id", right_index=True, how="left")
+    return frame
+
+
+def _label(frame: pd.DataFrame, run_id: str) -> str:
+    row = frame[frame["run_id"] == run_id].iloc[0]
+    extra = [f"{k}={row[k]}" for k in frame.columns
+             if k not in ("run_id", "status") and "." in k]
+    text = ", ".join(extra[:2]) or run_id[:8]
+    return text + ("" if row["status"] == "ok" else f" ({row['status']})")
+
+
+def figure(res: Results, kind: str, frame: pd.DataFrame, path: Path) -> Path | None:
+    """The quick-look figure of ``kind`` (see the module docstring); None when no trial kept
+    its time series."""
+    ids = [r for r in frame["run_id"] if res.has_series(r)][:MAX_TRIALS]
+    if not ids:
+        return None
+    draw = {"touch": _touch, "reach": _tip_path, "trace": _tip_path,
+            "pick_place": _pick_place, "payload": _payload}[kind]
+    fig = Figure(figsize=(9.0, 3.8), layout="constrained")
+    draw(fig, res, ids, frame)
+    fig.suptitle(f"{kind}: quick look ({len(ids)} of {len(frame)} trial(s))", fontsize=10)
+    return save(fig, path)
+
+
+def _touch(fig: Figure, res: Results, ids: list[str], frame: pd.DataFrame) -> None:
+    ax = fig.subplots()
+    for i, r in enumerate(ids):
+        ts = res.timeseries(r)
+        line = ax.plot(ts[TIME], ts[CONTACT_NORMAL] if CONTACT_NORMAL in ts else np.nan * ts[TIME],
+                       lw=1.0, label=_label(frame, r))[0]
+        setpoint = float(res.run(r).get("scenario.force", math.nan))
+        ax.axhline(setpoint, color=line.get_color(), ls="--", lw=0.8,
+                   label="setpoint" if i == 0 else None)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("normal force on the arm [N]")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+
+
+def _views(fig: Figure) -> tuple[Any, Any]:
+    top, side = fig.subplots(1, 2)
+    top.set_xlabel("x [m]")
+    top.set_ylabel("y [m]")
+    top.set_title("top view", fontsize=9)
+    top.set_aspect("equal", adjustable="datalim")
+    side.set_xlabel("x [m]")
+    side.set_ylabel("z [m]")
+    side.set_title("side view", fontsize=9)
+    side.set_aspect("equal", adjustable="datalim")
+    for ax in (top, side):
+        ax.grid(alpha=0.3)
+    return top, side
+
+
+def _tip_path(fig: Figure, res: Results, ids: list[str], frame: pd.DataFrame) -> None:
+    top, side = _views(fig)
+    for r in ids:
+        ts = res.timeseries(r)
+        label = _label(frame, r)
+        top.plot(ts[TIP[0]], ts[TIP[1]], lw=1.0, label=label)
+        side.plot(ts[TIP[0]], ts[TIP[2]], lw=1.0)
+    run = res.run(ids[0])
+    if run["scenario"] == "reach" and isinstance(run.get("scenario.targets"), str):
+        pts = _vector(run["scenario.targets"]).reshape(-1, 3)
+        top.plot(pts[:, 0], pts[:, 1], "kx", ms=8, label="targets")
+        side.plot(pts[:, 0], pts[:, 2], "kx", ms=8)
+    elif run["scenario"] == "trace" and isinstance(run.get("scenario.center"), str):
+        c = _vector(run["scenario.center"])
+        top.plot(c[0], c[1], "k+", ms=8, label="path centre")
+        side.plot(c[0], c[2], "k+", ms=8)
+        if run.get("scenario.path") == "circle":
+            a = np.linspace(0.0, 2 * np.pi, 200)
+            rad = float(run["scenario.size"]) / 2
+            if run.get("scenario.plane", "horizontal") == "horizontal":
+                top.plot(c[0] + rad * np.cos(a), c[1] + rad * np.sin(a), "k--", lw=0.8,
+                         label="target circle")
+                side.plot(c[0] + rad * np.cos(a), np.full_like(a, c[2]), "k--", lw=0.8)
+            else:
+                side.plot(c[0] + rad * np.cos(a), c[2] + rad * np.sin(a), "k--", lw=0.8,
+                          label="target circle")
+    top.legend(fontsize=7, loc="best")
+
+
+def _pick_place(fig: Figure, res: Results, ids: list[str], frame: pd.DataFrame) -> None:
+    top, side = _views(fig)
+    for r in ids:
+        ts = res.timeseries(r)
+        label = _label(frame, r)
+        if all(c in ts for c in PAYLOAD):
+            line = top.plot(ts[PAYLOAD[0]], ts[PAYLOAD[1]], lw=1.5, label=f"object: {label}")[0]
+            side.plot(ts[PAYLOAD[0]], ts[PAYLOAD[2]], lw=1.5, color=line.get_color())
+        top.plot(ts[TIP[0]], ts[TIP[1]], lw=0.6, ls=":", color="0.4")
+        side.plot(ts[TIP[0]], ts[TIP[2]], lw=0.6, ls=":", color="0.4")
+    place = res.run(ids[0]).get("scenario.place")
+    if isinstance(place, str):
+        p = _vector(place)
+        top.plot(p[0], p[1], "kx", ms=8, label="place")
+        side.plot(p[0], p[2], "kx", ms=8)
+    top.plot([], [], lw=0.6, ls=":", color="0.4", label="tip")
+    top.legend(fontsize=7, loc="best")
+
+
+def _payload(fig: Figure, res: Results, ids: list[str], frame: pd.DataFrame) -> None:
+    ax = fig.subplots()
+    for i, r in enumerate(ids):
+        ts = res.timeseries(r, [TIME, "z", "z_ref"])
+        ax.plot(ts[TIME], (ts["z_ref"] - ts["z"]) * 100.0, lw=1.0, label=_label(frame, r))
+        run = res.run(r)
+        for key, what in (("scenario.grasp_at", "grasp"), ("scenario.release_at", "release")):
+            if key in run and np.isfinite(float(run[key])):
+                ax.axvline(float(run[key]), color="0.5", ls=":", lw=0.8,
+                           label=what if i == 0 else None)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("dip: z_ref - z [cm]")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+
+
+def write(res: Results, out_dir: Path) -> list[Path]:
+    """The quick-look tables and figures of every scenario of :data:`KINDS` among the
+    trials; returns the files written."""
+    written: list[Path] = []
+    if res.runs.empty or "scenario" not in res.runs:
+        return written
+    for kind in KINDS:
+        if not (res.runs["scenario"] == kind).any():
+            continue
+        frame = table(res, kind)
+        md, csv = out_dir / f"quicklook_{kind}.md", out_dir / f"quicklook_{kind}.csv"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        counts = frame["status"].value_counts()
+        status = ", ".join(f"{int(n)} {s}" for s, n in counts.items())
+        md.write_text(f"# {kind}: quick look\n\n_{len(frame)} trial(s): {status}; metrics of "
+                      f"the {PHASE.get(kind, WHOLE)} phase._\n\n"
+                      + markdown_table(frame) + "\n")
+        frame.to_csv(csv, index=False)
+        written += [md, csv]
+        png = figure(res, kind, frame, out_dir / f"quicklook_{kind}.png")
+        if png is not None:
+            written.append(png)
+    return written
