@@ -29,6 +29,7 @@ from quadarm.config.checks import (
     _real,
     _vector,
 )
+from quadarm.config.sections import SectionArmConfig
 from quadarm.config.sensing import SensingConfig
 from quadarm.names import (  # noqa: F401 - re-exported by quadarm.config
     AFTER_PHASE,
@@ -313,6 +314,7 @@ class RodArmConfig:
 
 
 ARMS: dict[str, type] = {"prb12": ArmConfig, "rod": RodArmConfig}
+ARMS["sections"] = SectionArmConfig  # multi-section arms (quadarm/config/sections.py)
 """The arm schemas, by the name of the ``conf/arm`` option that ships with them."""
 
 
