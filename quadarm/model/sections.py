@@ -105,6 +105,8 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
             link.add_joint(name=name, type=mujoco.mjtJoint.mjJNT_HINGE, axis=vec,
                            stiffness=[kk, 0, 0], damping=sec.damping / ell, springref=0.0,
                            frictionloss=arm.joint_friction, **limit)
+            if arm.joint_friction > 0:
+                link.joints[-1].solimp_friction = [0.9999, 0.9999, 0.001, 0.5, 2.0]
             joints.append(name)
         shade = 0.3 + 0.6 * j / max(len(arm.sections) - 1, 1)
         # A massless link would have no inertia of its own: a floor keeps the chain's mass
@@ -125,6 +127,11 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
     for i in range(nt):
         t = spec.add_tendon(name=names.tendon(i), rgba=[0.1, 0.1, 0.1, 1], width=0.0005,
                             frictionloss=arm.tendon_friction)
+        if arm.tendon_friction > 0:
+            # MuJoCo's friction is a soft constraint: with the default impedance a held load
+            # creeps through it within a fraction of a second, which would erase the
+            # hysteresis of a slow pull. A stiff impedance keeps it Coulomb-like.
+            t.solimp_friction = [0.9999, 0.9999, 0.001, 0.5, 2.0]
         if arm.tendon_routing == "sites":
             t.wrap_site(names.tendon_anchor(i))
             for site in vias[i]:
