@@ -222,6 +222,8 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
         job_cfg = to_config(cfg)
     except OmegaConfBaseException as err:
         raise explain(err, job, extra) from None
+    check_sections(job_cfg)
+    check_bench(job_cfg)
     from quadarm.runner.trials import check
 
     try:
@@ -246,6 +248,33 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
 
     check_pick_place(job_cfg)  # tip_mode=arm: every pick-and-place waypoint in reach
     return job_cfg, hydra_node
+
+
+def check_bench(cfg: Config) -> None:
+    """Refuse a bench-mounted airframe (``airframe=bench``) outside the grounded scenarios:
+    a frame welded to the world cannot fly."""
+    from quadarm.config import GROUNDED
+
+    if cfg.airframe.bench != "none" and cfg.scenario.kind not in GROUNDED:
+        raise ConfigError("airframe.bench", cfg.airframe.bench,
+                          f"a bench mount holds the arm still: scenario must be "
+                          f"{'|'.join(GROUNDED)}, or airframe.bench=none to fly")
+
+
+def check_sections(cfg: Config) -> None:
+    """Refuse a multi-section arm (kind ``sections``) in the flight scenarios: their tendon
+    plans, the arm-aware terms, the tip map and the shape estimator are written for one
+    section of three tendons. It runs on the bench (``python -m quadarm.identify``,
+    :mod:`quadarm.identify.replay`) and in :func:`quadarm.model.builder.build`."""
+    from quadarm.config.sections import SectionArmConfig
+
+    if isinstance(cfg.arm, SectionArmConfig):
+        raise ConfigError("arm", f"{cfg.arm.kind} ({len(cfg.arm.sections)} sections, "
+                          f"{cfg.arm.n_tendons} tendons)",
+                          "the scenarios fly one-section arms only (arm=prb12|rod): their "
+                          "tendon plans, arm-aware terms, tip map and shape estimator take "
+                          "three tendons; a multi-section arm runs in python -m "
+                          "quadarm.identify (docs/arm.md)")
 
 
 def writable(key: str, path: str | Path) -> None:

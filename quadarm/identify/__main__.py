@@ -34,9 +34,9 @@ from quadarm.config.sections import SectionArmConfig
 class IdentifyJob:
     """The root of ``conf/identify.yaml``."""
 
-    airframe: Any = None
+    airframe: AirframeConfig = field(default_factory=AirframeConfig)
     arm: Any = None
-    sim: Any = None
+    sim: SimConfig = field(default_factory=SimConfig)
     identify: IdentifyConfig = field(default_factory=IdentifyConfig)
 
 

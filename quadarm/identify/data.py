@@ -79,11 +79,11 @@ def read(cfg: IdentifyConfig, which: str, arm_length: float) -> Recording:
     tip = numbers[list(cfg.tip)].to_numpy(float) * UNITS[cfg.position_unit]
     spread = float(np.max(np.ptp(tip, axis=0)))
     if np.abs(pull).max() > 0.5:
-        raise ConfigError(f"identify.command_unit={cfg.command_unit}", str(path),
+        raise ConfigError(key, str(path), f"with identify.command_unit={cfg.command_unit}: "
                           f"commands up to {np.abs(pull).max():g} m: not a tendon's travel "
                           "(wrong unit?)")
     if np.abs(tip).max() > 10.0 or spread > 100 * arm_length or spread < 1e-3:
-        raise ConfigError(f"identify.position_unit={cfg.position_unit}", str(path),
+        raise ConfigError(key, str(path), f"with identify.position_unit={cfg.position_unit}: "
                           f"the tracked point spans {spread:g} m for an arm of "
                           f"{arm_length:g} m (wrong unit?)")
     labels = (frame[cfg.pattern].astype(str).to_numpy() if cfg.pattern in frame.columns

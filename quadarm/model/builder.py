@@ -69,7 +69,9 @@ class BuiltModel:
 def _add_airframe(spec: mujoco.MjSpec, frame: AirframeConfig, start: tuple[float, float, float],
                   fixed_base: bool = False) -> mujoco.MjsBody:
     quad = spec.worldbody.add_body(name=names.QUAD_BODY, pos=list(start))
-    if not fixed_base:
+    if frame.bench == "up":
+        quad.quat = [0.0, 1.0, 0.0, 0.0]  # half a turn about x: the arm stands up
+    if not fixed_base and frame.bench == "none":
         quad.add_freejoint(name=names.ROOT_JOINT)
     # The frame's mass and inertia are given (Table I; an MJCF vehicle's are read from its
     # file at load), not derived from geoms: the hub's body carries them all.
