@@ -20,7 +20,6 @@ from quadarm.config.schemas import (
     AirframeConfig,
     ArmConfig,
     Config,
-    RodArmConfig,
     ScenarioConfig,
 )
 from quadarm.config.sensing import SensingConfig

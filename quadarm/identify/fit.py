@@ -101,7 +101,8 @@ class Problem:
 
     def values(self, x: np.ndarray) -> dict[str, float]:
         """The physical values of the normalised vector ``x`` in [0, 1]^n."""
-        return {k: lo + float(v) * (hi - lo) for (k, lo, hi), v in zip(self.keys, x)}
+        return {k: lo + float(v) * (hi - lo) for (k, lo, hi), v in zip(self.keys, x,
+                                                                            strict=True)}
 
     def normalised(self, values: dict[str, float]) -> np.ndarray:
         return np.array([(values[k] - lo) / (hi - lo) for k, lo, hi in self.keys])
@@ -156,7 +157,7 @@ def labelled_tendons(labels: np.ndarray, pull: np.ndarray, per_section: list[int
     act = register.active_channel(pull)
     n = sum(per_section)
     found: dict[int, list[int]] = {}
-    for label, a in zip(labels, act):
+    for label, a in zip(labels, act, strict=True):
         hit = re.search(r"tendon(\d+)", str(label))
         if hit and a >= 0:
             found.setdefault(int(hit.group(1)), []).append(int(a))
@@ -204,7 +205,8 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
     ch = register.channels(pull, tip, per_section, section_of)
     if named is not None:
         # The labels' order within each section, the measured angles.
-        azimuth = dict(zip(ch.tendon_channel, [a for sec in ch.angles_deg for a in sec]))
+        azimuth = dict(zip(ch.tendon_channel, [a for sec in ch.angles_deg for a in sec],
+                           strict=True))
         section_of = [0] * len(named)
         bounds = np.cumsum([0, *per_section])
         for t, c in enumerate(named):
@@ -213,7 +215,7 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
             tuple(azimuth[named[t]] for t in range(bounds[j], bounds[j + 1]))
             for j in range(len(per_section))), ch.axes, ch.gain, ch.rest)
     sections = [replace(s, tendons=replace(s.tendons, angles_deg=list(a)))
-                for s, a in zip(arm.sections, ch.angles_deg)]
+                for s, a in zip(arm.sections, ch.angles_deg, strict=True)]
     registered = replace(arm, sections=sections)
     problem = Problem(frame, sim, registered, pointing, marker_offset, ch.tendon_channel,
                       ch.axes, np.zeros(3))
@@ -272,10 +274,11 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
     except np.linalg.LinAlgError:
         se_norm = np.full(n, math.inf)
     span = np.array([hi - lo for _, lo, hi in problem.keys])
-    return {"values": problem.values(best["x"]), "stderr": dict(zip(
-        [k for k, _, _ in problem.keys], se_norm * span)),
+    names = [k for k, _, _ in problem.keys]
+    return {"values": problem.values(best["x"]), "stderr": dict(zip(names, se_norm * span,
+                                                                      strict=True)),
         "costs": [r["cost"] for r in results], "nfev": [r["nfev"] for r in results],
-        "rows": int(len(rows)), "at_bound": [k for (k, _, _), v in zip(problem.keys, best["x"])
+        "rows": int(len(rows)), "at_bound": [k for k, v in zip(names, best["x"], strict=True)
                                              if v < 1e-3 or v > 1 - 1e-3]}
 
 

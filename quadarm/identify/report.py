@@ -39,7 +39,7 @@ def _figures(out: Path, recs: dict[str, Any], sims: dict[str, np.ndarray]) -> li
     val, sim = recs["val"], sims["val"]
     aligned = sim - np.mean(sim - val.tip, axis=0)
     fig, axes = plt.subplots(1, 2, figsize=(11, 5))
-    for ax, (i, j, lab) in zip(axes, ((0, 1, "x-y"), (0, 2, "x-z"))):
+    for ax, (i, j, lab) in zip(axes, ((0, 1, "x-y"), (0, 2, "x-z")), strict=True):
         ax.plot(val.tip[:, i] * 1e3, val.tip[:, j] * 1e3, ".", ms=3, label="measured")
         ax.plot(aligned[:, i] * 1e3, aligned[:, j] * 1e3, ".", ms=3, label="simulated")
         ax.set_xlabel(f"{lab[0]} (mm)")

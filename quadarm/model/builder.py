@@ -275,7 +275,8 @@ def _add_flange_sensor(spec: mujoco.MjSpec, chain: Chain) -> None:
                     objtype=mujoco.mjtObj.mjOBJ_SITE, objname=names.FLANGE_SITE)
 
 
-def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig | SectionArmConfig, sim: SimConfig,
+def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig | SectionArmConfig,
+               sim: SimConfig,
                start: tuple[float, float, float] = (0.0, 0.0, 1.0),
                aero: AeroConfig | None = None, flange_sensor: bool = False,
                fixed_base: bool = False, world: WorldConfig | None = None) -> mujoco.MjSpec:
@@ -345,6 +346,7 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig | SectionArm
         sections.add_actuators(spec, arm)  # type: ignore[arg-type]
     for i in range(0 if chain is None else len(chain.tendon_angles_deg)):
         # gear -1: a positive tension shortens the tendon.
+        assert chain is not None
         spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
                           trntype=mujoco.mjtTrn.mjTRN_TENDON, gear=[-1, 0, 0, 0, 0, 0],
                           ctrlrange=[0.0, chain.tension_max])

@@ -76,7 +76,8 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
     mx, my, z0 = mount
     nt = len(lay.section_of_tendon)
     pts = [(r * math.cos(p), r * math.sin(p)) for r, p in zip(lay.tendon_offsets,
-                                                               lay.tendon_angles_rad)]
+                                                               lay.tendon_angles_rad,
+                                                               strict=True)]
     for i, (x, y) in enumerate(pts):
         quad.add_site(name=names.tendon_anchor(i), pos=[mx + x, my + y, z0], size=[0.001, 0, 0])
     solid = dict(contype=ARM_CONTYPE, conaffinity=ARM_CONAFFINITY)
@@ -100,7 +101,7 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
         if arm.torsion:
             axes.append(("z", [0, 0, 1]))
             stiff.append(sec.ei / (1.0 + arm.poisson_ratio) / ell)
-        for (axis, vec), kk in zip(axes, stiff):
+        for (axis, vec), kk in zip(axes, stiff, strict=True):
             name = names.link_joint(k, axis)
             link.add_joint(name=name, type=mujoco.mjtJoint.mjJNT_HINGE, axis=vec,
                            stiffness=[kk, 0, 0], damping=sec.damping / ell, springref=0.0,

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from quadarm.config import load
+from quadarm.config.identify import IdentifyConfig
 from quadarm.config.sections import SectionArmConfig, SectionConfig, TendonSetConfig
 from quadarm.identify import fit, register
 from quadarm.identify.__main__ import main
 from quadarm.identify.data import PREFIX, data_dir
-from quadarm.config.identify import IdentifyConfig
 
 
 def _small_arm() -> SectionArmConfig:
