@@ -48,9 +48,12 @@ def expand(arm: SectionArmConfig, parameters: dict[str, list[float]]
     return out
 
 
+ROTATE = "tendons.rotate_deg"  # sections.<j>.tendons.rotate_deg: turn the section's pattern
+
+
 def check_key(arm: SectionArmConfig, key: str) -> None:
     """Refuse a fitted key that is neither a numeric arm key nor a replay key."""
-    if key in REPLAY_KEYS:
+    if key in REPLAY_KEYS or key.endswith(ROTATE):
         return
     node = OmegaConf.structured(arm)
     probe = key.replace("sections.*.", "sections.0.", 1)
@@ -66,6 +69,15 @@ def apply(arm: SectionArmConfig, values: dict[str, float]) -> SectionArmConfig:
     node = OmegaConf.structured(arm)
     for key, value in values.items():
         if key in REPLAY_KEYS:
+            continue
+        if key.endswith(ROTATE):
+            # Turn the section's tendons (their measured or nominal angles) by the value.
+            sec = key[: -len(ROTATE) - 1]
+            tendons = OmegaConf.select(node, f"{sec}.tendons")
+            angles = list(tendons.angles_deg) or [
+                tendons.angle0_deg + 360.0 * i / tendons.count for i in range(tendons.count)]
+            OmegaConf.update(node, f"{sec}.tendons.angles_deg",
+                             [float(a) + float(value) for a in angles], merge=False)
             continue
         keys = ([key.replace("*", str(j), 1) for j in range(len(arm.sections))]
                 if key.startswith("sections.*.") else [key])
@@ -114,7 +126,7 @@ class Problem:
         for k, lo, hi in self.keys:
             if k == "marker_offset":
                 v = self.marker_offset
-            elif k.startswith("registration."):
+            elif k.startswith("registration.") or k.endswith(ROTATE):
                 v = 0.0
             else:
                 v = float(OmegaConf.select(node, k.replace("*", "0", 1)))
