@@ -36,7 +36,9 @@ class TendonSetConfig:
     """The tendons of one section: ``count`` tendons ``offset`` (m) from the backbone at
     ``angles_deg`` (empty: evenly spaced from ``angle0_deg``), each driven with stiffness
     ``stiffness`` (N/m: tendon and servo in series, ``actuation=displacement``) from a
-    ``pretension`` (N) at zero command. ``angles_deg`` empty: evenly spaced."""
+    ``pretension`` (N) at zero command; a command c pulls the tendon by ``travel_scale`` c
+    (a spool whose radius differs from the servo's nominal one). ``angles_deg`` empty: evenly
+    spaced."""
 
     count: int = 3
     offset: float = 0.0045  # m
@@ -44,6 +46,7 @@ class TendonSetConfig:
     angle0_deg: float = 0.0
     stiffness: float = 5000.0  # N/m
     pretension: float = 0.0  # N
+    travel_scale: float = 1.0  # tendon travel per unit of servo command (spool calibration)
 
     def angles(self) -> list[float]:
         """The tendons' angles about the backbone (deg), ``count`` of them."""
@@ -56,6 +59,7 @@ class TendonSetConfig:
         _positive("offset", self.offset)
         _positive("stiffness", self.stiffness)
         _non_negative("pretension", self.pretension)
+        _positive("travel_scale", self.travel_scale)
         if not _real(self.angle0_deg):
             raise ConfigError("angle0_deg", self.angle0_deg, "must be a finite number")
         if self.angles_deg and (len(self.angles_deg) != self.count

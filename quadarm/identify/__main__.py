@@ -85,8 +85,10 @@ def compose(overrides: list[str]) -> tuple[AirframeConfig, SectionArmConfig, Sim
             OmegaConf.to_yaml(cfg))
 
 
-def arm_yaml(arm: SectionArmConfig, values: dict[str, float], source: str) -> str:
-    """The calibrated arm as a ``conf/arm`` file (defaults: sections_schema)."""
+def arm_yaml(arm: SectionArmConfig, values: dict[str, float], source: str,
+             replay: str = "") -> str:
+    """The calibrated arm as a ``conf/arm`` file (defaults: sections_schema); ``replay``: the
+    fit's bench-side values (marker, registration), written as a comment."""
     from quadarm.identify.fit import apply
 
     fitted = apply(arm, values)
@@ -95,7 +97,8 @@ def arm_yaml(arm: SectionArmConfig, values: dict[str, float], source: str) -> st
     head = (f"# Calibrated by python -m quadarm.identify ({source}); fitted keys: "
             f"{', '.join(sorted(values))}.\n# Use as arm=<this file's name> "
             "(--config-dir with a folder holding arm/<name>.yaml, or copy into conf/arm/).\n"
-            "defaults:\n  - sections_schema\n  - _self_\n")
+            + (f"# Bench side of the fit (not arm keys): {replay}\n" if replay else "")
+            + "defaults:\n  - sections_schema\n  - _self_\n")
     return head + OmegaConf.to_yaml(OmegaConf.create(body))
 
 
@@ -159,8 +162,12 @@ def run(overrides: list[str]) -> dict[str, float]:
                           "metric": list(metrics), "value": [float(v) for v in
                                                              metrics.values()]})
     write_table(out / METRICS, table, provenance(yaml_text))
+    bench_side = (f"pointing={cfg.pointing}, marker_offset="
+                  f"{s2['values'].get('marker_offset', cfg.marker_offset):.5g} m, "
+                  "registration rx/ry/rz="
+                  f"{[round(s2['values'].get(f'registration.r{a}', 0.0), 5) for a in 'xyz']} rad")
     write_text(out / f"{cfg.name}.yaml", arm_yaml(problem.arm, s2["values"], "stage 1 angles "
-                                                  "and stage 2 fit"))
+                                                  "and stage 2 fit", bench_side))
     record = {"metrics": metrics, "values": s2["values"], "stderr": s2["stderr"],
               "costs": s2["costs"], "nfev": s2["nfev"], "fit_rows": s2["rows"],
               "at_bound": s2["at_bound"],

@@ -181,13 +181,14 @@ def labelled_tendons(labels: np.ndarray, pull: np.ndarray, per_section: list[int
 
 def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointing: str,
            marker_offset: float, pull: np.ndarray, tip: np.ndarray,
-           labels: np.ndarray | None = None
+           labels: np.ndarray | None = None, measure_angles: bool = True
            ) -> tuple[Problem, register.Channels, dict[str, Any]]:
     """Stage 1 (see the module docstring); returns the problem with the registration, the
     channel map and a summary (the section cost matrix, the transform, the pull RMSE).
     ``labels``: the pull rows' labels; when they name the pulled tendon
     (:func:`labelled_tendons`) they fix each channel's section and place in it, else the
-    sections come from replaying each channel's pulls as each section's tendon."""
+    sections come from replaying each channel's pulls as each section's tendon.
+    ``measure_angles`` false keeps the arm's own tendon angles (a calibrated arm's)."""
     per_section = [s.tendons.count for s in arm.sections]
     first = register.channels(pull, tip, per_section)
     act = register.active_channel(pull)
@@ -228,7 +229,7 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
             for j in range(len(per_section))), ch.axes, ch.gain, ch.rest)
     sections = [replace(s, tendons=replace(s.tendons, angles_deg=list(a)))
                 for s, a in zip(arm.sections, ch.angles_deg, strict=True)]
-    registered = replace(arm, sections=sections)
+    registered = replace(arm, sections=sections) if measure_angles else arm
     problem = Problem(frame, sim, registered, pointing, marker_offset, ch.tendon_channel,
                       ch.axes, np.zeros(3))
     sim_pull = _replay_rows(problem, registered, pull[:, list(ch.tendon_channel)])

@@ -192,11 +192,14 @@ def pretension(arm: SectionArmConfig) -> np.ndarray:
 
 def displacement_ctrl(model: mujoco.MjModel, actuators: np.ndarray, arm: SectionArmConfig,
                       pull: np.ndarray) -> np.ndarray:
-    """The position actuators' commands u = L0 - d - T0 / k (m) for the pulls ``pull`` (m,
-    (..., n_tendons), positive shortens), L0 each tendon's length on the straight arm."""
+    """The position actuators' commands u = L0 - s d - T0 / k (m) for the servo pulls
+    ``pull`` d (m, (..., n_tendons), positive shortens), L0 each tendon's length on the
+    straight arm, s its section's ``travel_scale``."""
     tendon = model.actuator_trnid[actuators, 0]
     rest = model.tendon_length0[tendon]
-    return rest - np.asarray(pull, dtype=float) - pretension(arm) / tendon_stiffness(arm)
+    scale = np.array([arm.sections[j].tendons.travel_scale
+                      for j in layout(arm).section_of_tendon])
+    return rest - scale * np.asarray(pull, dtype=float) - pretension(arm) / tendon_stiffness(arm)
 
 
 def play(commands: np.ndarray, width: float) -> np.ndarray:

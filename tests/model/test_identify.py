@@ -112,3 +112,27 @@ def test_bad_recordings_are_refused_in_one_line(tmp_path, capsys, damage, messag
 def test_a_bad_key_is_refused(capsys):
     assert main(["+identify.parameters.sections.0.colour=[0,1]"]) == 2
     assert "identify.parameters" in capsys.readouterr().err
+
+
+def test_shipped_calibration_beats_the_nominal_arm_on_val():
+    """conf/arm/ftdcr_v4_calibrated.yaml (python -m quadarm.identify's output, shipped) loads
+    as arm=ftdcr_v4_calibrated and, on every eighth val row (never used in the fit), its tip
+    error is below the nominal arm's after the same registration."""
+    from quadarm.config.identify import IdentifyConfig
+    from quadarm.identify.data import read
+
+    cfg = load(["arm=ftdcr_v4_calibrated", "scenario=statics"])
+    nominal = load(["arm=ftdcr_v4", "scenario=statics"]).arm
+    calibrated = cfg.arm
+    assert isinstance(calibrated, SectionArmConfig)
+    idc = IdentifyConfig()
+    pulls, val = read(idc, "pulls", nominal.length), read(idc, "val", nominal.length)
+    rows = slice(0, None, 8)
+    scores = {}
+    for name, arm in (("nominal", nominal), ("calibrated", calibrated)):
+        problem, _, _ = fit.stage1(cfg.airframe, cfg.sim, arm, "up", 0.008, pulls.pull,
+                                   pulls.tip, pulls.label,
+                                   measure_angles=name == "nominal")
+        sim = problem.simulate({}, val.pull[rows])
+        scores[name] = fit.aligned_rmse(sim, val.tip[rows])
+    assert scores["calibrated"] < 0.75 * scores["nominal"], scores
