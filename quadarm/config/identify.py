@@ -28,13 +28,14 @@ class IdentifyConfig:
     label per row, for the per-pattern errors). ``command_unit``/``position_unit``: m or mm;
     ``command_sign``: +1 when a positive command pulls.
 
-    ``parameters``: arm keys (dotted, ``sections.*.x`` for every section at once) or the
-    replay's own ``marker_offset`` (m), ``registration.rx|ry|rz`` (rad, small rotations
-    on top of stage 1's) and ``sections.<j>.tendons.rotate_deg`` (deg, turns section j's
-    tendons from their stage-1 angles; ``sections.#.`` one per section), each mapped to its [low, high] bounds. ``starts`` starts of
-    scipy's bounded least squares (the first at the nominal values, the others drawn in the
-    bounds, seeded), at most ``max_nfev`` residual evaluations each, in ``workers``
-    processes, on every ``train_stride``-th train row.
+    ``parameters``: arm keys (dotted; ``sections.*.x``: one value for every section,
+    ``sections.#.x``: one per section) or the replay's own ``marker_offset`` (m),
+    ``registration.rx|ry|rz`` (rad, small rotations on top of stage 1's) and
+    ``sections.<j>.tendons.rotate_deg`` (deg, turns section j's tendons from their stage-1
+    angles), each mapped to its [low, high] bounds. ``starts`` starts of scipy's bounded
+    least squares (the first at the nominal values, the others drawn in the bounds,
+    seeded), at most ``max_nfev`` residual evaluations each (not counting the Jacobian's),
+    in ``workers`` processes, on every ``train_stride``-th train row.
     """
 
     data_dir: str = ""

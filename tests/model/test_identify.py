@@ -62,7 +62,6 @@ def test_aligned_metric_is_opencr_mujocos():
         np.sqrt(np.mean(np.sum(err ** 2, axis=1))))
 
 
-@pytest.mark.slow
 def test_synthetic_data_recovers_its_parameters():
     """Tips simulated from known parameters plus 0.3 mm noise: the fit, started from other
     values, recovers each within 4 of its reported standard errors (and within 5 %)."""
