@@ -131,3 +131,23 @@ def test_preset_and_refusals():
         load(["arm=ftdcr_v4", "arm.actuation=servo"])
     with pytest.raises(ConfigError, match="sections"):
         SectionArmConfig(sections=[])
+
+
+def test_bench_mount_points_the_arm_up_or_down_and_refuses_flight():
+    """airframe=bench welds the frame to the world: with bench=up the straight arm's tip is
+    its length above the flange, with bench=down below it; a flight scenario is refused."""
+    from quadarm.preflight import check_bench
+
+    tips = {}
+    for way in ("down", "up"):
+        cfg = load(["airframe=bench", f"airframe.bench={way}", "scenario=statics"])
+        b = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
+        d = mujoco.MjData(b.model)
+        mujoco.mj_kinematics(b.model, d)
+        flange = d.xpos[b.link_bodies[0]]
+        tips[way] = d.site_xpos[b.tip_site][2] - flange[2]
+        assert b.model.nq == 2 * cfg.arm.segments  # no free joint
+    reach = 12 * 0.040 + 0.012
+    assert tips["down"] == pytest.approx(-reach) and tips["up"] == pytest.approx(reach)
+    with pytest.raises(ConfigError, match="airframe.bench"):
+        check_bench(load(["airframe=bench", "scenario=hover"]))
