@@ -7,9 +7,9 @@ of every job, plus the ``identify`` node of :class:`quadarm.config.identify.Iden
 column, a non-finite row, a unit that cannot be right) is one line on stderr and exit 2,
 before anything is simulated or written. The run folder (``identify.out``) receives
 ``metrics.parquet`` (run_id, phase, metric, value: ``train_rmse_mm``, ``val_rmse_mm``,
-``val_rmse_unaligned_mm``, ``val_max_mm``, ...), ``<name>.yaml`` (the calibrated arm, also
-written to ``conf/arm/`` with ``identify.install=true``... see :func:`main`), ``report.md``
-and its figures, ``fit.json``.
+``val_rmse_unaligned_mm``, ``val_max_mm``, ...), ``<name>.yaml`` (the calibrated arm, a
+``conf/arm`` file: copy it into a config folder's ``arm/`` and use ``arm=<name>``),
+``report.md`` and its figures, ``fit.json``.
 """
 
 from __future__ import annotations
