@@ -104,3 +104,7 @@ bench: ## cost per step: closed loop vs bare mj_step
 clean: ## delete generated results (outputs/) and caches
 	rm -rf outputs .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -not -path "./.venv/*" -exec rm -rf {} +
+
+.PHONY: identify
+identify: ## fit the FTDCR v4 arm to its recordings (stages 1-3, report) -> outputs/identify/ftdcr_v4
+	$(PYTHON) -m quadarm.identify +experiment=identify_ftdcr_v4 identify.out=$(OUT)/identify/ftdcr_v4

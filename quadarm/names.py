@@ -234,7 +234,7 @@ HOVER_KEY = "hover"
 FLANGE_SITE = "flange_mount"  # on the arm's first link, at the hinge centre
 FLANGE_FORCE = "flange_force"
 FLANGE_TORQUE = "flange_torque"
-TENDON_LETTERS = "abc"
+TENDON_LETTERS = "abcdefghijklmnopqrstuvwxyz"  # a multi-section arm has up to 26 tendons
 VEHICLE_PREFIX = "airframe/"  # the bodies, geoms and sites attached from an MJCF airframe
 
 

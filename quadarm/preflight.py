@@ -230,6 +230,8 @@ def check_config(job_cfg: Config) -> None:
     """The cross-group checks of a validated config, after its schemas' own (the trial
     expansion, the start's clearance, the scenarios' checks): what ``python -m quadarm``
     checks before anything runs. :func:`quadarm.simulate` runs them on a config object too."""
+    check_sections(job_cfg)
+    check_bench(job_cfg)
     from quadarm.runner.trials import check
 
     try:
@@ -321,6 +323,33 @@ def check_size(job_cfg: Config) -> None:
                           f"the job needs about {hours:.3g} CPU hours ({trials} trials x "
                           f"{steps} steps x {cpu_s / max(trials * steps, 1) * 1e6:.3g} us per "
                           "step): raise runner.max_cpu_hours, or run fewer or shorter trials")
+
+
+def check_bench(cfg: Config) -> None:
+    """Refuse a bench-mounted airframe (``airframe=bench``) outside the grounded scenarios:
+    a frame welded to the world cannot fly."""
+    from quadarm.config import GROUNDED
+
+    if cfg.airframe.bench != "none" and cfg.scenario.kind not in GROUNDED:
+        raise ConfigError("airframe.bench", cfg.airframe.bench,
+                          f"a bench mount holds the arm still: scenario must be "
+                          f"{'|'.join(GROUNDED)}, or airframe.bench=none to fly")
+
+
+def check_sections(cfg: Config) -> None:
+    """Refuse a multi-section arm (kind ``sections``) in the flight scenarios: their tendon
+    plans, the arm-aware terms, the tip map and the shape estimator are written for one
+    section of three tendons. It runs on the bench (``python -m quadarm.identify``,
+    :mod:`quadarm.identify.replay`) and in :func:`quadarm.model.builder.build`."""
+    from quadarm.config.sections import SectionArmConfig
+
+    if isinstance(cfg.arm, SectionArmConfig):
+        raise ConfigError("arm", f"{cfg.arm.kind} ({len(cfg.arm.sections)} sections, "
+                          f"{cfg.arm.n_tendons} tendons)",
+                          "the scenarios fly one-section arms only (arm=prb12|rod): their "
+                          "tendon plans, arm-aware terms, tip map and shape estimator take "
+                          "three tendons; a multi-section arm runs in python -m "
+                          "quadarm.identify (docs/arm.md)")
 
 
 def writable(key: str, path: str | Path) -> None:

@@ -20,7 +20,6 @@ from quadarm.config.schemas import (
     AirframeConfig,
     ArmConfig,
     Config,
-    RodArmConfig,
     ScenarioConfig,
 )
 from quadarm.config.sensing import SensingConfig
@@ -90,7 +89,7 @@ def to_config(cfg: DictConfig | Config) -> Config:
             raise ConfigError(f.name, "?", str(err).splitlines()[0]) from None
         if f.name == "arm" and isinstance(obj, dict):
             obj = _untyped_arm(obj)
-        if f.name == "arm" and not isinstance(obj, ArmConfig | RodArmConfig):
+        if f.name == "arm" and not isinstance(obj, tuple(ARMS.values())):
             raise ConfigError("arm", type(obj).__name__,
                               "must extend one of the arm schemas (defaults: [<kind>_schema, "
                               f"_self_]), kinds: {', '.join(ARMS)}")

@@ -29,6 +29,7 @@ from quadarm.config.checks import (
     _real,
     _vector,
 )
+from quadarm.config.sections import SectionArmConfig
 from quadarm.config.sensing import SensingConfig
 from quadarm.names import (  # noqa: F401 - re-exported by quadarm.config
     AFTER_PHASE,
@@ -164,8 +165,12 @@ class AirframeConfig:
     file: Optional[str] = None  # noqa: UP045 - an MJCF file with the vehicle (airframe=mjcf)
     body: Optional[str] = None  # noqa: UP045 - the vehicle's body in ``file``
     mount: Optional[str] = None  # noqa: UP045 - a site in ``file`` where the arm hangs
+    # airframe=bench: none (flies), down (welded to the world, the arm hanging) or up
+    # (welded upside down, the arm standing up): the arm alone, as a lab tests it.
+    bench: str = "none"
 
     def __post_init__(self) -> None:
+        _choice("bench", self.bench, ("none", "down", "up"))
         _positive("mass", self.mass)
         check_inertia("inertia", self.inertia)
         if len(self.rotors) < 3:
@@ -313,6 +318,7 @@ class RodArmConfig:
 
 
 ARMS: dict[str, type] = {"prb12": ArmConfig, "rod": RodArmConfig}
+ARMS["sections"] = SectionArmConfig  # multi-section arms (quadarm/config/sections.py)
 """The arm schemas, by the name of the ``conf/arm`` option that ships with them."""
 
 

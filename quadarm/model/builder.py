@@ -22,6 +22,7 @@ from quadarm.config import (
     SimConfig,
     WorldConfig,
 )
+from quadarm.config.sections import SectionArmConfig
 from quadarm.model import names
 from quadarm.model.allocation import hover_controls
 from quadarm.model.chain import Chain, chain_of
@@ -51,7 +52,7 @@ class BuiltModel:
     tip_site: int
     distal_link_body: int
     rotor_actuators: np.ndarray  # (n_rotors,) actuator ids
-    tendon_actuators: np.ndarray  # (3,) actuator ids
+    tendon_actuators: np.ndarray  # (3,) actuator ids; (n_tendons,) for a multi-section arm
     rotor_sites: np.ndarray  # (n_rotors,) site ids of the rotor hubs
     link_bodies: np.ndarray  # (segments,) body ids of the arm links, proximal first
     # The flange force-torque sensor (``build(..., flange_sensor=True)``): the site id and the
@@ -68,7 +69,9 @@ class BuiltModel:
 def _add_airframe(spec: mujoco.MjSpec, frame: AirframeConfig, start: tuple[float, float, float],
                   fixed_base: bool = False) -> mujoco.MjsBody:
     quad = spec.worldbody.add_body(name=names.QUAD_BODY, pos=list(start))
-    if not fixed_base:
+    if frame.bench == "up":
+        quad.quat = [0.0, 1.0, 0.0, 0.0]  # half a turn about x: the arm stands up
+    if not fixed_base and frame.bench == "none":
         quad.add_freejoint(name=names.ROOT_JOINT)
     # The frame's mass and inertia are given (Table I; an MJCF vehicle's are read from its
     # file at load), not derived from geoms: the hub's body carries them all.
@@ -273,7 +276,8 @@ def _add_flange_sensor(spec: mujoco.MjSpec, chain: Chain) -> None:
                     objtype=mujoco.mjtObj.mjOBJ_SITE, objname=names.FLANGE_SITE)
 
 
-def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig | SectionArmConfig,
+               sim: SimConfig,
                start: tuple[float, float, float] = (0.0, 0.0, 1.0),
                aero: AeroConfig | None = None, flange_sensor: bool = False,
                fixed_base: bool = False, world: WorldConfig | None = None) -> mujoco.MjSpec:
@@ -292,7 +296,8 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
     ``world``: the objects to touch and their contact sensors (:mod:`quadarm.model.world`);
     None or no objects (``world=open``) adds nothing.
     """
-    chain = chain_of(arm)
+    sectioned = isinstance(arm, SectionArmConfig)
+    chain = None if sectioned else chain_of(arm)  # type: ignore[arg-type]
     spec = mujoco.MjSpec()
     spec.modelname = "quadarm"
     spec.compiler.autolimits = True
@@ -319,8 +324,13 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
     spec.worldbody.add_camera(name="chase", pos=[2.6, -2.6, 2.4], xyaxes=[1, 1, 0, -0.4, 0.4, 1])
 
     quad = _add_airframe(spec, frame, start, fixed_base)
-    _add_arm(spec, quad, frame, chain)
-    _flange_excludes(spec, chain)
+    if chain is not None:
+        _add_arm(spec, quad, frame, chain)
+        _flange_excludes(spec, chain)
+    else:
+        from quadarm.model import sections
+
+        sections.add_arm(spec, quad, mount_point(frame), arm)  # type: ignore[arg-type]
 
     for j, rotor in enumerate(frame.rotors):
         act = spec.add_actuator(name=names.rotor_actuator(j), target=names.rotor_site(j),
@@ -333,19 +343,24 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
             # Only when tau > 0, so that the ideal rotors' model (na = 0) is unchanged.
             act.dyntype = mujoco.mjtDyn.mjDYN_FILTEREXACT
             act.dynprm = [frame.motor_tau] + [0.0] * 9
-    for i in range(len(chain.tendon_angles_deg)):
+    if chain is None:
+        sections.add_actuators(spec, arm)  # type: ignore[arg-type]
+    for i in range(0 if chain is None else len(chain.tendon_angles_deg)):
         # gear -1: a positive tension shortens the tendon.
+        assert chain is not None
         spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
                           trntype=mujoco.mjtTrn.mjTRN_TENDON, gear=[-1, 0, 0, 0, 0, 0],
                           ctrlrange=[0.0, chain.tension_max])
     if flange_sensor:
+        if chain is None:
+            raise ValueError("the flange sensor needs a one-section arm (arm=prb12|rod)")
         _add_flange_sensor(spec, chain)
     if world is not None:
         add_world(spec, world)
     return spec
 
 
-def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig | SectionArmConfig, sim: SimConfig,
           start: tuple[float, float, float] = (0.0, 0.0, 1.0),
           aero: AeroConfig | None = None, flange_sensor: bool = False,
           fixed_base: bool = False, world: WorldConfig | None = None,
@@ -366,7 +381,8 @@ def build(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
         settle_payload(spec, model)  # at rest on its stand: no drop at the start
     rotors = np.array([model.actuator(names.rotor_actuator(j)).id
                        for j in range(len(frame.rotors))])
-    tendons = np.array([model.actuator(names.tendon_actuator(i)).id for i in range(3)])
+    n_tendons = arm.n_tendons if isinstance(arm, SectionArmConfig) else 3
+    tendons = np.array([model.actuator(names.tendon_actuator(i)).id for i in range(n_tendons)])
     ctrl = np.zeros(model.nu)
     if not fixed_base:
         ctrl[rotors] = hover_controls(model)

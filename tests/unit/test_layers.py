@@ -20,6 +20,7 @@ TOP = 6  # top-level modules: the entry points
 LAYERS = {"names": 0, "config": 0, "results": 0, "reference": 0, "model": 1, "control": 2,
           "sensing": 2,
           "scenarios": 3, "runner": 4, "analysis": 5, "envs": TOP}
+LAYERS["identify"] = TOP  # python -m quadarm.identify: an entry point
 
 
 def layer(module: str) -> int:

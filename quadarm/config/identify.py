@@ -1,0 +1,81 @@
+"""The identification job's schema (``python -m quadarm.identify``, ``conf/identify.yaml``):
+which recordings, how to read them, which arm keys to fit within which bounds, and how hard
+to search. Units as the key names say; the procedure is in ``docs/identify.md``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List  # noqa: UP035 - OmegaConf reads these
+
+from quadarm.config.checks import (
+    ConfigError,
+    _choice,
+    _integer,
+    _non_negative,
+    _positive,
+)
+
+UNITS = {"m": 1.0, "mm": 1e-3}
+POINTINGS = ("up", "down")
+
+
+@dataclass
+class IdentifyConfig:
+    """``data_dir`` (empty: the FTDCR v4 recordings shipped in ``quadarm/data/ftdcr_v4``)
+    holds ``pulls`` (single-tendon pulls, stage 1), ``train`` (stage 2) and ``val`` (stage 3,
+    never seen by the fit). Columns: ``channels`` (the servo command columns, in any order:
+    stage 1 maps them to tendons), ``tip`` (x, y, z of the tracked point), ``pattern`` (a
+    label per row, for the per-pattern errors). ``command_unit``/``position_unit``: m or mm;
+    ``command_sign``: +1 when a positive command pulls.
+
+    ``parameters``: arm keys (dotted; ``sections.*.x``: one value for every section,
+    ``sections.#.x``: one per section) or the replay's own ``marker_offset`` (m),
+    ``registration.rx|ry|rz`` (rad, small rotations on top of stage 1's) and
+    ``sections.<j>.tendons.rotate_deg`` (deg, turns section j's tendons from their stage-1
+    angles), each mapped to its [low, high] bounds. ``starts`` starts of scipy's bounded
+    least squares (the first at the nominal values, the others drawn in the bounds,
+    seeded), at most ``max_nfev`` residual evaluations each (not counting the Jacobian's),
+    in ``workers`` processes, on every ``train_stride``-th train row.
+    """
+
+    data_dir: str = ""
+    pulls: str = "tendon_pull.csv"
+    train: str = "train.csv"
+    val: str = "val.csv"
+    channels: List[str] = field(default_factory=lambda: [  # noqa: UP006
+        f"servo_{i}_mm" for i in range(1, 10)])
+    tip: List[str] = field(default_factory=lambda: ["tip_x", "tip_y", "tip_z"])  # noqa: UP006
+    pattern: str = "pattern_label"
+    command_unit: str = "mm"
+    position_unit: str = "mm"
+    command_sign: float = 1.0
+    pointing: str = "up"
+    marker_offset: float = 0.008  # m
+    parameters: Dict[str, List[float]] = field(default_factory=dict)  # noqa: UP006
+    starts: int = 2
+    max_nfev: int = 40
+    workers: int = 2
+    train_stride: int = 3
+    name: str = "ftdcr_v4_calibrated"
+    out: str = "outputs/identify"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _choice("command_unit", self.command_unit, tuple(UNITS))
+        _choice("position_unit", self.position_unit, tuple(UNITS))
+        _choice("pointing", self.pointing, POINTINGS)
+        if self.command_sign not in (1, -1, 1.0, -1.0):
+            raise ConfigError("command_sign", self.command_sign, "must be 1 or -1")
+        if len(self.tip) != 3:
+            raise ConfigError("tip", list(self.tip), "must name 3 columns (x, y, z)")
+        if not self.channels:
+            raise ConfigError("channels", [], "must name at least one command column")
+        _non_negative("marker_offset", self.marker_offset)
+        for key in ("starts", "max_nfev", "workers", "train_stride"):
+            _integer(key, getattr(self, key), 1)
+        for key, bounds in self.parameters.items():
+            if (len(bounds) != 2 or not all(isinstance(b, int | float) for b in bounds)
+                    or not bounds[0] < bounds[1]):
+                raise ConfigError(f"parameters.{key}", list(bounds),
+                                  "must be [low, high] with low < high")
+        _positive("max_nfev", self.max_nfev)

@@ -1,0 +1,204 @@
+"""The multi-section arm's schema (``arm=ftdcr_v4``, kind ``sections``): a list of sections,
+each with its own backbone and its own tendons, and the tendon drive (forces or servo
+displacements, with optional friction and backlash). SI units throughout; the model and its
+reasoning are in ``docs/arm.md``.
+
+Section j (0-based, from the base) has ``links`` equal links of length ``length / links``.
+Its tendons run from the base through every link of sections 0..j and end at the end of
+section j. The bending stiffness is ``bending_stiffness`` (EI, N m^2) or, when that is null,
+``youngs_modulus * pi * radius^4 / 4`` of a solid round backbone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import List, Optional  # noqa: UP035 - OmegaConf reads these
+
+from quadarm.config.checks import (
+    ConfigError,
+    _choice,
+    _in_range,
+    _integer,
+    _non_negative,
+    _positive,
+    _real,
+)
+
+ACTUATIONS = ("tension", "displacement")
+ROUTINGS = ("joints", "sites")
+SECTIONS_MAX = 8
+LINKS_MAX = 200  # every link of every section; the builder's arena is sized for fewer
+
+
+@dataclass
+class TendonSetConfig:
+    """The tendons of one section: ``count`` tendons ``offset`` (m) from the backbone at
+    ``angles_deg`` (empty: evenly spaced from ``angle0_deg``), each driven with stiffness
+    ``stiffness`` (N/m: tendon and servo in series, ``actuation=displacement``) from a
+    ``pretension`` (N) at zero command; a command c pulls the tendon by ``travel_scale`` c
+    (a spool whose radius differs from the servo's nominal one). ``angles_deg`` empty: evenly
+    spaced."""
+
+    count: int = 3
+    offset: float = 0.0045  # m
+    angles_deg: List[float] = field(default_factory=list)  # noqa: UP006 - deg; []: even
+    angle0_deg: float = 0.0
+    stiffness: float = 5000.0  # N/m
+    pretension: float = 0.0  # N
+    travel_scale: float = 1.0  # tendon travel per unit of servo command (spool calibration)
+
+    def angles(self) -> list[float]:
+        """The tendons' angles about the backbone (deg), ``count`` of them."""
+        if self.angles_deg:
+            return [float(a) for a in self.angles_deg]
+        return [self.angle0_deg + 360.0 * i / self.count for i in range(self.count)]
+
+    def __post_init__(self) -> None:
+        _integer("count", self.count, 1)
+        _positive("offset", self.offset)
+        _positive("stiffness", self.stiffness)
+        _non_negative("pretension", self.pretension)
+        _positive("travel_scale", self.travel_scale)
+        if not _real(self.angle0_deg):
+            raise ConfigError("angle0_deg", self.angle0_deg, "must be a finite number")
+        if self.angles_deg and (len(self.angles_deg) != self.count
+                                or not all(_real(a) for a in self.angles_deg)):
+            raise ConfigError("angles_deg", list(self.angles_deg),
+                              f"must be empty or a list of count={self.count} finite numbers")
+
+
+@dataclass
+class SectionConfig:
+    """One section of the backbone (see the module docstring)."""
+
+    length: float = 0.06  # m
+    links: int = 10
+    bending_stiffness: Optional[float] = None  # noqa: UP045 - EI, N m^2; null: from material
+    youngs_modulus: float = 50e9  # Pa (NiTi)
+    radius: float = 0.0005  # m, the solid backbone's radius
+    mass: float = 0.0  # kg, the section's links without the tip
+    damping: float = 1e-4  # N m^2 s, bending moment per unit curvature rate
+    curvature_range: Optional[float] = None  # noqa: UP045 - 1/m, symmetric; null: unlimited
+    tendons: TendonSetConfig = field(default_factory=TendonSetConfig)
+
+    @property
+    def ei(self) -> float:
+        """The bending stiffness EI (N m^2)."""
+        if self.bending_stiffness is not None:
+            return float(self.bending_stiffness)
+        return self.youngs_modulus * math.pi * self.radius ** 4 / 4.0
+
+    def __post_init__(self) -> None:
+        _positive("length", self.length)
+        _integer("links", self.links, 1)
+        if self.bending_stiffness is not None:
+            _positive("bending_stiffness", self.bending_stiffness)
+        _positive("youngs_modulus", self.youngs_modulus)
+        _positive("radius", self.radius)
+        _non_negative("mass", self.mass)
+        _non_negative("damping", self.damping)
+        if self.curvature_range is not None:
+            _positive("curvature_range", self.curvature_range)
+
+
+@dataclass
+class SectionArmConfig:
+    """A tendon-driven arm of one or more sections (``arm=ftdcr_v4``), hung from the flange
+    like the other arms (``docs/arm.md``).
+
+    ``actuation``: ``tension`` drives each tendon with a force (N, as ``prb12``'s);
+    ``displacement`` with a servo: a MuJoCo position actuator per tendon whose gain is the
+    section's ``tendons.stiffness`` (N/m), commanded in metres of pull from the rest length,
+    with the section's ``tendons.pretension`` at zero pull; it only pulls (0 to
+    ``tension_max``), so a released tendon goes slack.
+
+    Friction and hysteresis, all off (0) by default: ``tendon_friction`` (N, Coulomb friction
+    of every tendon along its path, MuJoCo's tendon ``frictionloss``), ``joint_friction``
+    (N m, every hinge's ``frictionloss``), ``backlash`` (m, the play between a servo and its
+    tendon at reversal, applied to the displacement commands by the replay,
+    :func:`quadarm.model.sections.play`).
+
+    ``tendon_routing``: ``sites`` threads each tendon through a via site at every link's end
+    (its length is the polyline's, exact for any bend); ``joints`` makes it MuJoCo's fixed
+    tendon, a linear function of the hinge angles whose coefficients are the offsets (the
+    constant-curvature model's Delta l = r theta cos(phi - bend direction), which equals the
+    polyline's to first order) at about a tenth of the cost per step.
+
+    ``torsion`` adds a third hinge per link about its axis, stiffness GJ/l with
+    GJ = EI / (1 + ``poisson_ratio``) (a solid round backbone).
+    """
+
+    sections: List[SectionConfig] = field(  # noqa: UP006
+        default_factory=lambda: [SectionConfig()])
+    segment_radius: float = 0.0055  # m, the links' capsules (the spacer disks)
+    tip_mass: float = 0.002  # kg
+    tip_radius: float = 0.006  # m
+    torsion: bool = False
+    poisson_ratio: float = 0.3
+    actuation: str = "tension"
+    tension_max: float = 30.0  # N
+    tendon_damping: float = 0.0  # N s/m, the servo's velocity gain (displacement)
+    tendon_friction: float = 0.0  # N
+    joint_friction: float = 0.0  # N m
+    backlash: float = 0.0  # m
+    tendon_routing: str = "joints"
+
+    @property
+    def kind(self) -> str:
+        return "sections"
+
+    @property
+    def segments(self) -> int:
+        """Every link of every section."""
+        return sum(s.links for s in self.sections)
+
+    @property
+    def length(self) -> float:
+        """Flange to the end of the backbone (m)."""
+        return sum(s.length for s in self.sections)
+
+    @property
+    def segment_length(self) -> float:
+        """The mean link length (m)."""
+        return self.length / self.segments
+
+    @property
+    def joint_placement(self) -> str:
+        return "base"
+
+    @property
+    def total_mass(self) -> float:
+        """Everything the arm hangs on the flange (kg): links and tip."""
+        return sum(s.mass for s in self.sections) + self.tip_mass
+
+    @property
+    def n_tendons(self) -> int:
+        return sum(s.tendons.count for s in self.sections)
+
+    @property
+    def tendon_offset(self) -> float:
+        """The first section's tendon offset (m)."""
+        return self.sections[0].tendons.offset
+
+    @property
+    def tendon_angles_deg(self) -> list[float]:
+        """The first section's tendon angles (deg)."""
+        return self.sections[0].tendons.angles()
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.sections) <= SECTIONS_MAX:
+            raise ConfigError("sections", len(self.sections),
+                              f"must list 1 to {SECTIONS_MAX} sections")
+        if self.segments > LINKS_MAX:
+            raise ConfigError("sections", self.segments,
+                              f"must have at most {LINKS_MAX} links in all")
+        if self.n_tendons > 26:
+            raise ConfigError("sections", self.n_tendons, "must have at most 26 tendons in all")
+        for key in ("segment_radius", "tip_mass", "tip_radius", "tension_max"):
+            _positive(key, getattr(self, key))
+        _in_range("poisson_ratio", self.poisson_ratio, -0.99, 0.5)
+        _choice("actuation", self.actuation, ACTUATIONS)
+        _choice("tendon_routing", self.tendon_routing, ROUTINGS)
+        for key in ("tendon_damping", "tendon_friction", "joint_friction", "backlash"):
+            _non_negative(key, getattr(self, key))

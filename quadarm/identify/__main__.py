@@ -1,0 +1,198 @@
+"""``python -m quadarm.identify [OVERRIDE ...]``: fit an arm to measured tendon commands and tip
+positions (``docs/identify.md``).
+
+The job is a Hydra composition of ``conf/identify.yaml`` (the airframe, arm and sim groups
+of every job, plus the ``identify`` node of :class:`quadarm.config.identify.IdentifyConfig`);
+``+experiment=identify_ftdcr_v4`` is the FTDCR v4 fit. Bad input (a key, a bound, a missing
+column, a non-finite row, a unit that cannot be right) is one line on stderr and exit 2,
+before anything is simulated or written. The run folder (``identify.out``) receives
+``metrics.parquet`` (run_id, phase, metric, value: ``train_rmse_mm``, ``val_rmse_mm``,
+``val_rmse_unaligned_mm``, ``val_max_mm``, ...), ``<name>.yaml`` (the calibrated arm, a
+``conf/arm`` file: copy it into a config folder's ``arm/`` and use ``arm=<name>``),
+``report.md`` and its figures, ``fit.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from quadarm.config import CONF_DIR, AirframeConfig, ConfigError, SimConfig
+from quadarm.config.identify import IdentifyConfig
+from quadarm.config.sections import SectionArmConfig
+
+
+@dataclass
+class IdentifyJob:
+    """The root of ``conf/identify.yaml``."""
+
+    airframe: AirframeConfig = field(default_factory=AirframeConfig)
+    arm: Any = None
+    sim: SimConfig = field(default_factory=SimConfig)
+    identify: IdentifyConfig = field(default_factory=IdentifyConfig)
+
+
+def compose(overrides: list[str]) -> tuple[AirframeConfig, SectionArmConfig, SimConfig,
+                                           IdentifyConfig, str]:
+    """The job's typed configs from the command line's overrides, and its YAML."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.config_store import ConfigStore
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from quadarm.config import register_configs
+
+    register_configs()
+    ConfigStore.instance().store(name="identify_schema", node=IdentifyJob)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3",
+                                   job_name="identify"):
+            cfg = hydra_compose(config_name="identify", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as err:
+        raise ConfigError("override", " ".join(overrides), str(err).splitlines()[0]) from None
+    finally:
+        GlobalHydra.instance().clear()
+    parts: dict[str, Any] = {}
+    for key, kind in (("airframe", AirframeConfig), ("arm", SectionArmConfig),
+                      ("sim", SimConfig), ("identify", IdentifyConfig)):
+        try:
+            obj = OmegaConf.to_object(cfg[key])
+        except ConfigError as err:
+            raise err.prefixed(key) from None
+        except (OmegaConfBaseException, ValueError, TypeError) as err:
+            raise ConfigError(key, None, str(err).splitlines()[0]) from None
+        if not isinstance(obj, kind):
+            raise ConfigError(key, type(obj).__name__,
+                              f"identify fits an arm of kind sections (e.g. arm=ftdcr_v4); "
+                              f"this is a {type(obj).__name__}" if key == "arm" else
+                              f"must be a {kind.__name__}")
+        parts[key] = obj
+    if parts["arm"].actuation != "displacement":
+        raise ConfigError("arm.actuation", parts["arm"].actuation,
+                          "identify replays servo displacements: must be displacement")
+    return (parts["airframe"], parts["arm"], parts["sim"], parts["identify"],
+            OmegaConf.to_yaml(cfg))
+
+
+def arm_yaml(arm: SectionArmConfig, values: dict[str, float], source: str,
+             replay: str = "") -> str:
+    """The calibrated arm as a ``conf/arm`` file (defaults: sections_schema); ``replay``: the
+    fit's bench-side values (marker, registration), written as a comment."""
+    from quadarm.identify.fit import apply
+
+    fitted = apply(arm, values)
+    body = OmegaConf.to_container(OmegaConf.structured(fitted))
+    assert isinstance(body, dict)
+    head = (f"# Calibrated by python -m quadarm.identify ({source}); fitted keys: "
+            f"{', '.join(sorted(values))}.\n# Use as arm=<this file's name> "
+            "(--config-dir with a folder holding arm/<name>.yaml, or copy into conf/arm/).\n"
+            + (f"# Bench side of the fit (not arm keys): {replay}\n" if replay else "")
+            + "defaults:\n  - sections_schema\n  - _self_\n")
+    return head + OmegaConf.to_yaml(OmegaConf.create(body))
+
+
+def run(overrides: list[str]) -> dict[str, float]:
+    """The whole job (see the module docstring); returns the headline metrics."""
+    from quadarm.identify import data, fit, report
+
+    frame, arm, sim, cfg, yaml_text = compose(overrides)
+    length = arm.length
+    recs = {w: data.read(cfg, w, length) for w in ("pulls", "train", "val")}
+    for which, rec in recs.items():
+        if rec.pull.shape[1] != arm.n_tendons:
+            raise ConfigError("identify.channels", len(cfg.channels),
+                              f"{which}: one column per tendon, the arm has {arm.n_tendons}")
+    keys = fit.expand(arm, dict(cfg.parameters))
+    out = Path(cfg.out).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    problem, ch, s1 = fit.stage1(frame, sim, arm, cfg.pointing, cfg.marker_offset,
+                                 recs["pulls"].pull, recs["pulls"].tip, recs["pulls"].label)
+    t1 = time.perf_counter()
+    print(f"stage 1: channel map {[cfg.channels[c] for c in ch.tendon_channel]} "
+          f"(from {s1['map_from']}), pull RMSE {s1['pull_rmse_m'] * 1e3:.2f} mm "
+          f"({t1 - t0:.0f} s)", flush=True)
+    nominal = problem.nominal() if keys else {}
+    problem.keys = keys
+    nominal = problem.nominal()
+    scores: dict[str, dict[str, float]] = {}
+    sims: dict[str, np.ndarray] = {}
+    for which in ("train", "val"):
+        _, scores[f"nominal_{which}"] = fit.evaluate(problem, nominal, recs[which].pull,
+                                                    recs[which].tip)
+    print(f"nominal (stage 1 only): train {scores['nominal_train']['rmse_mm']:.2f} mm, "
+          f"val {scores['nominal_val']['rmse_mm']:.2f} mm", flush=True)
+    s2: dict[str, Any] = {"values": nominal, "stderr": {k: 0.0 for k in nominal},
+                          "costs": [], "nfev": [], "rows": 0, "at_bound": []}
+    if keys:
+        s2 = fit.stage2(problem, recs["train"].pull, recs["train"].tip, cfg.train_stride,
+                        cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed)
+    t2 = time.perf_counter()
+    for which in ("train", "val"):
+        sims[which], scores[which] = fit.evaluate(problem, s2["values"], recs[which].pull,
+                                                  recs[which].tip)
+    t3 = time.perf_counter()
+    print(f"stage 2 ({t2 - t1:.0f} s): train {scores['train']['rmse_mm']:.2f} mm; stage 3: "
+          f"val {scores['val']['rmse_mm']:.2f} mm aligned, "
+          f"{scores['val']['rmse_unaligned_mm']:.2f} mm unaligned", flush=True)
+    metrics = {"train_rmse_mm": scores["train"]["rmse_mm"],
+               "val_rmse_mm": scores["val"]["rmse_mm"],
+               "val_rmse_unaligned_mm": scores["val"]["rmse_unaligned_mm"],
+               "val_max_mm": scores["val"]["max_mm"],
+               "train_rmse_unaligned_mm": scores["train"]["rmse_unaligned_mm"],
+               "nominal_val_rmse_mm": scores["nominal_val"]["rmse_mm"],
+               "nominal_train_rmse_mm": scores["nominal_train"]["rmse_mm"],
+               "val_mean_predictor_mm": scores["val"]["mean_predictor_mm"],
+               "pull_rmse_mm": s1["pull_rmse_m"] * 1e3,
+               "wall_s": t3 - t0}
+    from quadarm.results.io import METRICS, provenance, write_table, write_text
+
+    table = pd.DataFrame({"run_id": cfg.name, "phase": "identify",
+                          "metric": list(metrics), "value": [float(v) for v in
+                                                             metrics.values()]})
+    write_table(out / METRICS, table, provenance(yaml_text))
+    bench_side = (f"pointing={cfg.pointing}, marker_offset="
+                  f"{s2['values'].get('marker_offset', cfg.marker_offset):.5g} m, "
+                  "registration rx/ry/rz="
+                  f"{[round(s2['values'].get(f'registration.r{a}', 0.0), 5) for a in 'xyz']} rad")
+    write_text(out / f"{cfg.name}.yaml", arm_yaml(problem.arm, s2["values"], "stage 1 angles "
+                                                  "and stage 2 fit", bench_side))
+    record = {"metrics": metrics, "values": s2["values"], "stderr": s2["stderr"],
+              "costs": s2["costs"], "nfev": s2["nfev"], "fit_rows": s2["rows"],
+              "at_bound": s2["at_bound"],
+              "channel_map": [cfg.channels[c] for c in ch.tendon_channel],
+              "map_from": s1["map_from"], "angles_deg": [list(a) for a in ch.angles_deg],
+              "rotation": problem.rotation.tolist(),
+              "translation_m": problem.translation.tolist(), "nominal": nominal}
+    write_text(out / "fit.json", json.dumps(record, indent=1))
+    report.write(out, cfg, recs, sims, record)
+    print(f"wrote {out} ({t3 - t0:.0f} s in all)")
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("-h", "--help") for a in args):
+        print(__doc__)
+        return 0
+    try:
+        run(args)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Recordings of a tendon-driven arm: reading and checking them (SI out, one-line refusals).
+
+A recording is a CSV with one row per settled pose: the servo commands (``channels``), the
+tracked point (``tip``) and a ``pattern`` label. :func:`read` returns the commands (K, n) m,
+positive = pull, the points (K, 3) m and the labels (K,), or raises :class:`ConfigError`
+naming the file and what is wrong: a missing column, a non-finite value, or numbers whose
+size says the unit is wrong (a command beyond half a metre, a point beyond 10 m, or a cloud of
+points wider than 100 arm lengths or narrower than a millimetre).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from quadarm.config.checks import ConfigError
+from quadarm.config.identify import UNITS, IdentifyConfig
+
+PACKAGED = "ftdcr_v4"
+PREFIX = "tdcr_sysid_20260511-183002_"  # the OpenCR-MuJoCo session the shipped files are from
+
+
+@dataclass(frozen=True)
+class Recording:
+    """``pull`` (K, n) m per channel, ``tip`` (K, 3) m, ``label`` (K,), ``path``."""
+
+    pull: np.ndarray
+    tip: np.ndarray
+    label: np.ndarray
+    path: str
+
+
+def data_dir(cfg: IdentifyConfig) -> Path:
+    """The recordings' folder: ``cfg.data_dir``, or the package's FTDCR v4 files."""
+    if cfg.data_dir:
+        return Path(cfg.data_dir).expanduser()
+    return Path(str(files("quadarm"))) / "data" / PACKAGED
+
+
+def path_of(cfg: IdentifyConfig, which: str) -> Path:
+    """The file of ``which`` (pulls, train, val): the name as given, else with the shipped
+    session's prefix."""
+    folder = data_dir(cfg)
+    name = getattr(cfg, which)
+    plain = folder / name
+    if plain.is_file() or cfg.data_dir:
+        return plain
+    return folder / f"{PREFIX}{name}"
+
+
+def read(cfg: IdentifyConfig, which: str, arm_length: float) -> Recording:
+    """Read and check one recording (see the module docstring)."""
+    path = path_of(cfg, which)
+    key = f"identify.{which}"
+    if not path.is_file():
+        raise ConfigError(key, str(path), "no such file")
+    try:
+        frame = pd.read_csv(path)
+    except (ValueError, OSError, UnicodeDecodeError) as err:
+        raise ConfigError(key, str(path), f"not a readable CSV ({str(err).splitlines()[0]})"
+                          ) from None
+    missing = [c for c in [*cfg.channels, *cfg.tip] if c not in frame.columns]
+    if missing:
+        raise ConfigError(key, str(path), f"missing column(s) {', '.join(missing)}; it has "
+                          f"{', '.join(map(str, frame.columns))}")
+    numbers = frame[[*cfg.channels, *cfg.tip]].apply(pd.to_numeric, errors="coerce")
+    bad = ~np.isfinite(numbers.to_numpy(dtype=float)).all(axis=1)
+    if bad.any():
+        raise ConfigError(key, str(path), f"{int(bad.sum())} row(s) with a missing or "
+                          f"non-finite value, the first at data row {int(np.argmax(bad)) + 1}")
+    if len(frame) < 2:
+        raise ConfigError(key, str(path), "must have at least 2 rows")
+    pull = numbers[list(cfg.channels)].to_numpy(float) * UNITS[cfg.command_unit] \
+        * cfg.command_sign
+    tip = numbers[list(cfg.tip)].to_numpy(float) * UNITS[cfg.position_unit]
+    spread = float(np.max(np.ptp(tip, axis=0)))
+    if np.abs(pull).max() > 0.5:
+        raise ConfigError(key, str(path), f"with identify.command_unit={cfg.command_unit}: "
+                          f"commands up to {np.abs(pull).max():g} m: not a tendon's travel "
+                          "(wrong unit?)")
+    if np.abs(tip).max() > 10.0 or spread > 100 * arm_length or spread < 1e-3:
+        raise ConfigError(key, str(path), f"with identify.position_unit={cfg.position_unit}: "
+                          f"the tracked point spans {spread:g} m for an arm of "
+                          f"{arm_length:g} m (wrong unit?)")
+    labels = (frame[cfg.pattern].astype(str).to_numpy() if cfg.pattern in frame.columns
+              else np.array([""] * len(frame)))
+    return Recording(pull=pull, tip=tip, label=labels, path=str(path))

@@ -1,0 +1,308 @@
+"""Stages 1-3 of the identification on the MuJoCo arm (:class:`~quadarm.identify.replay.Bench`).
+
+- :func:`stage1`: the channel map, the tendon angles and the registration
+  (:mod:`quadarm.identify.register`), the sections of the channels chosen by replaying each
+  channel's pulls as a tendon of each section on the nominal arm.
+- :func:`stage2`: scipy's bounded least squares (trust-region reflective, finite-difference
+  Jacobian) on the aligned tip errors of the train rows, from ``starts`` starts (the nominal
+  values and seeded draws in the bounds) in ``workers`` processes; the best start wins.
+- :func:`evaluate`: the metrics of a parameter set on a recording, the aligned RMSE exactly
+  as OpenCR-MuJoCo's sysid objective computes it (subtract the mean of simulated minus
+  measured, then the root mean square of the pointwise Euclidean error), the unaligned one
+  through stage 1's transform alone.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from omegaconf import OmegaConf
+from scipy.optimize import least_squares
+
+from quadarm.config import AirframeConfig, SimConfig
+from quadarm.config.checks import ConfigError
+from quadarm.config.sections import SectionArmConfig
+from quadarm.identify import register
+from quadarm.identify.replay import Bench
+
+REPLAY_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registration.rz")
+
+
+def expand(arm: SectionArmConfig, parameters: dict[str, list[float]]
+           ) -> list[tuple[str, float, float]]:
+    """The fitted keys with their bounds, ``sections.*.x`` expanded to every section only when
+    written ``sections.#.x`` (``*`` keeps one value shared by every section)."""
+    out: list[tuple[str, float, float]] = []
+    for key, (lo, hi) in parameters.items():
+        if key.startswith("sections.#."):
+            out += [(key.replace("#", str(j), 1), float(lo), float(hi))
+                    for j in range(len(arm.sections))]
+        else:
+            out.append((key, float(lo), float(hi)))
+    for key, _, _ in out:
+        check_key(arm, key)
+    return out
+
+
+ROTATE = "tendons.rotate_deg"  # sections.<j>.tendons.rotate_deg: turn the section's pattern
+
+
+def check_key(arm: SectionArmConfig, key: str) -> None:
+    """Refuse a fitted key that is neither a numeric arm key nor a replay key."""
+    if key in REPLAY_KEYS or key.endswith(ROTATE):
+        return
+    node = OmegaConf.structured(arm)
+    probe = key.replace("sections.*.", "sections.0.", 1)
+    value = OmegaConf.select(node, probe, default="__missing__")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"identify.parameters.{key}", None,
+                          "must be a numeric arm key (e.g. sections.0.youngs_modulus, "
+                          f"sections.*.tendons.stiffness) or one of {', '.join(REPLAY_KEYS)}")
+
+
+def apply(arm: SectionArmConfig, values: dict[str, float]) -> SectionArmConfig:
+    """``arm`` with the arm keys of ``values`` set (``sections.*.x``: every section)."""
+    node = OmegaConf.structured(arm)
+    for key, value in values.items():
+        if key in REPLAY_KEYS:
+            continue
+        if key.endswith(ROTATE):
+            # Turn the section's tendons (their measured or nominal angles) by the value.
+            sec = key[: -len(ROTATE) - 1]
+            tendons = OmegaConf.select(node, f"{sec}.tendons")
+            angles = list(tendons.angles_deg) or [
+                tendons.angle0_deg + 360.0 * i / tendons.count for i in range(tendons.count)]
+            OmegaConf.update(node, f"{sec}.tendons.angles_deg",
+                             [float(a) + float(value) for a in angles], merge=False)
+            continue
+        keys = ([key.replace("*", str(j), 1) for j in range(len(arm.sections))]
+                if key.startswith("sections.*.") else [key])
+        for k in keys:
+            OmegaConf.update(node, k, float(value), merge=False)
+    obj = OmegaConf.to_object(node)
+    assert isinstance(obj, SectionArmConfig)
+    return obj
+
+
+def aligned_rmse(sim: np.ndarray, meas: np.ndarray) -> float:
+    """OpenCR-MuJoCo's sysid metric (m): the simulated points less their mean offset from the
+    measured ones, then sqrt(mean |error|^2) over the points."""
+    shifted = sim - np.mean(sim - meas, axis=0)
+    return float(np.sqrt(np.mean(np.sum((meas - shifted) ** 2, axis=1))))
+
+
+@dataclass
+class Problem:
+    """Everything a worker process needs to replay a parameter set: the arm and its bench
+    (``frame``, ``sim``, ``pointing``), stage 1's map (``tendon_channel``), rotation and
+    translation (arm base frame -> tracking frame)."""
+
+    frame: AirframeConfig
+    sim: SimConfig
+    arm: SectionArmConfig
+    pointing: str
+    marker_offset: float
+    tendon_channel: tuple[int, ...]
+    rotation: np.ndarray
+    translation: np.ndarray
+    keys: list[tuple[str, float, float]] = field(default_factory=list)
+
+    def values(self, x: np.ndarray) -> dict[str, float]:
+        """The physical values of the normalised vector ``x`` in [0, 1]^n."""
+        return {k: lo + float(v) * (hi - lo) for (k, lo, hi), v in zip(self.keys, x,
+                                                                            strict=True)}
+
+    def normalised(self, values: dict[str, float]) -> np.ndarray:
+        return np.array([(values[k] - lo) / (hi - lo) for k, lo, hi in self.keys])
+
+    def nominal(self) -> dict[str, float]:
+        """The fitted keys' values in the given arm (clipped into their bounds)."""
+        node = OmegaConf.structured(self.arm)
+        out = {}
+        for k, lo, hi in self.keys:
+            if k == "marker_offset":
+                v = self.marker_offset
+            elif k.startswith("registration.") or k.endswith(ROTATE):
+                v = 0.0
+            else:
+                v = float(OmegaConf.select(node, k.replace("*", "0", 1)))
+            out[k] = min(max(v, lo), hi)
+        return out
+
+    def simulate(self, values: dict[str, float], pull: np.ndarray,
+                 rows: np.ndarray | None = None) -> np.ndarray:
+        """The markers (K, 3) m in the tracking frame for the channel commands ``pull``
+        (K_all, n_channels) m, at ``rows`` (all when None; the history of every row drives
+        the friction and backlash play)."""
+        arm = apply(self.arm, values)
+        bench = Bench(self.frame, arm, self.sim, self.pointing,
+                      values.get("marker_offset", self.marker_offset))
+        ctrl = bench.commands(pull[:, list(self.tendon_channel)])
+        idx = np.arange(len(ctrl)) if rows is None else rows
+        bench.data.qpos[:] = bench.model.qpos0
+        out = np.empty((len(idx), 3))
+        for n, i in enumerate(idx):
+            out[n] = bench.settle(ctrl[i])[0]
+        rot = self.rotation @ register.rotation(values.get("registration.rx", 0.0),
+                                                values.get("registration.ry", 0.0),
+                                                values.get("registration.rz", 0.0))
+        return out @ rot.T + self.translation
+
+
+def _replay_rows(problem: Problem, arm: SectionArmConfig, pull_model: np.ndarray
+                 ) -> np.ndarray:
+    bench = Bench(problem.frame, arm, problem.sim, problem.pointing, problem.marker_offset)
+    return bench.replay(pull_model)
+
+
+def labelled_tendons(labels: np.ndarray, pull: np.ndarray, per_section: list[int]
+                     ) -> list[int] | None:
+    """The channel of each tendon (n_tendons,) when the pull rows' labels name the pulled
+    tendon (``...tendon<k>...``, k section-major): the channel that leads in the rows of
+    tendon k; None when the labels do not name every tendon once."""
+    import re
+
+    act = register.active_channel(pull)
+    n = sum(per_section)
+    found: dict[int, list[int]] = {}
+    for label, a in zip(labels, act, strict=True):
+        hit = re.search(r"tendon(\d+)", str(label))
+        if hit and a >= 0:
+            found.setdefault(int(hit.group(1)), []).append(int(a))
+    if sorted(found) != list(range(n)):
+        return None
+    channel = [int(np.bincount(found[k]).argmax()) for k in range(n)]
+    return channel if len(set(channel)) == n else None
+
+
+def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointing: str,
+           marker_offset: float, pull: np.ndarray, tip: np.ndarray,
+           labels: np.ndarray | None = None, measure_angles: bool = True
+           ) -> tuple[Problem, register.Channels, dict[str, Any]]:
+    """Stage 1 (see the module docstring); returns the problem with the registration, the
+    channel map and a summary (the section cost matrix, the transform, the pull RMSE).
+    ``labels``: the pull rows' labels; when they name the pulled tendon
+    (:func:`labelled_tendons`) they fix each channel's section and place in it, else the
+    sections come from replaying each channel's pulls as each section's tendon.
+    ``measure_angles`` false keeps the arm's own tendon angles (a calibrated arm's)."""
+    per_section = [s.tendons.count for s in arm.sections]
+    first = register.channels(pull, tip, per_section)
+    act = register.active_channel(pull)
+    named = None if labels is None else labelled_tendons(labels, pull, per_section)
+    base = Problem(frame, sim, arm, pointing, marker_offset, tuple(range(pull.shape[1])),
+                   first.axes, np.zeros(3))
+    rest_model = _replay_rows(base, arm, np.zeros((1, arm.n_tendons)))[0]
+    n = pull.shape[1]
+    cost = np.zeros((n, len(per_section)))
+    starts = np.cumsum([0, *per_section])
+    for c in range(n if named is None else 0):
+        rows = act == c
+        meas = (tip[rows] - first.rest) @ first.axes  # arm frame
+        rho_meas = np.hypot(meas[:, 0], meas[:, 1])
+        for j in range(len(per_section)):
+            # The tip's reach lost (along the axis) against its sideways travel: a property
+            # of where the bend sits, whatever the pull it took (so a model too stiff or
+            # too soft still tells the sections apart).
+            sweep = np.zeros((16, arm.n_tendons)) - 0.01
+            sweep[:, starts[j]] = np.linspace(0.0, 2.5 * float(pull[rows, c].max()), 16)
+            model = _replay_rows(base, arm, sweep) - rest_model
+            rho = np.hypot(model[:, 0], model[:, 1])
+            order = np.argsort(rho)
+            drop = np.interp(rho_meas, rho[order], model[order, 2])
+            cost[c, j] = float(np.sqrt(np.mean((drop - meas[:, 2]) ** 2)))
+    section_of = register.assign_sections(cost, per_section)
+    ch = register.channels(pull, tip, per_section, section_of)
+    if named is not None:
+        # The labels' order within each section, the measured angles.
+        azimuth = dict(zip(ch.tendon_channel, [a for sec in ch.angles_deg for a in sec],
+                           strict=True))
+        section_of = [0] * len(named)
+        bounds = np.cumsum([0, *per_section])
+        for t, c in enumerate(named):
+            section_of[c] = int(np.searchsorted(bounds, t, side="right") - 1)
+        ch = register.Channels(tuple(named), tuple(
+            tuple(azimuth[named[t]] for t in range(bounds[j], bounds[j + 1]))
+            for j in range(len(per_section))), ch.axes, ch.gain, ch.rest)
+    sections = [replace(s, tendons=replace(s.tendons, angles_deg=list(a)))
+                for s, a in zip(arm.sections, ch.angles_deg, strict=True)]
+    registered = replace(arm, sections=sections) if measure_angles else arm
+    problem = Problem(frame, sim, registered, pointing, marker_offset, ch.tendon_channel,
+                      ch.axes, np.zeros(3))
+    sim_pull = _replay_rows(problem, registered, pull[:, list(ch.tendon_channel)])
+    rot, trans = register.kabsch(sim_pull, tip)
+    problem.rotation, problem.translation = rot, trans
+    fitted = sim_pull @ rot.T + trans
+    summary = {"section_cost_m": cost, "section_of_channel": section_of,
+               "map_from": "labels" if named is not None else "pulls",
+               "pull_rmse_m": float(np.sqrt(np.mean(np.sum((fitted - tip) ** 2, axis=1)))),
+               "pull_rmse_aligned_m": aligned_rmse(fitted, tip)}
+    return problem, ch, summary
+
+
+def _residuals(x: np.ndarray, problem: Problem, pull: np.ndarray, rows: np.ndarray,
+               meas: np.ndarray) -> np.ndarray:
+    sim = problem.simulate(problem.values(x), pull, rows)
+    err = sim - np.mean(sim - meas, axis=0) - meas
+    if not np.all(np.isfinite(err)):
+        return np.full(err.size, 1.0)
+    return err.ravel() * 1e3  # mm
+
+
+def _start(args: tuple[Problem, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
+           ) -> dict[str, Any]:
+    problem, x0, pull, rows, meas, max_nfev = args
+    res = least_squares(_residuals, x0, bounds=(0.0, 1.0), args=(problem, pull, rows, meas),
+                        diff_step=1e-3, max_nfev=max_nfev, x_scale="jac")
+    return {"x": res.x, "cost": float(res.cost), "jac": res.jac, "fun": res.fun,
+            "nfev": int(res.nfev), "x0": x0}
+
+
+def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, starts: int,
+           workers: int, max_nfev: int, seed: int) -> dict[str, Any]:
+    """Fit ``problem.keys`` on every ``stride``-th row (see the module docstring); returns
+    the best start's values, their standard errors from the Jacobian
+    (s^2 (J^T J)^-1, s^2 = residual sum of squares / (m - n)), the starts' costs."""
+    rows = np.arange(0, len(pull), stride)
+    meas = tip[rows]
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    x_nom = problem.normalised(problem.nominal())
+    x0s = [x_nom] + [rng.uniform(0.1, 0.9, len(problem.keys)) for _ in range(starts - 1)]
+    jobs = [(problem, x0, pull, rows, meas, max_nfev) for x0 in x0s]
+    if workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
+            results = list(pool.map(_start, jobs))
+    else:
+        results = [_start(j) for j in jobs]
+    best = min(results, key=lambda r: r["cost"])
+    m, n = best["fun"].size, len(problem.keys)
+    s2 = 2.0 * best["cost"] / max(m - n, 1)
+    jac = best["jac"]
+    try:
+        cov = np.linalg.inv(jac.T @ jac) * s2
+        se_norm = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    except np.linalg.LinAlgError:
+        se_norm = np.full(n, math.inf)
+    span = np.array([hi - lo for _, lo, hi in problem.keys])
+    names = [k for k, _, _ in problem.keys]
+    return {"values": problem.values(best["x"]), "stderr": dict(zip(names, se_norm * span,
+                                                                      strict=True)),
+        "costs": [r["cost"] for r in results], "nfev": [r["nfev"] for r in results],
+        "rows": int(len(rows)), "at_bound": [k for k, v in zip(names, best["x"], strict=True)
+                                             if v < 1e-3 or v > 1 - 1e-3]}
+
+
+def evaluate(problem: Problem, values: dict[str, float], pull: np.ndarray, tip: np.ndarray
+             ) -> tuple[np.ndarray, dict[str, float]]:
+    """The simulated markers (K, 3) m of every row and the metrics (mm)."""
+    sim = problem.simulate(values, pull)
+    err = np.linalg.norm(sim - np.mean(sim - tip, axis=0) - tip, axis=1)
+    raw = np.linalg.norm(sim - tip, axis=1)
+    return sim, {"rmse_mm": aligned_rmse(sim, tip) * 1e3,
+                 "rmse_unaligned_mm": float(np.sqrt(np.mean(raw ** 2))) * 1e3,
+                 "max_mm": float(err.max()) * 1e3,
+                 "mean_predictor_mm": float(np.sqrt(np.mean(np.sum(
+                     (tip - tip.mean(axis=0)) ** 2, axis=1)))) * 1e3}

@@ -1,0 +1,149 @@
+"""Stage 1: from the single-tendon pulls, which channel drives which tendon, the tendons'
+angles, and the rigid transform from the arm's base frame to the tracking frame.
+
+- **Channels.** In a single-tendon pull one channel leads every other by ``lead`` (the others
+  are released). Each channel's gain (lateral tip travel per metre of pull, median over its
+  rows) sorts the channels into sections: a section nearer the base moves the tip further
+  for the same bend angle (a pull d bends a section by d / r, whatever its length, and the
+  tip is further out along the lever). Within a section, tendons are numbered by their angle.
+- **Axis and angles.** Pulls of a section's tendons, spread around the backbone, move the tip
+  sideways in opposite directions and towards the base alike, so the mean of the channels'
+  mean deflections points from the tip towards the base: the arm frame's z axis. The first tendon of
+  the base section sets the arm frame's x axis; every tendon's angle is the azimuth of its
+  pulls' deflection about the axis (a single tendon bends the arm in its own plane).
+- **Transform.** The nominal arm replays the pulls; the rotation and translation that best map
+  its markers onto the measured ones (least squares, Kabsch's SVD solution) are the
+  registration. Given markers that are an exact rigid image of the model's, it recovers the
+  rotation exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from quadarm.config.checks import ConfigError
+
+
+def kabsch(model: np.ndarray, measured: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rotation R (3, 3) and translation t (3,) minimising sum |R p_i + t - m_i|^2 over
+    the points ``model`` p (K, 3) and ``measured`` m (K, 3) (a proper rotation, det +1)."""
+    p = np.asarray(model, dtype=float)
+    m = np.asarray(measured, dtype=float)
+    pc, mc = p.mean(axis=0), m.mean(axis=0)
+    h = (p - pc).T @ (m - mc)
+    u, _, vt = np.linalg.svd(h)
+    sign = np.sign(np.linalg.det(vt.T @ u.T)) or 1.0
+    r = vt.T @ np.diag([1.0, 1.0, sign]) @ u.T
+    return r, mc - r @ pc
+
+
+@dataclass(frozen=True)
+class Channels:
+    """``tendon_channel`` (n_tendons,): the command column index of each tendon (section-major,
+    by angle within a section); ``angles_deg`` (n_sections, per section): each tendon's angle
+    in the arm frame; ``axes`` (3, 3): columns the arm frame's x, y, z in the tracking frame
+    (z from the tip towards the base); ``gain`` (n_channels,) m/m; ``rest`` (3,) m."""
+
+    tendon_channel: tuple[int, ...]
+    angles_deg: tuple[tuple[float, ...], ...]
+    axes: np.ndarray
+    gain: np.ndarray
+    rest: np.ndarray
+
+
+def active_channel(pull: np.ndarray, lead: float = 0.002) -> np.ndarray:
+    """Per row (K,), the channel whose command leads every other by ``lead`` m, else -1."""
+    order = np.sort(pull, axis=1)
+    best = np.argmax(pull, axis=1)
+    return np.where(order[:, -1] - order[:, -2] > lead, best, -1)
+
+
+def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
+             section_of: list[int] | None = None) -> Channels:
+    """Stage 1's channel map and tendon angles from single-tendon pulls (see the module
+    docstring). ``pull`` (K, n) m, ``tip`` (K, 3) m; ``per_section`` the tendon counts;
+    ``section_of`` (n,): each channel's section when known (:func:`assign_sections`), else
+    the channels are sorted into sections by their gains."""
+    n = pull.shape[1]
+    if sum(per_section) != n:
+        raise ConfigError("identify.channels", n, f"must be one per tendon: the arm has "
+                          f"{sum(per_section)}")
+    quiet = np.abs(pull).max(axis=1) < 5e-4
+    rest = np.median(tip[quiet], axis=0) if quiet.any() else tip[0]
+    act = active_channel(pull)
+    mean_defl = np.zeros((n, 3))
+    for c in range(n):
+        rows = (act == c) & (pull[:, c] > 5e-4)
+        if rows.sum() < 2:
+            raise ConfigError("identify.pulls", int(rows.sum()),
+                              f"channel {c} is pulled alone in fewer than 2 rows: the pulls "
+                              "cannot register it")
+        mean_defl[c] = (tip[rows] - rest).mean(axis=0)
+    axis_z = mean_defl.mean(axis=0)  # from the tip towards the base (bends shorten the reach)
+    axis_z /= np.linalg.norm(axis_z)
+
+    def lateral(v: np.ndarray) -> np.ndarray:
+        return v - np.outer(v @ axis_z, axis_z) if v.ndim == 2 else v - (v @ axis_z) * axis_z
+
+    gain = np.zeros(n)
+    for c in range(n):
+        rows = (act == c) & (pull[:, c] > 5e-4)
+        gain[c] = float(np.median(np.linalg.norm(lateral(tip[rows] - rest), axis=1)
+                                  / pull[rows, c]))
+    by_gain = [int(c) for c in np.argsort(-gain)]
+    if section_of is not None:
+        by_gain = [c for j in range(len(per_section)) for c in range(n) if section_of[c] == j]
+    # The channel with the largest deflection defines x.
+    x0 = lateral(mean_defl[max(range(n), key=lambda c: np.linalg.norm(lateral(mean_defl[c])))])
+    x_axis = x0 / np.linalg.norm(x0)
+    y_axis = np.cross(axis_z, x_axis)
+    axes = np.column_stack([x_axis, y_axis, axis_z])
+    azimuth = np.degrees(np.arctan2(mean_defl @ y_axis, mean_defl @ x_axis)) % 360.0
+    tendon_channel: list[int] = []
+    angles: list[tuple[float, ...]] = []
+    start = 0
+    for count in per_section:
+        group = sorted(by_gain[start:start + count], key=lambda c: azimuth[c])
+        start += count
+        tendon_channel += [int(c) for c in group]
+        angles.append(tuple(float(azimuth[c]) for c in group))
+    return Channels(tuple(tendon_channel), tuple(angles), axes, gain, rest)
+
+
+def rotation(rx: float, ry: float, rz: float) -> np.ndarray:
+    """The rotation (3, 3) Rz(rz) Ry(ry) Rx(rx) (rad): a small correction of stage 1's."""
+    cx, sx, cy, sy, cz, sz = (math.cos(rx), math.sin(rx), math.cos(ry), math.sin(ry),
+                              math.cos(rz), math.sin(rz))
+    rx_m = np.array([[1, 0, 0], [0, cx, -sx], [0, sx, cx]])
+    ry_m = np.array([[cy, 0, sy], [0, 1, 0], [-sy, 0, cy]])
+    rz_m = np.array([[cz, -sz, 0], [sz, cz, 0], [0, 0, 1]])
+    return rz_m @ ry_m @ rx_m
+
+
+def assign_sections(cost: np.ndarray, per_section: list[int]) -> list[int]:
+    """The section of each channel (n_channels,) that minimises the summed ``cost``
+    (n_channels, n_sections) with ``per_section[j]`` channels in section j (exhaustive over
+    the assignments: 1,680 for three sections of three)."""
+    n = cost.shape[0]
+    best: tuple[float, list[int]] = (math.inf, [])
+
+    def walk(c: int, left: list[int], chosen: list[int], total: float) -> None:
+        nonlocal best
+        if total >= best[0]:
+            return
+        if c == n:
+            best = (total, list(chosen))
+            return
+        for j, k in enumerate(left):
+            if k:
+                left[j] -= 1
+                chosen.append(j)
+                walk(c + 1, left, chosen, total + float(cost[c, j]))
+                chosen.pop()
+                left[j] += 1
+
+    walk(0, list(per_section), [], 0.0)
+    return best[1]

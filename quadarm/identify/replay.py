@@ -1,0 +1,142 @@
+"""Quasi-static replay of tendon displacements on the MuJoCo arm: the settled pose of every row.
+
+Each row of a recording is a settled pose, so the replay solves MuJoCo's static equilibrium
+for it instead of integrating the motion in between: the residual is MuJoCo's own generalised
+force at rest, r(q) = qfrc_passive + qfrc_actuator - qfrc_bias (hinge springs, the tendons'
+position actuators with their force limits, gravity), evaluated by ``mj_forward`` with
+qvel = 0; Newton steps solve H dq = r with H = K + sum over taut tendons of k_i J_i^T J_i
+(the hinge stiffness and the tendons' stiffness through their moment arms, J the fixed
+tendons' coefficients; gravity's small stiffness is left out of H, which only slows the
+convergence). Every row starts from the previous row's pose, as the robot does.
+
+Hysteresis in the replay: Coulomb friction F on a tendon driven through stiffness k makes the
+tendon's settled pull lag its command by F / k either way (the closed form of
+``tests/model/test_sections.py``'s dynamic loop), i.e. a play operator of width 2 F / k on the
+command; the servo's ``backlash`` adds its own width (:func:`quadarm.model.sections.play`).
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+from quadarm.config import AirframeConfig, SimConfig
+from quadarm.config.sections import SectionArmConfig
+from quadarm.model import names, sections
+from quadarm.model.builder import build, mount_point
+
+
+class Bench:
+    """A sectioned arm on a fixed base (the airframe welded to the world), pointing ``down``
+    (hanging, as under a vehicle) or ``up`` (gravity reversed in the arm's frame, which is the
+    arm standing on a bench). ``marker_offset`` (m): the tracked point's distance beyond the
+    tip ball's centre along the distal link's axis."""
+
+    def __init__(self, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
+                 pointing: str = "up", marker_offset: float = 0.0) -> None:
+        if arm.actuation != "displacement":
+            raise ValueError("the replay drives tendon displacements: arm.actuation must be "
+                             "displacement")
+        self.arm = arm
+        self.built = build(frame, arm, sim, fixed_base=True)
+        m = self.built.model
+        self.model, self.data = m, mujoco.MjData(m)
+        if pointing == "up":
+            m.opt.gravity[:] = -np.asarray(m.opt.gravity)
+        self.marker_offset = marker_offset
+        self.acts = self.built.tendon_actuators
+        self.tip_body = m.body(names.TIP_BODY).id
+        quad = self.data.xpos[m.body(names.QUAD_BODY).id]
+        mujoco.mj_forward(m, self.data)
+        self.base = np.asarray(quad) + np.asarray(mount_point(frame))
+        self.k = sections.tendon_stiffness(arm)
+        self.t_max = arm.tension_max
+        # The tendons' moment arms (n_tendons, nv): exact and constant for fixed tendons, the
+        # straight arm's for site-routed ones.
+        d = self.data
+        d.qpos[:] = m.qpos0
+        mujoco.mj_forward(m, d)
+        j = np.zeros((m.ntendon, m.nv))
+        eps = 1e-7
+        for v in range(m.nv):
+            d.qpos[:] = m.qpos0
+            d.qpos[v] += eps
+            mujoco.mj_fwdPosition(m, d)
+            j[:, v] = (d.ten_length - m.tendon_length0) / eps
+        self.jac = j[m.actuator_trnid[self.acts, 0]]
+        self.stiff = np.diag(m.jnt_stiffness[m.dof_jntid].astype(float))
+        d.qpos[:] = m.qpos0
+        mujoco.mj_forward(m, d)
+        self._bias = np.zeros(m.nv)
+
+    def commands(self, pull: np.ndarray) -> np.ndarray:
+        """The position actuators' commands (K, n_tendons) for pulls (K, n_tendons) m, after the
+        play operator of width backlash + 2 F / k."""
+        width = self.arm.backlash + 2.0 * self.arm.tendon_friction / self.k
+        pulled = np.asarray(pull, dtype=float)
+        if np.any(width > 0):
+            pulled = np.column_stack([sections.play(pulled[:, i:i + 1], float(width[i]))[:, 0]
+                                      for i in range(pulled.shape[1])])
+        return sections.displacement_ctrl(self.model, self.acts, self.arm, pulled)
+
+    def residual(self) -> np.ndarray:
+        """MuJoCo's generalised force at rest (nv,) at the current pose: the stages of
+        ``mj_forward`` that it needs (positions, tendons, actuators, springs, gravity)."""
+        m, d = self.model, self.data
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        mujoco.mj_tendon(m, d)
+        mujoco.mj_transmission(m, d)
+        mujoco.mj_fwdActuation(m, d)
+        mujoco.mj_passive(m, d)
+        mujoco.mj_rne(m, d, 0, self._bias)
+        return d.qfrc_passive + d.qfrc_actuator - self._bias
+
+    def settle(self, ctrl: np.ndarray, iterations: int = 40, tol: float = 1e-9
+               ) -> tuple[np.ndarray, int]:
+        """Solve the static equilibrium for one row of commands from the current pose;
+        returns the marker (3,) in the arm's base frame (m; z along the base's axis, the arm
+        hanging along -z) and the residual evaluations taken. Newton steps with a
+        backtracking line search on |r| (the taut set of the tendons changes the Hessian
+        piecewise, and a full step can cycle between two sets)."""
+        d = self.data
+        d.ctrl[self.acts] = ctrl
+        d.qvel[:] = 0.0
+        r = self.residual()
+        norm = float(np.linalg.norm(r))
+        evals = 1
+        while evals < iterations and norm > tol:
+            f = d.actuator_force[self.acts]
+            taut = (f < 0.0) & (f > -self.t_max)
+            h = self.stiff + (self.jac[taut].T * self.k[taut]) @ self.jac[taut]
+            dq = np.linalg.solve(h, r)
+            q0 = d.qpos.copy()
+            alpha = 1.0
+            while True:
+                d.qpos[:] = q0 + alpha * dq
+                r = self.residual()
+                evals += 1
+                new = float(np.linalg.norm(r))
+                if new < norm or alpha < 1e-3 or evals >= iterations:
+                    break
+                alpha *= 0.5
+            norm = new
+            if float(np.max(np.abs(alpha * dq))) < 1e-12:
+                break
+        return self.marker(), evals
+
+    def marker(self) -> np.ndarray:
+        """The tracked point (3,) in the arm's base frame, m."""
+        d = self.data
+        p = d.xpos[self.tip_body] - d.xmat[self.tip_body].reshape(3, 3)[:, 2] * self.marker_offset
+        return p - self.base
+
+    def replay(self, pull: np.ndarray) -> np.ndarray:
+        """The markers (K, 3), m, base frame, for the pulls (K, n_tendons) m, row by row from
+        the straight arm."""
+        self.data.qpos[:] = self.model.qpos0
+        ctrl = self.commands(pull)
+        out = np.empty((len(ctrl), 3))
+        for i, u in enumerate(ctrl):
+            out[i] = self.settle(u)[0]
+        return out

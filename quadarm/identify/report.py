@@ -1,0 +1,108 @@
+"""The identification's report: ``report.md`` with the RMSEs, the error per pattern and the
+fitted values with their standard errors, and two figures (measured against simulated tip
+paths; error against deflection). Reads only the arrays it is given (no simulation)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from quadarm.config.identify import IdentifyConfig
+from quadarm.results.io import write_text
+
+
+def per_pattern(label: np.ndarray, sim: np.ndarray, tip: np.ndarray) -> list[tuple[str, int,
+                                                                                  float]]:
+    """(pattern, rows, aligned RMSE mm) per pattern family (the label without its
+    repetition and hold suffixes), the offset being the whole recording's mean."""
+    err = np.linalg.norm(sim - np.mean(sim - tip, axis=0) - tip, axis=1) * 1e3
+    fam = np.array([re.sub(r"^rep\d+_|_hold$", "", str(s)) for s in label])
+    out = []
+    for name in sorted(set(fam)):
+        e = err[fam == name]
+        out.append((name, int(e.size), float(np.sqrt(np.mean(e ** 2)))))
+    return out
+
+
+def _figures(out: Path, recs: dict[str, Any], sims: dict[str, np.ndarray]) -> list[str]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - matplotlib is a dependency
+        return []
+    names = []
+    val, sim = recs["val"], sims["val"]
+    aligned = sim - np.mean(sim - val.tip, axis=0)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    for ax, (i, j, lab) in zip(axes, ((0, 1, "x-y"), (0, 2, "x-z")), strict=True):
+        ax.plot(val.tip[:, i] * 1e3, val.tip[:, j] * 1e3, ".", ms=3, label="measured")
+        ax.plot(aligned[:, i] * 1e3, aligned[:, j] * 1e3, ".", ms=3, label="simulated")
+        ax.set_xlabel(f"{lab[0]} (mm)")
+        ax.set_ylabel(f"{lab[-1]} (mm)")
+        ax.set_aspect("equal")
+        ax.legend()
+    fig.suptitle("val: measured and simulated tip (aligned)")
+    fig.tight_layout()
+    fig.savefig(out / "tip_paths.png", dpi=110)
+    plt.close(fig)
+    names.append("tip_paths.png")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for which in ("train", "val"):
+        rec, s = recs[which], sims[which]
+        rest = np.median(rec.tip[np.abs(rec.pull).max(axis=1) < 5e-4], axis=0) \
+            if (np.abs(rec.pull).max(axis=1) < 5e-4).any() else rec.tip[0]
+        defl = np.linalg.norm(rec.tip - rest, axis=1) * 1e3
+        err = np.linalg.norm(s - np.mean(s - rec.tip, axis=0) - rec.tip, axis=1) * 1e3
+        ax.plot(defl, err, ".", ms=2, label=which)
+    ax.set_xlabel("tip deflection from rest (mm)")
+    ax.set_ylabel("tip error (mm)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "error_vs_deflection.png", dpi=110)
+    plt.close(fig)
+    names.append("error_vs_deflection.png")
+    return names
+
+
+def write(out: Path, cfg: IdentifyConfig, recs: dict[str, Any], sims: dict[str, np.ndarray],
+          record: dict[str, Any]) -> Path:
+    """Write ``report.md`` and its figures into ``out``."""
+    m = record["metrics"]
+    lines = [f"# Identification: {cfg.name}", "",
+             "Aligned RMSE: the simulated tips less their mean offset from the measured ones, "
+             "then the RMS of the pointwise distance (OpenCR-MuJoCo's sysid metric); "
+             "unaligned: through stage 1's rigid transform only.", "",
+             "| | aligned RMSE (mm) | unaligned RMSE (mm) |", "|---|---|---|",
+             f"| nominal, train | {m['nominal_train_rmse_mm']:.2f} | |",
+             f"| nominal, val | {m['nominal_val_rmse_mm']:.2f} | |",
+             f"| fitted, train | {m['train_rmse_mm']:.2f} | {m['train_rmse_unaligned_mm']:.2f} |",
+             f"| fitted, val | {m['val_rmse_mm']:.2f} | {m['val_rmse_unaligned_mm']:.2f} |",
+             f"| mean predictor, val | {m['val_mean_predictor_mm']:.2f} | |", "",
+             f"Largest val error: {m['val_max_mm']:.2f} mm. Single-tendon pulls after stage 1: "
+             f"{m['pull_rmse_mm']:.2f} mm. Wall time {m['wall_s']:.0f} s.", "",
+             f"Stage 1: channel map (tendon order, section-major) {record['channel_map']} "
+             f"(sections from {record['map_from']}); tendon angles (deg) "
+             f"{[[round(a, 1) for a in s] for s in record['angles_deg']]}.", "",
+             "## Fitted values", "",
+             f"Starts' final costs {[round(c, 1) for c in record['costs']]}, residual "
+             f"evaluations {record['nfev']}, on {record['fit_rows']} train rows. Standard "
+             "errors from the Jacobian, s^2 (J^T J)^-1: consecutive rows are correlated, so "
+             "they are lower bounds.", "",
+             "| key | nominal | fitted | std. error | at a bound |", "|---|---|---|---|---|"]
+    for k, v in record["values"].items():
+        lines.append(f"| {k} | {record['nominal'].get(k, float('nan')):.6g} | {v:.6g} | "
+                     f"{record['stderr'].get(k, float('nan')):.3g} | "
+                     f"{'yes' if k in record['at_bound'] else ''} |")
+    for which in ("train", "val"):
+        lines += ["", f"## Error per pattern, {which}", "", "| pattern | rows | RMSE (mm) |",
+                  "|---|---|---|"]
+        lines += [f"| {p} | {n} | {e:.2f} |" for p, n, e in
+                  per_pattern(recs[which].label, sims[which], recs[which].tip)]
+    figs = _figures(out, recs, sims)
+    lines += [""] + [f"![{f}]({f})" for f in figs]
+    return write_text(out / "report.md", "\n".join(lines) + "\n")

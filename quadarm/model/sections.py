@@ -1,0 +1,219 @@
+"""The multi-section arm in the MJCF builder (``arm`` of kind ``sections``, see
+:class:`quadarm.config.sections.SectionArmConfig`), and its tendon drive.
+
+Links: section j's ``links`` links of length l_j = L_j / N_j hang from the flange one below
+the other (body origin at the proximal end, the link along its local -z, as the one-section
+arm's). Each link is hinged to its parent by two orthogonal spring-damper hinges of
+stiffness EI_j / l_j and damping D_j / l_j (each hinge stands for the curvature of its link,
+``docs/arm.md``); odd links take them in the order y, x so that the small twist of a pair of
+finite rotations cancels pairwise. ``torsion`` adds a third hinge about the link's axis,
+stiffness GJ_j / l_j.
+
+Tendons: tendon t of section j is anchored on the airframe at the flange, passes a via site at
+the distal end of every link of sections 0..j (at its offset and angle) and ends at the last
+one: pulling it bends sections 0..j, and only section j's own tendons end in it.
+
+Drive: ``actuation=tension`` is a force actuator per tendon (gear -1: a positive command
+shortens the tendon), as for the one-section arm. ``actuation=displacement`` is a MuJoCo
+position actuator per tendon on the tendon's length L with gain k (the section's
+``tendons.stiffness``): the force along L is k (u - L) - k_v dL/dt, limited to
+[-tension_max, 0] so that the tendon only pulls and goes slack when released; the command u
+for a pull d (m, positive shortens) is u = L0 - d - T0 / k (:func:`displacement_ctrl`), so the
+tension is T0 at zero pull on the straight arm.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from quadarm.config.sections import SectionArmConfig
+from quadarm.model import names
+
+# Collision bitmasks as quadarm.model.builder's (the arm touches the ground and the frame).
+ARM_CONTYPE, ARM_CONAFFINITY = 2, 1
+
+
+@dataclass(frozen=True)
+class SectionLayout:
+    """Where each link and tendon of a sectioned arm sits: ``section_of_link`` (n_links,),
+    ``section_of_tendon`` (n_tendons,), ``tendon_angles_rad`` (n_tendons,),
+    ``tendon_offsets`` (n_tendons,) m, ``link_lengths`` (n_links,) m."""
+
+    section_of_link: tuple[int, ...]
+    section_of_tendon: tuple[int, ...]
+    tendon_angles_rad: tuple[float, ...]
+    tendon_offsets: tuple[float, ...]
+    link_lengths: tuple[float, ...]
+
+
+def layout(arm: SectionArmConfig) -> SectionLayout:
+    """The links and tendons of ``arm``, proximal first, tendons section-major."""
+    sec_link: list[int] = []
+    lengths: list[float] = []
+    sec_tendon: list[int] = []
+    angles: list[float] = []
+    offsets: list[float] = []
+    for j, s in enumerate(arm.sections):
+        sec_link += [j] * s.links
+        lengths += [s.length / s.links] * s.links
+        for a in s.tendons.angles():
+            sec_tendon.append(j)
+            angles.append(math.radians(a))
+            offsets.append(s.tendons.offset)
+    return SectionLayout(tuple(sec_link), tuple(sec_tendon), tuple(angles), tuple(offsets),
+                         tuple(lengths))
+
+
+def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
+            arm: SectionArmConfig) -> list[str]:
+    """Add the links, the tip and the tendons of ``arm`` under ``quad`` at ``mount`` (m, (3,),
+    in ``quad``'s frame); return the hinge names, proximal first."""
+    lay = layout(arm)
+    mx, my, z0 = mount
+    nt = len(lay.section_of_tendon)
+    pts = [(r * math.cos(p), r * math.sin(p)) for r, p in zip(lay.tendon_offsets,
+                                                               lay.tendon_angles_rad,
+                                                               strict=True)]
+    for i, (x, y) in enumerate(pts):
+        quad.add_site(name=names.tendon_anchor(i), pos=[mx + x, my + y, z0], size=[0.001, 0, 0])
+    solid = dict(contype=ARM_CONTYPE, conaffinity=ARM_CONAFFINITY)
+    vias: list[list[str]] = [[] for _ in range(nt)]
+    parent, pos = quad, [mx, my, z0]
+    joints: list[str] = []
+    n = len(lay.link_lengths)
+    ell = 0.0
+    for k in range(n):
+        j = lay.section_of_link[k]
+        sec = arm.sections[j]
+        ell = lay.link_lengths[k]
+        link = parent.add_body(name=names.link_body(k), pos=pos)
+        rng = None if sec.curvature_range is None else min(sec.curvature_range * ell, math.pi)
+        limit = (dict(limited=mujoco.mjtLimited.mjLIMITED_FALSE) if rng is None else
+                 dict(limited=mujoco.mjtLimited.mjLIMITED_TRUE, range=[-rng, rng]))
+        axes = [("x", [1, 0, 0]), ("y", [0, 1, 0])]
+        if k % 2:
+            axes.reverse()
+        stiff = [sec.ei / ell] * 2
+        if arm.torsion:
+            axes.append(("z", [0, 0, 1]))
+            stiff.append(sec.ei / (1.0 + arm.poisson_ratio) / ell)
+        for (axis, vec), kk in zip(axes, stiff, strict=True):
+            name = names.link_joint(k, axis)
+            link.add_joint(name=name, type=mujoco.mjtJoint.mjJNT_HINGE, axis=vec,
+                           stiffness=[kk, 0, 0], damping=sec.damping / ell, springref=0.0,
+                           frictionloss=arm.joint_friction, **limit)
+            if arm.joint_friction > 0:
+                link.joints[-1].solimp_friction = [0.9999, 0.9999, 0.001, 0.5, 2.0]
+            joints.append(name)
+        shade = 0.3 + 0.6 * j / max(len(arm.sections) - 1, 1)
+        # A massless link would have no inertia of its own: a floor keeps the chain's mass
+        # matrix positive definite (1e-6 kg, far below any real spacer).
+        link.add_geom(name=names.link_geom(k), type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+                      fromto=[0, 0, 0, 0, 0, -ell], size=[arm.segment_radius, 0, 0],
+                      mass=max(sec.mass / sec.links, 1e-6), rgba=[0.95, shade, 0.2, 1], **solid)
+        for i, (x, y) in enumerate(pts):
+            if lay.section_of_tendon[i] >= j:
+                link.add_site(name=names.tendon_via(i, k), pos=[x, y, -ell], size=[0.001, 0, 0])
+                vias[i].append(names.tendon_via(i, k))
+        parent, pos = link, [0.0, 0.0, -ell]
+    tip = parent.add_body(name=names.TIP_BODY, pos=[0.0, 0.0, -ell - arm.tip_radius])
+    tip.add_geom(name=names.TIP_GEOM, type=mujoco.mjtGeom.mjGEOM_SPHERE,
+                 size=[arm.tip_radius, 0, 0], mass=arm.tip_mass, rgba=[0.9, 0.9, 0.2, 1],
+                 **solid)
+    tip.add_site(name=names.TIP_SITE, pos=[0, 0, 0], size=[0.003, 0, 0])
+    for i in range(nt):
+        t = spec.add_tendon(name=names.tendon(i), rgba=[0.1, 0.1, 0.1, 1], width=0.0005,
+                            frictionloss=arm.tendon_friction)
+        if arm.tendon_friction > 0:
+            # MuJoCo's friction is a soft constraint: with the default impedance a held load
+            # creeps through it within a fraction of a second, which would erase the
+            # hysteresis of a slow pull. A stiff impedance keeps it Coulomb-like.
+            t.solimp_friction = [0.9999, 0.9999, 0.001, 0.5, 2.0]
+        if arm.tendon_routing == "sites":
+            t.wrap_site(names.tendon_anchor(i))
+            for site in vias[i]:
+                t.wrap_site(site)
+            continue
+        # Fixed tendon: a hinge about the link's x axis by a moves a point (x, y) of the
+        # link's cross-section along the backbone by y a (about y: -x a); the tendon on
+        # that side shortens by as much, so the length's coefficient is -y (x); the
+        # straight length is the section's distance from the flange (springlength-free).
+        x, y = pts[i]
+        for k in range(n):
+            if lay.section_of_link[k] > lay.section_of_tendon[i]:
+                break
+            t.wrap_joint(names.link_joint(k, "x"), -y)
+            t.wrap_joint(names.link_joint(k, "y"), x)
+    # No contact between the airframe and the first links (their caps sit in the flange).
+    depth = 0.0
+    for k in range(n):
+        spec.add_exclude(name=f"flange_link{k}", bodyname1=names.QUAD_BODY,
+                         bodyname2=names.link_body(k))
+        depth += lay.link_lengths[k]
+        if depth >= arm.segment_radius:
+            break
+    return joints
+
+
+def add_actuators(spec: mujoco.MjSpec, arm: SectionArmConfig) -> None:
+    """One actuator per tendon (see the module docstring), named ``names.tendon_actuator``."""
+    lay = layout(arm)
+    for i, j in enumerate(lay.section_of_tendon):
+        if arm.actuation == "tension":
+            spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
+                              trntype=mujoco.mjtTrn.mjTRN_TENDON, gear=[-1, 0, 0, 0, 0, 0],
+                              ctrlrange=[0.0, arm.tension_max])
+            continue
+        k = arm.sections[j].tendons.stiffness
+        act = spec.add_actuator(name=names.tendon_actuator(i), target=names.tendon(i),
+                                trntype=mujoco.mjtTrn.mjTRN_TENDON, gear=[1, 0, 0, 0, 0, 0])
+        act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+        act.gainprm = [k] + [0.0] * 9
+        act.biasprm = [0.0, -k, -arm.tendon_damping] + [0.0] * 7
+        act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        act.forcerange = [-arm.tension_max, 0.0]
+
+
+def tendon_stiffness(arm: SectionArmConfig) -> np.ndarray:
+    """k (N/m) per tendon, (n_tendons,)."""
+    return np.array([arm.sections[j].tendons.stiffness for j in layout(arm).section_of_tendon])
+
+
+def pretension(arm: SectionArmConfig) -> np.ndarray:
+    """T0 (N) per tendon, (n_tendons,)."""
+    return np.array([arm.sections[j].tendons.pretension for j in layout(arm).section_of_tendon])
+
+
+def displacement_ctrl(model: mujoco.MjModel, actuators: np.ndarray, arm: SectionArmConfig,
+                      pull: np.ndarray) -> np.ndarray:
+    """The position actuators' commands u = L0 - s d - T0 / k (m) for the servo pulls
+    ``pull`` d (m, (..., n_tendons), positive shortens), L0 each tendon's length on the
+    straight arm, s its section's ``travel_scale``."""
+    tendon = model.actuator_trnid[actuators, 0]
+    rest = model.tendon_length0[tendon]
+    scale = np.array([arm.sections[j].tendons.travel_scale
+                      for j in layout(arm).section_of_tendon])
+    return rest - scale * np.asarray(pull, dtype=float) - pretension(arm) / tendon_stiffness(arm)
+
+
+def play(commands: np.ndarray, width: float) -> np.ndarray:
+    """The backlash (play) operator of total width ``width`` (m) applied along the first axis
+    of ``commands`` (K, n): the output follows the input only once the input has moved
+    ``width`` / 2 past it, and then lags it by ``width`` / 2; it starts equal to the input.
+    ``width`` = 0 returns the commands unchanged."""
+    x = np.asarray(commands, dtype=float)
+    if width <= 0 or len(x) == 0:
+        return x.copy()
+    h = width / 2.0
+    out = np.empty_like(x)
+    y = x[0].copy()
+    for k in range(len(x)):
+        y = np.minimum(np.maximum(y, x[k] - h), x[k] + h)
+        out[k] = y
+    return out
