@@ -95,6 +95,11 @@ def redraw_noise(sn: Sense, i: int, cfg: Config, seed: int, steps: int, dt: floa
             row = getattr(sn, next(fields))[i]
             row[:len(drawn)] = drawn
             row[len(drawn):] = 0.0
+    if sn.aon[i]:  # the arm IMUs' own stream
+        arm = noise.draw_arm(cfg.sensing.arm_imu, seed, steps * dt, dt, sn.alinks.shape[0])
+        for drawn, rows in ((arm.white, sn.ai_w), (arm.bias, sn.ai_b)):
+            rows[i, :len(drawn)] = drawn
+            rows[i, len(drawn):] = 0.0
 
 
 def copy_rows(dst: NamedTuple, src: NamedTuple, rows: Iterable[int],

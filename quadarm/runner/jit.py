@@ -47,7 +47,7 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 COMPILED_SOURCES = ("runner/jit.py", "runner/step.py", "runner/air.py", "control/geometric.py",
                     "control/arm.py", "control/tendons.py", "control/tipfeedback.py",
                     "model/aero.py", "runner/contact.py", "runner/sense.py", "sensing/ekf.py",
-                    "sensing/sensors.py", "sensing/shape.py")
+                    "sensing/sensors.py", "sensing/shape.py", "sensing/armfilter.py")
 
 
 def cache_dir() -> Path:

@@ -2,6 +2,7 @@
 config groups' schemas, so that the root config (layer 0) can hold it."""
 
 from quadarm.config.sensing import (  # noqa: F401
+    ArmImuConfig,
     BMI088,
     ENCODER,
     FT,
@@ -17,6 +18,7 @@ from quadarm.config.sensing import (  # noqa: F401
     PositionConfig,
     SensingConfig,
     TipTrackerConfig,
+    arm_imu_links,
     check,
     period_of,
     preset,
