@@ -278,8 +278,8 @@ def _check_arm_imu(a: ArmImuConfig, physics_rate: float) -> None:
     if a.latency > LATENCY_MAX:
         raise ConfigError("sensing.arm_imu.latency", a.latency,
                           f"must be at most {LATENCY_MAX:g} s")
-    for f in a.at:
-        if not (isinstance(f, int | float) and 0.0 < f <= 1.0):
+    for frac in a.at:
+        if not (isinstance(frac, int | float) and 0.0 < frac <= 1.0):
             raise ConfigError("sensing.arm_imu.at", list(a.at),
                               "must be fractions of the arm in (0, 1] (1.0: the tip link)")
     _integer("sensing.arm_imu.modes", a.modes, 1)

@@ -484,17 +484,17 @@ def measure(sp, tab, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp
     for j in range(ni):
         lk = links[j]
         w = shape.W_STRIDE * lk
-        r = (work[w], work[w + 1], work[w + 2], work[w + 3], work[w + 4], work[w + 5],
-             work[w + 6], work[w + 7], work[w + 8])
+        rk = (work[w], work[w + 1], work[w + 2], work[w + 3], work[w + 4], work[w + 5],
+              work[w + 6], work[w + 7], work[w + 8])
         site(sp, work, lk, pos)
         rx, ry, rz = af[F_R0] + pos[0], af[F_R0 + 1] + pos[1], af[F_R0 + 2] + pos[2]
         # gyro
         tx, ty, tz = wb[0] + kin[j, 0], wb[1] + kin[j, 1], wb[2] + kin[j, 2]
         o = 3 + 6 * j
         b = 2 * nc + 6 * j
-        hz[o] = r[0] * tx + r[3] * ty + r[6] * tz + x[b]
-        hz[o + 1] = r[1] * tx + r[4] * ty + r[7] * tz + x[b + 1]
-        hz[o + 2] = r[2] * tx + r[5] * ty + r[8] * tz + x[b + 2]
+        hz[o] = rk[0] * tx + rk[3] * ty + rk[6] * tz + x[b]
+        hz[o + 1] = rk[1] * tx + rk[4] * ty + rk[7] * tz + x[b + 1]
+        hz[o + 2] = rk[2] * tx + rk[5] * ty + rk[8] * tz + x[b + 2]
         # accelerometer: s = f_v + dw x r + w_B x (w_B x r) + J c''
         cx, cy, cz = wb[1] * rz - wb[2] * ry, wb[2] * rx - wb[0] * rz, wb[0] * ry - wb[1] * rx
         sx = fv[0] + wb[1] * cz - wb[2] * cy + u[3] * rz
@@ -504,9 +504,9 @@ def measure(sp, tab, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp
             sx += kinc[i, j, 3] * cdd_v[i]
             sy += kinc[i, j, 4] * cdd_v[i]
             sz += kinc[i, j, 5] * cdd_v[i]
-        hz[o + 3] = r[0] * sx + r[3] * sy + r[6] * sz + x[b + 3]
-        hz[o + 4] = r[1] * sx + r[4] * sy + r[7] * sz + x[b + 4]
-        hz[o + 5] = r[2] * sx + r[5] * sy + r[8] * sz + x[b + 5]
+        hz[o + 3] = rk[0] * sx + rk[3] * sy + rk[6] * sz + x[b + 3]
+        hz[o + 4] = rk[1] * sx + rk[4] * sy + rk[7] * sz + x[b + 4]
+        hz[o + 5] = rk[2] * sx + rk[5] * sy + rk[8] * sz + x[b + 5]
         for a in range(6):
             hm[o + a, b + a] = 1.0
         for i in range(nc):
@@ -514,12 +514,12 @@ def measure(sp, tab, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp
             jx, jy, jz = kinc[i, j, 3], kinc[i, j, 4], kinc[i, j, 5]  # J_i
             # d gyro / d c_i = R^T (w_tot x Omega_i); d gyro / d c'_i = R^T Omega_i
             gx_, gy_, gz_ = ty * ez - tz * ey, tz * ex - tx * ez, tx * ey - ty * ex
-            hm[o, i] = r[0] * gx_ + r[3] * gy_ + r[6] * gz_
-            hm[o + 1, i] = r[1] * gx_ + r[4] * gy_ + r[7] * gz_
-            hm[o + 2, i] = r[2] * gx_ + r[5] * gy_ + r[8] * gz_
-            hm[o, nc + i] = r[0] * ex + r[3] * ey + r[6] * ez
-            hm[o + 1, nc + i] = r[1] * ex + r[4] * ey + r[7] * ez
-            hm[o + 2, nc + i] = r[2] * ex + r[5] * ey + r[8] * ez
+            hm[o, i] = rk[0] * gx_ + rk[3] * gy_ + rk[6] * gz_
+            hm[o + 1, i] = rk[1] * gx_ + rk[4] * gy_ + rk[7] * gz_
+            hm[o + 2, i] = rk[2] * gx_ + rk[5] * gy_ + rk[8] * gz_
+            hm[o, nc + i] = rk[0] * ex + rk[3] * ey + rk[6] * ez
+            hm[o + 1, nc + i] = rk[1] * ex + rk[4] * ey + rk[7] * ez
+            hm[o + 2, nc + i] = rk[2] * ex + rk[5] * ey + rk[8] * ez
             # d accel / d c_i = R^T (s x Omega_i + w_B x (w_B x J_i) + sum_l J_l dc''_l/dc_i)
             kx, ky, kz = wb[1] * jz - wb[2] * jy, wb[2] * jx - wb[0] * jz, wb[0] * jy - wb[1] * jx
             ax = sy * ez - sz * ey + wb[1] * kz - wb[2] * ky
@@ -534,12 +534,12 @@ def measure(sp, tab, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp
                 vx += kinc[ll, j, 3] * dv
                 vy += kinc[ll, j, 4] * dv
                 vz += kinc[ll, j, 5] * dv
-            hm[o + 3, i] = r[0] * ax + r[3] * ay + r[6] * az
-            hm[o + 4, i] = r[1] * ax + r[4] * ay + r[7] * az
-            hm[o + 5, i] = r[2] * ax + r[5] * ay + r[8] * az
-            hm[o + 3, nc + i] = r[0] * vx + r[3] * vy + r[6] * vz
-            hm[o + 4, nc + i] = r[1] * vx + r[4] * vy + r[7] * vz
-            hm[o + 5, nc + i] = r[2] * vx + r[5] * vy + r[8] * vz
+            hm[o + 3, i] = rk[0] * ax + rk[3] * ay + rk[6] * az
+            hm[o + 4, i] = rk[1] * ax + rk[4] * ay + rk[7] * az
+            hm[o + 5, i] = rk[2] * ax + rk[5] * ay + rk[8] * az
+            hm[o + 3, nc + i] = rk[0] * vx + rk[3] * vy + rk[6] * vz
+            hm[o + 4, nc + i] = rk[1] * vx + rk[4] * vy + rk[7] * vz
+            hm[o + 5, nc + i] = rk[2] * vx + rk[5] * vy + rk[8] * vz
 
 
 @register_jitable

@@ -2,7 +2,6 @@
 config groups' schemas, so that the root config (layer 0) can hold it."""
 
 from quadarm.config.sensing import (  # noqa: F401
-    ArmImuConfig,
     BMI088,
     ENCODER,
     FT,
@@ -12,6 +11,7 @@ from quadarm.config.sensing import (  # noqa: F401
     PRESETS,
     TIP,
     VN100,
+    ArmImuConfig,
     EncoderConfig,
     ForceTorqueConfig,
     ImuConfig,
