@@ -20,7 +20,7 @@ from quadarm.api import load_results
 
 PHASES = ("hover", "climb", "figure_eight", "tendon_sweep", "return", "whole")
 METRICS = ("shape_tip_rms_pct", "shape_tip_mean_pct", "shape_tip_max_pct", "shape_nees_mean",
-           "shape_nees_in95_pct", "est_nees_mean", "est_nees_in95_pct")
+           "shape_nees_in95_share", "est_nees_mean", "est_nees_in95_share")
 
 
 def main(folders: list[str]) -> None:

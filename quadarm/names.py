@@ -120,10 +120,12 @@ METRICS: dict[str, tuple[str, str]] = {
     "est_att_max_deg": ("max vehicle attitude estimate error", "deg"),
     # sensing.uncertainty: the filters' consistency (NEES; docs/sensing.md)
     "est_nees_mean": ("mean vehicle EKF NEES (position, velocity, attitude; 9 if consistent)",
-                      ""),
-    "est_nees_in95_pct": ("vehicle EKF NEES inside its 95 % chi-square interval", "%"),
-    "shape_nees_mean": ("mean arm-shape tip NEES across the arm (2 if consistent)", ""),
-    "shape_nees_in95_pct": ("arm-shape tip NEES inside its 95 % chi-square interval", "%"),
+                      "1"),
+    "est_nees_in95_share": ("share of vehicle EKF NEES inside its 95 % chi-square interval "
+                            "(0.95 if consistent)", "1"),
+    "shape_nees_mean": ("mean arm-shape tip NEES across the arm (2 if consistent)", "1"),
+    "shape_nees_in95_share": ("share of arm-shape tip NEES inside its 95 % chi-square "
+                              "interval (0.95 if consistent)", "1"),
     "shape_tip_mean_pct": ("mean arm-shape tip error", "% L"),
     "shape_tip_rms_pct": ("RMS arm-shape tip error", "% L"),
     "shape_tip_max_pct": ("max arm-shape tip error", "% L"),

@@ -75,7 +75,7 @@ def kernel(compiled: bool) -> Any:
 
 
 # Sense's fields that hold one row per simulation (the others describe the model).
-_SHARED = frozenset(("prof", "hq", "hv", "ft_adr", "tip_site", "caps", "n_links"))
+_SHARED = frozenset(("prof", "hq", "hv", "ft_adr", "tip_site", "caps", "n_links", "alinks"))
 _NOISE = Sense._fields[2:2 + 2 * len(SENSORS)]  # imu_w, imu_b, pos_w, ..., tip_b
 
 

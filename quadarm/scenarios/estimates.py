@@ -25,16 +25,17 @@ NEES_DOF = {"est": 9, "shape": 2}  # position, velocity, attitude; the tip acros
 
 def nees_metrics(phase: str, name: str, nees: np.ndarray) -> list[Metric]:
     """``<name>_nees_mean`` (the phase's mean NEES; a consistent filter's is its degrees of
-    freedom) and ``<name>_nees_in95_pct`` (% of the samples inside the two-sided 95 % interval
-    of the chi-square distribution of those degrees of freedom; 95 for a consistent filter)."""
+    freedom) and ``<name>_nees_in95_share`` (the share of the samples inside the two-sided
+    95 % interval of the chi-square distribution of those degrees of freedom; 0.95 for a
+    consistent filter)."""
     nees = nees[np.isfinite(nees)]
     if nees.size == 0:
         return []
     dof = NEES_DOF[name]
     lo, hi = chi2.ppf(0.025, dof), chi2.ppf(0.975, dof)
-    inside = float(np.mean((nees >= lo) & (nees <= hi)) * 100)
+    inside = float(np.mean((nees >= lo) & (nees <= hi)))
     return [(phase, f"{name}_nees_mean", float(nees.mean())),
-            (phase, f"{name}_nees_in95_pct", inside)]
+            (phase, f"{name}_nees_in95_share", inside)]
 
 
 def attitude_error_deg(q_est: np.ndarray, q: np.ndarray) -> np.ndarray:
