@@ -166,3 +166,13 @@ def test_links_of_fractions() -> None:
     assert sc.arm_imu_links([0.01], 12) == [0]
     assert cfg_of("sensing=realistic_arm").sensing.arm_imus
     assert not cfg_of("sensing=realistic").sensing.arm_imus
+
+
+def test_the_yaml_preset_is_the_vehicle_imus_datasheet_on_the_arm() -> None:
+    cfg = cfg_of("sensing=realistic_arm").sensing
+    assert cfg == sc.preset("realistic_arm")
+    for f in dataclasses.fields(sc.ImuConfig):
+        if f.name != "rate":
+            assert getattr(cfg.arm_imu, f.name) == getattr(cfg.imu, f.name) == getattr(
+                sc.BMI088, f.name), f.name
+    assert cfg.arm_imu.rate == 100.0 and cfg.uncertainty
