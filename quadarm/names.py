@@ -119,6 +119,14 @@ METRICS: dict[str, tuple[str, str]] = {
     "est_vel_rms_cm_s": ("RMS vehicle velocity estimate error", "cm/s"),
     "est_att_rms_deg": ("RMS vehicle attitude estimate error", "deg"),
     "est_att_max_deg": ("max vehicle attitude estimate error", "deg"),
+    # sensing.uncertainty: the filters' consistency (NEES; docs/sensing.md)
+    "est_nees_mean": ("mean vehicle EKF NEES (position, velocity, attitude; 9 if consistent)",
+                      "1"),
+    "est_nees_in95_share": ("share of vehicle EKF NEES inside its 95 % chi-square interval "
+                            "(0.95 if consistent)", "1"),
+    "shape_nees_mean": ("mean arm-shape tip NEES across the arm (2 if consistent)", "1"),
+    "shape_nees_in95_share": ("share of arm-shape tip NEES inside its 95 % chi-square "
+                              "interval (0.95 if consistent)", "1"),
     "shape_tip_mean_pct": ("mean arm-shape tip error", "% L"),
     "shape_tip_rms_pct": ("RMS arm-shape tip error", "% L"),
     "shape_tip_max_pct": ("max arm-shape tip error", "% L"),
@@ -183,6 +191,19 @@ EST_ERR_CM = "est_err_cm"  # ‖p_est - p‖, cm
 EST_ATT_DEG = "est_att_deg"  # angle of q_est^-1 q, deg
 SHAPE_TIP_ERR_CM = "shape_tip_err_cm"  # the shape estimate's tip error, cm
 SHAPE_ARM_ERR_CM = "shape_arm_err_cm"  # its largest error along the arm, cm
+# With sensing.uncertainty: the vehicle EKF's covariance diagonal (SI units squared: m^2,
+# (m/s)^2, rad^2, (rad/s)^2, (m/s^2)^2) and NEES, the arm-shape tip covariance (m^2, vehicle
+# axes) and NEES; with sensing.arm_imu.log, each arm IMU's samples (rad/s, m/s^2, link axes).
+EKF_VAR = tuple(f"ekf_var_{s}" for s in ("px", "py", "pz", "vx", "vy", "vz", "thx", "thy",
+                                         "thz", "bgx", "bgy", "bgz", "bax", "bay", "baz"))
+EST_NEES = "est_nees"
+SHAPE_TIP_VAR = tuple(f"shape_tip_var_{s}" for s in ("xx", "yy", "zz", "xy", "xz", "yz"))
+SHAPE_NEES = "shape_nees"
+
+
+def arm_imu_columns(j: int) -> tuple[str, ...]:
+    """Time-series columns of arm IMU j's samples: gyro (rad/s), accelerometer (m/s^2)."""
+    return tuple(f"arm_imu{j}_{s}" for s in ("gx", "gy", "gz", "ax", "ay", "az"))
 
 
 # With world objects (docs/contact.md): the world's net contact force on the arm (N, world

@@ -72,7 +72,8 @@ class Term:
 
 TERMS: tuple[Term, ...] = (
     Term("sensing", (("sensing.preset", "exact"),), ESTIMATE,
-         ("runner/sense.py", "sensing/ekf.py", "sensing/sensors.py", "sensing/shape.py"),
+         ("runner/sense.py", "sensing/ekf.py", "sensing/sensors.py", "sensing/shape.py",
+          "sensing/armfilter.py"),
          ("sense",), ("Params.sn", "State.ss", "Log.est"), "sensing",
          ("docs/sensing.md", "In the loop"),
          ("sensing=realistic", "scenario=hover", "scenario.duration=0.3"), env=ENV_ORACLE),

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from quadarm.config.checks import ConfigError, _choice, _non_negative, _positive
+from quadarm.config.checks import ConfigError, _choice, _integer, _non_negative, _positive
 
 # s: the longest accepted latency of any sensor. The ring buffers and the EKF's replay of
 # delayed position fixes are sized by it (a 0.25 s fix at 500 Hz replays up to 125 IMU
@@ -88,6 +88,33 @@ class TipTrackerConfig:
 
 
 @dataclass
+class ArmImuConfig(ImuConfig):
+    """IMUs on the arm's links (``sensing.arm_imu``), each at its link's centre of mass, link
+    axes; the noise fields are :class:`ImuConfig`'s (one datasheet for every arm IMU).
+
+    ``at``: where, as fractions of the arm's links in (0, 1]: the IMU sits on link
+    ceil(f N) - 1 of N (1.0 the tip link, 0.5 the middle one); empty (the default): no arm
+    IMU, and the arm shape is the quasi-static fit of the encoders. With arm IMUs the dynamic
+    shape estimator (:mod:`quadarm.sensing.armfilter`) runs instead, tracking ``modes`` swing
+    modes per bending plane; ``bend_accel`` (rad/s^2/sqrt(Hz)) and ``swing_accel``
+    (rad/s^2/sqrt(Hz)) are its process noise densities on the quasi-static bend and on each
+    swing mode, ``accel_model`` (m/s^2) the standard deviation of what its accelerometer model
+    leaves out (docs/sensing.md), ``length_model`` (m) that of the tendon lengths (the shape
+    family's own error), ``gate`` (standard deviations) the innovation gate of each scalar
+    measurement (0: none). ``log``: the IMUs' delivered samples into the time series.
+    """
+
+    at: list[float] = field(default_factory=list)
+    modes: int = 2
+    bend_accel: float = 2.0
+    swing_accel: float = 2.0
+    accel_model: float = 0.3
+    length_model: float = 1e-3
+    gate: float = 0.0
+    log: bool = False
+
+
+@dataclass
 class SensingConfig:
     """What the controllers see. ``preset`` names the numbers below (:func:`preset`);
     ``exact`` reads the simulated state (today's loop), every other preset the sensors."""
@@ -98,10 +125,19 @@ class SensingConfig:
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
     force_torque: ForceTorqueConfig = field(default_factory=ForceTorqueConfig)
     tip: TipTrackerConfig = field(default_factory=TipTrackerConfig)
+    arm_imu: ArmImuConfig = field(default_factory=ArmImuConfig)
+    # The filters' uncertainty into the results: the vehicle EKF's covariance diagonal and the
+    # shape estimator's tip covariance in the time series, their NEES per phase in the metrics.
+    uncertainty: bool = False
 
     @property
     def exact(self) -> bool:
         return self.preset == "exact"
+
+    @property
+    def arm_imus(self) -> bool:
+        """Whether IMUs ride on the arm (then the dynamic shape estimator runs)."""
+        return not self.exact and len(self.arm_imu.at) > 0
 
     def sensors(self) -> dict[str, Any]:
         """The sensor sub-configs by name, in the order of their noise streams."""
@@ -156,6 +192,17 @@ def _with(name: str, imu: ImuConfig, position: PositionConfig) -> SensingConfig:
                          encoder=replace(ENCODER), force_torque=replace(FT), tip=replace(TIP))
 
 
+def _with_arm(name: str, imu: ImuConfig, position: PositionConfig) -> SensingConfig:
+    """A preset plus IMUs of the vehicle's datasheet on the middle and the tip link, at
+    100 Hz (an output data rate the BMI088 offers; the filter runs at it)."""
+    out = _with(name, imu, position)
+    values = {f.name: getattr(imu, f.name) for f in fields(ImuConfig)}
+    values["rate"] = 100.0
+    out.arm_imu = ArmImuConfig(**values, at=[0.5, 1.0])
+    out.uncertainty = True
+    return out
+
+
 PRESETS = {
     "exact": lambda: SensingConfig(preset="exact"),
     "ideal": _ideal,
@@ -163,6 +210,7 @@ PRESETS = {
     "bmi088": lambda: _with("bmi088", BMI088, MOCAP),
     "vn100": lambda: _with("vn100", VN100, MOCAP),
     "gnss": lambda: _with("gnss", BMI088, GNSS),
+    "realistic_arm": lambda: _with_arm("realistic_arm", BMI088, MOCAP),
 }
 
 
@@ -209,7 +257,38 @@ def check(cfg: SensingConfig, timestep: float) -> None:
             if f.name == "latency" and value > LATENCY_MAX:
                 raise ConfigError(key, value, f"must be at most {LATENCY_MAX:g} s "
                                   "(sensing.config.LATENCY_MAX)")
+    _check_arm_imu(cfg.arm_imu, physics_rate)
     if cfg.imu.latency > cfg.position.latency:
         raise ConfigError("sensing.imu.latency", cfg.imu.latency,
                           "must be at most sensing.position.latency (the EKF applies a "
                           "position fix at its stamp, which must not lie ahead of the IMU)")
+
+
+def _check_arm_imu(a: ArmImuConfig, physics_rate: float) -> None:
+    """``sensing.arm_imu``'s range checks (its rate and noise like the vehicle IMU's)."""
+    for f in fields(ImuConfig):
+        key, value = f"sensing.arm_imu.{f.name}", getattr(a, f.name)
+        if f.name == "rate":
+            _positive(key, value)
+            ratio = physics_rate / value
+            if value > physics_rate * (1 + 1e-12) or abs(ratio - round(ratio)) > 1e-9 * ratio:
+                raise ConfigError(key, value, f"must divide the physics rate {physics_rate:g} Hz")
+        else:
+            _non_negative(key, value)
+    if a.latency > LATENCY_MAX:
+        raise ConfigError("sensing.arm_imu.latency", a.latency,
+                          f"must be at most {LATENCY_MAX:g} s")
+    for frac in a.at:
+        if not (isinstance(frac, int | float) and 0.0 < frac <= 1.0):
+            raise ConfigError("sensing.arm_imu.at", list(a.at),
+                              "must be fractions of the arm in (0, 1] (1.0: the tip link)")
+    _integer("sensing.arm_imu.modes", a.modes, 1)
+    for name in ("bend_accel", "swing_accel", "accel_model"):
+        _positive(f"sensing.arm_imu.{name}", getattr(a, name))
+    for name in ("length_model", "gate"):
+        _non_negative(f"sensing.arm_imu.{name}", getattr(a, name))
+
+
+def arm_imu_links(at: list[float], n_links: int) -> list[int]:
+    """The links (0-based) carrying the arm IMUs at fractions ``at`` of ``n_links`` links."""
+    return [min(n_links - 1, max(0, int(math.ceil(f * n_links - 1e-9)) - 1)) for f in at]

@@ -75,7 +75,7 @@ def kernel(compiled: bool) -> Any:
 
 
 # Sense's fields that hold one row per simulation (the others describe the model).
-_SHARED = frozenset(("prof", "hq", "hv", "ft_adr", "tip_site", "caps", "n_links"))
+_SHARED = frozenset(("prof", "hq", "hv", "ft_adr", "tip_site", "caps", "n_links", "alinks"))
 _NOISE = Sense._fields[2:2 + 2 * len(SENSORS)]  # imu_w, imu_b, pos_w, ..., tip_b
 
 
@@ -95,6 +95,11 @@ def redraw_noise(sn: Sense, i: int, cfg: Config, seed: int, steps: int, dt: floa
             row = getattr(sn, next(fields))[i]
             row[:len(drawn)] = drawn
             row[len(drawn):] = 0.0
+    if sn.aon[i]:  # the arm IMUs' own stream
+        arm = noise.draw_arm(cfg.sensing.arm_imu, seed, steps * dt, dt, sn.alinks.shape[0])
+        for drawn, rows in ((arm.white, sn.ai_w), (arm.bias, sn.ai_b)):
+            rows[i, :len(drawn)] = drawn
+            rows[i, len(drawn):] = 0.0
 
 
 def copy_rows(dst: NamedTuple, src: NamedTuple, rows: Iterable[int],

@@ -26,17 +26,19 @@ sees the same numbers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import mujoco
 import numpy as np
 
 from quadarm.control.tendons import tensions as allocate
 from quadarm.model import build, names
 from quadarm.runner import jit
 from quadarm.runner.lifecycle import Prepared
-from quadarm.sensing import ekf, noise, sensors, shape
-from quadarm.sensing.config import SensingConfig
+from quadarm.sensing import armfilter, ekf, noise, sensors, shape
+from quadarm.sensing.config import SensingConfig, arm_imu_links, period_of
 
 channel_step = jit.inline(sensors.channel_step)
 ekf_predict = jit.inline(ekf.ekf_predict)
@@ -46,11 +48,30 @@ shape_forward = jit.inline(shape.forward)
 shape_points = jit.inline(shape.points)
 jit.inline(ekf.propagate)
 jit.inline(ekf.update_position)
+arm_imu_truth = jit.inline(armfilter.imu_truth)
+arm_predict = jit.inline(armfilter.predict)
+arm_measure = jit.inline(armfilter.measure)
+arm_update = jit.inline(armfilter.update)
+arm_hinges = jit.inline(armfilter.hinge_angles)
+arm_tip_stats = jit.inline(armfilter.tip_stats)
+jit.inline(armfilter.columns)
+jit.inline(armfilter.velocities)
+jit.inline(armfilter.site)
+solve = jit.inline(shape._solve)
 
 SENSORS = ("imu", "position", "encoder", "force_torque", "tip")
 IMU, POS, ENC, FT, TIP = range(5)
 N_ERR = 2  # logged shape errors: tip (m), the largest along the arm (m)
 N_LOG = 7 + 6 + N_ERR  # a logged estimate row: qpos (7), qvel (6) of the vehicle, shape errors
+# With ``sensing.uncertainty`` (or arm IMU samples asked for) the row goes on: the vehicle EKF's
+# covariance diagonal (15: dp, dv (m, m/s), dtheta (rad), b_g, b_a), its NEES over position,
+# velocity and attitude (9 degrees of freedom), the shape estimator's tip covariance (6: xx yy zz
+# xy xz yz, m^2, vehicle axes) and its tip NEES (3 degrees of freedom; NaN without arm IMUs);
+# then, with ``sensing.arm_imu.log``, each arm IMU's delivered sample (gyro, accel: 6 each).
+U_PDIAG, U_NEES, U_TIP = N_LOG, N_LOG + ekf.NE, N_LOG + ekf.NE + 1
+N_UNC = ekf.NE + 1 + armfilter.N_TIPLOG
+U_SAMPLES = N_LOG + N_UNC
+NEES_DOF = 9  # the vehicle NEES's error: position, velocity, attitude
 SHAPE_ITERS = 1  # Gauss-Newton steps per encoder sample, warm-started (tracks a moving arm)
 
 
@@ -60,7 +81,15 @@ class Sense(NamedTuple):
     pre-drawn white noise and bias (nsim, n_samples, dim); ``ekf`` (nsim, N_EKF); the shape
     model ``sp`` (nsim, n_sp), quasi-static table ``tab`` (nsim, rows, 1 + N), ``prof`` (0, 1),
     weights ``wts`` (nsim, 2); hinge ``hq``/``hv`` (2 N,) qpos/qvel addresses; flange sensor
-    addresses ``ft_adr`` (2,) (-1: none); the tip site and the vehicle's gravity (3,)."""
+    addresses ``ft_adr`` (2,) (-1: none); the tip site and the vehicle's gravity (3,).
+    The dynamic shape estimator (:mod:`quadarm.sensing.armfilter`, trials with arm IMUs:
+    ``aon`` (nsim,) bool): ``unc``/``alog`` (nsim,) whether the filters' uncertainty and the
+    arm IMU samples are logged; the arm IMUs' channel ``ach`` (nsim, N_CHANNEL), noise and bias
+    ``ai_w``/``ai_b`` (nsim, n_samples, 6 n_imu), their links ``alinks`` (n_imu,); the
+    filter's scalars ``af`` (nsim, N_AF), swing modes ``aphi`` (nsim, 2, N, M), transition
+    ``afm`` (nsim, n_x, n_x), input ``agm`` (nsim, n_x, 2), process noise ``aqm``
+    (nsim, n_x, n_x), model accelerations ``acdd`` (nsim, n_c, n_x + 2) and initial standard
+    deviations ``asig`` (nsim, n_x)."""
 
     on: np.ndarray
     ch: np.ndarray
@@ -87,6 +116,20 @@ class Sense(NamedTuple):
     sig0: np.ndarray
     caps: np.ndarray
     n_links: int
+    aon: np.ndarray
+    unc: np.ndarray
+    alog: np.ndarray
+    ach: np.ndarray
+    ai_w: np.ndarray
+    ai_b: np.ndarray
+    alinks: np.ndarray
+    af: np.ndarray
+    aphi: np.ndarray
+    afm: np.ndarray
+    agm: np.ndarray
+    aqm: np.ndarray
+    acdd: np.ndarray
+    asig: np.ndarray
 
 
 class SenseState(NamedTuple):
@@ -94,7 +137,11 @@ class SenseState(NamedTuple):
     truth scratch, the previous IMU sample's velocity and attitude ``prev`` (7,), the EKF's
     state, covariance, ring, epoch and scratch, the estimates ``q`` (nq,), ``v`` (nv,),
     ``sd`` (nsensordata,), the shape fit's coefficients, hinge angles (current, previous, true)
-    and scratch, and the last shape errors ``err`` (N_ERR,) m."""
+    and scratch, and the last shape errors ``err`` (N_ERR,) m. The arm IMUs' ring, delivered
+    sample ``ai`` and truth (6 n_imu,), the last sample's site velocities and rotations
+    ``ai_prev`` (n_imu, 12); the dynamic estimator's state ``ax`` (n_x,), covariance ``ap``
+    (n_x^2,), measurements and scratch; its tip covariance and NEES ``astat`` (N_TIPLOG,); the
+    vehicle NEES ``vnees`` (1,) and its scratch."""
 
     imu_r: np.ndarray
     pos_r: np.ndarray
@@ -127,6 +174,30 @@ class SenseState(NamedTuple):
     pts: np.ndarray
     pts_true: np.ndarray
     err: np.ndarray
+    ai_r: np.ndarray
+    ai: np.ndarray
+    ai_t: np.ndarray
+    ai_prev: np.ndarray
+    ax: np.ndarray
+    ap: np.ndarray
+    axb: np.ndarray
+    apht: np.ndarray
+    atmp: np.ndarray
+    ahz: np.ndarray
+    ahm: np.ndarray
+    az: np.ndarray
+    acol: np.ndarray
+    actmp: np.ndarray
+    akin: np.ndarray
+    akinc: np.ndarray
+    adl: np.ndarray
+    adlc: np.ndarray
+    atipv: np.ndarray
+    atipc: np.ndarray
+    athd: np.ndarray
+    astat: np.ndarray
+    vnees: np.ndarray
+    vwork: np.ndarray
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,7 +232,8 @@ def imu_truth(sn: Sense, ss: SenseState, i: int, k: int, qpos: Any, qvel: Any) -
 
 
 @jit.inline
-def vehicle_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any) -> None:
+def vehicle_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any,
+                 record: bool) -> None:
     """IMU and position channels, the EKF, and the vehicle's estimated qpos/qvel."""
     imu_truth(sn, ss, i, k, qpos, qvel)
     u = ss.imu[i]
@@ -182,16 +254,152 @@ def vehicle_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any
         v[3 + j] = u[j] - x[ekf.XBG + j]
     for j in range(4):
         q[3 + j] = x[ekf.XQ + j]
+    if record and sn.unc[i]:
+        vehicle_nees(ss, i, qpos, qvel)
 
 
 @jit.inline
-def arm_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, t_cmd: Any,
-             sensordata: Any, tip: Any, record: bool) -> None:
-    """Encoders and the shape fit, the flange force/torque sensor and the tip tracker."""
+def vehicle_nees(ss: SenseState, i: int, qpos: Any, qvel: Any) -> None:
+    """The EKF's NEES over position, velocity and attitude (9 degrees of freedom) into
+    ``ss.vnees[i]``: e^T P_9^-1 e, e the true less the estimated (the attitude as the local
+    rotation vector of q_est^-1 q_true), P_9 the covariance's first 9 x 9 block."""
+    x, p, a = ss.x[i], ss.p[i], ss.vwork[i]
+    e = a[NEES_DOF * (NEES_DOF + 1):]
+    for j in range(3):
+        e[j] = qpos[j] - x[ekf.XP + j]
+        e[3 + j] = qvel[j] - x[ekf.XV + j]
+    w, ex, ey, ez = ekf._qmul(x[ekf.XQ], -x[ekf.XQ + 1], -x[ekf.XQ + 2], -x[ekf.XQ + 3],
+                              qpos[3], qpos[4], qpos[5], qpos[6])
+    if w < 0.0:
+        w, ex, ey, ez = -w, -ex, -ey, -ez
+    nv = (ex * ex + ey * ey + ez * ez) ** 0.5
+    sc = 2.0 * math.atan2(nv, w) / nv if nv > 0.0 else 2.0
+    e[6], e[7], e[8] = ex * sc, ey * sc, ez * sc
+    n = NEES_DOF
+    for r in range(n):
+        for c in range(n):
+            a[r * (n + 1) + c] = p[r * ekf.NE + c]
+        a[r * (n + 1) + n] = e[r]
+    solve(a, n)
+    v = 0.0
+    for r in range(n):
+        v += e[r] * a[r * (n + 1) + n]
+    ss.vnees[i, 0] = v
+
+
+@jit.inline
+def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
+                record: bool) -> None:
+    """With arm IMUs: the encoders and the arm IMUs' channels, and at each delivered arm IMU
+    sample one step of the dynamic shape estimator (:mod:`quadarm.sensing.armfilter`): predict
+    over the IMU period, update on the tendon lengths and the IMUs; its hinge angles and rates
+    into the estimated ``qpos``/``qvel``. ``ss.th_true[i]`` holds the true hinge angles."""
     sp, th_true, out, work = sn.sp[i], ss.th_true[i], ss.out[i], ss.swork[i]
     hq, hv = sn.hq, sn.hv
+    enc = ss.enc[i]
+    if k % int(sn.ch[i, ENC, sensors.CH_PERIOD]) == 0:
+        shape_forward(sp, th_true, work, out)  # the true tendon lengths
+        if record:
+            shape_points(sp, work, ss.pts_true[i])
+    channel_step(k, out, sn.enc_w[i], sn.enc_b[i], ss.enc_r[i], sn.ch[i, ENC], enc)
+    ach, af = sn.ach[i], sn.af[i]
+    thd = ss.athd[i]
+    if k % int(ach[sensors.CH_PERIOD]) == 0:
+        for j in range(hv.shape[0]):
+            thd[j] = qvel[hv[j]]
+        g = sn.ekf[i]
+        arm_imu_truth(sp, th_true, thd, sn.alinks, qpos, qvel, g[ekf.E_GX], g[ekf.E_GY],
+                      g[ekf.E_GZ], af[armfilter.F_R0:armfilter.F_R0 + 3], k == 0,
+                      af[armfilter.F_DT], work, out, ss.akin[i], ss.adl[i], ss.atipv[i],
+                      ss.ai_prev[i], ss.ai_t[i])
+    ka = channel_step(k, ss.ai_t[i], sn.ai_w[i], sn.ai_b[i], ss.ai_r[i], ach, ss.ai[i])
+    q, v, th = ss.q[i], ss.v[i], ss.th[i]
+    x, p = ss.ax[i], ss.ap[i]
+    if ka >= 0:
+        nx = x.shape[0]
+        xv, u = ss.x[i], ss.imu[i]
+        ct = ss.actmp[i]
+        nt = ct.shape[0]
+        fv = ct[nt - 3:]  # the vehicle's bias-corrected specific force (m/s^2, body axes)
+        wprev = ct[nt - 6:nt - 3]  # the vehicle's gyro at the last update (rad/s)
+        uin = ct[nt - 10:nt - 6]  # the inputs: dg (m/s^2), dw (rad/s^2)
+        for j in range(3):
+            fv[j] = u[3 + j] - xv[ekf.XBA + j]
+        wb = ss.v[i, 3:6]
+        dt_f = af[armfilter.F_DT]
+        dwx = 0.0 if ka == 0 else (u[0] - wprev[0]) / dt_f
+        dwy = 0.0 if ka == 0 else (u[1] - wprev[1]) / dt_f
+        dwz = 0.0 if ka == 0 else (u[2] - wprev[2]) / dt_f
+        for j in range(3):
+            wprev[j] = u[j]
+        r0 = af[armfilter.F_R0:armfilter.F_R0 + 3]
+        # The apparent gravity at hinge 0 less the hover's: -(f_v + dw x r_0), lateral.
+        uin[0] = -fv[0] - (dwy * r0[2] - dwz * r0[1])
+        uin[1] = -fv[1] - (dwz * r0[0] - dwx * r0[2])
+        uin[2], uin[3] = dwx, dwy
+        if ka == 0:
+            for r in range(nx):
+                x[r] = 0.0
+                for c in range(nx):
+                    p[r * nx + c] = 0.0
+                p[r * nx + r] = sn.asig[i, r] * sn.asig[i, r]
+        else:
+            arm_predict(x, p, sn.afm[i], sn.agm[i], sn.aqm[i], uin, ss.atmp[i])
+        z, ai = ss.az[i], ss.ai[i]
+        for j in range(3):
+            z[j] = enc[j]
+        for j in range(ai.shape[0]):
+            z[3 + j] = ai[j]
+        arm_measure(sp, sn.tab[i], sn.aphi[i], sn.acdd[i], af, sn.alinks, x, wb, fv, uin, th,
+                    work, out, ss.acol[i], ct, ss.akin[i], ss.akinc[i], ss.adl[i],
+                    ss.adlc[i], ss.atipv[i], ss.atipc[i], ss.ahz[i], ss.ahm[i])
+        arm_update(x, p, z, ss.ahz[i], ss.ahm[i], af, ss.axb[i], ss.apht[i])
+        arm_hinges(sn.tab[i], sn.aphi[i], x, th)
+        col = ss.acol[i]
+        nc = col.shape[0]
+        for j in range(hq.shape[0]):
+            q[hq[j]] = th[j]
+            rate = 0.0
+            for c in range(nc):
+                rate += col[c, j] * x[nc + c]
+            v[hv[j]] = rate
+        if record:
+            shape_forward(sp, th, work, out)
+            pts = ss.pts[i]
+            shape_points(sp, work, pts)
+            arm_tip_stats(p, ss.atipc[i], nc, pts[pts.shape[0] - 1],
+                          ss.pts_true[i, pts.shape[0] - 1], ss.astat[i])
+    if record:
+        pts, pt = ss.pts[i], ss.pts_true[i]
+        worst, last = 0.0, 0.0
+        for r in range(pts.shape[0]):
+            dx, dy, dz = pts[r, 0] - pt[r, 0], pts[r, 1] - pt[r, 1], pts[r, 2] - pt[r, 2]
+            last = (dx * dx + dy * dy + dz * dz) ** 0.5
+            worst = max(worst, last)
+        ss.err[i, 0], ss.err[i, 1] = last, worst
+
+
+@jit.inline
+def arm_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any, t_cmd: Any,
+             sensordata: Any, tip: Any, record: bool) -> None:
+    """Encoders and the arm shape (the dynamic estimator with arm IMUs, else the quasi-static
+    fit), the flange force/torque sensor and the tip tracker."""
+    th_true, hq = ss.th_true[i], sn.hq
     for j in range(hq.shape[0]):
         th_true[j] = qpos[hq[j]]
+    if sn.aon[i]:
+        arm_dynamic(k, sn, ss, i, qvel, qpos, record)
+    else:
+        arm_fit(k, sn, ss, i, t_cmd, record)
+    wrist_term(k, sn, ss, i, sensordata, tip)
+
+
+@jit.inline
+def arm_fit(k: int, sn: Sense, ss: SenseState, i: int, t_cmd: Any, record: bool) -> None:
+    """Without arm IMUs: the encoders and one step of the quasi-static shape fit at each
+    delivered encoder sample. ``ss.th_true[i]`` holds the true hinge angles."""
+    sp, th_true, out, work = sn.sp[i], ss.th_true[i], ss.out[i], ss.swork[i]
+    hq, hv = sn.hq, sn.hv
     enc = ss.enc[i]
     due = k % int(sn.ch[i, ENC, sensors.CH_PERIOD]) == 0
     if due:
@@ -224,6 +432,12 @@ def arm_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, t_cmd: Any,
                 last = (dx * dx + dy * dy + dz * dz) ** 0.5
                 worst = max(worst, last)
             ss.err[i, 0], ss.err[i, 1] = last, worst
+
+
+@jit.inline
+def wrist_term(k: int, sn: Sense, ss: SenseState, i: int, sensordata: Any, tip: Any) -> None:
+    """The flange force/torque sensor (into the estimated ``sensordata``) and the tip
+    tracker."""
     sd = ss.sd[i]
     for j in range(sd.shape[0]):
         sd[j] = sensordata[j]
@@ -246,8 +460,8 @@ def sense_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any, 
     """Sample k of simulation i: every sensor and estimator; the estimates into ``ss.q``,
     ``ss.v``, ``ss.sd`` (``t_cmd`` (3,) N: the tendon tensions last commanded, known to the
     controller; ``tip`` (3,) the world tip site)."""
-    vehicle_term(k, sn, ss, i, qpos, qvel)
-    arm_term(k, sn, ss, i, qpos, t_cmd, sensordata, tip, record)
+    vehicle_term(k, sn, ss, i, qpos, qvel, record)
+    arm_term(k, sn, ss, i, qpos, qvel, t_cmd, sensordata, tip, record)
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,7 +541,76 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
     start = np.array([p.plan.start for p in preps], dtype=float)
     sig0 = np.stack([ekf.initial_sigma(p.cfg.sensing) for p in preps])
     return Sense._make([on, ch, *arrays, eprm, sp, tab, shape.NO_PROFILE, wts, hq, hv, ft_adr,
-                        int(b0.tip_site), start, sig0, caps, n_links])
+                        int(b0.tip_site), start, sig0, caps, n_links,
+                        *_arm_records(preps, on, n_links)])
+
+
+_MODELS: dict[str, tuple[np.ndarray, ...]] = {}
+
+
+def _swing(p: Prepared, modes: int) -> tuple[np.ndarray, ...]:
+    """The swing modes of the trial's arm (:func:`armfilter.swing_model`, its fixed-base
+    build; cached per arm, airframe, sim and mode count)."""
+    cfg = p.cfg
+    key = repr((cfg.arm, cfg.airframe, cfg.sim, modes))
+    if key not in _MODELS:
+        fixed = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
+        _MODELS[key] = armfilter.swing_model(fixed.model, modes)
+    return _MODELS[key]
+
+
+def _hinge0(m: Any) -> np.ndarray:
+    """Hinge 0 (link 0's origin) from the vehicle's origin (m, vehicle axes), at qpos0."""
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    root = int(m.jnt_bodyid[0])
+    link0 = m.body(names.link_body(0)).id
+    rot = d.xmat[root].reshape(3, 3)
+    return np.asarray(rot.T @ (d.xpos[link0] - d.xpos[root]), dtype=float)
+
+
+def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> list[Any]:
+    """The dynamic shape estimator's fields of :class:`Sense` (inert, small arrays for trials
+    without arm IMUs)."""
+    ns = len(preps)
+    aon = np.array([bool(o) and p.cfg.sensing.arm_imus for p, o in zip(preps, on, strict=True)])
+    unc = np.array([bool(o) and p.cfg.sensing.uncertainty for p, o in zip(preps, on, strict=True)])
+    alog = np.array([bool(a) and p.cfg.sensing.arm_imu.log for p, a in zip(preps, aon,
+                                                                          strict=True)])
+    first = next((p for p, a in zip(preps, aon, strict=True) if a), None)
+    if first is None:
+        z = np.zeros
+        return [aon, unc, alog, z((ns, sensors.N_CHANNEL)), z((ns, 1, 0)), z((ns, 1, 0)),
+                z(0, dtype=np.int64), z((ns, armfilter.N_AF)), z((ns, 2, 1, 1)), z((ns, 1, 1)),
+                z((ns, 1, armfilter.N_U)), z((ns, 1, 1)), z((ns, 1, 1 + armfilter.N_U)),
+                z((ns, 1))]
+    a0 = first.cfg.sensing.arm_imu
+    for p, a in zip(preps, aon, strict=True):
+        if a and (p.cfg.sensing.arm_imu.at != a0.at or p.cfg.sensing.arm_imu.modes != a0.modes):
+            raise ValueError("sensing.arm_imu: the trials of one batch must carry the same arm "
+                             "IMUs (at) and modes")
+    links = np.array(arm_imu_links(list(a0.at), n_links), dtype=np.int64)
+    ni = len(links)
+    m = first.built.model
+    dt = m.opt.timestep
+    r0 = _hinge0(m)
+    gravity = float(np.linalg.norm(m.opt.gravity))
+    chans, rows = [], []
+    for p, a in zip(preps, aon, strict=True):
+        cfg = p.cfg.sensing.arm_imu if a else a0
+        chans.append(noise.draw_arm(cfg, p.cfg.seed, p.plan.steps * dt if a else 0.0, dt, ni))
+        period = period_of(cfg.rate, dt) * dt
+        phi, aq, av, bg = _swing(p if a else first, a0.modes)
+        f, g, q, cdd, sig = armfilter.filter_arrays(phi, aq, av, bg, cfg, ni, period)
+        e = p.cfg.sensing.encoder
+        enc_var = e.noise ** 2 + e.resolution ** 2 / 12.0 + e.bias ** 2
+        afv = armfilter.scalar_params(cfg, enc_var, n_links, ni, period, r0, gravity)
+        rows.append((afv, phi, f, g, q, cdd, sig))
+    ach = np.stack([c.prm for c in chans])
+    white = _pad3([c.white for c in chans], 6 * ni)
+    bias = _pad3([c.bias for c in chans], 6 * ni)
+    return [aon, unc, alog, ach, white, bias, links,
+            *(np.stack([r[j] for r in rows]) for j in range(7))]
 
 
 def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
@@ -354,7 +637,25 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
         z((ns, ekf.WORK)), q0, z((ns, nv)), z((ns, nsd)), z((ns, 2)), z((ns, nh)),
         z((ns, nh)), z((ns, nh)), z((ns, shape.W_STRIDE * nl)),
         z((ns, shape.scratch_size(0, table=True))), z((ns, 12)), z((ns, shape.N_OUT)),
-        z((ns, nl, 3)), z((ns, nl, 3)), z((ns, N_ERR))])
+        z((ns, nl, 3)), z((ns, nl, 3)), z((ns, N_ERR)), *_arm_state(sn, ns, nl)])
+
+
+def _arm_state(sn: Sense, ns: int, nl: int) -> list[np.ndarray]:
+    """The dynamic shape estimator's memory and scratch (:class:`SenseState`'s ``ai_r`` ...
+    ``vwork``)."""
+    z = np.zeros
+    ni = sn.alinks.shape[0]
+    nx = sn.afm.shape[1]
+    nc = sn.acdd.shape[1]
+    nz = 3 + 6 * ni
+    nh = 2 * nl
+    cap = int(sn.ach[:, sensors.CH_CAP].max()) if sn.aon.any() else 1
+    return [z((ns, cap, 6 * ni)), z((ns, 6 * ni)), z((ns, 6 * ni)), z((ns, max(ni, 1), 12)),
+            z((ns, nx)), z((ns, nx * nx)), z((ns, nx)), z((ns, nx)), z((ns, nx * nx + nx)),
+            z((ns, nz)), z((ns, nz, nx)), z((ns, nz)), z((ns, nc, nh)), z((ns, nh + nc + 13)),
+            z((ns, max(ni, 1), 6)), z((ns, nc, max(ni, 1), 6)), z((ns, 3)), z((ns, nc, 3)),
+            z((ns, 3)), z((ns, nc, 3)), z((ns, nh)), np.full((ns, armfilter.N_TIPLOG), np.nan),
+            z((ns, 1)), z((ns, NEES_DOF * (NEES_DOF + 2)))]
 
 
 @jit.inline
@@ -368,3 +669,23 @@ def log_estimate(ss: SenseState, i: int, row: Any) -> None:
         row[7 + j] = v[j]
     for j in range(N_ERR):
         row[13 + j] = e[j]
+    if row.shape[0] > N_LOG:
+        pm = ss.p[i]
+        for j in range(ekf.NE):
+            row[U_PDIAG + j] = pm[j * ekf.NE + j]
+        row[U_NEES] = ss.vnees[i, 0]
+        st = ss.astat[i]
+        for j in range(armfilter.N_TIPLOG):
+            row[U_TIP + j] = st[j]
+        ai = ss.ai[i]
+        if row.shape[0] > U_SAMPLES:
+            for j in range(ai.shape[0]):
+                row[U_SAMPLES + j] = ai[j]
+
+
+def log_width(sn: Sense) -> int:
+    """Columns of a logged estimate row: N_LOG, then the uncertainty block when any trial asks
+    for it or for its arm IMU samples, then the samples (6 per arm IMU)."""
+    if not (sn.unc.any() or sn.alog.any()):
+        return N_LOG
+    return U_SAMPLES + (6 * sn.alinks.shape[0] if sn.alog.any() else 0)

@@ -625,4 +625,4 @@ def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = Fa
                np.zeros((extra, ns, 3)), np.zeros((rows if n_obj else 0, ns, n_obj,
                                                     contact.CONTACT_COLUMNS)),
                np.zeros((forced, ns, contact.N_FCLOG)),
-               np.zeros((rows if p.sn.on.any() else 0, ns, sensing.N_LOG)))
+               np.zeros((rows if p.sn.on.any() else 0, ns, sensing.log_width(p.sn))))

@@ -44,6 +44,7 @@ from quadarm import names
 from quadarm.config import Config, WorldConfig, flatten
 from quadarm.model.world import normal_of
 from quadarm.results import io
+from quadarm.runner import sense
 from quadarm.runner.episode import run_episode
 from quadarm.runner.lifecycle import Episode
 from quadarm.runner.trials import Trial
@@ -123,6 +124,14 @@ def timeseries_frame(ep: Episode, run_id: str, every: int,
         data[names.EST_ATT_DEG] = err["att"][rows]
         data[names.SHAPE_TIP_ERR_CM] = err["tip"][rows] * 100
         data[names.SHAPE_ARM_ERR_CM] = err["arm"][rows] * 100
+        if log.est.shape[1] >= sense.U_SAMPLES:  # sensing.uncertainty (or arm IMU samples)
+            uncertainty = (names.EKF_VAR + (names.EST_NEES,) + names.SHAPE_TIP_VAR
+                           + (names.SHAPE_NEES,))
+            for i, c in enumerate(uncertainty):
+                data[c] = log.est[rows, sense.U_PDIAG + i]
+            for j in range((log.est.shape[1] - sense.U_SAMPLES) // 6):
+                for i, c in enumerate(names.arm_imu_columns(j)):
+                    data[c] = log.est[rows, sense.U_SAMPLES + 6 * j + i]
     # Arm joint angles (rad) and velocities complete the state for replay and rendering.
     # A grounded trial's model has no free joint; its log carries the fixed airframe's pose in
     # front of the arm's coordinates (see quadarm.runner.episode.hold), hence the offsets.

@@ -177,8 +177,11 @@ def trial_id(cfg: Config) -> str:
     excluded too (the loop reads no sensor), so the ids of the runs from before the sensing
     group stay the same; so is ``world.payload`` when there is none (before the option)."""
     skip = ("runner.", "tune.") + (("sensing.",) if cfg.sensing.exact else ())
+    if not cfg.sensing.arm_imus:  # no arm IMUs (before sensing.arm_imu): the same ids
+        skip += ("sensing.arm_imu.",)
     flat = {k: v for k, v in flatten(cfg).items()
-            if not k.startswith(skip) and not (k == "world.payload" and v is None)}
+            if not k.startswith(skip) and not (k == "world.payload" and v is None)
+            and not (k == "sensing.uncertainty" and v is False)}
     blob = json.dumps(flat, sort_keys=True, default=str).encode()
     return hashlib.sha1(blob).hexdigest()[:16]
 

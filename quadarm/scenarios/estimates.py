@@ -10,10 +10,32 @@ tip error and largest error along the arm, in % of the arm's length L (docs/sens
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import chi2
 
 from quadarm.config import Config
 from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan
+
+# The logged estimate row (quadarm.runner.sense: N_LOG, then, with sensing.uncertainty, the
+# EKF's covariance diagonal (15), its NEES, the tip covariance (6) and the shape NEES).
+N_LOG = 15
+COL_EST_NEES, COL_SHAPE_NEES = N_LOG + 15, N_LOG + 15 + 1 + 6
+NEES_DOF = {"est": 9, "shape": 2}  # position, velocity, attitude; the tip across the arm
+
+
+def nees_metrics(phase: str, name: str, nees: np.ndarray) -> list[Metric]:
+    """``<name>_nees_mean`` (the phase's mean NEES; a consistent filter's is its degrees of
+    freedom) and ``<name>_nees_in95_share`` (the share of the samples inside the two-sided
+    95 % interval of the chi-square distribution of those degrees of freedom; 0.95 for a
+    consistent filter)."""
+    nees = nees[np.isfinite(nees)]
+    if nees.size == 0:
+        return []
+    dof = NEES_DOF[name]
+    lo, hi = chi2.ppf(0.025, dof), chi2.ppf(0.975, dof)
+    inside = float(np.mean((nees >= lo) & (nees <= hi)))
+    return [(phase, f"{name}_nees_mean", float(nees.mean())),
+            (phase, f"{name}_nees_in95_share", inside)]
 
 
 def attitude_error_deg(q_est: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -62,4 +84,7 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
                 (phase, "shape_tip_rms_pct", float(np.sqrt(np.mean(tip ** 2)) * pct)),
                 (phase, "shape_tip_max_pct", float(tip.max() * pct)),
                 (phase, "shape_arm_max_pct", float(arm.max() * pct))]
+        if cfg.sensing.uncertainty and log.est.shape[1] > COL_SHAPE_NEES:
+            out += nees_metrics(phase, "est", log.est[sel, COL_EST_NEES])
+            out += nees_metrics(phase, "shape", log.est[sel, COL_SHAPE_NEES])
     return out

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from quadarm.sensing.config import SensingConfig, period_of, steps_of
+from quadarm.sensing.config import ArmImuConfig, ImuConfig, SensingConfig, period_of, steps_of
 from quadarm.sensing.sensors import CH_CAP, CH_DELAY, CH_PERIOD, CH_RES, N_CHANNEL
 
-STREAMS = ("imu", "position", "encoder", "force_torque", "tip", "estimator")
+STREAMS = ("imu", "position", "encoder", "force_torque", "tip", "estimator", "arm_imu")
 DIMS = {"imu": 6, "position": 3, "encoder": 3, "force_torque": 6, "tip": 3}
 
 
@@ -48,6 +48,17 @@ class Channel:
     @property
     def delay(self) -> int:
         return int(self.prm[CH_DELAY])
+
+
+def _imu_sigmas(c: ImuConfig, period_s: float) -> tuple[np.ndarray, ...]:
+    """An IMU's per-axis (white per sample, turn-on bias, walk per sample) standard deviations,
+    gyro (3) then accelerometer (3)."""
+    f = 1.0 / period_s
+    root_t = math.sqrt(period_s)
+    white = [c.gyro_noise * math.sqrt(f)] * 3 + [c.accel_noise * math.sqrt(f)] * 3
+    bias = [c.gyro_bias] * 3 + [c.accel_bias] * 3
+    walk = [c.gyro_walk * root_t] * 3 + [c.accel_walk * root_t] * 3
+    return np.array(white), np.array(bias), np.array(walk)
 
 
 def _sigmas(name: str, cfg: SensingConfig, period_s: float) -> tuple[np.ndarray, ...]:
@@ -105,6 +116,37 @@ def draw(cfg: SensingConfig, seed: int, duration: float, timestep: float
         out[name] = Channel(prm=prm, white=white, bias=bias,
                             ring=np.zeros((int(prm[CH_CAP]), dim)))
     return out
+
+
+def _channel(rng: np.random.Generator, dim: int, n: int, sigmas: tuple[np.ndarray, ...],
+             period: int, delay: int, quantum: float) -> Channel:
+    """Draw one channel: turn-on bias, white noise, then the bias increments, in that order."""
+    white_s, bias_s, walk_s = sigmas
+    b0 = rng.standard_normal(dim) * bias_s
+    white = rng.standard_normal((n, dim)) * white_s
+    steps = rng.standard_normal((n - 1, dim)) * walk_s
+    bias = np.empty((n, dim))
+    bias[0] = b0
+    bias[1:] = b0 + np.cumsum(steps, axis=0)
+    prm = np.zeros(N_CHANNEL)
+    prm[CH_PERIOD], prm[CH_DELAY] = period, delay
+    prm[CH_CAP] = delay // period + 1
+    prm[CH_RES] = quantum
+    return Channel(prm=prm, white=white, bias=bias, ring=np.zeros((int(prm[CH_CAP]), dim)))
+
+
+def draw_arm(cfg: ArmImuConfig, seed: int, duration: float, timestep: float, n_imu: int
+             ) -> Channel:
+    """The arm IMUs' channel (one rate and latency for all): ``n_imu`` IMUs of 6 axes each
+    (gyro, accelerometer), their own stream (the last of :data:`STREAMS`, so the other
+    sensors' numbers are those of a trial without arm IMUs)."""
+    ss = np.random.SeedSequence(seed).spawn(len(STREAMS))[STREAMS.index("arm_imu")]
+    rng = np.random.Generator(np.random.PCG64(ss))
+    period = period_of(cfg.rate, timestep)
+    n = samples(duration, timestep, period)
+    white, bias, walk = _imu_sigmas(cfg, period * timestep)
+    sig = (np.tile(white, n_imu), np.tile(bias, n_imu), np.tile(walk, n_imu))
+    return _channel(rng, 6 * n_imu, n, sig, period, steps_of(cfg.latency, timestep), 0.0)
 
 
 def estimator_stream(seed: int) -> np.random.Generator:

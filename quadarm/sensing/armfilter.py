@@ -1,0 +1,634 @@
+"""The dynamic arm-shape estimator: an extended Kalman filter on a reduced chain model that fuses
+the tendon encoders, IMUs on the arm's links and the vehicle's own estimate.
+
+Shape coordinates c (n_c = 2 + 2 M): the quasi-static bend vector a = (a_x, a_y) of
+:func:`quadarm.sensing.shape.hinges` (the arm's own quasi-static table: the held bend a tendon
+pull gives) plus M swing modes per bending plane, eta_x and eta_y, the hanging chain's lowest
+modes (:func:`swing_model`): theta_x,k = table_x,k(a) + sum_j Phi_x[k, j] eta_x,j and likewise
+for theta_y. Filter state x (n_x = 2 n_c + 6 n_imu): c, its rate c', each arm IMU's gyro bias
+(3, rad/s) and accelerometer bias (3, m/s^2).
+
+Dynamics (continuous, linear, discretised exactly once per trial over the filter period T by a
+matrix exponential): a'' = white noise (density ``bend_accel``); the modal coordinates follow the
+chain's own spring-damper-gravity dynamics linearised about the hanging pose and projected on
+the modes (Galerkin: eta'' = A_q eta + A_v eta' + B_g dg + white noise of density
+``swing_accel``), driven by the lateral apparent gravity at the vehicle, dg = -(f_veh - b_a)
+less the hover's (0, 0, -|g|): the vehicle's bias-corrected accelerometer sample; the biases
+walk with the datasheet's densities.
+
+Measurements, at each arm IMU sample: the three tendon lengths (the exact chain kinematics of
+:func:`quadarm.sensing.shape.forward`); per arm IMU the gyro, R_k^T (w_B + w_k) + b_g (w_B the
+vehicle's bias-corrected body rate, w_k the link's rate relative to the vehicle, both in the
+vehicle axes) and the accelerometer, R_k^T (f_veh + w_B x (w_B x r) + J c'') + b_a (r the IMU
+site from the vehicle origin, J its position Jacobian, c'' the model's accelerations). Every
+Jacobian is exact for the kinematics (a velocity recursion along the chain), except the
+second-order terms the filter drops (d J / dc c' c', d w_k / dc c'), which with the vehicle's
+angular acceleration are what ``accel_model`` stands for. Scalar measurements are applied one
+at a time (their noises are independent), linearised once at the prediction.
+
+Per-step functions are written like :func:`quadarm.control.geometric.law` (scalars, explicit
+loops), so plain Python and numba give the same numbers; the setup (:func:`swing_model`,
+:func:`filter_arrays`) is numpy, SciPy and MuJoCo. Equations and measured errors:
+``docs/sensing.md``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+import scipy.linalg
+
+from quadarm.model import names
+from quadarm.sensing import shape
+from quadarm.sensing.config import ArmImuConfig
+
+try:  # numba compiles these functions into the kernels that call them
+    from numba.extending import register_jitable
+except ImportError:  # pragma: no cover - numba is optional
+    def register_jitable(fn):  # type: ignore[no-redef]  # noqa: ANN001, ANN201
+        return fn
+
+# Scalar parameter vector (af): sizes, the filter period (s), the measurement variances
+# (encoder m^2, gyro (rad/s)^2, accel (m/s^2)^2 per sample), the hinge-0 offset from the vehicle
+# origin (m, vehicle axes) and |g| (m/s^2).
+F_NL, F_M, F_NI, F_DT, F_RENC, F_RGYR, F_RACC, F_R0, F_G, F_GATE = 0, 1, 2, 3, 4, 5, 6, 7, 10, 11
+N_AF = 12
+N_U = 4  # the filter's inputs: dg_x, dg_y (m/s^2), dw_x, dw_y (rad/s^2)
+H_TABLE = 1e-6  # rad: central-difference step of the table's bend coordinates
+# The shape NEES and tip covariance the filter logs (quadarm.runner.sense): cov xx yy zz xy xz
+# yz (m^2, vehicle axes), NEES.
+N_TIPLOG = 7
+
+
+def sizes(n_modes: int, n_imu: int) -> tuple[int, int, int]:
+    """(n_c, n_x, n_z): shape coordinates, filter state, measurements."""
+    nc = 2 + 2 * n_modes
+    return nc, 2 * nc + 6 * n_imu, 3 + 6 * n_imu
+
+
+# --------------------------------------------------------------------------------------------
+# Setup (numpy, SciPy, MuJoCo)
+# --------------------------------------------------------------------------------------------
+
+
+def swing_model(fixed: mujoco.MjModel, n_modes: int, h: float = 1e-6
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The hanging chain's swing modes and their projected dynamics, per bending plane.
+
+    ``fixed``: a fixed-base build (flange level, gravity -z, hinges only). The accelerations
+    qacc(q, q', g) of MuJoCo's own model are differenced about the straight hanging pose at
+    rest: A_q = d qacc / d q, A_v = d qacc / d q' (springs, dampers, gravity and inertia),
+    B = d qacc / d g. Plane 0 is the theta_x hinges (driven by g_y), plane 1 the theta_y ones
+    (driven by g_x); they decouple at the hanging pose. The M slowest modes of each plane's
+    A_q (eigenvectors, each scaled to sum |Phi| = 1 with its largest entry positive) span the
+    swing; the dynamics are projected with the mass matrix M_h: eta'' = W A_q Phi eta +
+    W A_v Phi eta' + W B dg, W = (Phi^T M_h Phi)^-1 Phi^T M_h.
+
+    The flange's angular acceleration dw (about hinge 0) drives the swing too, through the
+    links' d'Alembert forces -m_b (dw x (c_b - o_0)) (MuJoCo's translational Jacobians of the
+    links' centres of mass at the hanging pose; the links' own rotational inertia is left
+    out): plane 0 by dw_x, plane 1 by dw_y.
+
+    Returns ``phi`` (2, N, M), ``aq`` (2, M, M), ``av`` (2, M, M) (1/s^2, 1/s), ``bg``
+    (2, M, 2): per plane, rad/s^2 per m/s^2 of dg (dg_y for plane 0, dg_x for plane 1) and per
+    rad/s^2 of dw (dw_x, dw_y).
+    """
+    d = mujoco.MjData(fixed)
+    n = fixed.nv
+    g0 = fixed.opt.gravity.copy()
+
+    def qacc(q: np.ndarray, v: np.ndarray, g: np.ndarray) -> np.ndarray:
+        d.qpos[:], d.qvel[:] = q, v
+        fixed.opt.gravity[:] = g
+        mujoco.mj_forward(fixed, d)
+        return d.qacc.copy()
+
+    z = np.zeros(n)
+    aq, av = np.zeros((n, n)), np.zeros((n, n))
+    for j in range(n):
+        e = np.zeros(n)
+        e[j] = h
+        aq[:, j] = (qacc(e, z, g0) - qacc(-e, z, g0)) / (2 * h)
+        av[:, j] = (qacc(z, e, g0) - qacc(z, -e, g0)) / (2 * h)
+    bg = np.zeros((n, 2))
+    for j in range(2):
+        e = np.zeros(3)
+        e[j] = 1e-4
+        bg[:, j] = (qacc(z, z, g0 + e) - qacc(z, z, g0 - e)) / 2e-4
+    fixed.opt.gravity[:] = g0
+    d.qpos[:] = 0.0
+    mujoco.mj_forward(fixed, d)
+    mass = np.zeros((n, n))
+    mujoco.mj_fullM(fixed, d, mass)
+    o0 = d.xpos[fixed.body(names.link_body(0)).id].copy()
+    qw = np.zeros((n, 2))  # generalised d'Alembert forces per unit dw_x, dw_y
+    jacp = np.zeros((3, n))
+    for b in range(1, fixed.nbody):
+        if fixed.body_mass[b] == 0.0:
+            continue
+        mujoco.mj_jac(fixed, d, jacp, None, d.xipos[b], b)
+        for j in range(2):
+            axis = np.zeros(3)
+            axis[j] = 1.0
+            qw[:, j] -= fixed.body_mass[b] * jacp.T @ np.cross(axis, d.xipos[b] - o0)
+    nl = n // 2
+    phi = np.zeros((2, nl, n_modes))
+    raq, rav = np.zeros((2, n_modes, n_modes)), np.zeros((2, n_modes, n_modes))
+    rbg = np.zeros((2, n_modes, 2))
+    for plane in range(2):
+        idx = np.arange(plane, n, 2)
+        a = aq[np.ix_(idx, idx)]
+        lam, vec = np.linalg.eig(a)
+        order = np.argsort(-lam.real)[:n_modes]
+        ph = np.real(vec[:, order])
+        for j in range(n_modes):
+            col = ph[:, j] / np.abs(ph[:, j]).sum()
+            if col[np.argmax(np.abs(col))] < 0:
+                col = -col
+            ph[:, j] = col
+        mh = mass[np.ix_(idx, idx)]
+        w = np.linalg.solve(ph.T @ mh @ ph, ph.T @ mh)
+        phi[plane], raq[plane] = ph, w @ a @ ph
+        rav[plane] = w @ av[np.ix_(idx, idx)] @ ph
+        rbg[plane, :, 0] = w @ bg[idx, 1 - plane]
+        rbg[plane, :, 1] = np.linalg.solve(ph.T @ mh @ ph, ph.T @ qw[idx, plane])
+    return phi, raq, rav, rbg
+
+
+def filter_arrays(phi: np.ndarray, aq: np.ndarray, av: np.ndarray, bg: np.ndarray,
+                  cfg: ArmImuConfig, n_imu: int, period: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The discrete filter over one period T (s): transition F (n_x, n_x), input G (n_x, 4)
+    for u = (dg_x, dg_y, dw_x, dw_y) (held over the period), process noise Q (n_x, n_x) (Van
+    Loan), the continuous accelerations of the shape coordinates ``cdd`` (n_c, n_x + 4) =
+    [d c'' / d x | d c'' / d u], and the initial standard deviations (n_x,)."""
+    m = phi.shape[2]
+    nc, nx, _ = sizes(m, n_imu)
+    a = np.zeros((nx, nx))
+    b = np.zeros((nx, N_U))
+    a[0:nc, nc:2 * nc] = np.eye(nc)
+    for plane in range(2):
+        o = 2 + plane * m  # eta of this plane in c
+        a[nc + o:nc + o + m, o:o + m] = aq[plane]
+        a[nc + o:nc + o + m, nc + o:nc + o + m] = av[plane]
+        b[nc + o:nc + o + m, 1 - plane] = bg[plane, :, 0]  # plane 0 (theta_x): dg_y
+        b[nc + o:nc + o + m, 2 + plane] = bg[plane, :, 1]  # plane 0: dw_x
+    qc = np.zeros(nx)
+    qc[nc:nc + 2] = cfg.bend_accel ** 2
+    qc[nc + 2:2 * nc] = cfg.swing_accel ** 2
+    for j in range(n_imu):
+        o = 2 * nc + 6 * j
+        qc[o:o + 3] = cfg.gyro_walk ** 2
+        qc[o + 3:o + 6] = cfg.accel_walk ** 2
+    f = scipy.linalg.expm(a * period)
+    aug = np.zeros((nx + N_U, nx + N_U))
+    aug[:nx, :nx], aug[:nx, nx:] = a, b
+    g = scipy.linalg.expm(aug * period)[:nx, nx:]
+    vl = np.zeros((2 * nx, 2 * nx))  # Van Loan: Q = F int e^(-As) Qc e^(-A^T s) ds
+    vl[:nx, :nx], vl[:nx, nx:], vl[nx:, nx:] = -a, np.diag(qc), a.T
+    e = scipy.linalg.expm(vl * period)
+    q = e[nx:, nx:].T @ e[:nx, nx:]
+    q = 0.5 * (q + q.T)
+    cdd = np.concatenate([a[nc:2 * nc], b[nc:2 * nc]], axis=1)
+    sig = np.zeros(nx)
+    sig[0:nc] = 0.05  # rad: the arm starts hanging at rest, within a few degrees
+    sig[nc:2 * nc] = 0.1  # rad/s
+    for j in range(n_imu):
+        o = 2 * nc + 6 * j
+        sig[o:o + 3] = max(cfg.gyro_bias, 1e-7)
+        sig[o + 3:o + 6] = max(cfg.accel_bias, 1e-6)
+    return f, g, q, cdd, sig
+
+
+def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, period: float,
+                  r0: np.ndarray, gravity: float) -> np.ndarray:
+    """The filter's scalar parameters (N_AF,) (layout F_*): the measurement variances per
+    sample are the sensors' own white noise (density^2 / T), with the accelerometer's model
+    error ``accel_model`` added (the biases are states)."""
+    out = np.zeros(N_AF)
+    out[F_NL], out[F_M], out[F_NI], out[F_DT] = n_links, cfg.modes, n_imu, period
+    out[F_RENC] = max(enc_var, 1e-12) + cfg.length_model ** 2
+    out[F_RGYR] = max(cfg.gyro_noise ** 2 / period, 1e-14)
+    out[F_RACC] = max(cfg.accel_noise ** 2 / period, 1e-12) + cfg.accel_model ** 2
+    out[F_R0:F_R0 + 3] = r0
+    out[F_G] = gravity
+    out[F_GATE] = cfg.gate
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Per step
+# --------------------------------------------------------------------------------------------
+
+
+@register_jitable
+def hinge_angles(tab, phi, c, th) -> None:  # noqa: ANN001
+    """Hinge angles ``th`` (2 N,) of the shape coordinates ``c`` (n_c,): the table's
+    quasi-static bend of c[0:2] plus the swing modes ``phi`` (2, N, M) times c[2:]."""
+    shape.hinges(tab, shape.NO_PROFILE, c, th)
+    n, m = phi.shape[1], phi.shape[2]
+    for k in range(n):
+        for j in range(m):
+            th[2 * k] += phi[0, k, j] * c[2 + j]
+            th[2 * k + 1] += phi[1, k, j] * c[2 + m + j]
+
+
+@register_jitable
+def columns(tab, phi, c, col, tmp) -> None:  # noqa: ANN001
+    """d theta / d c: ``col`` (n_c, 2 N); the table's columns by central differences
+    (``tmp`` (2 N + n_c,) scratch), the modes' exactly."""
+    n, m = phi.shape[1], phi.shape[2]
+    nc = 2 + 2 * m
+    nh = 2 * n
+    cc = tmp[nh:nh + nc]
+    th = tmp[0:nh]
+    for j in range(nc):
+        cc[j] = c[j]
+    for i in range(2):
+        ci = c[i]
+        cc[i] = ci + H_TABLE
+        shape.hinges(tab, shape.NO_PROFILE, cc, col[i])
+        cc[i] = ci - H_TABLE
+        shape.hinges(tab, shape.NO_PROFILE, cc, th)
+        cc[i] = ci
+        for k in range(nh):
+            col[i, k] = (col[i, k] - th[k]) / (2.0 * H_TABLE)
+    for j in range(m):
+        for k in range(n):
+            col[2 + j, 2 * k], col[2 + j, 2 * k + 1] = phi[0, k, j], 0.0
+            col[2 + m + j, 2 * k], col[2 + m + j, 2 * k + 1] = 0.0, phi[1, k, j]
+
+
+@register_jitable
+def velocities(sp, work, thd, links, kin, dl, tipv) -> None:  # noqa: ANN001
+    """The chain's velocities for hinge rates ``thd`` (2 N,) at the pose :func:`shape.forward`
+    left in ``work``, vehicle axes, relative to the vehicle: per arm IMU j (on link
+    ``links[j]``, at its centre of mass) ``kin[j]`` = (the link's angular velocity (rad/s),
+    the site's velocity (m/s)); the tendon lengths' rates ``dl`` (3,) (m/s); the tip's
+    velocity ``tipv`` (3,). Linear in ``thd``: with a unit column it gives Jacobians."""
+    n = int(sp[shape.S_N])
+    wx, wy, wz = 0.0, 0.0, 0.0
+    vx, vy, vz = 0.0, 0.0, 0.0
+    ox, oy, oz = 0.0, 0.0, 0.0
+    cx, cy, cz = 1.0, 0.0, 0.0  # R_(k-1) e_x
+    for i in range(3):
+        dl[i] = 0.0
+    # Each tendon's previous via point and its velocity (the anchor first: fixed).
+    a0x, a0y, a0z = sp[shape.S_ANCHOR], sp[shape.S_ANCHOR + 1], sp[shape.S_ANCHOR + 2]
+    a1x, a1y, a1z = sp[shape.S_ANCHOR + 3], sp[shape.S_ANCHOR + 4], sp[shape.S_ANCHOR + 5]
+    a2x, a2y, a2z = sp[shape.S_ANCHOR + 6], sp[shape.S_ANCHOR + 7], sp[shape.S_ANCHOR + 8]
+    u0x, u0y, u0z, u1x, u1y, u1z, u2x, u2y, u2z = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    for k in range(n):
+        w = shape.W_STRIDE * k
+        r00, r01, r02 = work[w], work[w + 1], work[w + 2]
+        r10, r11, r12 = work[w + 3], work[w + 4], work[w + 5]
+        r20, r21, r22 = work[w + 6], work[w + 7], work[w + 8]
+        nx_, ny_, nz_ = work[w + 9], work[w + 10], work[w + 11]
+        dx, dy, dz = nx_ - ox, ny_ - oy, nz_ - oz
+        vx, vy, vz = vx + wy * dz - wz * dy, vy + wz * dx - wx * dz, vz + wx * dy - wy * dx
+        ox, oy, oz = nx_, ny_, nz_
+        tx, ty = thd[2 * k], thd[2 * k + 1]
+        wx, wy, wz = wx + tx * cx + ty * r01, wy + tx * cy + ty * r11, wz + tx * cz + ty * r21
+        cx, cy, cz = r00, r10, r20
+        c = shape.S_LINKS + shape.L_STRIDE * k
+        for i in range(3):
+            s = c + shape.L_VIA + 3 * i
+            sx, sy, sz = sp[s], sp[s + 1], sp[s + 2]
+            ax = r00 * sx + r01 * sy + r02 * sz
+            ay = r10 * sx + r11 * sy + r12 * sz
+            az = r20 * sx + r21 * sy + r22 * sz
+            px, py, pz = ox + ax, oy + ay, oz + az
+            ux, uy, uz = vx + wy * az - wz * ay, vy + wz * ax - wx * az, vz + wx * ay - wy * ax
+            if i == 0:
+                ex, ey, ez, gx, gy, gz = px - a0x, py - a0y, pz - a0z, ux - u0x, uy - u0y, \
+                    uz - u0z
+                a0x, a0y, a0z, u0x, u0y, u0z = px, py, pz, ux, uy, uz
+            elif i == 1:
+                ex, ey, ez, gx, gy, gz = px - a1x, py - a1y, pz - a1z, ux - u1x, uy - u1y, \
+                    uz - u1z
+                a1x, a1y, a1z, u1x, u1y, u1z = px, py, pz, ux, uy, uz
+            else:
+                ex, ey, ez, gx, gy, gz = px - a2x, py - a2y, pz - a2z, ux - u2x, uy - u2y, \
+                    uz - u2z
+                a2x, a2y, a2z, u2x, u2y, u2z = px, py, pz, ux, uy, uz
+            dl[i] += (ex * gx + ey * gy + ez * gz) / math.sqrt(ex * ex + ey * ey + ez * ez)
+        for j in range(links.shape[0]):
+            if links[j] == k:
+                ix, iy, iz = sp[c + shape.L_IPOS], sp[c + shape.L_IPOS + 1], \
+                    sp[c + shape.L_IPOS + 2]
+                ax = r00 * ix + r01 * iy + r02 * iz
+                ay = r10 * ix + r11 * iy + r12 * iz
+                az = r20 * ix + r21 * iy + r22 * iz
+                kin[j, 0], kin[j, 1], kin[j, 2] = wx, wy, wz
+                kin[j, 3] = vx + wy * az - wz * ay
+                kin[j, 4] = vy + wz * ax - wx * az
+                kin[j, 5] = vz + wx * ay - wy * ax
+    w = shape.W_STRIDE * (n - 1)
+    t = shape.S_LINKS + shape.L_STRIDE * n
+    bx, by, bz = sp[t + shape.T_POS], sp[t + shape.T_POS + 1], sp[t + shape.T_POS + 2]
+    ax = work[w] * bx + work[w + 1] * by + work[w + 2] * bz
+    ay = work[w + 3] * bx + work[w + 4] * by + work[w + 5] * bz
+    az = work[w + 6] * bx + work[w + 7] * by + work[w + 8] * bz
+    tipv[0] = vx + wy * az - wz * ay
+    tipv[1] = vy + wz * ax - wx * az
+    tipv[2] = vz + wx * ay - wy * ax
+
+
+@register_jitable
+def site(sp, work, link: int, out) -> None:  # noqa: ANN001
+    """The IMU site of ``link`` (its centre of mass) from hinge 0 (m, vehicle axes), ``out``
+    (3,), at the pose in ``work``."""
+    w = shape.W_STRIDE * link
+    c = shape.S_LINKS + shape.L_STRIDE * link
+    ix, iy, iz = sp[c + shape.L_IPOS], sp[c + shape.L_IPOS + 1], sp[c + shape.L_IPOS + 2]
+    out[0] = work[w + 9] + work[w] * ix + work[w + 1] * iy + work[w + 2] * iz
+    out[1] = work[w + 10] + work[w + 3] * ix + work[w + 4] * iy + work[w + 5] * iz
+    out[2] = work[w + 11] + work[w + 6] * ix + work[w + 7] * iy + work[w + 8] * iz
+
+
+@register_jitable
+def imu_truth(sp, th, thd, links, qpos, qvel, gx: float, gy: float, gz: float, r0, first: bool,
+              dt: float, work, out, kin, dl, tipv, prev, truth) -> None:  # noqa: ANN001
+    """The arm IMUs' true sample (6 per IMU: gyro (rad/s), specific force (m/s^2), link axes)
+    into ``truth``, from the vehicle's and the hinges' positions and rates: the gyro the link's
+    rate at this step; the accelerometer the site's mean acceleration over the last IMU period
+    T = ``dt`` less g, in the link's axes at the period's start (as the vehicle IMU's,
+    quadarm.runner.sense). ``prev`` (n_imu, 12): each site's world velocity and link-to-world
+    rotation at the last sample (written here; ``first``: no period yet, the acceleration is
+    taken as zero)."""
+    shape.forward(sp, th, work, out)
+    velocities(sp, work, thd, links, kin, dl, tipv)
+    qw, qx, qy, qz = qpos[3], qpos[4], qpos[5], qpos[6]
+    b00, b01, b02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy)
+    b10, b11, b12 = 2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx)
+    b20, b21, b22 = 2 * (qx * qz - qw * qy), 2 * (qy * qz + qw * qx), 1 - 2 * (qx * qx + qy * qy)
+    ox, oy, oz = qvel[3], qvel[4], qvel[5]  # body rate, body axes
+    for j in range(links.shape[0]):
+        lk = links[j]
+        w = shape.W_STRIDE * lk
+        site(sp, work, lk, tipv)  # scratch: the site (m, from hinge 0)
+        rx, ry, rz = r0[0] + tipv[0], r0[1] + tipv[1], r0[2] + tipv[2]
+        # The site's velocity in the vehicle axes: w_B x r + the arm's own.
+        ux = oy * rz - oz * ry + kin[j, 3]
+        uy = oz * rx - ox * rz + kin[j, 4]
+        uz = ox * ry - oy * rx + kin[j, 5]
+        vwx = qvel[0] + b00 * ux + b01 * uy + b02 * uz
+        vwy = qvel[1] + b10 * ux + b11 * uy + b12 * uz
+        vwz = qvel[2] + b20 * ux + b21 * uy + b22 * uz
+        # Gyro: R_k^T (w_B + w_k).
+        tx, ty, tz = ox + kin[j, 0], oy + kin[j, 1], oz + kin[j, 2]
+        o = 6 * j
+        truth[o] = work[w] * tx + work[w + 3] * ty + work[w + 6] * tz
+        truth[o + 1] = work[w + 1] * tx + work[w + 4] * ty + work[w + 7] * tz
+        truth[o + 2] = work[w + 2] * tx + work[w + 5] * ty + work[w + 8] * tz
+        pv = prev[j]
+        if first:
+            ax, ay, az = gx, gy, gz  # no period yet: at rest
+        else:
+            ax, ay, az = (vwx - pv[0]) / dt, (vwy - pv[1]) / dt, (vwz - pv[2]) / dt
+        if first:
+            for a in range(3):
+                for b in range(3):
+                    pv[3 + 3 * a + b] = 0.0
+                    for c in range(3):
+                        bm = (b00, b01, b02, b10, b11, b12, b20, b21, b22)[3 * a + c]
+                        pv[3 + 3 * a + b] += bm * work[w + 3 * c + b]
+        fx, fy, fz = ax - gx, ay - gy, az - gz
+        truth[o + 3] = pv[3] * fx + pv[6] * fy + pv[9] * fz
+        truth[o + 4] = pv[4] * fx + pv[7] * fy + pv[10] * fz
+        truth[o + 5] = pv[5] * fx + pv[8] * fy + pv[11] * fz
+        pv[0], pv[1], pv[2] = vwx, vwy, vwz
+        for a in range(3):  # R_W,k = R_WB R_k at this sample: the next period's start
+            for b in range(3):
+                s = 0.0
+                for c in range(3):
+                    bm = (b00, b01, b02, b10, b11, b12, b20, b21, b22)[3 * a + c]
+                    s += bm * work[w + 3 * c + b]
+                pv[3 + 3 * a + b] = s
+
+
+@register_jitable
+def predict(x, p, fm, gm, qm, u, tmp) -> None:  # noqa: ANN001
+    """x = F x + G u, P = F P F^T + Q (``p`` (n_x * n_x,) row-major; ``tmp`` >= n_x^2 + n_x;
+    ``u`` (N_U,))."""
+    nx = x.shape[0]
+    for i in range(nx):
+        s = gm[i, 0] * u[0] + gm[i, 1] * u[1] + gm[i, 2] * u[2] + gm[i, 3] * u[3]
+        for j in range(nx):
+            s += fm[i, j] * x[j]
+        tmp[i] = s
+    for i in range(nx):
+        x[i] = tmp[i]
+    for i in range(nx):  # A = F P
+        for j in range(nx):
+            tmp[i * nx + j] = 0.0
+        for k in range(nx):
+            f = fm[i, k]
+            if f != 0.0:
+                for j in range(nx):
+                    tmp[i * nx + j] += f * p[k * nx + j]
+    for i in range(nx):  # P = A F^T + Q
+        for j in range(i, nx):
+            s = qm[i, j]
+            for k in range(nx):
+                f = fm[j, k]
+                if f != 0.0:
+                    s += tmp[i * nx + k] * f
+            p[i * nx + j] = s
+            p[j * nx + i] = s
+
+
+@register_jitable
+def measure(sp, tab, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp, kin, kinc,
+            dl, dlc, tipv, tipc, hz, hm) -> None:  # noqa: ANN001
+    """The predicted measurements ``hz`` (n_z,) and their Jacobian ``hm`` (n_z, n_x) at the
+    state ``x``; ``wb`` (3,) the vehicle's body rate (rad/s), ``fv`` (3,) its specific force
+    (m/s^2, body axes), both bias-corrected; ``u`` (N_U,) the inputs (dg, dw). Leaves the
+    pose in ``work`` (:func:`forward`), the hinge angles in ``th``, the tip's Jacobian in
+    ``tipc`` (n_c, 3)."""
+    m = int(af[F_M])
+    nc = 2 + 2 * m
+    ni = links.shape[0]
+    nx = x.shape[0]
+    hinge_angles(tab, phi, x, th)
+    shape.forward(sp, th, work, out)
+    columns(tab, phi, x, col, ctmp)
+    nh = th.shape[0]
+    thd = ctmp[0:nh]
+    for k in range(nh):
+        s = 0.0
+        for i in range(nc):
+            s += col[i, k] * x[nc + i]
+        thd[k] = s
+    velocities(sp, work, thd, links, kin, dl, tipv)
+    for i in range(nc):
+        velocities(sp, work, col[i], links, kinc[i], dlc[i], tipc[i])
+    for r in range(hz.shape[0]):
+        for j in range(nx):
+            hm[r, j] = 0.0
+    for t in range(3):
+        hz[t] = out[shape.O_LEN + t]
+        for i in range(nc):
+            hm[t, i] = dlc[i, t]
+    # The shape coordinates' accelerations c'' (the model's), dg from the vehicle's sample.
+    cdd_v = ctmp[nh:nh + nc]
+    for i in range(nc):
+        s = (cdd[i, nx] * u[0] + cdd[i, nx + 1] * u[1] + cdd[i, nx + 2] * u[2]
+             + cdd[i, nx + 3] * u[3])
+        for j in range(nx):
+            s += cdd[i, j] * x[j]
+        cdd_v[i] = s
+    pos = ctmp[nh + nc:nh + nc + 3]
+    for j in range(ni):
+        lk = links[j]
+        w = shape.W_STRIDE * lk
+        rk = (work[w], work[w + 1], work[w + 2], work[w + 3], work[w + 4], work[w + 5],
+              work[w + 6], work[w + 7], work[w + 8])
+        site(sp, work, lk, pos)
+        rx, ry, rz = af[F_R0] + pos[0], af[F_R0 + 1] + pos[1], af[F_R0 + 2] + pos[2]
+        # gyro
+        tx, ty, tz = wb[0] + kin[j, 0], wb[1] + kin[j, 1], wb[2] + kin[j, 2]
+        o = 3 + 6 * j
+        b = 2 * nc + 6 * j
+        hz[o] = rk[0] * tx + rk[3] * ty + rk[6] * tz + x[b]
+        hz[o + 1] = rk[1] * tx + rk[4] * ty + rk[7] * tz + x[b + 1]
+        hz[o + 2] = rk[2] * tx + rk[5] * ty + rk[8] * tz + x[b + 2]
+        # accelerometer: s = f_v + dw x r + w_B x (w_B x r) + J c''
+        cx, cy, cz = wb[1] * rz - wb[2] * ry, wb[2] * rx - wb[0] * rz, wb[0] * ry - wb[1] * rx
+        sx = fv[0] + wb[1] * cz - wb[2] * cy + u[3] * rz
+        sy = fv[1] + wb[2] * cx - wb[0] * cz - u[2] * rz
+        sz = fv[2] + wb[0] * cy - wb[1] * cx + u[2] * ry - u[3] * rx
+        for i in range(nc):
+            sx += kinc[i, j, 3] * cdd_v[i]
+            sy += kinc[i, j, 4] * cdd_v[i]
+            sz += kinc[i, j, 5] * cdd_v[i]
+        hz[o + 3] = rk[0] * sx + rk[3] * sy + rk[6] * sz + x[b + 3]
+        hz[o + 4] = rk[1] * sx + rk[4] * sy + rk[7] * sz + x[b + 4]
+        hz[o + 5] = rk[2] * sx + rk[5] * sy + rk[8] * sz + x[b + 5]
+        for a in range(6):
+            hm[o + a, b + a] = 1.0
+        for i in range(nc):
+            ex, ey, ez = kinc[i, j, 0], kinc[i, j, 1], kinc[i, j, 2]  # Omega_i
+            jx, jy, jz = kinc[i, j, 3], kinc[i, j, 4], kinc[i, j, 5]  # J_i
+            # d gyro / d c_i = R^T (w_tot x Omega_i); d gyro / d c'_i = R^T Omega_i
+            gx_, gy_, gz_ = ty * ez - tz * ey, tz * ex - tx * ez, tx * ey - ty * ex
+            hm[o, i] = rk[0] * gx_ + rk[3] * gy_ + rk[6] * gz_
+            hm[o + 1, i] = rk[1] * gx_ + rk[4] * gy_ + rk[7] * gz_
+            hm[o + 2, i] = rk[2] * gx_ + rk[5] * gy_ + rk[8] * gz_
+            hm[o, nc + i] = rk[0] * ex + rk[3] * ey + rk[6] * ez
+            hm[o + 1, nc + i] = rk[1] * ex + rk[4] * ey + rk[7] * ez
+            hm[o + 2, nc + i] = rk[2] * ex + rk[5] * ey + rk[8] * ez
+            # d accel / d c_i = R^T (s x Omega_i + w_B x (w_B x J_i) + sum_l J_l dc''_l/dc_i)
+            kx, ky, kz = wb[1] * jz - wb[2] * jy, wb[2] * jx - wb[0] * jz, wb[0] * jy - wb[1] * jx
+            ax = sy * ez - sz * ey + wb[1] * kz - wb[2] * ky
+            ay = sz * ex - sx * ez + wb[2] * kx - wb[0] * kz
+            az = sx * ey - sy * ex + wb[0] * ky - wb[1] * kx
+            vx, vy, vz = 0.0, 0.0, 0.0  # d accel / d c'_i before R^T
+            for ll in range(nc):
+                dc, dv = cdd[ll, i], cdd[ll, nc + i]
+                ax += kinc[ll, j, 3] * dc
+                ay += kinc[ll, j, 4] * dc
+                az += kinc[ll, j, 5] * dc
+                vx += kinc[ll, j, 3] * dv
+                vy += kinc[ll, j, 4] * dv
+                vz += kinc[ll, j, 5] * dv
+            hm[o + 3, i] = rk[0] * ax + rk[3] * ay + rk[6] * az
+            hm[o + 4, i] = rk[1] * ax + rk[4] * ay + rk[7] * az
+            hm[o + 5, i] = rk[2] * ax + rk[5] * ay + rk[8] * az
+            hm[o + 3, nc + i] = rk[0] * vx + rk[3] * vy + rk[6] * vz
+            hm[o + 4, nc + i] = rk[1] * vx + rk[4] * vy + rk[7] * vz
+            hm[o + 5, nc + i] = rk[2] * vx + rk[5] * vy + rk[8] * vz
+
+
+@register_jitable
+def update(x, p, z, hz, hm, af, xbar, pht) -> None:  # noqa: ANN001
+    """The measurements ``z`` (n_z,) one scalar at a time, each linearised at the prediction
+    ``xbar`` (its innovation z_r - h_r(xbar) - H_r (x - xbar)), with its sensor's variance; with
+    a gate g > 0, a scalar whose innovation exceeds g standard deviations is left out (a
+    force the model does not know, e.g. a push on the arm)."""
+    nx = x.shape[0]
+    gate = af[F_GATE]
+    for i in range(nx):
+        xbar[i] = x[i]
+    for r in range(z.shape[0]):
+        if r < 3:
+            var = af[F_RENC]
+        elif (r - 3) % 6 < 3:
+            var = af[F_RGYR]
+        else:
+            var = af[F_RACC]
+        y = z[r] - hz[r]
+        for j in range(nx):
+            y -= hm[r, j] * (x[j] - xbar[j])
+        s = var
+        for i in range(nx):
+            v = 0.0
+            for j in range(nx):
+                h = hm[r, j]
+                if h != 0.0:
+                    v += p[i * nx + j] * h
+            pht[i] = v
+            s += hm[r, i] * v
+        if gate > 0.0 and y * y > gate * gate * s:
+            continue
+        for i in range(nx):
+            x[i] += pht[i] / s * y
+        for i in range(nx):
+            ki = pht[i] / s
+            for j in range(nx):
+                p[i * nx + j] -= ki * pht[j]
+    for i in range(nx):  # symmetrise
+        for j in range(i + 1, nx):
+            v = 0.5 * (p[i * nx + j] + p[j * nx + i])
+            p[i * nx + j] = v
+            p[j * nx + i] = v
+
+
+@register_jitable
+def tip_stats(p, tipc, nc: int, est, true, out) -> None:  # noqa: ANN001
+    """The tip's covariance S = J P_cc J^T (m^2; ``out[0:6]`` xx yy zz xy xz yz) and the NEES of
+    the tip error ``est`` - ``true`` (3,) in the plane across the arm (``out[6]``; 2 degrees of
+    freedom): e_t^T S_t^-1 e_t, with e_t and S_t the error and S projected on two directions
+    normal to the line from hinge 0 to the estimated tip. Along that line a chain's tip moves
+    only to second order in its angles, so S has almost no variance there and a 3-D NEES would
+    measure the linearisation, not the filter."""
+    nx = int(math.sqrt(p.shape[0]) + 0.5)
+    for q in range(6):
+        a = q if q < 3 else (0 if q < 5 else 1)
+        b = q if q < 3 else (1 if q == 3 else 2)
+        v = 0.0
+        for i in range(nc):
+            t = 0.0
+            for j in range(nc):
+                t += p[i * nx + j] * tipc[j, b]
+            v += tipc[i, a] * t
+        out[q] = v
+    rx, ry, rz = est[0], est[1], est[2]
+    rn = math.sqrt(rx * rx + ry * ry + rz * rz)
+    rx, ry, rz = rx / rn, ry / rn, rz / rn
+    # t1 = r x e (e the axis least aligned with r), t2 = r x t1.
+    if abs(rx) <= abs(ry) and abs(rx) <= abs(rz):
+        ax, ay, az = 0.0, rz, -ry
+    elif abs(ry) <= abs(rz):
+        ax, ay, az = -rz, 0.0, rx
+    else:
+        ax, ay, az = ry, -rx, 0.0
+    an = math.sqrt(ax * ax + ay * ay + az * az)
+    ax, ay, az = ax / an, ay / an, az / an
+    bx, by, bz = ry * az - rz * ay, rz * ax - rx * az, rx * ay - ry * ax
+    s00, s11, s22, s01, s02, s12 = out[0], out[1], out[2], out[3], out[4], out[5]
+    sa = (s00 * ax + s01 * ay + s02 * az, s01 * ax + s11 * ay + s12 * az,
+          s02 * ax + s12 * ay + s22 * az)
+    sb = (s00 * bx + s01 * by + s02 * bz, s01 * bx + s11 * by + s12 * bz,
+          s02 * bx + s12 * by + s22 * bz)
+    caa = ax * sa[0] + ay * sa[1] + az * sa[2]
+    cab = bx * sa[0] + by * sa[1] + bz * sa[2]
+    cbb = bx * sb[0] + by * sb[1] + bz * sb[2]
+    ex, ey, ez = est[0] - true[0], est[1] - true[1], est[2] - true[2]
+    ea = ax * ex + ay * ey + az * ez
+    eb = bx * ex + by * ey + bz * ez
+    det = caa * cbb - cab * cab
+    out[6] = (cbb * ea * ea - 2.0 * cab * ea * eb + caa * eb * eb) / det if det > 0.0 \
+        else math.nan
