@@ -8,7 +8,7 @@
 #   python -m quadarm.analysis.tasks outputs/tasks/task_reach outputs/tasks_rl -o ...
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-RL_STEPS=${RL_STEPS:-200000}
+RL_STEPS=${RL_STEPS:-100000}
 RL_ENVS=${RL_ENVS:-8}
 for obs in exact sensed; do
   "$PYTHON" -m quadarm.learn --task task_reach --observe "$obs" --steps "$RL_STEPS" \

@@ -69,7 +69,7 @@ class Residual:
     def wrap(venv: Any, scale: float) -> Any:
         from stable_baselines3.common.vec_env import VecEnvWrapper
 
-        class _Residual(VecEnvWrapper):  # type: ignore[misc]
+        class _Residual(VecEnvWrapper):
             def __init__(self, inner: Any) -> None:
                 super().__init__(inner)
                 self.scale = scale
@@ -150,7 +150,7 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     curve: list[dict[str, Any]] = []
     t0 = time.perf_counter()
 
-    class Curve(BaseCallback):  # type: ignore[misc]
+    class Curve(BaseCallback):
         def _on_rollout_end(self) -> None:
             eps = [e["r"] for e in self.model.ep_info_buffer] if self.model.ep_info_buffer else []
             curve.append({"task": task, "observe": observe, "env_steps": self.num_timesteps,
@@ -202,7 +202,7 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
                            norm_obs=True, norm_reward=False)
         env.obs_rms = train_env.obs_rms
         env.seed(seed)
-        obs = env.reset()
+        obs: Any = env.reset()
         info: dict[str, Any] = {}
         start = time.perf_counter()
         steps = 0

@@ -22,6 +22,7 @@ failure and has no metrics.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shutil
 import sys
@@ -105,10 +106,13 @@ def _trace_case(runs: pd.DataFrame) -> pd.Series:
 
 def _touch_case(runs: pd.DataFrame) -> pd.Series:
     def world(cell: Any) -> str:
-        # The world's first object names the case (table or wall); its name is in the
-        # flattened objects column (JSON text).
-        text = str(cell)
-        return next((w for w in ("table", "wall", "pole", "ground") if w in text), "?")
+        # The first world object names the case (table or wall); the objects column holds
+        # the list of object dicts (JSON text in Parquet).
+        objs = json.loads(cell) if isinstance(cell, str) else cell
+        try:
+            return str(objs[0]["name"])
+        except (TypeError, KeyError, IndexError):
+            return "?"
 
     return (_col(runs, "world.objects").map(world) + " "
             + _col(runs, "scenario.force").astype(float).map(lambda v: f"{v:g} N"))
@@ -214,7 +218,7 @@ TASKS: dict[str, TaskSpec] = {t.name: t for t in (
 
 # --- baselines -------------------------------------------------------------------------------
 
-def _flat(node: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+def _flat(node: Mapping[Any, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, val in node.items():
         if key == "defaults":

@@ -67,7 +67,7 @@ def test_the_reach_draw_spreads_16_targets_around_the_hanging_tip() -> None:
 @pytest.mark.parametrize("case,force,world", [("table", 1.0, "table"), ("wall", 0.25, "wall")])
 def test_a_touch_case_sets_its_world_and_setpoint_together(case: str, force: float,
                                                           world: str) -> None:
-    cfg = compose(["+experiment=task_touch", f"+touch_case={case}"])
+    cfg = compose(["+experiment=task_touch", f"touch_case={case}"])
     assert cfg.scenario.force == force
     assert world in cfg.world.names()[0]
 
