@@ -151,14 +151,24 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     t0 = time.perf_counter()
 
     class Curve(BaseCallback):
-        def _on_rollout_end(self) -> None:
-            eps = [e["r"] for e in self.model.ep_info_buffer] if self.model.ep_info_buffer else []
-            curve.append({"task": task, "observe": observe, "env_steps": self.num_timesteps,
-                          "episode_return": float(np.mean(eps)) if eps else np.nan,
-                          "episodes": len(eps), "wall_s": time.perf_counter() - t0})
+        """The mean return of the training episodes that ended in each rollout."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.ended: list[float] = []
 
         def _on_step(self) -> bool:
+            self.ended += [float(i["episode"]["r"]) for i in self.locals.get("infos", [])
+                           if "episode" in i]
             return True
+
+        def _on_rollout_end(self) -> None:
+            if self.ended:  # rollouts in the middle of the episodes add no point
+                curve.append({"task": task, "observe": observe,
+                              "env_steps": self.num_timesteps,
+                              "episode_return": float(np.mean(self.ended)),
+                              "episodes": len(self.ended), "wall_s": time.perf_counter() - t0})
+            self.ended = []
 
     model = PPO("MlpPolicy", venv, n_steps=n_steps, batch_size=min(256, n_steps * n_envs),
                 n_epochs=5, learning_rate=3e-4, gamma=0.99, gae_lambda=0.95, seed=seed,

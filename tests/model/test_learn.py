@@ -18,8 +18,8 @@ pytest.importorskip("torch")
 from quadarm import api, learn  # noqa: E402
 from quadarm.analysis import tasks  # noqa: E402
 
-# A 0.6 s reach (300 samples at 2 ms) to one of the task's targets.
-SHORT = ["scenario.move_time=0.3", "scenario.dwell=0.3"]
+# A 0.4 s reach (200 samples at 2 ms) to one of the task's targets.
+SHORT = ["scenario.move_time=0.2", "scenario.dwell=0.2"]
 
 
 @pytest.fixture(autouse=True)
@@ -34,15 +34,15 @@ def _one_torch_thread() -> Any:
 
 @pytest.mark.slow
 def test_a_zero_residual_flies_the_nominal_controller(tmp_path: Path) -> None:
-    """Train 512 steps with the residual scaled to 0: the evaluated policy's metrics are the
+    """Train 1024 steps with the residual scaled to 0: the evaluated policy's metrics are the
     runner's for the same target and config (the controller's action through float32
     actions: equal to a few parts in 1e5), and the rows carry the learned baseline's name."""
     _, draw = learn.task_overrides("task_reach")
     target = draw[3]
     out = tmp_path / "rl"
-    summary = learn.train("task_reach", "exact", 512, 2, 0, out, scale=0.0, n_steps=128,
+    summary = learn.train("task_reach", "exact", 1024, 2, 0, out, scale=0.0, n_steps=128,
                           extra=SHORT, draw=[target])
-    assert summary["env_steps"] >= 512 and summary["env_steps_per_s"] > 0
+    assert summary["env_steps"] >= 1024 and summary["env_steps_per_s"] > 0
     curve = pd.read_parquet(out / "curve.parquet")
     assert len(curve) >= 2 and curve["env_steps"].is_monotonic_increasing
     runs = pd.read_parquet(out / "runs.parquet")
