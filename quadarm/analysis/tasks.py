@@ -39,7 +39,7 @@ from omegaconf import OmegaConf
 from quadarm.analysis.figures import _save
 from quadarm.analysis.markdown import markdown_table, write
 from quadarm.analysis.select import column, metric_frame, vector
-from quadarm.analysis.table import Table, checks_frame, fmt
+from quadarm.analysis.table import Table, checks_frame
 
 START = "<!-- tasks:start -->"
 END = "<!-- tasks:end -->"
@@ -514,13 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def fmt_rate(rate: float) -> str:
-    """A success rate as a percentage cell."""
-    return "—" if not math.isfinite(rate) else f"{rate:.0%}"
-
-
-__all__ = ["TASKS", "TaskSpec", "baseline", "baseline_specs", "figure", "fmt", "leaderboard",
-           "main", "per_trial", "table"]
+__all__ = ["TASKS", "TaskSpec", "baseline", "baseline_specs", "figure", "leaderboard", "main",
+           "per_trial", "table"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
