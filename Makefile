@@ -11,7 +11,7 @@ export PYTHON OUT JOBS RESUME
 .DEFAULT_GOAL := help
 .PHONY: help install test test-fast lint mission table2 table3 workspace disturbance held-bend \
 	drift monte-carlo motor-lag compliance downwash wind feedforward payload active-damping sensing arm-convergence tune \
-	paper beyond all readme bench clean
+	paper beyond all readme bench clean tasks tasks-rl
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -85,6 +85,12 @@ arm-convergence: ## arm fidelity: discretised arm vs Cosserat rod, N = 6..48 -> 
 
 tune: ## Optuna search of the gains, 100 missions -> outputs/tune_gains (gains/tuned.yaml)
 	bash experiments/tune_gains.sh
+
+tasks: ## the task suite: every conf/experiment/task_*.yaml x baseline x sensing, leaderboards -> outputs/tasks, docs/tasks.md
+	bash experiments/tasks.sh
+
+tasks-rl: ## the learned baseline: PPO (residual on the paper's controller) on reach, exact and sensed -> outputs/tasks_rl
+	bash experiments/tasks_rl.sh
 
 paper: ## the paper's studies only: tables (MD + CSV), Figs. 1-5, reproduction.md -> outputs/paper
 	bash experiments/paper.sh --studies paper

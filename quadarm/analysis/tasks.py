@@ -1,0 +1,521 @@
+"""The task suite's leaderboards (docs/tasks.md): one table and one figure per task, built from
+``runs.parquet``/``metrics.parquet`` only.
+
+A task is a scenario and an experiment (``conf/experiment/task_<name>.yaml``: fixed seeds,
+a fixed draw of targets or disturbances, every baseline x ``sensing`` exact/realistic). This
+module holds what the experiment cannot: which metric ranks the task, which are reported
+beside it, and the success criterion of one trial (:data:`TASKS`, keyed by the experiment's
+name; ``tests/unit/test_tasks.py`` keeps the keys and the experiment files in step).
+
+A trial's baseline is read from its configuration columns: it is the ``conf/baseline/*.yaml``
+bundle whose keys (its ``control.*`` values and the values of the gain set it selects) all
+equal the trial's (:func:`baseline_specs`, :func:`baseline`), ``custom`` when none does. A
+results table may also carry its own ``baseline`` column (the learned policy's rows,
+:mod:`quadarm.learn`), which wins.
+
+Leaderboard row (per baseline x sensing preset): the trials, how many succeeded, the ranking
+metric's mean and worst over the draw, and the means of the also-reported metrics; rows are
+sorted by success rate, then by the metric's mean. A diverged or failed trial counts as a
+failure and has no metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from omegaconf import OmegaConf
+
+from quadarm.analysis.figures import _save
+from quadarm.analysis.markdown import markdown_table, write
+from quadarm.analysis.select import column, metric_frame, vector
+from quadarm.analysis.table import Table, checks_frame
+
+START = "<!-- tasks:start -->"
+END = "<!-- tasks:end -->"
+CUSTOM = "custom"
+
+Values = Mapping[tuple[str, str], float]  # one trial's metrics: (phase, metric) -> value
+
+
+@dataclass(frozen=True)
+class Column:
+    """One metric of a leaderboard: ``(phase, metric)`` of ``metrics.parquet`` and its
+    header (with the unit)."""
+
+    phase: str
+    metric: str
+    label: str
+
+
+def _get(v: Values, phase: str, metric: str) -> float:
+    x = v.get((phase, metric), math.nan)
+    return float(x) if x is not None else math.nan
+
+
+def _finite(x: float) -> bool:
+    return isinstance(x, float) and math.isfinite(x)
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task's leaderboard: the scenario its trials fly, the ranking metric (lower is
+    better), the also-reported metrics, the success criterion (``criterion`` in words,
+    ``passes`` on one trial's metrics), what names a trial's point of the draw (``case``,
+    from the runs' columns) and an extra selection of the scenario's trials (``keep``)."""
+
+    name: str
+    scenario: str
+    title: str
+    metric: Column
+    also: tuple[Column, ...]
+    criterion: str
+    passes: Callable[[Values], bool]
+    case: Callable[[pd.DataFrame], pd.Series]
+    keep: Callable[[pd.DataFrame], pd.Series] | None = None
+    rank_by_success: bool = False  # the headline is the success rate (pick and place)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _col(runs: pd.DataFrame, key: str) -> pd.Series:
+    return column(runs, key, math.nan)
+
+
+def _reach_case(runs: pd.DataFrame) -> pd.Series:
+    def name(cell: Any) -> str:
+        t = np.asarray(vector(cell), dtype=float).reshape(-1, 3)[0]
+        return f"({t[0]:+.3f}, {t[1]:+.3f}, {t[2]:.3f})"
+
+    return _col(runs, "scenario.targets").map(name)
+
+
+def _trace_case(runs: pd.DataFrame) -> pd.Series:
+    return (_col(runs, "scenario.path").astype(str) + " "
+            + _col(runs, "scenario.speed").astype(float).map(lambda v: f"{v:g} m/s"))
+
+
+def _touch_case(runs: pd.DataFrame) -> pd.Series:
+    def world(cell: Any) -> str:
+        # The first world object names the case (table or wall); the objects column holds
+        # the list of object dicts (JSON text in Parquet).
+        objs = json.loads(cell) if isinstance(cell, str) else cell
+        try:
+            return str(objs[0]["name"])
+        except (TypeError, KeyError, IndexError):
+            return "?"
+
+    return (_col(runs, "world.objects").map(world) + " "
+            + _col(runs, "scenario.force").astype(float).map(lambda v: f"{v:g} N"))
+
+
+def _seed_case(runs: pd.DataFrame) -> pd.Series:
+    return "seed " + runs["seed"].astype(str)
+
+
+def _offset_case(runs: pd.DataFrame) -> pd.Series:
+    return _col(runs, "world.payload.offset").map(
+        lambda d: "offset (" + ", ".join(f"{x * 100:+.2f}" for x in vector(d)) + ") cm")
+
+
+def _mass_case(runs: pd.DataFrame) -> pd.Series:
+    return _col(runs, "scenario.payload_mass").astype(float).map(lambda m: f"{m * 1e3:g} g")
+
+
+def _direction_case(runs: pd.DataFrame) -> pd.Series:
+    return _col(runs, "scenario.direction").map(
+        lambda d: "[" + ", ".join(f"{x:g}" for x in vector(d)) + "]")
+
+
+def _gusty(runs: pd.DataFrame) -> pd.Series:
+    return column(runs, "aero.gust_intensity", 0.0).astype(float) > 0.0
+
+
+def _reach_ok(v: Values) -> bool:
+    err, settle = _get(v, "target_0", "tip_err_cm"), _get(v, "target_0", "settle_s")
+    return _finite(err) and err <= 1.0 and _finite(settle)
+
+
+def _touch_ok(v: Values) -> bool:
+    made, lost = _get(v, "whole", "contact_made"), _get(v, "whole", "contact_lost_s")
+    rms, mean = _get(v, "whole", "force_rms_err_n"), _get(v, "whole", "force_mean_n")
+    return (made == 1.0 and lost == 0.0 and _finite(rms) and _finite(mean)
+            and rms <= 0.1 * abs(_get(v, "_", "setpoint_n")))
+
+
+def _pick_ok(v: Values) -> bool:
+    err = _get(v, "whole", "place_err_cm")
+    return _get(v, "whole", "grasped") == 1.0 and _finite(err) and err <= 1.0
+
+
+def _catch_ok(v: Values) -> bool:
+    rec = _get(v, "carry", "recover_s")
+    return _finite(rec) and rec <= 10.0
+
+
+def _push_ok(v: Values) -> bool:
+    rec = _get(v, "whole", "recovery_s")
+    return _finite(rec) and rec <= 5.0
+
+
+def _hover_ok(v: Values) -> bool:
+    rms = _get(v, "whole", "tip_rms_cm")
+    return _finite(rms) and rms <= 5.0
+
+
+def _trace_ok(v: Values) -> bool:
+    rms = _get(v, "lap", "tip_rms_cm")
+    return _finite(rms) and rms <= 1.0
+
+
+TASKS: dict[str, TaskSpec] = {t.name: t for t in (
+    TaskSpec("task_hover_gusts", "hover", "Hover in Dryden gusts",
+             Column("whole", "tip_rms_cm", "tip RMS [cm]"),
+             (Column("whole", "rms_cm", "hub RMS [cm]"),
+              Column("whole", "tilt_max_deg", "tilt max [deg]")),
+             "tip RMS error <= 5 cm over the 20 s", _hover_ok, _seed_case, keep=_gusty),
+    TaskSpec("task_reach", "reach", "Reach 16 targets",
+             Column("target_0", "tip_err_cm", "final tip error [cm]"),
+             (Column("target_0", "settle_s", "settle [s]"),
+              Column("target_0", "hub_travel_cm", "hub travel [cm]")),
+             "final tip error <= 1 cm, settled within 1 cm before the dwell ends", _reach_ok,
+             _reach_case),
+    TaskSpec("task_trace", "trace", "Trace a circle and a figure-eight",
+             Column("lap", "tip_rms_cm", "tip RMS [cm]"),
+             (Column("lap", "tip_max_cm", "tip max [cm]"),
+              Column("lap", "hub_travel_cm", "hub travel [cm]")),
+             "tip RMS error over the lap <= 1 cm", _trace_ok, _trace_case),
+    TaskSpec("task_touch", "touch", "Touch and hold: 1 N on the table, 0.25 N on the wall",
+             Column("whole", "force_rms_err_n", "force RMS error [N]"),
+             (Column("whole", "impact_peak_n", "impact peak [N]"),
+              Column("whole", "contact_lost_s", "contact lost [s]")),
+             "contact made and never lost in the hold, force RMS error <= 10 % of the "
+             "setpoint", _touch_ok, _touch_case),
+    TaskSpec("task_pick_place", "pick_place", "Pick and place on the pedestal",
+             Column("whole", "place_err_cm", "place error [cm]"),
+             (Column("whole", "grasp_miss_cm", "grasp miss [cm]"),
+              Column("whole", "dip_cm", "dip [cm]")),
+             "grasped, and the cube rests within 1 cm of its place", _pick_ok, _offset_case,
+             rank_by_success=True),
+    TaskSpec("task_catch", "payload", "Catch a payload, 50-300 g",
+             Column("carry", "dip_cm", "dip [cm]"),
+             (Column("carry", "recover_s", "recovery [s]"),
+              Column("carry", "tilt_max_deg", "tilt max [deg]")),
+             "back within 1 cm of the reference within 10 s of the grasp", _catch_ok,
+             _mass_case),
+    TaskSpec("task_push", "disturbance", "Tip push",
+             Column("whole", "recovery_s", "recovery [s]"),
+             (Column("whole", "deviation_max_cm", "max deviation [cm]"),
+              Column("whole", "tip_swing_max_cm", "tip swing [cm]")),
+             "back within 1 cm of the reference within 5 s of the push", _push_ok,
+             _direction_case),
+)}
+
+
+# --- baselines -------------------------------------------------------------------------------
+
+def _flat(node: Mapping[Any, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, val in node.items():
+        if key == "defaults":
+            continue
+        if isinstance(val, Mapping):
+            out.update(_flat(val, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = val
+    return out
+
+
+def baseline_specs(conf_dir: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """Every ``conf/baseline/<name>.yaml`` as the dotted keys it sets: its own values and
+    those of the config-group options its defaults list selects (``override /gains:
+    nominal`` -> every ``gains.*`` of ``conf/gains/nominal.yaml``). Read as YAML; nothing is
+    composed or simulated."""
+    if conf_dir is None:
+        from quadarm.config import CONF_DIR
+
+        conf_dir = CONF_DIR
+    root = Path(conf_dir)
+    specs: dict[str, dict[str, Any]] = {}
+    for path in sorted((root / "baseline").glob("*.yaml")):
+        node = OmegaConf.to_container(OmegaConf.load(path))
+        assert isinstance(node, dict)
+        keys: dict[str, Any] = {}
+        for entry in node.get("defaults", []):
+            if not isinstance(entry, dict):
+                continue
+            for group, option in entry.items():
+                group = str(group).split("/")[-1].strip()
+                sub = OmegaConf.to_container(OmegaConf.load(root / group / f"{option}.yaml"))
+                assert isinstance(sub, dict)
+                keys.update(_flat(sub, f"{group}."))
+        keys.update(_flat(node))
+        specs[path.stem] = keys
+    return specs
+
+
+def _same(cell: Any, want: Any) -> bool:
+    if isinstance(want, bool) or isinstance(want, str):
+        return str(cell).lower() == str(want).lower()
+    if isinstance(want, list):
+        try:
+            got = vector(cell)
+        except (TypeError, ValueError):
+            return False
+        return got.shape == (len(want),) and bool(np.allclose(got, want, rtol=1e-12, atol=0))
+    try:
+        return math.isclose(float(cell), float(want), rel_tol=1e-12, abs_tol=1e-15)
+    except (TypeError, ValueError):
+        return False
+
+
+def baseline(runs: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]] | None = None
+             ) -> pd.Series:
+    """Each trial's baseline name: its ``baseline`` column where set, else the
+    ``conf/baseline`` bundle whose every key it matches (missing columns read as the key's
+    default: a trial from before a key existed), else :data:`CUSTOM`."""
+    specs = baseline_specs() if specs is None else specs
+    given = column(runs, "baseline", None)
+    out = []
+    for i, (_, row) in enumerate(runs.iterrows()):
+        if isinstance(given.iloc[i], str) and given.iloc[i]:
+            out.append(given.iloc[i])
+            continue
+        name = next((n for n, keys in specs.items()
+                     if all(_same(row[k] if k in row and row[k] is not None
+                                  and not (isinstance(row[k], float) and math.isnan(row[k]))
+                                  else _DEFAULTS.get(k, v), v)
+                            for k, v in keys.items())), CUSTOM)
+        out.append(name)
+    return pd.Series(out, index=runs.index, dtype=object)
+
+
+# Keys a results table may lack (it predates them): their defaults.
+_DEFAULTS: dict[str, Any] = {"control.feedforward": "none", "control.tendon_damping": 0.0,
+                             "control.tendon_bias": 0.0, "control.tip_gain": 0.0,
+                             "control.tip_bend": False, "control.tip_mode": "coordinated"}
+
+
+# --- leaderboards ----------------------------------------------------------------------------
+
+def per_trial(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
+              specs: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per trial of the task: baseline, sensing, case, status, success and every
+    metric of the leaderboard. ValueError when the frames hold none of its trials."""
+    if runs.empty or "scenario" not in runs:
+        raise ValueError(f"no {spec.name} trials (scenario={spec.scenario})")
+    sel = runs[runs["scenario"] == spec.scenario]
+    if spec.keep is not None and len(sel):
+        sel = sel[spec.keep(sel)]
+    sel = sel.drop_duplicates("run_id", keep="last").reset_index(drop=True)
+    if sel.empty:
+        raise ValueError(f"no {spec.name} trials (scenario={spec.scenario})")
+    wide = metric_frame(metrics, sel["run_id"])
+    cols = (spec.metric, *spec.also)
+    rows = []
+    for i, rid in enumerate(sel["run_id"]):
+        vals: dict[tuple[str, str], float] = {}
+        if rid in wide.index:
+            vals = {k: float(v) for k, v in wide.loc[rid].items()
+                    if isinstance(v, float | np.floating)}
+        vals[("_", "setpoint_n")] = float(column(sel, "scenario.force", math.nan).iloc[i]) \
+            if spec.scenario == "touch" else math.nan
+        ok = sel["status"].iloc[i] == "ok"
+        row = {"status": sel["status"].iloc[i], "success": bool(ok and spec.passes(vals))}
+        for c in cols:
+            row[c.label] = _get(vals, c.phase, c.metric) if ok else math.nan
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    out.insert(0, "case", spec.case(sel).values)
+    out.insert(0, "sensing", column(sel, "sensing.preset", "exact").fillna("exact").values)
+    out.insert(0, "baseline", baseline(sel, specs).values)
+    out.insert(0, "run_id", sel["run_id"].values)
+    return out
+
+
+def leaderboard(spec: TaskSpec, trials: pd.DataFrame) -> pd.DataFrame:
+    """One row per (baseline, sensing): trials, successes, success rate, the metric's mean
+    and worst, the also-reported metrics' means; best first."""
+    m = spec.metric.label
+    rows = []
+    for (base, sensing), g in trials.groupby(["baseline", "sensing"], sort=False):
+        vals = g[m].astype(float)
+        row = {"baseline": base, "sensing": sensing, "trials": len(g),
+               "ok": int((g["status"] == "ok").sum()), "success": int(g["success"].sum()),
+               "success rate": float(g["success"].mean()),
+               f"{m} mean": float(vals.mean()) if vals.notna().any() else math.nan,
+               f"{m} worst": float(vals.max()) if vals.notna().any() else math.nan}
+        for c in spec.also:
+            v = g[c.label].astype(float)
+            row[f"{c.label} mean"] = float(v.mean()) if v.notna().any() else math.nan
+        rows.append(row)
+    board = pd.DataFrame(rows)
+    key = f"{m} mean"
+    board["_m"] = board[key].fillna(math.inf)
+    board = board.sort_values(["success rate", "_m"], ascending=[False, True], kind="stable")
+    return board.drop(columns="_m").reset_index(drop=True)
+
+
+def table(name: str, runs: pd.DataFrame, metrics: pd.DataFrame,
+          specs: Mapping[str, Mapping[str, Any]] | None = None) -> Table:
+    """The task's :class:`Table`: ``leaderboard`` and ``trials`` sections."""
+    spec = TASKS[name]
+    trials = per_trial(spec, runs, metrics, specs)
+    board = leaderboard(spec, trials)
+    cases = trials["case"].nunique()
+    notes = [f"Metric: {spec.metric.label} (lower is better; mean and worst over the "
+             f"{cases} case(s) of the draw). Success: {spec.criterion}.",
+             *spec.notes]
+    return Table(name, spec.title, {"leaderboard": board, "trials": trials},
+                 checks_frame([]), notes)
+
+
+def figure(tab: Table, path: Path | str) -> Path:
+    """The ranking metric's mean per baseline (bars; exact and realistic side by side, the
+    worst case as a tick) with the success rate above each bar."""
+    spec = TASKS[tab.name]
+    board = tab.data["leaderboard"]
+    m = spec.metric.label
+    bases = list(dict.fromkeys(board["baseline"]))
+    presets = list(dict.fromkeys(board["sensing"]))
+    fig = Figure(figsize=(max(6.0, 1.1 * len(bases) + 2), 3.6), layout="constrained")
+    ax = fig.subplots()
+    width = 0.8 / max(1, len(presets))
+    x = np.arange(len(bases))
+    for j, preset in enumerate(presets):
+        sub = board[board["sensing"] == preset].set_index("baseline").reindex(bases)
+        xs = x + (j - (len(presets) - 1) / 2) * width
+        mean = sub[f"{m} mean"].astype(float).to_numpy()
+        worst = sub[f"{m} worst"].astype(float).to_numpy()
+        ax.bar(xs, np.nan_to_num(mean, nan=0.0), width, label=f"sensing={preset}")
+        ax.plot(xs, worst, "k_", ms=10)
+        for xi, mi, rate in zip(xs, mean, sub["success rate"].astype(float), strict=True):
+            if math.isfinite(rate):
+                ax.annotate(f"{rate:.0%}", (xi, 0.0 if not math.isfinite(mi) else mi),
+                            textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7)
+    ax.set_xticks(x, bases, rotation=20, fontsize=8)
+    ax.set_ylabel(f"{m}, mean (bar) and worst (tick)", fontsize=8)
+    ax.set_title(f"{spec.title}: success rate above the bars", fontsize=9)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+# --- learning curves (quadarm.learn writes curve.parquet) -----------------------------------
+
+def curves_figure(curves: pd.DataFrame, path: Path | str) -> Path:
+    """Mean episode return against environment steps, one line per (task, observe)."""
+    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
+    ax = fig.subplots()
+    for (task, obs), g in curves.groupby(["task", "observe"], sort=False):
+        ax.plot(g["env_steps"], g["episode_return"], "o-", ms=3, label=f"{task}, {obs}")
+    ax.set_xlabel("environment steps (2 ms each)")
+    ax.set_ylabel("mean episode return\n(- mean squared tip error, cm^2)")
+    ax.set_title("PPO learning curves", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+# --- the suite's document --------------------------------------------------------------------
+
+def block(tables: Iterable[Table], source: str, figure_dir: str,
+          extra: Iterable[str] = ()) -> str:
+    """The generated part of docs/tasks.md: one leaderboard per task, its figure, its note."""
+    parts = [f"_Generated by `python -m quadarm.analysis.tasks` from the Parquet files of "
+             f"{source}._", ""]
+    for tab in tables:
+        board = tab.data["leaderboard"].copy()
+        board["success rate"] = board["success rate"].map(
+            lambda r: f"{r:.0%}" if math.isfinite(r) else "—")
+        parts += [f"### {tab.title} (`{tab.name}`)", "", *(f"_{n}_" for n in tab.notes), "",
+                  markdown_table(board), "",
+                  f"![{tab.name}]({figure_dir}/{tab.name}.png)", ""]
+    parts += list(extra)
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def load(roots: Iterable[Path | str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from quadarm.results.collect import collect
+
+    return collect(roots)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m quadarm.analysis.tasks",
+                                     description="The task suite's leaderboards and figures "
+                                                 "from run or sweep folders (Parquet only).")
+    parser.add_argument("dirs", nargs="+", type=Path, help="run or sweep folders")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="output folder")
+    parser.add_argument("--tasks", default=None,
+                        help=f"comma-separated subset of {','.join(TASKS)}")
+    parser.add_argument("--docs", type=Path, default=None,
+                        help="also refresh the generated block of this page (docs/tasks.md) "
+                             "and copy the figures next to it (figures/tasks/)")
+    parser.add_argument("--source", default=None,
+                        help="how the results were made, for the page's note")
+    args = parser.parse_args(argv)
+    names = args.tasks.split(",") if args.tasks else list(TASKS)
+    unknown = [n for n in names if n not in TASKS]
+    if unknown:
+        parser.error(f"--tasks: unknown task {unknown[0]}; choose from {', '.join(TASKS)}")
+    try:
+        runs, metrics = load(args.dirs)
+    except FileNotFoundError as err:
+        print(f"quadarm.analysis.tasks: error: {err}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    specs = baseline_specs()
+    built: list[Table] = []
+    for name in names:
+        try:
+            tab = table(name, runs, metrics, specs)
+        except ValueError as err:
+            print(f"{name}: skipped ({err})")
+            continue
+        write(tab, args.out)
+        figure(tab, args.out / f"{name}.png")
+        built.append(tab)
+        print(f"{name}: {len(tab.data['leaderboard'])} leaderboard rows, "
+              f"{len(tab.data['trials'])} trials")
+    extra: list[str] = []
+    curve_files = [f for d in args.dirs for f in sorted(Path(d).rglob("curve.parquet"))]
+    if curve_files:
+        curves = pd.concat([pd.read_parquet(f) for f in curve_files], ignore_index=True)
+        curves_figure(curves, args.out / "learning_curves.png")
+        extra = ["### PPO learning curves", "", "![learning curves]"
+                 "(FIGDIR/learning_curves.png)", ""]
+    if args.docs is not None and built:
+        fig_dir = args.docs.parent / "figures" / "tasks"
+        fig_dir.mkdir(parents=True, exist_ok=True)
+        for tab in built:
+            shutil.copyfile(args.out / f"{tab.name}.png", fig_dir / f"{tab.name}.png")
+        if curve_files:
+            shutil.copyfile(args.out / "learning_curves.png", fig_dir / "learning_curves.png")
+        rel = "figures/tasks"
+        text = block(built, args.source or ", ".join(map(str, args.dirs)), rel,
+                     [e.replace("FIGDIR", rel) for e in extra])
+        from quadarm.analysis.report import update_readme
+
+        if not update_readme(args.docs, text, START, END):
+            print(f"quadarm.analysis.tasks: {args.docs} has no {START} markers",
+                  file=sys.stderr)
+            return 2
+    print(f"wrote {len(built)} task tables -> {args.out}")
+    return 0
+
+
+__all__ = ["TASKS", "TaskSpec", "baseline", "baseline_specs", "figure", "leaderboard", "main",
+           "per_trial", "table"]
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,283 @@
+"""The learned baseline of the task suite (docs/tasks.md): PPO (Stable-Baselines3) on the
+batched vector environment through :class:`quadarm.envs.sb3.QuadArmSB3VecEnv`, evaluated on
+the task's fixed draw with the task's metrics, written as ``runs.parquet``/``metrics.parquet``
+that :mod:`quadarm.analysis.tasks` ranks beside the model-based baselines.
+
+``python -m quadarm.learn --task task_reach --observe exact --steps 200000 --envs 8 --seed 0
+--out DIR`` (``make tasks-rl`` runs reach on exact and on sensed observations).
+
+The policy is a *residual* on the paper's controller: the environment's action is
+clip(controller_action + ``scale`` x policy output, -1, 1), the controller's action computed
+from the exact state (:meth:`QuadArmVectorEnv.controller_action`, nominal gains, the task's
+tip-space plan as its reference). A policy that outputs 0 flies the ``nominal`` baseline, so
+the learned row says what PPO adds to that controller in the training budget; learning the
+rotor thrusts from scratch at 500 Hz does not get off the ground in minutes of CPU. With
+``--observe sensed`` (sensing=realistic) the policy sees the sensing term's estimates
+(``observe="sensed"``) while its base controller still reads the exact state.
+
+Training draws the target of each episode from the task's 16 targets (``choice``); evaluation
+flies each target once, deterministically, and reports the environment's end-of-episode
+metrics (the scenario's, the same function as ``python -m quadarm``'s). Writes into ``--out``:
+``runs.parquet``/``metrics.parquet`` (column ``baseline`` = ``ppo_residual``),
+``curve.parquet`` (mean training-episode return against environment steps), ``policy.zip``
+and ``vecnormalize.pkl`` (the trained weights and the observation normaliser) and
+``learn.json`` (the command, seed, versions, env-steps per second, wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+BASELINE = "ppo_residual"
+TASK_SCENARIO = {"task_reach": "reach"}
+
+
+def task_overrides(task: str) -> tuple[list[str], list[list[list[float]]]]:
+    """The task experiment's fixed scenario overrides and its draw of targets, read from
+    ``conf/experiment/<task>.yaml`` (one list of targets per trial)."""
+    from omegaconf import OmegaConf
+
+    from quadarm.config import CONF_DIR
+
+    if task not in TASK_SCENARIO:
+        raise ValueError(f"--task {task}: the learned baseline flies "
+                         f"{', '.join(TASK_SCENARIO)}")
+    node = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "experiment" / f"{task}.yaml"))
+    assert isinstance(node, dict)
+    over = [f"scenario={TASK_SCENARIO[task]}"]
+    over += [f"scenario.{k}={v}" for k, v in node.get("scenario", {}).items()]
+    draw = node["runner"]["grid"]["scenario.targets"]
+    return over, draw
+
+
+class Residual:
+    """An SB3 ``VecEnvWrapper`` factory (SB3 imported lazily): the policy's action in
+    [-1, 1] is added, times ``scale``, to the paper's controller's action."""
+
+    @staticmethod
+    def wrap(venv: Any, scale: float) -> Any:
+        from stable_baselines3.common.vec_env import VecEnvWrapper
+
+        class _Residual(VecEnvWrapper):
+            def __init__(self, inner: Any) -> None:
+                super().__init__(inner)
+                self.scale = scale
+                self.engine = inner  # the batched env under SB3's wrappers
+                while not hasattr(self.engine, "controller_action"):
+                    self.engine = self.engine.venv
+
+            def reset(self) -> Any:
+                return self.venv.reset()
+
+            def step_async(self, actions: np.ndarray) -> None:
+                base = self.engine.controller_action()
+                act = np.clip(base + self.scale * np.asarray(actions, dtype=float), -1.0, 1.0)
+                self.venv.step_async(act.astype(np.float32))
+
+            def step_wait(self) -> Any:
+                return self.venv.step_wait()
+
+        return _Residual(venv)
+
+
+def versions() -> dict[str, str]:
+    """The versions a run depends on."""
+    import gymnasium
+    import mujoco
+    import stable_baselines3
+    import torch
+
+    import quadarm
+    from quadarm.results.io import git_revision
+
+    return {"quadarm": quadarm.__version__, "git": git_revision(),
+            "python": platform.python_version(),
+            "mujoco": mujoco.__version__, "numpy": np.__version__, "torch": torch.__version__,
+            "stable_baselines3": stable_baselines3.__version__,
+            "gymnasium": gymnasium.__version__}
+
+
+def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
+             record: bool = False, extra: Sequence[str] = ()) -> tuple[Any, list[str]]:
+    """The training or evaluation environment: the reach vector env behind SB3's API, the
+    targets drawn per episode from ``targets`` (None: the task's first); ``extra``
+    overrides after the task's (a shortened episode for the tests)."""
+    from quadarm.envs import REACH_ENV_ID
+    from quadarm.envs.sb3 import QuadArmSB3VecEnv
+
+    over, draw = task_overrides(task)
+    first = targets[0] if targets else draw[0]
+    over = [*over, f"scenario.targets={json.dumps(first)}"]
+    if observe == "sensed":
+        over.append("sensing=realistic")
+    over += list(extra)
+    randomize = ({"scenario.targets": {"dist": "choice", "values": targets}}
+                 if targets and len(targets) > 1 else None)
+    venv = QuadArmSB3VecEnv(n_envs, over[1:], randomize=randomize, record=record,
+                            env_id=REACH_ENV_ID, observe=observe)
+    return venv, over
+
+
+def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path,
+          scale: float = 0.1, n_steps: int = 256, evaluate: bool = True,
+          extra: Sequence[str] = (), draw: list[Any] | None = None) -> dict[str, Any]:
+    """Train ``steps`` environment steps on ``n_envs`` environments, evaluate on the task's
+    draw (or ``draw``), write the outputs into ``out``; returns the summary. ``extra``:
+    overrides after the task's (the tests shorten the episode)."""
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
+
+    torch.set_num_threads(1)  # the batch's threads are the machine's cores
+    out.mkdir(parents=True, exist_ok=True)
+    draw = task_overrides(task)[1] if draw is None else draw
+    base, over = make_env(task, observe, n_envs, draw, extra=extra)
+    venv = VecNormalize(Residual.wrap(VecMonitor(base), scale), norm_obs=True, norm_reward=True,
+                        gamma=0.99)
+    venv.seed(seed)
+    curve: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+
+    class Curve(BaseCallback):
+        """The mean return of the training episodes that ended in each rollout."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.ended: list[float] = []
+
+        def _on_step(self) -> bool:
+            self.ended += [float(i["episode"]["r"]) for i in self.locals.get("infos", [])
+                           if "episode" in i]
+            return True
+
+        def _on_rollout_end(self) -> None:
+            if self.ended:  # rollouts in the middle of the episodes add no point
+                curve.append({"task": task, "observe": observe,
+                              "env_steps": self.num_timesteps,
+                              "episode_return": float(np.mean(self.ended)),
+                              "episodes": len(self.ended), "wall_s": time.perf_counter() - t0})
+            self.ended = []
+
+    model = PPO("MlpPolicy", venv, n_steps=n_steps, batch_size=min(256, n_steps * n_envs),
+                n_epochs=5, learning_rate=3e-4, gamma=0.99, gae_lambda=0.95, seed=seed,
+                policy_kwargs={"log_std_init": -1.0}, verbose=0, device="cpu")
+    model.learn(total_timesteps=steps, callback=Curve())
+    wall = time.perf_counter() - t0
+    done_steps = int(model.num_timesteps)
+    model.save(out / "policy.zip")
+    venv.save(str(out / "vecnormalize.pkl"))
+    pd.DataFrame(curve).to_parquet(out / "curve.parquet")
+    summary: dict[str, Any] = {
+        "command": "python -m quadarm.learn " + " ".join(sys.argv[1:]),
+        "task": task, "observe": observe, "seed": seed, "env_steps": done_steps,
+        "n_envs": n_envs, "residual_scale": scale, "wall_s": wall,
+        "env_steps_per_s": done_steps / wall if wall > 0 else np.nan,
+        "overrides": over, "versions": versions()}
+    if evaluate:
+        summary["eval"] = evaluate_policy_on_draw(model, venv, task, observe, draw, seed, out,
+                                                  extra)
+    (out / "learn.json").write_text(json.dumps(summary, indent=2, default=str))
+    venv.close()
+    return summary
+
+
+def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
+                            draw: list[Any], seed: int, out: Path,
+                            extra: Sequence[str] = ()) -> dict[str, Any]:
+    """Fly each target of the draw once with the deterministic policy (the training
+    normaliser frozen); write the metrics as the runner's tables."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from quadarm.config.compose import flatten
+    from quadarm.results import io
+    from quadarm.runner.trials import trial_id
+
+    runs, tidy = [], []
+    t0 = time.perf_counter()
+    for j, targets in enumerate(draw):
+        base, _ = make_env(task, observe, 1, [targets], record=True, extra=extra)
+        env = VecNormalize(Residual.wrap(base, train_env.venv.scale), training=False,
+                           norm_obs=True, norm_reward=False)
+        env.obs_rms = train_env.obs_rms
+        env.seed(seed)
+        obs: Any = env.reset()
+        info: dict[str, Any] = {}
+        start = time.perf_counter()
+        steps = 0
+        while True:
+            action, _ = model.predict(obs, deterministic=True)
+            obs, _, done, infos = env.step(action)
+            steps += 1
+            if done[0]:
+                info = infos[0]
+                break
+        cfg = base.venv.tasks[0].cfg  # the episode's drawn config
+        rid = hashlib.sha1(f"{trial_id(cfg)}|{BASELINE}|{observe}|{seed}".encode()).hexdigest()
+        row = {"run_id": rid[:16], "scenario": cfg.scenario.kind,
+               "status": info.get("status", "ok"), "message": info.get("message", ""),
+               "seed": seed, "wall_s": time.perf_counter() - start, "steps": steps,
+               "trial": j, "baseline": BASELINE}
+        row.update({k: v for k, v in flatten(cfg).items() if not k.startswith("runner.")})
+        runs.append(row)
+        for phase, values in (info.get("metrics") or {}).items():
+            tidy += [(row["run_id"], phase, m, float(v)) for m, v in values.items()]
+        env.close()
+    meta = {"quadarm_learn": json.dumps({"task": task, "observe": observe, "seed": seed})}
+    io.write_table(out / io.RUNS, pd.DataFrame(runs), meta)
+    io.write_table(out / io.METRICS, pd.DataFrame(tidy, columns=["run_id", "phase", "metric",
+                                                                 "value"]), meta)
+    errs = [v for r, p, m, v in tidy if m == "tip_err_cm"]
+    return {"trials": len(runs), "tip_err_cm_mean": float(np.mean(errs)) if errs else np.nan,
+            "wall_s": time.perf_counter() - t0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m quadarm.learn", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--task", default="task_reach", choices=sorted(TASK_SCENARIO))
+    parser.add_argument("--observe", default="exact", choices=["exact", "sensed"])
+    parser.add_argument("--steps", type=int, default=200_000, help="environment steps")
+    parser.add_argument("--envs", type=int, default=8, help="environments in the batch")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--scale", type=float, default=0.1,
+                        help="the residual's share of each actuator's half range")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    for key in ("steps", "envs"):
+        if getattr(args, key) < 1:
+            print(f"quadarm.learn: --{key} must be >= 1, got {getattr(args, key)}",
+                  file=sys.stderr)
+            return 2
+    if not 0.0 <= args.scale <= 2.0:
+        print(f"quadarm.learn: --scale must be in [0, 2], got {args.scale}", file=sys.stderr)
+        return 2
+    try:
+        import stable_baselines3  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError:
+        print("quadarm.learn: needs stable-baselines3 and torch (pip install 'quadarm[rl]')",
+              file=sys.stderr)
+        return 2
+    s = train(args.task, args.observe, args.steps, args.envs, args.seed, args.out, args.scale)
+    ev = s.get("eval", {})
+    print(f"{args.task} observe={args.observe}: {s['env_steps']} env steps in "
+          f"{s['wall_s']:.1f} s ({s['env_steps_per_s']:.0f} steps/s); final tip error "
+          f"{ev.get('tip_err_cm_mean', float('nan')):.3f} cm over {ev.get('trials', 0)} "
+          f"targets -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
