@@ -36,6 +36,9 @@ from yaml import YAMLError
 
 from quadarm.config import DEFAULT_STORE, Config, ConfigError, default_store, to_config
 
+if typing.TYPE_CHECKING:
+    from quadarm.model import BuiltModel
+
 # Flags after which Hydra prints information instead of running: nothing to validate.
 _INFO_FLAGS = {"-h", "--help", "--hydra-help", "--version", "-i", "--info",
                "-sc", "--shell-completion", "--experimental-rerun"}
@@ -251,6 +254,8 @@ def check_config(job_cfg: Config) -> None:
 
         built = build_model(job_cfg)
         check_touch(job_cfg, built)  # a force setpoint the rotors can hold
+    if not job_cfg.sensing.exact:
+        check_sensed_model(job_cfg, built)
     from quadarm import plausible
 
     plausible.check(job_cfg, built)  # a step the controller survives, a surface in reach
@@ -323,6 +328,23 @@ def check_size(job_cfg: Config) -> None:
                           f"the job needs about {hours:.3g} CPU hours ({trials} trials x "
                           f"{steps} steps x {cpu_s / max(trials * steps, 1) * 1e6:.3g} us per "
                           "step): raise runner.max_cpu_hours, or run fewer or shorter trials")
+
+
+def check_sensed_model(cfg: Config, built: BuiltModel | None) -> None:
+    """Refuse a sensed job whose model has degrees of freedom beyond the vehicle and the arm's
+    hinges (a free object: ``world.payload``, a sprung surface): the estimator of
+    :mod:`quadarm.runner.sense` covers the free-flying vehicle and its 2-hinge links only, and
+    would otherwise fail at the first trial."""
+    from quadarm.runner.lifecycle import build_model
+
+    model = (built if built is not None else build_model(cfg)).model
+    links = int(getattr(cfg.arm, "segments", 0))
+    extra = model.nq - (7 + 2 * links)
+    if extra != 0:
+        raise ConfigError("sensing", cfg.sensing.preset,
+                          f"the estimator covers the free-flying vehicle and its 2-hinge links "
+                          f"only, and this model has {extra} more position coordinates (a free "
+                          "object or a sprung surface of the world): fly it with sensing=exact")
 
 
 def check_bench(cfg: Config) -> None:

@@ -194,7 +194,7 @@ TASKS: dict[str, TaskSpec] = {t.name: t for t in (
              (Column("lap", "tip_max_cm", "tip max [cm]"),
               Column("lap", "hub_travel_cm", "hub travel [cm]")),
              "tip RMS error over the lap <= 1 cm", _trace_ok, _trace_case),
-    TaskSpec("task_touch", "touch", "Touch and hold: 1 N on the table, 0.25 N on the wall",
+    TaskSpec("task_touch", "touch", "Touch and hold: 0.5 N on the table, 0.25 N on the wall",
              Column("whole", "force_rms_err_n", "force RMS error [N]"),
              (Column("whole", "impact_peak_n", "impact peak [N]"),
               Column("whole", "contact_lost_s", "contact lost [s]")),
