@@ -151,9 +151,9 @@ def test_default_observes_the_exact_state():
     and rewards are those of ``sensing=exact`` bit for bit (the preset is only read when
     observed), and ``observe="sensed"`` with ``sensing=exact`` is refused in one line."""
     over = ["scenario=hover", "scenario.duration=0.05"]
-    plain = QuadArmReachVectorEnv(2, [*REACH[:1], "scenario.move_time=0.05",
+    plain = QuadArmReachVectorEnv(2, [*REACH[:1], "scenario.move_time=0.1",
                                       "scenario.dwell=0.05"], nthread=1)
-    preset = QuadArmReachVectorEnv(2, [*REACH[:1], "scenario.move_time=0.05",
+    preset = QuadArmReachVectorEnv(2, [*REACH[:1], "scenario.move_time=0.1",
                                        "scenario.dwell=0.05", "sensing=realistic"], nthread=1)
     for a, b in ((QuadArmVectorEnv(2, over, nthread=1),
                   QuadArmVectorEnv(2, [*over, "sensing=realistic"], nthread=1)),

@@ -165,7 +165,7 @@ def test_adapter_flies_the_reach_task_through_the_sensors() -> None:
     from quadarm.envs import REACH_ENV_ID
     from quadarm.envs.reach import QuadArmReachVectorEnv
 
-    over = ["scenario.targets=[[0.03,0.0,1.07]]", "scenario.move_time=0.05",
+    over = ["scenario.targets=[[0.03,0.0,1.07]]", "scenario.move_time=0.1",
             "scenario.dwell=0.05", "sensing=realistic"]
     n = 2
     adapter = QuadArmSB3VecEnv(n, over, dtype="float64", env_id=REACH_ENV_ID, observe="sensed")

@@ -64,7 +64,7 @@ def test_the_reach_draw_spreads_16_targets_around_the_hanging_tip() -> None:
     np.testing.assert_allclose(np.sort(az[8:]), np.arange(8) * 45.0 + 22.5, atol=0.05)
 
 
-@pytest.mark.parametrize("case,force,world", [("table", 1.0, "table"), ("wall", 0.25, "wall")])
+@pytest.mark.parametrize("case,force,world", [("table", 0.5, "table"), ("wall", 0.25, "wall")])
 def test_a_touch_case_sets_its_world_and_setpoint_together(case: str, force: float,
                                                           world: str) -> None:
     cfg = compose(["+experiment=task_touch", f"touch_case={case}"])
