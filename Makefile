@@ -9,7 +9,7 @@ RESUME ?= false
 export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-fast lint mission table2 table3 workspace disturbance held-bend \
+.PHONY: help install test test-all test-fast lint mission table2 table3 workspace disturbance held-bend \
 	drift monte-carlo motor-lag compliance downwash wind feedforward payload active-damping sensing arm-convergence tune \
 	paper beyond all readme bench clean tasks tasks-rl
 
@@ -22,7 +22,11 @@ install: ## create .venv (if missing), install quadarm with its dev tools, compi
 	.venv/bin/python -m pip install -e '.[dev]'
 	.venv/bin/python -m quadarm --warmup  # numba's one-time compile of the loops, now
 
-test: ## the whole test suite (the CI command): two processes, then the timing tests alone
+test: ## the test suite (the CI command), every test not marked slow: two processes, then the timing tests alone
+	$(PYTHON) -m pytest -q -m "not timing and not slow" -n 2 --dist loadfile
+	$(PYTHON) -m pytest -q -m "timing and not slow"
+
+test-all: ## every test, the slow ones too (reproduction, compiled-vs-plain of every term, training): several times longer
 	$(PYTHON) -m pytest -q -m "not timing" -n 2 --dist loadfile
 	$(PYTHON) -m pytest -q -m timing
 
