@@ -49,7 +49,6 @@ def save(fig: Figure, path: Path | str) -> Path:
     return path
 
 
-_save = save  # the old private name, for branches written before the rename (drop later)
 
 
 def fig2_tracking(ts: pd.DataFrame, run: pd.Series, path: Path | str) -> Path:

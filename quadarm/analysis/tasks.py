@@ -36,7 +36,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
-from quadarm.analysis.figures import _save
+from quadarm.analysis.figures import save
 from quadarm.analysis.markdown import markdown_table, write
 from quadarm.analysis.select import column, metric_frame, vector
 from quadarm.analysis.table import Table, checks_frame
@@ -407,7 +407,7 @@ def figure(tab: Table, path: Path | str) -> Path:
     ax.set_title(f"{spec.title}: success rate above the bars", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 # --- learning curves (quadarm.learn writes curve.parquet) -----------------------------------
@@ -423,7 +423,7 @@ def curves_figure(curves: pd.DataFrame, path: Path | str) -> Path:
     ax.set_title("PPO learning curves", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    return _save(fig, path)
+    return save(fig, path)
 
 
 # --- the suite's document --------------------------------------------------------------------

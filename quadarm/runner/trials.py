@@ -62,7 +62,6 @@ def lookup(node: DictConfig, key: str, where: str) -> Any:
     return OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
 
 
-_lookup = lookup  # the old private name, for branches written before the rename (drop later)
 
 
 def _varied_key(node: DictConfig, key: str, where: str) -> Any:
