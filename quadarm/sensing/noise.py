@@ -101,20 +101,9 @@ def draw(cfg: SensingConfig, seed: int, duration: float, timestep: float
         period = period_of(sensor.rate, timestep)
         delay = steps_of(sensor.latency, timestep)
         n = samples(duration, timestep, period)
-        white_s, bias_s, walk_s = _sigmas(name, cfg, period * timestep)
-        rng = np.random.Generator(np.random.PCG64(ss))
-        b0 = rng.standard_normal(dim) * bias_s
-        white = rng.standard_normal((n, dim)) * white_s
-        steps = rng.standard_normal((n - 1, dim)) * walk_s
-        bias = np.empty((n, dim))
-        bias[0] = b0
-        bias[1:] = b0 + np.cumsum(steps, axis=0)
-        prm = np.zeros(N_CHANNEL)
-        prm[CH_PERIOD], prm[CH_DELAY] = period, delay
-        prm[CH_CAP] = delay // period + 1
-        prm[CH_RES] = cfg.encoder.resolution if name == "encoder" else 0.0
-        out[name] = Channel(prm=prm, white=white, bias=bias,
-                            ring=np.zeros((int(prm[CH_CAP]), dim)))
+        out[name] = _channel(np.random.Generator(np.random.PCG64(ss)), dim, n,
+                             _sigmas(name, cfg, period * timestep), period, delay,
+                             cfg.encoder.resolution if name == "encoder" else 0.0)
     return out
 
 
