@@ -370,13 +370,19 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
             arm_tip_stats(p, ss.atipc[i], nc, pts[pts.shape[0] - 1],
                           ss.pts_true[i, pts.shape[0] - 1], ss.astat[i])
     if record:
-        pts, pt = ss.pts[i], ss.pts_true[i]
-        worst, last = 0.0, 0.0
-        for r in range(pts.shape[0]):
-            dx, dy, dz = pts[r, 0] - pt[r, 0], pts[r, 1] - pt[r, 1], pts[r, 2] - pt[r, 2]
-            last = (dx * dx + dy * dy + dz * dz) ** 0.5
-            worst = max(worst, last)
-        ss.err[i, 0], ss.err[i, 1] = last, worst
+        shape_error(ss.pts[i], ss.pts_true[i], ss.err[i])
+
+
+@jit.inline
+def shape_error(pts: Any, pt: Any, err: Any) -> None:
+    """The estimated shape's error against the true one: ``err[0]`` the tip point's distance
+    (m), ``err[1]`` the largest over the points. ``pts``, ``pt``: (n_points, 3) in m."""
+    worst, last = 0.0, 0.0
+    for r in range(pts.shape[0]):
+        dx, dy, dz = pts[r, 0] - pt[r, 0], pts[r, 1] - pt[r, 1], pts[r, 2] - pt[r, 2]
+        last = (dx * dx + dy * dy + dz * dz) ** 0.5
+        worst = max(worst, last)
+    err[0], err[1] = last, worst
 
 
 @jit.inline
@@ -424,14 +430,8 @@ def arm_fit(k: int, sn: Sense, ss: SenseState, i: int, t_cmd: Any, record: bool)
             q[hq[j]] = th[j]
             v[hv[j]] = 0.0 if first else (th[j] - thp[j]) / period_s
         if record:
-            pts, pt = ss.pts[i], ss.pts_true[i]
-            shape_points(sp, work, pts)
-            worst, last = 0.0, 0.0
-            for r in range(pts.shape[0]):
-                dx, dy, dz = pts[r, 0] - pt[r, 0], pts[r, 1] - pt[r, 1], pts[r, 2] - pt[r, 2]
-                last = (dx * dx + dy * dy + dz * dz) ** 0.5
-                worst = max(worst, last)
-            ss.err[i, 0], ss.err[i, 1] = last, worst
+            shape_points(sp, work, ss.pts[i])
+            shape_error(ss.pts[i], ss.pts_true[i], ss.err[i])
 
 
 @jit.inline
