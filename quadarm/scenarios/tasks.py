@@ -18,7 +18,8 @@ same way:
 
 Flags say what the loops must know of a scenario without naming it: ``grounded`` (the airframe
 held, no flight controller), ``force_loop`` (the touch task's force loop,
-:mod:`quadarm.runner.contact`), ``payload`` (the model holds the payload ball at the tip).
+:mod:`quadarm.runner.contact`), ``payload`` (the model holds the payload ball at the tip),
+``weld`` (its events switch the payload weld).
 
 :data:`TASKS` has one entry per scenario kind of :data:`quadarm.config.SCENARIOS`, each with
 its module and its ``conf/scenario/<kind>.yaml``; ``tests/model/test_scenario_tasks.py``
@@ -85,6 +86,7 @@ class Task:
     grounded: bool = False
     force_loop: bool = False
     payload: bool = False
+    weld: bool = False  # its events switch the payload weld (a grasp, a release)
 
     @property
     def module(self) -> Scenario:
@@ -161,6 +163,7 @@ class Payload(Task):
     """Carry a ball held at the tip: grasp and release by the plan's events."""
 
     payload: bool = True
+    weld: bool = True
 
     def initialize(self, cfg: Config) -> dict[str, Any]:
         sc = cfg.scenario
@@ -192,6 +195,8 @@ class Trace(Task):
 @dataclass(frozen=True)
 class PickPlace(Task):
     """Pick the world's payload (captures while the tip holds on it), place it (release)."""
+
+    weld: bool = True
 
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.pick_place import check
