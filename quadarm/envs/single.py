@@ -10,6 +10,11 @@ but does not integrate, and returns ``truncated=True`` with ``info["metrics"]`` 
 ``sim.max_distance`` around the start, becomes non-finite or MuJoCo flags an instability
 (checked after every step); ``info["status"]`` is then ``diverged`` and the metrics are empty,
 as for a diverged trial.
+
+Every scenario of the command line flies here: the scenario's events between the steps (force
+pulses, the payload's grasp and release, pick and place's captures) are its task's
+(:meth:`quadarm.scenarios.tasks.Task.events`), run when their sample begins, as in the runner's
+loops. :meth:`QuadArmEnv.controller_action` is the step seam's whole controller.
 """
 
 from __future__ import annotations

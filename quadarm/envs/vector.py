@@ -473,7 +473,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         return outcome_log(self._seams[j][2], local, rows, t.plan.t, t.built, self._sensing)
 
     def controller_action(self) -> np.ndarray:
-        """(num_envs, n_actions): every environment's :meth:`QuadArmEnv.controller_action`,
+        """(num_envs, n_actions): the paper's controller's action of every environment,
         computed by :func:`quadarm.control.geometric.law` row by row (the law the step seam
         runs). An environment that waits for its autoreset gets the action of its final
         state (it is ignored)."""

@@ -36,9 +36,8 @@ from quadarm.runner.lifecycle import (
     Diverged,
     Outcome,
     Prepared,
+    check_states,
     checked,
-    divergence,
-    onset,
     outcome_log,
 )
 
@@ -222,15 +221,15 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         idx = np.flatnonzero(live & (last > k) & due)
         if not idx.size:
             return
-        reasons = divergence(batch.warning[idx][:, [int(w) for w in UNSTABLE], 1],
-                             qpos[idx], qvel[idx], starts[idx], max_distance[idx])
-        for i, reason in zip(idx, reasons, strict=True):
-            if reason:
-                u0 = int(unchecked[i])
-                err = onset(Diverged(float(sim_time[i]), reason), preps[int(i)].plan.t[u0:k + 2],
-                            np.vstack([qpos_log[u0:k + 1, i], qpos[i]]),
-                            np.vstack([qvel_log[u0:k + 1, i], qvel[i]]), starts[i],
-                            float(max_distance[i]))
+        def history(j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            i, u0 = int(idx[j]), int(unchecked[idx[j]])
+            return (preps[i].plan.t[u0:k + 2], np.vstack([qpos_log[u0:k + 1, i], qpos[i]]),
+                    np.vstack([qvel_log[u0:k + 1, i], qvel[i]]))
+
+        errs = check_states(batch.warning[idx][:, [int(w) for w in UNSTABLE], 1], qpos[idx],
+                            qvel[idx], starts[idx], max_distance[idx], sim_time[idx], history)
+        for i, err in zip(idx, errs, strict=True):
+            if err is not None:
                 fail(int(i), err, "", k)
             else:
                 unchecked[i] = k + 2

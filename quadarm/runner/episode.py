@@ -25,11 +25,10 @@ from quadarm.runner.lifecycle import (
     Episode,
     Outcome,
     Prepared,
+    check_states,
     checked,
     chunk_edges,
-    divergence,
     grounded,
-    onset,
     outcome_log,
     prepare,
     reset,
@@ -46,13 +45,10 @@ def _failure(d: mujoco.MjData, q: np.ndarray, v: np.ndarray, qpos_log: np.ndarra
     v (nv,), MuJoCo's warnings in ``d``) is usable, else the failure dated at the first bad one
     of the unchecked states (``unchecked``..k1 - 1 are in the logs, state k1 is q, v)."""
     plan, box = p.plan, p.cfg.sim.max_distance
-    reason = divergence(warning_counts(d), q[None], v[None], plan.start[None],
-                        np.array([box]))[0]
-    if not reason:
-        return None
-    return onset(Diverged(d.time, reason), plan.t[unchecked:k1 + 1],
-                 np.vstack([qpos_log[unchecked:k1], q]), np.vstack([qvel_log[unchecked:k1], v]),
-                 plan.start, box)
+    return check_states(warning_counts(d), q[None], v[None], plan.start[None], np.array([box]),
+                        np.array([d.time]),
+                        lambda _: (plan.t[unchecked:k1 + 1], np.vstack([qpos_log[unchecked:k1], q]),
+                                   np.vstack([qvel_log[unchecked:k1], v])))[0]
 
 
 def compiled(p: Prepared) -> bool:

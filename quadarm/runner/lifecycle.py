@@ -19,7 +19,7 @@ A trial's error is data: nothing here raises for a bad trial.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,6 +230,27 @@ def divergence(warnings: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, start: 
         else:
             reasons[i] = f"left the {max_distance[i]:g} m box around the start"
     return reasons
+
+
+def check_states(warnings: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
+                 start: np.ndarray, max_distance: np.ndarray, time_s: np.ndarray,
+                 history: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+                 ) -> list[Diverged | None]:
+    """The check of n simulations' current states after a run of unchecked steps (every loop
+    that steps in chunks: the one trial, the batched engine): None for a usable state, else
+    its :class:`Diverged` at ``time_s[j]`` (s, (n,)), dated by :func:`onset` at the first bad
+    state of its unchecked ones, which ``history(j)`` gives as (t (m,), qpos (m, nq),
+    qvel (m, nv)), the current state last. Other shapes as :func:`divergence`'s."""
+    reasons = divergence(warnings, qpos, qvel, start, max_distance)
+    out: list[Diverged | None] = []
+    for j, reason in enumerate(reasons):
+        if not reason:
+            out.append(None)
+            continue
+        t, q, v = history(j)
+        out.append(onset(Diverged(float(time_s[j]), reason), t, q, v, start[j],
+                         float(max_distance[j])))
+    return out
 
 
 def warning_counts(d: mujoco.MjData) -> np.ndarray:

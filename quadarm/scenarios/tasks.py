@@ -77,6 +77,21 @@ def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, what: str, plan: Plan) -
         payload.release(d, pl)
 
 
+def events(k: int, plan: Plan, xfrc: np.ndarray,
+           sim: Callable[[], tuple[mujoco.MjModel, mujoco.MjData]], pulses: bool = True) -> bool:
+    """:meth:`Task.events` (the pulses only with ``pulses``): the plan's events before step k,
+    for a loop that has a plan but no task (the benchmark's bare replay)."""
+    if pulses and plan.pulses:  # a held airframe (grounded): nothing pushes it
+        apply_pulses(xfrc, plan.pulses, k)
+    switched = False
+    for at, what in plan.events:
+        if at == k:
+            m, d = sim()
+            switch_payload(m, d, what, plan)
+            switched = True
+    return switched
+
+
 @dataclass(frozen=True)
 class Task:
     """The hooks of one scenario (see the module docstring); the base class is a scenario with
@@ -122,15 +137,7 @@ class Task:
         events on the model and data that ``sim()`` gives (called only when there is one).
         Returns whether a payload event ran (it may have written the weld and recomputed the
         kinematics)."""
-        if plan.pulses and not self.grounded:  # a held airframe: nothing pushes it
-            apply_pulses(xfrc, plan.pulses, k)
-        switched = False
-        for at, what in plan.events:
-            if at == k:
-                m, d = sim()
-                switch_payload(m, d, what, plan)
-                switched = True
-        return switched
+        return events(k, plan, xfrc, sim, pulses=not self.grounded)
 
     # -- after the trial --------------------------------------------------------------------
 

@@ -108,3 +108,30 @@ def test_payload_trials_batch_bit_for_bit(over, monkeypatch):
         gap = np.linalg.norm(o.log.tip - o.log.qpos[:, pl.qpos_adr:pl.qpos_adr + 3], axis=1)
         held = gap[k_grasp + 1:k_release]
         assert held.max() - held.min() < 1e-3
+
+
+@pytest.mark.parametrize("over", [PAYLOAD, pytest.param(PICK_PLACE, marks=pytest.mark.slow)],
+                         ids=["payload", "pick_place"])
+def test_the_env_flies_the_grasp_as_the_command_line(over, monkeypatch):
+    """The single environment driven by ``controller_action()`` runs the task's events (the
+    grasp, the release): its metrics are the command line's."""
+    pytest.importorskip("gymnasium")
+    from quadarm.envs.single import QuadArmEnv
+
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    env = QuadArmEnv(overrides=list(over))
+    env.reset(seed=0)
+    while True:
+        *_, done, trunc, info = env.step(env.controller_action())
+        if done or trunc:
+            break
+    log = env.log()
+    cli = episode.run_episode(env.cfg)
+    ref = {(p, m): v for p, m, v in cli.metrics}
+    got = {(p, m): v for p, d in info["metrics"].items() for m, v in d.items()}
+    assert got.keys() == ref.keys() and ref
+    for k, v in ref.items():
+        assert got[k] == pytest.approx(v, rel=1e-9, abs=1e-12, nan_ok=True), k
+    pl = Payload.of(env.model)  # the ball followed the tip (it was grasped), as on the CLI
+    np.testing.assert_allclose(log.qpos[:, pl.qpos_adr:pl.qpos_adr + 3],
+                               cli.log.qpos[:, pl.qpos_adr:pl.qpos_adr + 3], rtol=0, atol=1e-9)
