@@ -111,7 +111,6 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._nr = task.built.rotor_actuators.size
         ref = task.plan.ref
         self._ref_p, self._ref_v = ref.p, ref.v
-        self._ref_lists = (ref.p.tolist(), ref.v.tolist(), ref.a.tolist())
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
