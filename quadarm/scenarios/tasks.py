@@ -174,7 +174,7 @@ class Payload(Task):
 
     def initialize(self, cfg: Config) -> dict[str, Any]:
         sc = cfg.scenario
-        return {"payload": (sc.payload_mass, sc.payload_radius)}  # type: ignore[attr-defined]
+        return {"payload": (sc.payload_mass, sc.payload_radius)}
 
 
 @dataclass(frozen=True)
