@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from quadarm import scenarios
-from quadarm.config import GROUNDED, SCENARIOS, load
+from quadarm.config import EVENTS, GROUNDED, SCENARIOS, load
 from quadarm.model.payload import Payload
 from quadarm.runner import engine, episode, lifecycle
 from quadarm.scenarios import tasks
@@ -47,6 +47,7 @@ def test_every_scenario_has_a_task_a_module_and_a_yaml():
 
 def test_the_tasks_flags_agree_with_the_config():
     assert {k for k, t in tasks.TASKS.items() if t.grounded} == set(GROUNDED)
+    assert {k for k, t in tasks.TASKS.items() if t.weld} == set(EVENTS)
     for kind in KINDS:  # a task's flags are the only way a loop knows a scenario
         t = tasks.task(kind)
         assert not (t.grounded and (t.force_loop or t.payload)), kind
