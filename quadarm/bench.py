@@ -59,6 +59,7 @@ from quadarm import terms
 from quadarm.config import load
 from quadarm.runner import batch, episode, jit, lifecycle
 from quadarm.runner.lifecycle import Outcome, Prepared
+from quadarm.scenarios import tasks
 from quadarm.scenarios.common import Log
 
 PRESETS = {"implicitfast": "default", "fast": "fast"}  # label -> sim config option
@@ -122,10 +123,10 @@ def bare_replay(m: mujoco.MjModel, plan: Any, replay: Replay | np.ndarray, timer
         wall = time.perf_counter() - t0
         wind[:] = steady  # leave the model as it was compiled
     else:
-        edges = (lifecycle.chunk_edges(len(ctrl) - 1, plan.pulses) if plan.pulses
-                 else [0, len(ctrl)])
+        edges = (lifecycle.chunk_edges(len(ctrl) - 1, plan.pulses, plan.events)
+                 if plan.pulses or plan.events else [0, len(ctrl)])
         for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
-            lifecycle.apply_pulses(xfrc, plan.pulses, k0)
+            tasks.events(k0, plan, xfrc, lambda: (m, d))  # pulses, grasp, release
             for k in range(k0, min(k1, len(ctrl))):
                 c[:] = ctrl[k]
                 step_fn(m, d)

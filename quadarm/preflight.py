@@ -247,27 +247,26 @@ def check_config(job_cfg: Config) -> None:
     from quadarm.model.clearance import check_start
 
     check_start(job_cfg)  # no world object overlaps the vehicle at the start
-    built = None
-    if job_cfg.scenario.kind == "touch":
-        from quadarm.runner.lifecycle import build_model
-        from quadarm.scenarios.touch import check as check_touch
+    from quadarm.scenarios import tasks
 
-        built = build_model(job_cfg)
-        check_touch(job_cfg, built)  # a force setpoint the rotors can hold
+    models: list[typing.Any] = []  # the trial's model, built once if a check needs it
+
+    def build() -> typing.Any:
+        if not models:
+            from quadarm.runner.lifecycle import build_model
+
+            models.append(build_model(job_cfg))
+        return models[0]
+
+    # The scenario's own checks (its task's: a force setpoint the rotors can hold, targets in
+    # reach, waypoints in the workspace).
+    tasks.of(job_cfg).check(job_cfg, build)
+    built = models[0] if models else None
     if not job_cfg.sensing.exact:
         check_sensed_model(job_cfg, built)
     from quadarm import plausible
 
     plausible.check(job_cfg, built)  # a step the controller survives, a surface in reach
-    from quadarm.scenarios.tip import check_workspace
-
-    check_workspace(job_cfg)  # tip_mode=arm: some target the arm alone reaches
-    from quadarm.scenarios.reach import check as check_reach
-
-    check_reach(job_cfg)  # reach: moves within the tilt limit and the tip map's valid range
-    from quadarm.scenarios.pick_place import check as check_pick_place
-
-    check_pick_place(job_cfg)  # tip_mode=arm: every pick-and-place waypoint in reach
     check_size(job_cfg)
 
 

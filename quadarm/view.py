@@ -7,7 +7,9 @@
 A replay poses the stored model (``model.mjb``, exact; ``model.xml`` in older folders) in the
 logged states of ``timeseries.parquet`` (:class:`quadarm.render.Replay`: nothing is
 re-simulated); a live run steps :class:`quadarm.envs.single.QuadArmEnv` with its controller's
-action (the closed loop of ``python -m quadarm``), restarting at the episode's end. The
+action (:meth:`~quadarm.envs.single.QuadArmEnv.controller_action`: the step seam's whole
+controller, so the closed loop of ``python -m quadarm``; with a sensing preset the controller
+reads the simulated state), restarting at the episode's end. The
 reference path (blue) and the trace of the arm's tip over the last ``--trace`` seconds (orange)
 are drawn into the scene.
 

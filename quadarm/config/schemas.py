@@ -1046,9 +1046,8 @@ SCENARIOS: dict[str, type[ScenarioConfig]] = {
     "pick_place": PickPlaceScenario,
 }
 EVENTS = ("payload", "pick_place")
-"""Scenarios whose plans switch the model during the flight (a weld): they fly one trial at
-a time (the batched engine's rows share one model, and the grasp writes the model's
-``eq_data``)."""
+"""Scenarios whose plans switch the payload weld during the flight (their tasks' ``weld``,
+:mod:`quadarm.scenarios.tasks`, which the loops read; each batched row owns its weld)."""
 TIP_SCENARIOS = ("reach", "trace", "pick_place")
 """Scenarios that put the tip on world targets (``control.tip_mode``, ``control.tip_gain``)."""
 

@@ -48,9 +48,10 @@ import numpy as np
 
 from quadarm import terms
 from quadarm.api import compose  # noqa: F401 - the envs compose through the front door
-from quadarm.config import EVENTS, Config
+from quadarm.config import Config
 from quadarm.model import BuiltModel
 from quadarm.scenarios.common import Plan, Scenario
+from quadarm.scenarios.tasks import TASKS
 
 CM2 = 1e4  # (cm / m)^2
 
@@ -98,7 +99,7 @@ class Task:
     prepared: Any  # the runner's Prepared (quadarm.runner.lifecycle), for the air terms
     ff: np.ndarray  # (n + 1, 9) v_d, a_d, tendon command (normalised)
     tendon_action: np.ndarray  # (n + 1, 3) the scenario's tendon command, normalised
-    pulse_steps: frozenset[int]
+    pulse_steps: frozenset[int]  # the samples of the scenario task's events (pulses, grasps)
     start: np.ndarray  # (3,) m
     max_distance: float  # m
 
@@ -112,7 +113,6 @@ def make_task(cfg: Config) -> Task:
     prepare`) and the controller's parameters for ``cfg``."""
     from quadarm.runner.lifecycle import Episode, make_controller, prepare
 
-    refuse_scenario(cfg)
     prepared = prepare(cfg)
     if isinstance(prepared, Episode):
         raise RuntimeError(f"cannot prepare the episode: {prepared.message}")
@@ -128,33 +128,34 @@ def make_task(cfg: Config) -> Task:
     nr = built.rotor_actuators.size
     tendon_action = normalise(tensions, lo[nr:], half[nr:])
     ff = np.ascontiguousarray(np.concatenate([plan.ref.v, plan.ref.a, tendon_action], axis=1))
-    pulses = frozenset(k for p in plan.pulses for k in (p.start, p.stop))
+    pulses = frozenset(prepared.task.edges(plan))  # the scenario's events: pulses, grasps
     return Task(cfg, built, plan, module, list(ctl.params), list(ctl.mix_flat), act, lo, half,
                 prepared, ff, tendon_action, pulses, np.asarray(plan.start, dtype=float),
                 float(cfg.sim.max_distance))
 
 
-def refuse_terms(cfg: Config) -> None:
-    """ValueError (one line) when ``controller_action`` cannot be quadarm's controller for
-    ``cfg``: a term of the registry that it does not run is on (:func:`quadarm.terms.
-    env_refusal`)."""
-    why = terms.env_refusal(cfg)
+def refuse_terms(cfg: Config, vector: bool = False) -> None:
+    """ValueError (one line) when ``controller_action`` (of the vector environment with
+    ``vector``) cannot be quadarm's controller for ``cfg``: a term of the registry that it does
+    not run is on (:func:`quadarm.terms.env_refusal`)."""
+    why = terms.env_refusal(cfg, vector)
     if why:
         raise ValueError(why)
 
 
-# The scenarios whose events the environments do not fly (the payload's grasp and release
-# run in the one-trial loop only, quadarm.config.EVENTS): refused in one line rather than flown
-# without them.
-UNSUPPORTED_SCENARIOS = EVENTS
+# The scenarios whose payload events the vector environment does not fly (its rows share
+# caller models, quadarm.envs.batches; the single environment flies them as the runner's loops
+# do): refused in one line rather than flown without them.
+UNSUPPORTED_SCENARIOS = tuple(k for k, t in TASKS.items() if t.weld)
 
 
 def refuse_scenario(cfg: Config) -> None:
-    """ValueError (one line) for a scenario the environments cannot fly."""
+    """ValueError (one line) for a scenario the vector environment cannot fly."""
     kind = cfg.scenario.kind
     if kind in UNSUPPORTED_SCENARIOS:
-        raise ValueError(f"scenario={kind}: the environments do not fly its grasp and release "
-                         f"(python -m quadarm does); not one of {', '.join(UNSUPPORTED_SCENARIOS)}")
+        raise ValueError(f"scenario={kind}: the vector environment does not fly its grasp and "
+                         f"release (QuadArmEnv and python -m quadarm do); not one of "
+                         f"{', '.join(UNSUPPORTED_SCENARIOS)}")
 
 
 def normalise(u: np.ndarray, lo: np.ndarray, half: np.ndarray) -> np.ndarray:

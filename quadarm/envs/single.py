@@ -10,6 +10,11 @@ but does not integrate, and returns ``truncated=True`` with ``info["metrics"]`` 
 ``sim.max_distance`` around the start, becomes non-finite or MuJoCo flags an instability
 (checked after every step); ``info["status"]`` is then ``diverged`` and the metrics are empty,
 as for a diverged trial.
+
+Every scenario of the command line flies here: the scenario's events between the steps (force
+pulses, the payload's grasp and release, pick and place's captures) are its task's
+(:meth:`quadarm.scenarios.tasks.Task.events`), run when their sample begins, as in the runner's
+loops. :meth:`QuadArmEnv.controller_action` is the step seam's whole controller.
 """
 
 from __future__ import annotations
@@ -23,17 +28,15 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config
-from quadarm.control.geometric import DT, ILIM, law
 from quadarm.envs import core, sensed
 from quadarm.runner import step
 from quadarm.runner.lifecycle import (
     UNSTABLE,
-    apply_pulses,
     divergence,
+    outcome_log,
     reset,
     warning_counts,
 )
-from quadarm.scenarios import estimates
 from quadarm.scenarios.common import Log
 
 _ONE = np.ones(1, dtype=bool)  # the rows of a batch of one
@@ -108,9 +111,6 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._nr = task.built.rotor_actuators.size
         ref = task.plan.ref
         self._ref_p, self._ref_v = ref.p, ref.v
-        self._ref_lists = (ref.p.tolist(), ref.v.tolist(), ref.a.tolist())
-        self._prm = list(task.params)
-        self._dt, self._lim = task.params[DT], task.params[ILIM]
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
@@ -121,6 +121,16 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._gusty = airs[0] is not None and airs[0].gusty
         self._state = step.one_state(d, self._wind, self._seam)
         self._logs = step.log(self._seam, m.nq, m.nv, m.nu)
+        # The command line's whole controller (the seam's step.control in FLY mode: feed-forward,
+        # tendon terms, tip feedback, force loop) on the same MjData, writing its commands into
+        # a ctrl of its own: controller_action() reads them; its memory (integral, filters,
+        # force-loop phase) follows the flown states whatever the actions.
+        self._ctl, _ = step.params([task.prepared], step.FLY, record=False)
+        self._ctl_ctrl = np.zeros((1, m.nu))
+        self._ctl_state = step.one_state(d, self._wind, self._ctl)._replace(ctrl=self._ctl_ctrl)
+        self._ctl_log = step.log(self._ctl, m.nq, m.nv, m.nu)
+        self._ctl_k = -1  # the last sample the controller ran at
+        self._sim = (lambda: (m, d))  # noqa: E731 - the scenario events' model and data
 
     def _observe(self, k: int) -> np.ndarray:
         q, v = self._qpos, self._qvel
@@ -149,14 +159,23 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             self._wind[:] = self.task.cfg.aero.wind  # the steady wind, as every trial starts
         reset(self.model, self.data, self.task.start)
         self._k = 0
+        self._events(0)
         self._sensed = -1
         if self.observe == "sensed":  # this episode's noise, the sensors' memory afresh
             sensed.redraw_noise(self._seam.sn, 0, self.task.cfg,
                                 sensed.episode_seed(self.np_random), self.task.n,
                                 self.model.opt.timestep)
             sensed.restart_rows(self._seam, self._state, [0])
-        self._integ = [0.0, 0.0, 0.0]
         self._pos = self._qpos[:3].tolist()
+        # The controller afresh: its scratch and memory zeroed, its commands the start's.
+        for name in ("integ", "u", "t_lp", "fcs", "tip_corr", "tip_ref", "tip_t"):
+            arr = getattr(self._ctl_state, name)
+            if isinstance(arr, list):
+                arr[0] = [0.0] * len(arr[0])
+            else:
+                arr[:] = 0.0
+        self._ctl_ctrl[0] = self._ctrl
+        self._ctl_k = -1
         info: dict[str, Any] = {"drawn": dict(self.drawn)} if self.randomizer else {}
         return self._observe(0), info
 
@@ -176,18 +195,11 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             u.append(lo + (min(max(x, -1.0), 1.0) + 1.0) * half)
         task = self.task
         n = self._n
-        if k in task.pulse_steps:
-            apply_pulses(self._xfrc, task.plan.pulses, k)
+        # The controller runs at every sample, whatever the actions, so that its memory
+        # follows the flown states and controller_action() is the command line's command.
+        self._control(k)
         ctrl = self._ctrl
         ctrl[self._act] = u
-        # The controller's position integral follows the flown states whatever the actions,
-        # with the law's own operations, so that controller_action() is the law's output.
-        x, y, z = self._pos
-        p = self._ref_lists[0][k]
-        dt, lim, integ = self._dt, self._lim, self._integ
-        integ[0] = min(max(integ[0] + (p[0] - x) * dt, -lim), lim)
-        integ[1] = min(max(integ[1] + (p[1] - y) * dt, -lim), lim)
-        integ[2] = min(max(integ[2] + (p[2] - z) * dt, -lim), lim)
         seam, st, lg = self._seam, self._state, self._logs
         step.before(k, seam, st, lg, 0)  # log, and the air terms before the step
         if k == n:
@@ -200,6 +212,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         step.after(k, seam, st, lg, 0)  # mj_step computed state k's kinematics first
         k += 1
         self._k = k
+        self._events(k)
         obs = self._observe(k)
         ex, ey, ez = obs[0], obs[1], obs[2]
         r = -(ex * ex + ey * ey + ez * ez) * (core.CM2 / (n + 1))
@@ -230,9 +243,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         info["metrics"] = {}
         if self.record and not message:
             log = self.log(rows)
-            info["metrics"] = core.metrics_dict(
-                self.task.module.metrics(self.task.cfg, self.task.plan, log)
-                + estimates.metrics(self.task.cfg, self.task.plan, log))
+            task = self.task.prepared.task  # the scenario's metrics, as the runner's
+            info["metrics"] = core.metrics_dict(task.metrics(self.task.cfg, self.task.plan, log))
         return info
 
     def log(self, rows: int | None = None) -> Log:
@@ -240,30 +252,43 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         if not self.record:
             raise RuntimeError("record=False: the environment keeps no log")
         rows = (self._k if self._k >= 0 else self.task.n + 1) if rows is None else rows
-        b = self.task.built
         lg = self._logs
-        qpos, qvel, tip, ctrl = (x[:rows, 0].copy() for x in (lg.qpos, lg.qvel, lg.tip, lg.ctrl))
-        est = lg.est[:rows, 0].copy() if self.observe == "sensed" else None
-        return Log(self.task.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
-                   b.tendon_actuators, est=est)
+        if self._ctl_log.force.shape[0]:  # the force loop's log is the controller's
+            lg = lg._replace(force=self._ctl_log.force)
+        return outcome_log(lg, 0, rows, self.task.plan.t, self.task.built,
+                           self.observe == "sensed")
 
     # ---------------------------------------------------------------------------------------
 
     def controller_action(self) -> np.ndarray:
-        """The action quadarm's controller (:func:`quadarm.control.geometric.law`, with the
-        position integral of the states flown so far) and the scenario's tendon command would
-        apply at the current sample. Stepping with it flies the command line's closed loop."""
+        """The action quadarm's controller would apply at the current sample: the step seam's
+        whole controller (:func:`quadarm.runner.step.control`: the force loop, the feed-forward,
+        the law with its position integral and tip feedback, the tendon terms), run on the
+        states flown so far, as ``python -m quadarm`` runs it. Stepping with it flies the
+        command line's closed loop (the sensing term aside: the controller reads the simulated
+        state, see :data:`quadarm.terms.TERMS`)."""
         k = self._k
         if k < 0:
             raise RuntimeError("the episode has ended (or not started): call reset()")
         core.refuse_terms(self.task.cfg)
-        out = [0.0] * self._nr
-        p, v, a = (r[k] for r in self._ref_lists)
-        law(self._prm, self.task.mix, list(self._integ), self._qpos[:7].tolist(),
-            self._qvel[:6].tolist(), p, v, a, out)
-        nr, task = self._nr, self.task
-        rotors = (np.array(out) - task.lo[:nr]) / task.half[:nr] - 1.0
-        return np.concatenate([rotors, task.tendon_action[k]])
+        self._control(k)
+        task = self.task
+        return (self._ctl_ctrl[0, task.act_ids] - task.lo) / task.half - 1.0
+
+    def _events(self, k: int) -> None:
+        """The scenario's events before step k (pulses, grasp, release), as the runner's loops
+        run them (:meth:`quadarm.scenarios.tasks.Task.events`), when sample k begins."""
+        task = self.task
+        if k in task.pulse_steps:
+            task.prepared.task.events(k, task.plan, self._xfrc, self._sim)
+
+    def _control(self, k: int) -> None:
+        """Run the controller at sample k once (its commands into its own ctrl)."""
+        if self._ctl_k == k:
+            return
+        self._ctl_k = k
+        st, d = self._ctl_state, self.data
+        step.control(k, self._ctl, st, self._ctl_log, 0, d.qpos, d.qvel, d.sensordata)
 
     def render(self) -> np.ndarray | None:
         """An RGB frame (height, width, 3) uint8 from a camera following the hub."""

@@ -47,11 +47,16 @@ from quadarm.control.geometric import DT, ILIM, law
 from quadarm.envs import core, sensed
 from quadarm.envs.batches import Batches
 from quadarm.runner import jit, step
-from quadarm.runner.lifecycle import UNSTABLE, apply_pulses, divergence
-from quadarm.scenarios import estimates
+from quadarm.runner.lifecycle import UNSTABLE, divergence, outcome_log
 from quadarm.scenarios.common import Log
 
 MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
+
+
+def _no_weld() -> Any:
+    """The events' model and data: none here (weld scenarios are refused,
+    :func:`quadarm.envs.core.refuse_scenario`)."""
+    raise RuntimeError("the vector environment flies no weld events")
 
 
 class QuadArmVectorEnv(gym.vector.VectorEnv):
@@ -98,6 +103,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.record = bool(record)
         self.render_mode = None
+        core.refuse_scenario(self.cfg)
         task = core.make_task(self.cfg)
         self.tasks = [task] * self.num_envs
         self.drawn: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
@@ -326,11 +332,12 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         sel = slice(None) if live is None else act
         kx = ks[sel]
         qpos, qvel, sims = self._qpos, self._qvel, self.sims
-        if self._pulsed:
+        if self._pulsed:  # the scenario tasks' events (pulses: weld switches are refused)
             for i in act:
                 t = self.tasks[i]
                 if int(ks[i]) in t.pulse_steps:
-                    apply_pulses(sims.row("xfrc_applied", int(i)), t.plan.pulses, int(ks[i]))
+                    t.prepared.task.events(int(ks[i]), t.plan, sims.row("xfrc_applied", int(i)),
+                                           _no_weld)
         sims.write("ctrl", None if live is None else act, self._act,
                    self._lo[sel] + (a[sel] + 1.0) * self._half[sel])
         # The controller's position integral, with the law's operations (see QuadArmEnv.step).
@@ -454,8 +461,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         if self.record and not message:
             t = self.tasks[i]
             log = self.log(i, rows)
-            info["metrics"] = core.metrics_dict(t.module.metrics(t.cfg, t.plan, log)
-                                                + estimates.metrics(t.cfg, t.plan, log))
+            info["metrics"] = core.metrics_dict(t.prepared.task.metrics(t.cfg, t.plan, log))
         return info
 
     def log(self, i: int, rows: int) -> Log:
@@ -463,22 +469,16 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         if not self.record:
             raise RuntimeError("record=False: the environment keeps no log")
         t = self.tasks[i]
-        b = t.built
         j, local = self._part(i)
-        lg = self._seams[j][2]
-        qpos, qvel, tip, ctrl = (x[:rows, local].copy() for x in (lg.qpos, lg.qvel, lg.tip,
-                                                                 lg.ctrl))
-        est = lg.est[:rows, local].copy() if self._sensing else None
-        return Log(t.plan.t[:rows].copy(), qpos, qvel, tip, ctrl, b.rotor_actuators,
-                   b.tendon_actuators, est=est)
+        return outcome_log(self._seams[j][2], local, rows, t.plan.t, t.built, self._sensing)
 
     def controller_action(self) -> np.ndarray:
-        """(num_envs, n_actions): every environment's :meth:`QuadArmEnv.controller_action`,
+        """(num_envs, n_actions): the paper's controller's action of every environment,
         computed by :func:`quadarm.control.geometric.law` row by row (the law the step seam
         runs). An environment that waits for its autoreset gets the action of its final
         state (it is ignored)."""
         for t in {id(t): t for t in self.tasks}.values():
-            core.refuse_terms(t.cfg)
+            core.refuse_terms(t.cfg, vector=True)
         ks = np.maximum(self._k, 0)
         ix = self._ix(ks)
         u = np.empty((self.num_envs, self._nr))

@@ -36,12 +36,10 @@ from quadarm.runner.lifecycle import (
     Diverged,
     Outcome,
     Prepared,
-    apply_pulses,
+    check_states,
     checked,
-    divergence,
-    onset,
+    outcome_log,
 )
-from quadarm.scenarios.common import Log
 
 
 class Incompatible(ValueError):
@@ -170,6 +168,11 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     # Live (nsim, ...) views of the batch's MjData arrays, bound before the reset.
     views = {name: batch.bind(name) for name in step.VIEWS}
     qpos, qvel, xfrc = views["qpos"], views["qvel"], views["xfrc_applied"]
+    switching = any(p.plan.events for p in preps)
+    if switching:
+        # Each row owns its payload weld: eq_active is a state field of every row, eq_data a
+        # model field expanded per row (a grasp writes the pose it finds into it).
+        eq_active, eq_data = batch.bind("eq_active"), batch.expand("eq_data")
     sim_time = batch.time
     # The start state of quadarm.runner.lifecycle.reset, for every simulation.
     batch.reset(keyframe=[m.key(0).id for m in models], stage=mujoco.mjtStage.mjSTAGE_NONE)
@@ -193,15 +196,18 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         wind = np.array([mdl.opt.wind for mdl in models])
     st = step.state(views, wind, prm, step.n_work(prm))
     lg = step.log(prm, base.nq, base.nv, base.nu)
-    qpos_log, qvel_log, tip_log, ctrl_log = lg.qpos, lg.qvel, lg.tip, lg.ctrl
+    qpos_log, qvel_log = lg.qpos, lg.qvel
     live = np.ones(ns, dtype=bool)
     rows = last + 1
     failures: list[Diverged | None] = [None] * ns
     errors = [""] * ns
     max_distance = np.array([p.cfg.sim.max_distance for p in preps])
-    pulse_steps = {k: [i for i, p in enumerate(preps)
-                       if any(k in (q.start, q.stop) for q in p.plan.pulses)]
-                   for p in preps for q in p.plan.pulses for k in (q.start, q.stop)}
+    # The scenario tasks' events between the steps (force pulses, payload switches): the rows
+    # that have one before each step k.
+    event_rows: dict[int, list[int]] = {}
+    for i, p in enumerate(preps):
+        for k in sorted(p.task.edges(p.plan)):
+            event_rows.setdefault(k, []).append(i)
 
     def fail(i: int, err: Diverged | None, message: str, k: int) -> None:
         live[i] = False
@@ -215,15 +221,15 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
         idx = np.flatnonzero(live & (last > k) & due)
         if not idx.size:
             return
-        reasons = divergence(batch.warning[idx][:, [int(w) for w in UNSTABLE], 1],
-                             qpos[idx], qvel[idx], starts[idx], max_distance[idx])
-        for i, reason in zip(idx, reasons, strict=True):
-            if reason:
-                u0 = int(unchecked[i])
-                err = onset(Diverged(float(sim_time[i]), reason), preps[int(i)].plan.t[u0:k + 2],
-                            np.vstack([qpos_log[u0:k + 1, i], qpos[i]]),
-                            np.vstack([qvel_log[u0:k + 1, i], qvel[i]]), starts[i],
-                            float(max_distance[i]))
+        def history(j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            i, u0 = int(idx[j]), int(unchecked[idx[j]])
+            return (preps[i].plan.t[u0:k + 2], np.vstack([qpos_log[u0:k + 1, i], qpos[i]]),
+                    np.vstack([qvel_log[u0:k + 1, i], qvel[i]]))
+
+        errs = check_states(batch.warning[idx][:, [int(w) for w in UNSTABLE], 1], qpos[idx],
+                            qvel[idx], starts[idx], max_distance[idx], sim_time[idx], history)
+        for i, err in zip(idx, errs, strict=True):
+            if err is not None:
                 fail(int(i), err, "", k)
             else:
                 unchecked[i] = k + 2
@@ -246,10 +252,20 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     for k in range(big + 1):
         if meter.enabled and k % CHECK_EVERY == 0:  # the terminal's progress, between steps
             meter.tick(key, ns * k / max(big, 1), total_t * k / max(big, 1), total_t, started)
-        for i in pulse_steps.get(k, ()):
-            apply_pulses(xfrc[i], preps[i].plan.pulses, k)
         # after() of step k - 1 (nothing in between touched what it logs), then before() of k
         ks.fill(k)
+        due = event_rows.get(k, ())
+        if switching and any(preps[i].plan.events for i in due):
+            # A payload event may recompute a row's kinematics, as in the one-trial loop:
+            # log what step k - 1 computed first.
+            ks.fill(k - 1)
+            rows_after(ks, prm, st, lg, stepped)
+            stepped[:] = False
+            ks.fill(k)
+        for i in due:
+            if live[i]:
+                _events(batch, i, k, preps[i], xfrc[i],
+                        eq_active if switching else None, eq_data if switching else None)
         rows_step(ks, prm, st, lg, live, stepped)
         if k in finishing:
             done = live & (last == k)
@@ -279,16 +295,28 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     rows_after(ks, prm, st, lg, stepped)  # none left after a break: a safeguard
     meter.end(key)
 
-    out = []
-    for i, p in enumerate(preps):
-        r = int(rows[i])
-        own = (np.ascontiguousarray(x[:r, i]) for x in (qpos_log, qvel_log, tip_log, ctrl_log))
-        qp, qv, tp, ct = own
-        est = (np.ascontiguousarray(lg.est[:r, i]) if lg.est.shape[0] > 0 and prm.sn.on[i]
-               else None)
-        own_log = Log(p.plan.t[:r].copy(), qp, qv, tp, ct, p.built.rotor_actuators,
-                      p.built.tendon_actuators,
-                      np.ascontiguousarray(lg.contact[:r, i]) if lg.contact.shape[0] else None,
-                      np.ascontiguousarray(lg.force[:r, i]) if lg.force.shape[0] else None, est)
-        out.append(Outcome(own_log, failures[i], errors[i], compile_s=compile_s))
-    return out
+    return [Outcome(outcome_log(lg, i, int(rows[i]), p.plan.t, p.built, bool(prm.sn.on[i])),
+                    failures[i], errors[i], compile_s=compile_s) for i, p in enumerate(preps)]
+
+
+def _events(batch: mujoco.batch.Batch, i: int, k: int, p: Prepared, xfrc: np.ndarray,
+            eq_active: np.ndarray | None, eq_data: np.ndarray | None) -> None:
+    """Row i's scenario events before step k (:meth:`quadarm.scenarios.tasks.Task.events`):
+    pulses into its ``xfrc`` row (nbody, 6); a payload switch runs on a copy of the row's
+    model and data (``get_model``/``get_data``), the very functions of the one-trial loop,
+    and its weld (``eq_data``, ``eq_active``) is written back to the row; its kinematics are
+    then recomputed from ``qpos`` (``mj_kinematics`` in the one-trial loop)."""
+    copies: list[tuple[mujoco.MjModel, mujoco.MjData]] = []
+
+    def sim() -> tuple[mujoco.MjModel, mujoco.MjData]:
+        if not copies:
+            copies.append((batch.get_model(i), batch.get_data(i)))
+        return copies[0]
+
+    if not p.task.events(k, p.plan, xfrc, sim):
+        return
+    assert eq_active is not None and eq_data is not None
+    m, d = copies[0]
+    eq_data[i] = m.eq_data
+    eq_active[i] = d.eq_active
+    batch.forward(np.array([i]), stage=mujoco.mjtStage.mjSTAGE_POS)

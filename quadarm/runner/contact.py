@@ -42,6 +42,7 @@ import numpy as np
 from quadarm.model.allocation import total_mass
 from quadarm.model.world import WorldSensors, normal_of, target
 from quadarm.runner import jit
+from quadarm.scenarios import tasks
 
 CONTACT_COLUMNS = 5  # arm contacts, force x, y, z (N, world), airframe contacts
 # Params.fc row: switch, normal (3), setpoint (N), gains, timing, 1/m
@@ -146,7 +147,7 @@ def force_params(preps: Sequence[Any]) -> np.ndarray:
     out = np.zeros((len(preps), N_FC))
     for i, p in enumerate(preps):
         sc, ctl = p.cfg.scenario, p.cfg.control
-        if sc.kind != "touch":
+        if not tasks.of(p.cfg).force_loop:  # the scenario's task runs no force loop
             continue
         row = out[i]
         row[FC_ON] = 1.0

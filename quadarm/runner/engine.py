@@ -25,7 +25,7 @@ from typing import Any
 
 import mujoco
 
-from quadarm.config import EVENTS, Config, RunnerConfig
+from quadarm.config import Config, RunnerConfig
 from quadarm.runner import quiet
 from quadarm.runner.batch import Incompatible, fly_batch, sizes
 from quadarm.runner.episode import fly_and_score
@@ -64,9 +64,10 @@ def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bo
 
 
 def alone(cfg: Config) -> bool:
-    """Trials that fly one at a time: grounded ones and those whose plan switches the model
-    (:data:`quadarm.config.EVENTS`: the grasp writes the model's ``eq_data``)."""
-    return grounded(cfg) or cfg.scenario.kind in EVENTS
+    """Trials that fly one at a time: grounded ones (no flight controller). Those whose plan
+    switches the payload weld batch like the others (each row owns its weld's ``eq_data``
+    and ``eq_active``, :mod:`quadarm.runner.batch`)."""
+    return grounded(cfg)
 
 
 def threads(requested: int) -> int:

@@ -19,26 +19,22 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config
-from quadarm.model import payload
-from quadarm.model.world import capture
 from quadarm.runner import jit, progress, quiet, step
 from quadarm.runner.lifecycle import (
     Diverged,
     Episode,
     Outcome,
     Prepared,
-    apply_pulses,
+    check_states,
     checked,
     chunk_edges,
-    divergence,
     grounded,
-    onset,
+    outcome_log,
     prepare,
     reset,
     score,
     warning_counts,
 )
-from quadarm.scenarios.common import Log, Plan
 
 __all__ = ["Episode", "fly", "hold", "run_episode"]
 
@@ -49,13 +45,10 @@ def _failure(d: mujoco.MjData, q: np.ndarray, v: np.ndarray, qpos_log: np.ndarra
     v (nv,), MuJoCo's warnings in ``d``) is usable, else the failure dated at the first bad one
     of the unchecked states (``unchecked``..k1 - 1 are in the logs, state k1 is q, v)."""
     plan, box = p.plan, p.cfg.sim.max_distance
-    reason = divergence(warning_counts(d), q[None], v[None], plan.start[None],
-                        np.array([box]))[0]
-    if not reason:
-        return None
-    return onset(Diverged(d.time, reason), plan.t[unchecked:k1 + 1],
-                 np.vstack([qpos_log[unchecked:k1], q]), np.vstack([qvel_log[unchecked:k1], v]),
-                 plan.start, box)
+    return check_states(warning_counts(d), q[None], v[None], plan.start[None], np.array([box]),
+                        np.array([d.time]),
+                        lambda _: (plan.t[unchecked:k1 + 1], np.vstack([qpos_log[unchecked:k1], q]),
+                                   np.vstack([qvel_log[unchecked:k1], v])))[0]
 
 
 def compiled(p: Prepared) -> bool:
@@ -126,13 +119,12 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     failure: Diverged | None = None
     rows = n + 1
     unchecked = 1  # the first state no check has passed yet
-    edges = chunk_edges(n, () if held else plan.pulses, plan.events)
+    task = p.task  # what happens between the steps: pulses, payload events
+    edges = chunk_edges(n, (), (), task.edges(plan))
     meter, key, started, total_t = progress.METER, id(p), time.perf_counter(), float(plan.t[-1])
+    sim = (lambda: (m, d))  # noqa: E731 - the events' model and data: the trial's own
     for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
-        if not held:
-            apply_pulses(xfrc, plan.pulses, k0)
-        if plan.events:
-            switch_payload(m, d, plan.events, k0, plan)
+        task.events(k0, plan, xfrc, sim)
         kern.fly_chunk(mp, dp, k0, k1, prm, st, lg)
         if meter.enabled:  # the terminal's progress: reads the clock, touches no state
             t_k = float(plan.t[min(k1, n)])
@@ -149,34 +141,9 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     meter.end(key)
     if any(a is not None and a.gusty for a in airs):
         wind[:] = cfg.aero.wind  # leave the model as it was compiled (steady wind only)
-    log = Log(plan.t[:rows].copy(), qpos_log, qvel_log, lg.tip[:, 0], lg.ctrl[:, 0],
-              built.rotor_actuators, built.tendon_actuators,
-              lg.contact[:, 0] if lg.contact.shape[0] else None,
-              lg.force[:, 0] if lg.force.shape[0] else None,
-              lg.est[:, 0] if lg.est.shape[0] > 0 else None)
     extra = {"xfrc": lg.xfrc[:rows, 0], "wind": lg.wind[:rows, 0]} if applied else {}
-    return Outcome(log.truncated(rows) if rows < n + 1 else log, failure, compile_s=compile_s,
+    return Outcome(outcome_log(lg, 0, rows, plan.t, built), failure, compile_s=compile_s,
                    extra=extra)
-
-
-def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, events: tuple[tuple[int, str], ...],
-                   k: int, plan: Plan | None = None) -> None:
-    """The plan's payload events before step k: ``grasp`` (the world's hold off, the weld to
-    the tip on with the current relative pose, :func:`quadarm.model.payload.take`),
-    ``capture`` (a grasp where it stands if the tip is near enough,
-    :func:`quadarm.model.world.capture`, with the ``plan``'s radius and grasp offset) and
-    ``release`` (:func:`quadarm.model.payload.release`). One trial per model: the grasp
-    writes the model's ``eq_data``."""
-    for at, what in events:
-        if at == k:
-            pl = payload.Payload.of(m)
-            if what == "grasp":
-                payload.take(m, d, pl)
-            elif what == "capture":
-                assert plan is not None
-                capture(m, d, pl, plan.capture_radius, np.asarray(plan.grasp_offset))
-            else:
-                payload.release(d, pl)
 
 
 def run_episode(cfg: Config) -> Episode:

@@ -19,19 +19,22 @@ A trial's error is data: nothing here raises for a bad trial.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import mujoco
 import numpy as np
 
-from quadarm import scenarios
-from quadarm.config import GROUNDED, Config
+from quadarm.config import Config
 from quadarm.control.geometric import FF_ON, GeometricController
 from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import mixer, total_mass
 from quadarm.model.payload import carried_mass
-from quadarm.scenarios import estimates
+from quadarm.scenarios import tasks
 from quadarm.scenarios.common import Log, Metric, Plan, Pulse, Scenario
+from quadarm.scenarios.tasks import Task
+from quadarm.scenarios.tasks import apply_pulses as apply_pulses  # the tasks' own, re-exported
 
 CHECK_EVERY = 50  # steps between divergence checks
 UNSTABLE = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS,
@@ -76,6 +79,11 @@ class Prepared:
     module: Scenario
     prepare_s: float = 0.0
 
+    @property
+    def task(self) -> Task:
+        """The scenario's task: its hooks between the steps (:mod:`quadarm.scenarios.tasks`)."""
+        return tasks.of(self.cfg)
+
 
 @dataclass
 class Outcome:
@@ -96,18 +104,18 @@ def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
     x, y, z = (0.0, 0.0, cfg.scenario.altitude) if start is None else (float(v) for v in start)
     # The flange force-torque sensor only where the controller reads it (it changes no
     # dynamics, but it changes the model's sizes and its XML).
-    sc = cfg.scenario
-    # The payload scenario's ball, held at the tip (pick_place's rests in the world instead).
-    payload = ((sc.payload_mass, sc.payload_radius) if sc.kind == "payload" else None)
+    # What the scenario's task adds (the payload scenario's ball, held at the tip;
+    # pick_place's rests in the world instead).
+    extra = tasks.of(cfg).initialize(cfg)
     return build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z), aero=cfg.aero,
                  flange_sensor=cfg.control.feedforward == "wrench", fixed_base=grounded(cfg),
-                 world=cfg.world if cfg.world.objects else None, payload=payload)
+                 world=cfg.world if cfg.world.objects else None, **extra)
 
 
 def grounded(cfg: Config) -> bool:
     """Whether the trial holds the airframe fixed (no free joint, no flight controller: the
     ``statics`` scenario)."""
-    return cfg.scenario.kind in GROUNDED
+    return tasks.of(cfg).grounded
 
 
 def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:
@@ -131,8 +139,9 @@ def prepare(cfg: Config) -> Prepared | Episode:
     built = plan = None
     try:
         built = build_model(cfg)
-        module = scenarios.get(cfg.scenario.kind)
-        plan = module.plan(cfg, built)
+        task = tasks.of(cfg)
+        module = task.module
+        plan = task.plan(cfg, built)
         return Prepared(cfg, built, plan, module, time.perf_counter() - t0)
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
         return Episode("error", f"{type(err).__name__}: {err}", [], None, plan, built, 0,
@@ -161,28 +170,37 @@ def checked(k: int, n: int) -> bool:
 
 
 def chunk_edges(n: int, pulses: tuple[Pulse, ...] | list[Pulse],
-                events: tuple[tuple[int, str], ...] = ()) -> list[int]:
+                events: tuple[tuple[int, str], ...] = (), at: Iterable[int] = ()) -> list[int]:
     """Sample indices where the loop returns to Python: after every checked step k (see
-    :func:`checked`), where a force pulse starts or stops and at the plan's events (a grasp or
-    a release, :data:`quadarm.scenarios.common.Plan.events`)."""
+    :func:`checked`), where a force pulse starts or stops, at the plan's events (a grasp or
+    a release, :data:`quadarm.scenarios.common.Plan.events`) and at the samples ``at`` (those
+    of the scenario task's events, :meth:`quadarm.scenarios.tasks.Task.edges`)."""
     edges = {0, n + 1}
     edges.update(k + 1 for k in range(0, n, CHECK_EVERY))
     if n > 0:
         edges.add(n)
     edges.update(k for p in pulses for k in (p.start, p.stop) if 0 <= k <= n)
     edges.update(k for k, _ in events if 0 <= k <= n)
+    edges.update(k for k in at if 0 <= k <= n)
     return sorted(edges)
 
 
-def apply_pulses(xfrc: np.ndarray, pulses: tuple[Pulse, ...] | list[Pulse], k: int) -> None:
-    """Before step k: remove the pulses that stop at k, then apply those that start at k
-    (each sets its body's world force; ``xfrc`` is (nbody, 6))."""
-    for p in pulses:
-        if p.stop == k:
-            xfrc[p.body, :3] = 0.0
-    for p in pulses:
-        if p.start == k:
-            xfrc[p.body, :3] = p.force
+def outcome_log(lg: Any, i: int, rows: int, t: np.ndarray, built: BuiltModel,
+                est: bool = True) -> Log:
+    """Simulation i's first ``rows`` samples of the step seam's log ``lg``
+    (:class:`quadarm.runner.step.Log`, time-major (K + 1, nsim, ...)) as the scenario's
+    :class:`~quadarm.scenarios.common.Log` (copies, (rows, ...) each), at the plan's times
+    ``t`` (s): the one conversion of every loop (one trial, batched, the environments). The
+    contact and force-loop columns when the log has them; the estimates when it has them and
+    ``est``."""
+    def own(x: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(x[:rows, i])
+
+    return Log(t[:rows].copy(), own(lg.qpos), own(lg.qvel), own(lg.tip), own(lg.ctrl),
+               built.rotor_actuators, built.tendon_actuators,
+               own(lg.contact) if lg.contact.shape[0] else None,
+               own(lg.force) if lg.force.shape[0] else None,
+               own(lg.est) if lg.est.shape[0] > 0 and est else None)
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,6 +230,27 @@ def divergence(warnings: np.ndarray, qpos: np.ndarray, qvel: np.ndarray, start: 
         else:
             reasons[i] = f"left the {max_distance[i]:g} m box around the start"
     return reasons
+
+
+def check_states(warnings: np.ndarray, qpos: np.ndarray, qvel: np.ndarray,
+                 start: np.ndarray, max_distance: np.ndarray, time_s: np.ndarray,
+                 history: Callable[[int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+                 ) -> list[Diverged | None]:
+    """The check of n simulations' current states after a run of unchecked steps (every loop
+    that steps in chunks: the one trial, the batched engine): None for a usable state, else
+    its :class:`Diverged` at ``time_s[j]`` (s, (n,)), dated by :func:`onset` at the first bad
+    state of its unchecked ones, which ``history(j)`` gives as (t (m,), qpos (m, nq),
+    qvel (m, nv)), the current state last. Other shapes as :func:`divergence`'s."""
+    reasons = divergence(warnings, qpos, qvel, start, max_distance)
+    out: list[Diverged | None] = []
+    for j, reason in enumerate(reasons):
+        if not reason:
+            out.append(None)
+            continue
+        t, q, v = history(j)
+        out.append(onset(Diverged(float(time_s[j]), reason), t, q, v, start[j],
+                         float(max_distance[j])))
+    return out
 
 
 def warning_counts(d: mujoco.MjData) -> np.ndarray:
@@ -253,8 +292,7 @@ def _score(p: Prepared, o: Outcome, wall_s: float) -> Episode:
     if o.log is None:
         return Episode("error", "no log", [], None, p.plan, p.built, 0, wall_s)
     try:
-        values = p.module.metrics(p.cfg, p.plan, o.log)
-        values = values + estimates.metrics(p.cfg, p.plan, o.log)  # sensed trials only
+        values = p.task.metrics(p.cfg, p.plan, o.log)  # with the estimates' (sensed trials)
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
         return Episode("error", f"{type(err).__name__}: {err}", [], o.log, p.plan, p.built,
                        steps, wall_s)
@@ -266,5 +304,4 @@ def _score(p: Prepared, o: Outcome, wall_s: float) -> Episode:
 def task_failure(p: Prepared, values: list[Metric]) -> str:
     """Why the scenario's task was not done ('' when it was, or when the scenario has no
     task): the scenario module's optional ``failure(cfg, values)``, from its metrics."""
-    judge = getattr(p.module, "failure", None)
-    return str(judge(p.cfg, values)) if judge is not None else ""
+    return p.task.failure(p.cfg, values)

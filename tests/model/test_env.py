@@ -14,6 +14,7 @@ import quadarm.envs  # noqa: E402,F401 - registers quadarm/QuadArm-v0
 from quadarm.config import ConfigError  # noqa: E402
 from quadarm.envs import ENV_ID  # noqa: E402
 from quadarm.envs.single import QuadArmEnv  # noqa: E402
+from quadarm.envs.vector import QuadArmVectorEnv  # noqa: E402
 from quadarm.runner.episode import run_episode  # noqa: E402
 from quadarm.scenarios.common import error_m  # noqa: E402
 
@@ -276,9 +277,12 @@ def test_vector_env_equals_single_envs_with_air_terms(drawn):
     assert finished >= 2 and desync
 
 
-def test_controller_action_refuses_the_arm_aware_terms():
-    env = QuadArmEnv(overrides=[*HOVER, "control.feedforward=com"])
-    env.reset(seed=0)
-    env.step(np.zeros(env.action_space.shape[0]))  # the env itself flies any actions
+def test_the_vector_controller_action_refuses_the_arm_aware_terms():
+    """The vector environment's action is the paper's law: it refuses the arm-aware terms (the
+    single environment runs them, tests/model/test_terms_conformance.py)."""
+    venv = QuadArmVectorEnv(1, [*HOVER, "control.feedforward=com"])
+    venv.reset(seed=0)
+    venv.step(np.zeros((1, venv.single_action_space.shape[0])))  # it flies any actions
     with pytest.raises(ValueError, match="control.feedforward=com"):
-        env.controller_action()
+        venv.controller_action()
+    venv.close()

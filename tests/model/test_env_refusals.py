@@ -1,6 +1,7 @@
 """The environments refuse, in one line, what they cannot fly as the command line does: the
-scenarios whose grasp and release only the one-trial loop runs, and (in ``controller_action``)
-every term of the registry marked ``refuse``."""
+vector environment the scenarios whose events switch the payload weld, and (in its
+``controller_action``) every term of the registry marked ``refuse`` for it. The single
+environment flies them all (tests/model/test_scenario_tasks.py)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,28 @@ from quadarm.envs.single import QuadArmEnv  # noqa: E402
 from quadarm.envs.vector import QuadArmVectorEnv  # noqa: E402
 
 
+def test_the_vector_env_refuses_exactly_the_weld_scenarios():
+    from quadarm.scenarios.tasks import TASKS
+
+    assert set(UNSUPPORTED_SCENARIOS) == {k for k, t in TASKS.items() if t.weld}
+    assert set(UNSUPPORTED_SCENARIOS) == {"payload", "pick_place"}
+
+
 @pytest.mark.parametrize("kind", UNSUPPORTED_SCENARIOS)
-@pytest.mark.parametrize("cls", [QuadArmEnv, QuadArmVectorEnv], ids=["single", "vector"])
-def test_scenarios_with_grasp_events_are_refused(kind, cls):
+def test_scenarios_with_grasp_events_are_refused_by_the_vector_env(kind):
     over = [f"scenario={kind}"] + (["world=pedestal"] if kind == "pick_place" else [])
-    with pytest.raises(ValueError, match=rf"^scenario={kind}: the environments do not fly"):
-        cls(overrides=over) if cls is QuadArmEnv else cls(1, over)
+    with pytest.raises(ValueError, match=rf"^scenario={kind}: the vector environment does not"):
+        QuadArmVectorEnv(1, over)
+    QuadArmEnv(overrides=over).close()  # the single environment flies them
 
 
 def test_the_refusal_names_every_refused_term_that_is_on():
     from quadarm.config import load
 
     c = load(["scenario=hover", "control.feedforward=com", "control.tendon_tau=0.05"])
-    line = terms.env_refusal(c)
+    assert terms.env_refusal(c) == ""  # the single environment runs the whole controller
+    line = terms.env_refusal(c, vector=True)
     assert "\n" not in line
     assert "feedforward (control.feedforward=com)" in line
     assert "tendon_lowpass (control.tendon_tau=0.05)" in line
-    assert terms.env_refusal(load(["scenario=hover", "aero.downwash=true"])) == ""
+    assert terms.env_refusal(load(["scenario=hover", "aero.downwash=true"]), vector=True) == ""

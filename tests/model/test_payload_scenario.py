@@ -59,9 +59,9 @@ def test_the_released_ball_falls_at_g_and_the_vehicle_returns_to_trim(flown):
     assert np.linalg.norm(log.position[-1] - p.plan.start) < 0.005
 
 
-def test_payload_trials_fly_alone_and_other_models_are_unchanged():
+def test_payload_trials_batch_and_other_models_are_unchanged():
     cfg = cfg_of("scenario=payload")
-    assert engine.wants_batch("batch", 1, [cfg]) == [False]
+    assert engine.wants_batch("batch", 1, [cfg]) == [True]  # each row owns its weld
     hover = lifecycle.prepare(cfg_of("scenario=hover"))
     assert isinstance(hover, Prepared)
     assert carried_mass(hover.built.model) == 0.0

@@ -266,6 +266,6 @@ def test_worlds_without_a_payload_build_the_models_they_did():
         assert m.neq == 0 and objects and set(m.geom_conaffinity[objects]) == {3}
     m = lifecycle.build_model(cfg_of(*PEDESTAL, "scenario=hover")).model
     pl = Payload.of(m)
-    # The grasp writes the model's eq_data: pick_place trials fly one at a time.
-    assert engine.wants_batch("batch", 1, [cfg_of(*PEDESTAL, "scenario=pick_place")]) == [False]
+    # Each batch row owns its weld (tests/model/test_scenario_tasks.py): pick_place batches.
+    assert engine.wants_batch("batch", 1, [cfg_of(*PEDESTAL, "scenario=pick_place")]) == [True]
     assert rest_height(m) == pytest.approx(float(m.key_qpos[0, pl.qpos_adr + 2]), abs=1e-12)

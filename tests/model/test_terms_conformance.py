@@ -112,6 +112,14 @@ def test_the_env_flies_it_as_the_command_line_or_refuses_it(term, monkeypatch):
     from quadarm.envs.single import QuadArmEnv
 
     monkeypatch.setenv("QUADARM_NUMBA", "0")
+    if term.vector_env == terms.ENV_REFUSE:  # the vector environment's law: refused, one line
+        from quadarm.envs.vector import QuadArmVectorEnv
+
+        venv = QuadArmVectorEnv(1, list(term.trial))
+        venv.reset(seed=0)
+        with pytest.raises(ValueError, match=re.escape(term.switches[0][0])):
+            venv.controller_action()
+        venv.close()
     if term.env == terms.ENV_ORACLE:
         pytest.skip(f"{term.name}: controller_action() is the paper's law on the true state")
     env = QuadArmEnv(overrides=list(term.trial))
