@@ -298,20 +298,20 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
     x0s = [x_nom] + [rng.uniform(0.1, 0.9, len(problem.keys)) for _ in range(starts - 1)]
     jobs = [(problem, x0, pull, rows, meas, max_nfev) for x0 in x0s]
     ctx = multiprocessing.get_context()
-    best, count = ctx.Value("d", math.inf), ctx.Value("l", 0)
+    best_rmse, count = ctx.Value("d", math.inf), ctx.Value("l", 0)
     pool: Executor
     if workers > 1 and len(jobs) > 1:
         pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), initializer=_share,
-                                   initargs=(best, count))
+                                   initargs=(best_rmse, count))
     else:
-        _share(best, count)
+        _share(best_rmse, count)
         pool = ThreadPoolExecutor(max_workers=1)  # the starts in turn; this thread draws
     try:
         with pool:
             futures = [pool.submit(_start, j) for j in jobs]
             # At most max_nfev evaluations per start, each with a finite-difference
             # Jacobian of n more: the bar's total is that bound.
-            _progress(futures, count, best, len(jobs) * max_nfev * (len(problem.keys) + 1))
+            _progress(futures, count, best_rmse, len(jobs) * max_nfev * (len(problem.keys) + 1))
             results = [f.result() for f in futures]
     finally:
         _unshare()
