@@ -116,3 +116,21 @@ def test_statics_in_displacement_mode_is_refused():
     with pytest.raises(ConfigError, match="^arm.actuation=displacement"):
         api.compose(["arm=ftdcr_v4", "scenario=statics"])
     api.compose(["arm=ftdcr_v4", "arm.actuation=tension", "scenario=statics"])
+
+
+def test_a_plan_that_bends_nothing_holds_the_servos_pretension():
+    """Servo-driven tendons in a plan without a bend (hover, disturbance): on the straight
+    arm each tendon pulls with its section's pretension T0 (the position actuator's force
+    k (u - L) = -T0), not with the force limit a command of 0 would give."""
+    from quadarm.scenarios.drive import slack_rows
+
+    cfg = load(["arm=ftdcr_v4", "scenario=hover"])
+    b = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
+    m, d = b.model, mujoco.MjData(b.model)
+    rows = slack_rows(cfg, b, 3)
+    assert rows is not None and rows.shape == (3, 9)
+    d.ctrl[b.tendon_actuators] = rows[0]
+    mujoco.mj_forward(m, d)
+    t0 = [s.tendons.pretension for s in cfg.arm.sections for _ in range(3)]
+    assert -d.actuator_force[b.tendon_actuators] == pytest.approx(t0, abs=1e-9)
+    assert slack_rows(load(["scenario=hover"]), b, 3) is None  # prb12: slack, as before
