@@ -61,8 +61,9 @@ SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend"
 def check(cfg: Config) -> None:
     """Refuse, in one line, what a multi-section arm cannot fly: a scenario outside
     :data:`SECTION_SCENARIOS`, and the terms written for one section of three tendons (the
-    arm-aware feed-forward, active tendon damping and bias, the tip feedback and its bend
-    correction, the sensing's arm-shape fit, the legacy tendon map); in displacement mode the
+    wrench feed-forward, and the com one with torsion hinges; active tendon damping and bias,
+    the tip feedback and its bend correction, the sensing's arm-shape fit, the legacy tendon
+    map); in displacement mode the
     ``statics`` scenario (its metrics report tensions; the bench replay is
     ``python -m quadarm.identify``). Also each section's tendons must bend it every way."""
     from quadarm.config.checks import ConfigError
@@ -81,8 +82,11 @@ def check(cfg: Config) -> None:
                           "tensions: use actuation=tension, or python -m quadarm.identify's "
                           "bench replay for servo-driven tendons")
     c = cfg.control
+    # The com feed-forward's first moment holds for any chain of two-hinge links
+    # (tests/model/test_arm_terms.py); the wrench reads three tendons' anchors.
+    ff_ok = ("none",) if arm.torsion else ("none", "com")
     refusals = [
-        ("control.feedforward", c.feedforward, c.feedforward != "none", "none"),
+        ("control.feedforward", c.feedforward, c.feedforward not in ff_ok, "|".join(ff_ok)),
         ("control.tendon_damping", c.tendon_damping, c.tendon_damping != 0.0, "0"),
         ("control.tendon_bias", c.tendon_bias, c.tendon_bias != 0.0, "0"),
         ("control.tip_gain", c.tip_gain, c.tip_gain != 0.0, "0"),
