@@ -524,6 +524,37 @@ def measure_segments(label: str, segments: tuple[int, ...], repeat: int = 1,
     return out
 
 
+def measure_sections(label: str, sizes: tuple[tuple[int, int], ...], repeat: int = 3,
+                     overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Cost against the size of a multi-section arm (``arm=ftdcr_v4``, three sections) on the
+    short mission: for each (links, tendons) per section, the bare ``mj_step`` loop replaying
+    the flown commands and the closed loop (compiled when numba is there), us per step, the
+    medians of ``repeat`` interleaved measurements, and their ratio. Every bare replay must
+    reach the closed loop's final state bit for bit (:class:`Replay`)."""
+    rows: list[dict[str, Any]] = []
+    for links, count in sizes:
+        per = [f"arm.sections.{j}.{k}" for j in range(3) for k in ("links", "tendons.count")]
+        vals = [links, count] * 3
+        cfg = load([f"sim={PRESETS[label]}", "arm=ftdcr_v4", *SHORT_MISSION, *overrides,
+                    *(f"{k}={v}" for k, v in zip(per, vals, strict=True))])
+        prep = lifecycle.prepare(cfg)
+        if not isinstance(prep, Prepared):
+            raise RuntimeError(f"{links} links x {count} tendons: {prep.message}")
+        rp = Replay(prep, f"{links} links x {count} tendons")  # also the warm-up
+        n = prep.plan.steps
+        bare, closed = [], []
+        for _ in range(repeat):
+            bare.append(bare_replay(prep.built.model, prep.plan, rp)[0] / n * 1e6)
+            closed.append(_timed(partial(episode.fly, prep)) / n * 1e6)
+        b, c = statistics.median(bare), statistics.median(closed)
+        rows.append({"links": 3 * links, "tendons": 3 * count, "nv": int(prep.built.model.nv),
+                     "bare_us": b, "closed_us": c, "ratio": c / b,
+                     "numba": jit.use(cfg.runner.compiled)})
+        print(f"  {label}: {3 * links} links, {3 * count} tendons: bare {b:.0f} us, closed "
+              f"{c:.0f} us, {c / b:.3f}", file=sys.stderr)
+    return {"preset": label, "overrides": list(overrides), "rows": rows}
+
+
 def segments_table(results: list[dict[str, Any]]) -> str:
     """The human-readable cost-against-N summary."""
     lines = []
@@ -678,6 +709,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segments", default=None,
                         help="cost against N instead: e.g. 6,12,24,48 (arm=rod, short "
                              "mission, MuJoCo's stage timers, growth exponents)")
+    parser.add_argument("--sections", default=None,
+                        help="cost against a multi-section arm's size instead: links x "
+                             "tendons per section of arm=ftdcr_v4, e.g. 5x3,10x3,20x3,10x6 "
+                             "(short mission, bare mj_step and closed loop, ratio)")
     parser.add_argument("--no-air", action="store_true",
                         help="skip the mission with motor lag, gusts and downwash on")
     parser.add_argument("--placement", default="base", choices=("base", "midpoint"),
@@ -719,6 +754,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"load average before/after: {load[0]} / {load[1]}")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(envs, indent=2, default=float))
+        print(f"wrote {args.out}")
+        return 0
+    if args.sections:
+        try:
+            sizes = tuple((int(a), int(b)) for a, b in (v.split("x") for v in
+                                                        args.sections.split(",")))
+        except ValueError:
+            parser.error(f"--sections={args.sections}: e.g. 5x3,10x3 (links x tendons)")
+        load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+        res = [measure_sections(lab, sizes, args.repeat, tuple(args.override))
+               for lab in (args.preset or PRESETS)]
+        for r in res:
+            print(f"{r['preset']}: links tendons nv | bare us/step | closed us/step | ratio")
+            for row in r["rows"]:
+                print(f"  {row['links']:5d} {row['tendons']:7d} {row['nv']:3d} | "
+                      f"{row['bare_us']:12.1f} | {row['closed_us']:14.1f} | "
+                      f"{row['ratio']:.3f}")
+        load = (load_before, os.getloadavg() if hasattr(os, "getloadavg") else None)
+        print(f"load average before/after: {load[0]} / {load[1]}")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"sections": res, "loadavg": load}, indent=2,
+                                       default=float))
         print(f"wrote {args.out}")
         return 0
     if args.segments:

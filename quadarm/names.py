@@ -228,8 +228,9 @@ def rotor_column(j: int) -> str:
 
 
 def tension_column(i: int) -> str:
-    """The tension command (N) of tendon ``i`` (0, 1, 2 -> a, b, c)."""
-    return f"tension_{'abc'[i]}_n"
+    """The tension command (N) of tendon ``i`` (0, 1, 2 -> a, b, c; a multi-section arm's
+    up to 26 tendons go on to z)."""
+    return f"tension_{'abcdefghijklmnopqrstuvwxyz'[i]}_n"
 
 
 def joint_velocity_column(joint: str) -> str:

@@ -358,19 +358,12 @@ def check_bench(cfg: Config) -> None:
 
 
 def check_sections(cfg: Config) -> None:
-    """Refuse a multi-section arm (kind ``sections``) in the flight scenarios: their tendon
-    plans, the arm-aware terms, the tip map and the shape estimator are written for one
-    section of three tendons. It runs on the bench (``python -m quadarm.identify``,
-    :mod:`quadarm.identify.replay`) and in :func:`quadarm.model.builder.build`."""
-    from quadarm.config.sections import SectionArmConfig
+    """Refuse, in one line, what a multi-section arm (kind ``sections``) cannot fly:
+    :func:`quadarm.scenarios.drive.check` (the scenarios whose plans bend each section, and
+    the terms written for one section of three tendons)."""
+    from quadarm.scenarios.drive import check
 
-    if isinstance(cfg.arm, SectionArmConfig):
-        raise ConfigError("arm", f"{cfg.arm.kind} ({len(cfg.arm.sections)} sections, "
-                          f"{cfg.arm.n_tendons} tendons)",
-                          "the scenarios fly one-section arms only (arm=prb12|rod): their "
-                          "tendon plans, arm-aware terms, tip map and shape estimator take "
-                          "three tendons; a multi-section arm runs in python -m "
-                          "quadarm.identify (docs/arm.md)")
+    check(cfg)
 
 
 def writable(key: str, path: str | Path) -> None:

@@ -81,6 +81,10 @@ class SectionConfig:
     damping: float = 1e-4  # N m^2 s, bending moment per unit curvature rate
     curvature_range: Optional[float] = None  # noqa: UP045 - 1/m, symmetric; null: unlimited
     tendons: TendonSetConfig = field(default_factory=TendonSetConfig)
+    # How this section follows a flight scenario's bend command (mu, beta): its own bend is
+    # (bend_scale mu, beta + bend_offset_deg) (quadarm.control.sections, docs/arm.md).
+    bend_scale: float = 1.0
+    bend_offset_deg: float = 0.0  # deg
 
     @property
     def ei(self) -> float:
@@ -100,6 +104,9 @@ class SectionConfig:
         _non_negative("damping", self.damping)
         if self.curvature_range is not None:
             _positive("curvature_range", self.curvature_range)
+        _in_range("bend_scale", self.bend_scale, -10.0, 10.0)
+        if not _real(self.bend_offset_deg):
+            raise ConfigError("bend_offset_deg", self.bend_offset_deg, "must be a finite number")
 
 
 @dataclass
@@ -127,6 +134,12 @@ class SectionArmConfig:
 
     ``torsion`` adds a third hinge per link about its axis, stiffness GJ/l with
     GJ = EI / (1 + ``poisson_ratio``) (a solid round backbone).
+
+    ``bend_tension`` (N): the scale of the flight scenarios' bend plan. A bend command
+    (mu, beta) asks section j for the moment sqrt(3)/2 mu_j ``bend_tension`` r_j towards
+    beta_j (the moment the paper's balanced allocation gives one section of three tendons at
+    offset r_j), with mu_j, beta_j from the section's ``bend_scale`` and ``bend_offset_deg``
+    (:mod:`quadarm.control.sections`). It is not the actuators' limit ``tension_max``.
     """
 
     sections: List[SectionConfig] = field(  # noqa: UP006
@@ -143,6 +156,7 @@ class SectionArmConfig:
     joint_friction: float = 0.0  # N m
     backlash: float = 0.0  # m
     tendon_routing: str = "joints"
+    bend_tension: float = 5.0  # N, the bend plan's tension scale: mu = 1 is sqrt(3)/2 of it
 
     @property
     def kind(self) -> str:
@@ -195,7 +209,7 @@ class SectionArmConfig:
                               f"must have at most {LINKS_MAX} links in all")
         if self.n_tendons > 26:
             raise ConfigError("sections", self.n_tendons, "must have at most 26 tendons in all")
-        for key in ("segment_radius", "tip_mass", "tip_radius", "tension_max"):
+        for key in ("segment_radius", "tip_mass", "tip_radius", "tension_max", "bend_tension"):
             _positive(key, getattr(self, key))
         _in_range("poisson_ratio", self.poisson_ratio, -0.99, 0.5)
         _choice("actuation", self.actuation, ACTUATIONS)

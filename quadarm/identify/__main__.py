@@ -136,8 +136,15 @@ def run(overrides: list[str]) -> dict[str, float]:
     s2: dict[str, Any] = {"values": nominal, "stderr": {k: 0.0 for k in nominal},
                           "costs": [], "nfev": [], "rows": 0, "at_bound": []}
     if keys:
-        s2 = fit.stage2(problem, recs["train"].pull, recs["train"].tip, cfg.train_stride,
-                        cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed)
+        cached = _cache_path(out, frame, arm, sim, cfg, recs)
+        if cached.is_file():
+            s2 = json.loads(cached.read_text())
+            print(f"stage 2: the same fit is in the trial store ({cached}), not recomputed",
+                  flush=True)
+        else:
+            s2 = fit.stage2(problem, recs["train"].pull, recs["train"].tip, cfg.train_stride,
+                            cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed)
+            _cache_write(cached, s2)
     t2 = time.perf_counter()
     for which in ("train", "val"):
         sims[which], scores[which] = fit.evaluate(problem, s2["values"], recs[which].pull,
@@ -179,6 +186,38 @@ def run(overrides: list[str]) -> dict[str, float]:
     report.write(out, cfg, recs, sims, record)
     print(f"wrote {out} ({t3 - t0:.0f} s in all)")
     return metrics
+
+
+def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
+                cfg: IdentifyConfig, recs: dict[str, Any]) -> Path:
+    """Where stage 2's result for this job lives in the trial store (``trials/identify/``
+    beside the runs, :func:`quadarm.config.default_store`): keyed by a hash of everything that
+    fixes it, the arm, frame, sim and identify config (but its output folder, name and
+    worker count), the recordings' bytes and the code's fingerprint
+    (:func:`quadarm.runner.store.fingerprint`, so other code never reads it)."""
+    import dataclasses
+    import hashlib
+
+    from quadarm.config import default_store
+    from quadarm.runner.store import fingerprint
+
+    job = dataclasses.asdict(cfg)
+    for key in ("out", "name", "workers"):
+        job.pop(key, None)
+    h = hashlib.sha256(fingerprint().encode())
+    h.update(json.dumps([dataclasses.asdict(frame), dataclasses.asdict(arm),
+                         dataclasses.asdict(sim), job], sort_keys=True, default=str).encode())
+    for which in ("pulls", "train", "val"):
+        h.update(Path(recs[which].path).read_bytes())
+    return default_store(out) / "identify" / f"{h.hexdigest()[:16]}.json"
+
+
+def _cache_write(path: Path, s2: dict[str, Any]) -> None:
+    """Write stage 2's result (plain numbers) atomically: a rename, never a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(s2, default=float))
+    tmp.replace(path)
 
 
 def main(argv: list[str] | None = None) -> int:

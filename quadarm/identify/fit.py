@@ -15,7 +15,10 @@
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+import sys
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -243,12 +246,34 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
     return problem, ch, summary
 
 
+# The progress of stage 2, shared by its processes: the best aligned train RMSE so far (mm)
+# and the number of residual evaluations (set by _share in each worker).
+_SHARED: tuple[Any, Any] | None = None
+
+
+def _share(best: Any, count: Any) -> None:
+    global _SHARED
+    _SHARED = (best, count)
+
+
+def _unshare() -> None:
+    global _SHARED
+    _SHARED = None
+
+
 def _residuals(x: np.ndarray, problem: Problem, pull: np.ndarray, rows: np.ndarray,
                meas: np.ndarray) -> np.ndarray:
     sim = problem.simulate(problem.values(x), pull, rows)
     err = sim - np.mean(sim - meas, axis=0) - meas
     if not np.all(np.isfinite(err)):
         return np.full(err.size, 1.0)
+    if _SHARED is not None:  # the progress bar's figures; no effect on the fit
+        best, count = _SHARED
+        rmse = float(np.sqrt(np.mean(np.sum(err * err, axis=1)))) * 1e3
+        with best.get_lock():
+            best.value = min(best.value, rmse)
+        with count.get_lock():
+            count.value += 1
     return err.ravel() * 1e3  # mm
 
 
@@ -272,11 +297,24 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
     x_nom = problem.normalised(problem.nominal())
     x0s = [x_nom] + [rng.uniform(0.1, 0.9, len(problem.keys)) for _ in range(starts - 1)]
     jobs = [(problem, x0, pull, rows, meas, max_nfev) for x0 in x0s]
+    ctx = multiprocessing.get_context()
+    best_rmse, count = ctx.Value("d", math.inf), ctx.Value("l", 0)
+    pool: Executor
     if workers > 1 and len(jobs) > 1:
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs))) as pool:
-            results = list(pool.map(_start, jobs))
+        pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), initializer=_share,
+                                   initargs=(best_rmse, count))
     else:
-        results = [_start(j) for j in jobs]
+        _share(best_rmse, count)
+        pool = ThreadPoolExecutor(max_workers=1)  # the starts in turn; this thread draws
+    try:
+        with pool:
+            futures = [pool.submit(_start, j) for j in jobs]
+            # At most max_nfev evaluations per start, each with a finite-difference
+            # Jacobian of n more: the bar's total is that bound.
+            _progress(futures, count, best_rmse, len(jobs) * max_nfev * (len(problem.keys) + 1))
+            results = [f.result() for f in futures]
+    finally:
+        _unshare()
     best = min(results, key=lambda r: r["cost"])
     m, n = best["fun"].size, len(problem.keys)
     s2 = 2.0 * best["cost"] / max(m - n, 1)
@@ -306,3 +344,25 @@ def evaluate(problem: Problem, values: dict[str, float], pull: np.ndarray, tip: 
                  "max_mm": float(err.max()) * 1e3,
                  "mean_predictor_mm": float(np.sqrt(np.mean(np.sum(
                      (tip - tip.mean(axis=0)) ** 2, axis=1)))) * 1e3}
+
+
+def _progress(futures: list[Any], count: Any, best: Any, total: int) -> None:
+    """Draw stage 2's bar on a terminal (stderr): residual evaluations done (of the bound
+    ``total``) and the best aligned train RMSE so far; redrawn every half second until every
+    start is done."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc="stage 2", unit="eval", file=sys.stderr,
+               disable=not sys.stderr.isatty(), leave=True)
+    try:
+        while True:
+            done = all(f.done() for f in futures)
+            bar.n = min(int(count.value), total)
+            if math.isfinite(best.value):
+                bar.set_postfix_str(f"best train RMSE {best.value:.2f} mm", refresh=False)
+            bar.refresh()
+            if done:
+                break
+            time.sleep(0.5)
+    finally:
+        bar.close()

@@ -9,6 +9,7 @@ from quadarm.control.trajectory import constant
 from quadarm.model import BuiltModel
 from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, Pulse, error_m, times
+from quadarm.scenarios.drive import slack_rows
 
 
 def plan(cfg: Config, built: BuiltModel) -> Plan:
@@ -22,6 +23,7 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
                   force=sc.force * direction / np.linalg.norm(direction),
                   start=k0, stop=k0 + int(round(sc.length / dt)))
     return Plan(t=t, ref=constant(start, len(t)), start=start, pulses=(pulse,),
+                tensions=slack_rows(cfg, built, len(t)),
                 phases={WHOLE: (0.0, sc.duration)})
 
 
@@ -43,5 +45,12 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
         (WHOLE, "deviation_max_cm", float(e.max() * 100.0)),
         (WHOLE, "recovery_s", recovery),
         # The largest tendon command (N): 0 with slack tendons; what active damping spends.
-        (WHOLE, "tension_peak_n", float(log.ctrl[:, log.tendon_ids].max())),
+        # Servo-driven tendons are commanded in metres: their tension is not logged (nan).
+        (WHOLE, "tension_peak_n", float("nan") if _servo(cfg) else
+         float(log.ctrl[:, log.tendon_ids].max())),
     ]
+
+
+def _servo(cfg: Config) -> bool:
+    """Whether the arm's tendons are servo-driven (commands in metres, not newtons)."""
+    return getattr(cfg.arm, "actuation", "tension") == "displacement"

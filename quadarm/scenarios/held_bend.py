@@ -13,7 +13,7 @@ from quadarm.scenarios.common import Log, Metric, Plan, error_m
 
 
 def plan(cfg: Config, built: BuiltModel) -> Plan:
-    return bend_plan(cfg)
+    return bend_plan(cfg, built)
 
 
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:

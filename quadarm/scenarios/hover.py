@@ -16,12 +16,14 @@ from quadarm.control.trajectory import constant
 from quadarm.model import BuiltModel
 from quadarm.names import WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, times, tracking_metrics
+from quadarm.scenarios.drive import slack_rows
 
 
 def plan(cfg: Config, built: BuiltModel) -> Plan:
     start = np.array([0.0, 0.0, cfg.scenario.altitude])
     t = times(cfg.scenario.duration, cfg.sim.timestep)
     return Plan(t=t, ref=constant(start, len(t)), start=start,
+                tensions=slack_rows(cfg, built, len(t)),
                 phases={WHOLE: (0.0, cfg.scenario.duration),
                         "settled": (cfg.scenario.duration / 2, cfg.scenario.duration)})
 

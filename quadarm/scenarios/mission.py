@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from quadarm.config import Config, MissionScenario
-from quadarm.control.tendons import tensions as allocate
 from quadarm.control.trajectory import differentiate, mission_position, ramp_up_down
 from quadarm.model import BuiltModel
 from quadarm.names import MISSION_PHASES, WHOLE, after_phase
 from quadarm.scenarios.common import Log, Metric, Plan, times, tracking_metrics
+from quadarm.scenarios.drive import bend_rows
 
 
 def plan(cfg: Config, built: BuiltModel) -> Plan:
@@ -23,8 +23,7 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     tau = t - edges[3]
     mu = sc.sweep_mu * ramp_up_down(tau, sc.sweep_time, sc.sweep_ramp)
     beta = 2.0 * np.pi * sc.sweep_rate * tau
-    phi = np.radians(cfg.arm.tendon_angles_deg)
-    tension = allocate(mu, beta, phi, cfg.arm.tension_max, cfg.control.tendon_map)
+    tension = bend_rows(cfg, built, mu, beta)
     phases = {name: (edges[i], edges[i + 1]) for i, name in enumerate(MISSION_PHASES)}
     return Plan(t=t, ref=ref, start=np.array([0.0, 0.0, sc.altitude]), tensions=tension,
                 phases=phases)

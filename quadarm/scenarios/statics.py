@@ -18,7 +18,7 @@ SETTLE_WINDOW = 1.0  # s before the end over which the tip's residual motion is 
 
 
 def plan(cfg: Config, built: BuiltModel) -> Plan:
-    return bend_plan(cfg)
+    return bend_plan(cfg, built)
 
 
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:

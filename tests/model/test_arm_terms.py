@@ -264,3 +264,32 @@ def test_other_arm_geometry_chain() -> None:
                    for k in range(4)) + arm.tip_mass * (-0.05 - 4 * arm.segment_length
                                                         - arm.tip_radius)
     assert s[2] == pytest.approx(expect_z, abs=1e-15)
+
+
+def test_first_moment_matches_mujoco_on_a_multi_section_arm() -> None:
+    """The feed-forward's first moment on the FTDCR v4 arm (three sections of ten links of
+    unequal masses, hinges taken y-then-x on odd links) under random hinge angles and
+    attitude: MuJoCo's subtree mass times its centre of mass's offset, in the body frame
+    (why ``control.feedforward=static|dynamic`` flies a multi-section arm)."""
+    from quadarm.config import load
+
+    cfg = load(["arm=ftdcr_v4"])
+    for j, s in enumerate(cfg.arm.sections):
+        s.mass = 0.004 * (j + 1)
+    b = build(cfg.airframe, cfg.arm, cfg.sim)
+    m, d = b.model, mujoco.MjData(b.model)
+    chain, root = _chain(b), m.body(names.link_body(0)).id
+    n = cfg.arm.segments
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        d.qpos[:] = m.qpos0
+        d.qpos[:3] = rng.normal(size=3)
+        q = rng.normal(size=4)
+        d.qpos[3:7] = q / np.linalg.norm(q)
+        hinges = _hinge_qpos(m, n, "x") + _hinge_qpos(m, n, "y")
+        d.qpos[hinges] = rng.uniform(-0.3, 0.3, size=len(hinges))
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        rot = d.xmat[b.quad_body].reshape(3, 3)
+        ref = m.body_subtreemass[root] * rot.T @ (d.subtree_com[root] - d.xipos[b.quad_body])
+        np.testing.assert_allclose(_moment(chain, d.qpos), ref, rtol=0, atol=1e-14)

@@ -135,3 +135,28 @@ def test_shipped_calibration_beats_the_nominal_arm_on_val():
         sim = problem.simulate({}, val.pull[rows])
         scores[name] = fit.aligned_rmse(sim, val.tip[rows])
     assert scores["calibrated"] < 0.75 * scores["nominal"], scores
+
+
+@pytest.mark.slow
+def test_a_rerun_of_the_same_fit_reads_it_from_the_trial_store(tmp_path, capsys,
+                                                                monkeypatch):
+    """Stage 2 is cached in the trial store under a hash of what fixes it: the same job
+    again (another output folder) does not fit again and reports the same numbers, bit for
+    bit; a changed fit setting fits again."""
+    import pandas as pd
+
+    base = ["+experiment=identify_ftdcr_v4", "identify.starts=1", "identify.max_nfev=2",
+            "identify.train_stride=200", "identify.workers=1",
+            "identify.parameters={tendon_friction: [0.0, 3.0]}"]
+    monkeypatch.chdir(tmp_path)  # every run under outputs/ shares outputs/trials
+    runs = []
+    for i, extra in enumerate([[], [], ["identify.seed=1"]]):
+        out = Path("outputs") / f"run{i}"
+        assert main([*base, *extra, f"identify.out={out}"]) == 0
+        runs.append((capsys.readouterr().out, pd.read_parquet(out / "metrics.parquet")))
+    assert "not recomputed" not in runs[0][0]
+    assert "not recomputed" in runs[1][0]
+    assert "not recomputed" not in runs[2][0]  # another seed: another fit
+    a, b = runs[0][1], runs[1][1]
+    keep = a["metric"] != "wall_s"
+    assert a[keep]["value"].tolist() == b[keep]["value"].tolist()

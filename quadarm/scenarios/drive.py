@@ -1,0 +1,107 @@
+"""The tendon rows of a flight plan for any arm: the paper's three-tendon allocation for a
+one-section arm (unchanged), each section on its own plan for a multi-section arm
+(:mod:`quadarm.control.sections`), and, with ``arm.actuation=displacement``, those tensions
+turned into the servos' tendon-length commands (m) through each section's geometry, so that the
+step seam writes the plan's row to ``ctrl`` in either mode."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from quadarm.config import Config
+from quadarm.config.sections import SectionArmConfig
+from quadarm.control import sections as plan_sections
+from quadarm.control.tendons import tensions as allocate
+from quadarm.model import BuiltModel
+from quadarm.model.sections import play, pretension
+
+
+def bend_rows(cfg: Config, built: BuiltModel, mu: np.ndarray | float,
+              beta: np.ndarray | float) -> np.ndarray:
+    """The tendon commands (n + 1, n_tendons) for bend commands mu (n + 1,) and beta
+    (n + 1,) rad (or scalars, broadcast): tensions (N), or tendon lengths (m) in
+    displacement mode."""
+    arm = cfg.arm
+    if not isinstance(arm, SectionArmConfig):
+        phi = np.radians(arm.tendon_angles_deg)
+        return allocate(mu, beta, phi, arm.tension_max, cfg.control.tendon_map)
+    base = pretension(arm) if arm.actuation == "displacement" else None
+    return commands(cfg, built, plan_sections.tensions(mu, beta, arm, base))
+
+
+def commands(cfg: Config, built: BuiltModel, t: np.ndarray) -> np.ndarray:
+    """A multi-section arm's commands for tensions t (n + 1, n_tendons) N: t itself for
+    ``actuation=tension``; the servos' length commands (m) for ``displacement``, through the
+    servo's ``backlash`` (a play along time, :func:`quadarm.model.sections.play`)."""
+    arm = cfg.arm
+    assert isinstance(arm, SectionArmConfig)
+    if arm.actuation == "tension":
+        return t
+    m = built.model
+    rest = m.tendon_length0[m.actuator_trnid[built.tendon_actuators, 0]]
+    return play(plan_sections.displacement_commands(t, arm, rest), arm.backlash)
+
+
+def slack_rows(cfg: Config, built: BuiltModel, n: int) -> np.ndarray | None:
+    """The tendon rows of a plan that bends nothing, n samples: None (slack tendons, the
+    seam commands nothing) except for servo-driven tendons, which hold their pretension, the
+    arm straight in zero gravity (the plan at mu = 0; a position actuator left at command 0
+    would pull its tendon to zero length)."""
+    arm = cfg.arm
+    if not isinstance(arm, SectionArmConfig) or arm.actuation == "tension":
+        return None
+    return bend_rows(cfg, built, np.zeros(n), np.zeros(n))
+
+
+# The scenarios that fly (or hold) a multi-section arm: their plans bend it through
+# bend_rows/slack_rows. The others need the one-section arm's tip map, payload or contact.
+SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics")
+
+
+def check(cfg: Config) -> None:
+    """Refuse, in one line, what a multi-section arm cannot fly: a scenario outside
+    :data:`SECTION_SCENARIOS`, and the terms written for one section of three tendons (the
+    wrench feed-forward, and the com one with torsion hinges; active tendon damping and bias,
+    the tip feedback and its bend correction, the sensing's arm-shape fit, the legacy tendon
+    map); in displacement mode the
+    ``statics`` scenario (its metrics report tensions; the bench replay is
+    ``python -m quadarm.identify``). Also each section's tendons must bend it every way."""
+    from quadarm.config.checks import ConfigError
+
+    arm = cfg.arm
+    if not isinstance(arm, SectionArmConfig):
+        return
+    what = f"a multi-section arm (arm kind sections, {len(arm.sections)} sections)"
+    kind = cfg.scenario.kind
+    if kind not in SECTION_SCENARIOS:
+        raise ConfigError("scenario", kind, f"{what} flies scenario="
+                          f"{'|'.join(SECTION_SCENARIOS)} only (the others read the "
+                          "one-section arm's tip map, payload or contact)")
+    if kind == "statics" and arm.actuation == "displacement":
+        raise ConfigError("arm.actuation", arm.actuation, "scenario=statics reports tendon "
+                          "tensions: use actuation=tension, or python -m quadarm.identify's "
+                          "bench replay for servo-driven tendons")
+    c = cfg.control
+    # The com feed-forward's first moment holds for any chain of two-hinge links
+    # (tests/model/test_arm_terms.py); the wrench reads three tendons' anchors.
+    ff_ok = ("none",) if arm.torsion else ("none", "com")
+    refusals = [
+        ("control.feedforward", c.feedforward, c.feedforward not in ff_ok, "|".join(ff_ok)),
+        ("control.tendon_damping", c.tendon_damping, c.tendon_damping != 0.0, "0"),
+        ("control.tendon_bias", c.tendon_bias, c.tendon_bias != 0.0, "0"),
+        ("control.tip_gain", c.tip_gain, c.tip_gain != 0.0, "0"),
+        ("control.tip_bend", c.tip_bend, bool(c.tip_bend), "false"),
+        ("control.tendon_map", c.tendon_map, c.tendon_map != "balanced", "balanced"),
+        ("sensing.preset", cfg.sensing.preset, not cfg.sensing.exact, "exact"),
+    ]
+    for key, value, bad, allowed in refusals:
+        if bad:
+            raise ConfigError(key, value, f"must be {allowed} with {what}: the term is "
+                              "written for one section of three tendons (docs/arm.md)")
+    for j, s in enumerate(arm.sections):
+        a = np.sort(np.mod(np.radians(s.tendons.angles()), 2.0 * np.pi))
+        gaps = np.diff(np.concatenate([a, a[:1] + 2.0 * np.pi]))
+        if a.size < 3 or gaps.max() >= np.pi - 1e-9:
+            raise ConfigError(f"arm.sections.{j}.tendons", s.tendons.angles(),
+                              "the bend plan needs tendons that bend the section every way "
+                              "(at least 3, every gap between neighbours under 180 deg)")
