@@ -43,12 +43,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--gamma", type=float, default=0.999)
+    parser.add_argument("--n-steps", type=int, default=512)
     args = parser.parse_args()
     torch.set_num_threads(1)  # the simulation takes the other core
     venv = VecNormalize(VecMonitor(QuadArmSB3VecEnv(args.envs, OVERRIDES, randomize=RANDOMIZE,
                                                     nthread=2)))
     venv.seed(args.seed)
-    model = PPO("MlpPolicy", venv, n_steps=128, batch_size=256, seed=args.seed, verbose=0)
+    model = PPO("MlpPolicy", venv, n_steps=args.n_steps, batch_size=512, gamma=args.gamma,
+                seed=args.seed, verbose=0)
     before = evaluate(model, venv, args.seed)
     t0 = time.perf_counter()
     model.learn(args.steps)

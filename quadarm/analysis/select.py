@@ -256,11 +256,3 @@ def setup_label(row: pd.Series, keys: list[str]) -> str:
                      ", ".join(f"{k}={_cell(row[k])}" for k in gains))
     parts += [f"{k}={_cell(row[k])}" for k in rest]
     return ", ".join(parts)
-
-
-def refuse_pooled(sel: pd.DataFrame, table: str, covered: Iterable[str] = ()) -> None:
-    """Raise :class:`Pooled` naming the keys when the trials ``sel`` of ``table`` differ in a
-    config key it does not cover."""
-    keys = varying(sel, covered)
-    if keys:
-        raise Pooled(table, keys)
