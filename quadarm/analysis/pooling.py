@@ -92,6 +92,12 @@ def pooled(used: pd.DataFrame, grouping: Grouping) -> list[str]:
     return sorted(found)
 
 
+def _varies(used: pd.DataFrame, prefixes: tuple[str, ...]) -> bool:
+    """Whether a config key starting with one of ``prefixes`` differs across ``used``."""
+    return bool(prefixes) and any(used[k].map(_cell).nunique() > 1 for k in used.columns
+                                  if k.startswith(prefixes))
+
+
 def _read(name: str, build: Builder, runs: pd.DataFrame,
           metrics: pd.DataFrame) -> tuple[Table, pd.DataFrame]:
     """The table and the trials (runs rows) its builder read."""
@@ -113,7 +119,7 @@ def build(name: str, build: Builder, grouping: Grouping, runs: pd.DataFrame,
     """The table ``name`` from ``build`` (see the module docstring): as built when no key
     varies inside its rows, else refused (``grouping.split`` False) or split by setup."""
     table, used = _read(name, build, runs, metrics)
-    if grouping.reason:
+    if grouping.reason and _varies(used, grouping.pools):
         table.notes.append(grouping.reason)
     keys = pooled(used, grouping)
     if not keys:
@@ -134,7 +140,7 @@ def build(name: str, build: Builder, grouping: Grouping, runs: pd.DataFrame,
         still = pooled(sub_used, grouping)
         if still:
             raise Pooled(name, still)
-        if grouping.reason:
+        if grouping.reason and _varies(sub_used, grouping.pools):
             sub.notes.append(grouping.reason)
         parts.append((label, sub))
     if not parts:

@@ -198,3 +198,13 @@ def test_a_builder_that_reads_no_trial_is_refused() -> None:
     with pytest.raises(RuntimeError, match="read no trial"):
         pooling.build("sneaky", sneaky, Grouping(), runs, metrics)
     metric_frame(metrics, runs["run_id"])  # outside a build nothing is recorded (no error)
+
+
+def test_the_cost_table_pools_the_gain_sets_and_says_so() -> None:
+    runs, metrics = _frames("cost")
+    assert not any("on purpose" in n for n in studies.build("cost", runs, metrics).notes)
+    soft = runs.assign(run_id="s0", wall_s=3.0, **{"gains.kr": json.dumps(SOFT["kr"])})
+    table = studies.build("cost", pd.concat([runs, soft]), metrics)
+    assert any("on purpose" in n for n in table.notes)
+    us = table.checks.set_index("metric").loc["us_per_step", "ours"]
+    assert us == pytest.approx(np.median([1.0, 3.0]) / 1000 * 1e6)  # both gain sets' trials
