@@ -11,9 +11,10 @@ configuration columns (:mod:`quadarm.analysis.select`), and returns a
 
 When several successful trials match one row (reruns, Monte-Carlo repetitions) the row holds
 their mean and ``n`` says how many there were; trials that differ in any other config key are
-never averaged: :mod:`quadarm.analysis.pooling` refuses such a table, naming the key. Failed trials (``status`` other than ``ok``)
-are never used. The registry of every study's builder is :mod:`quadarm.analysis.studies`; the
-Markdown and CSV writers are in :mod:`quadarm.analysis.markdown`.
+never averaged: :mod:`quadarm.analysis.pooling` refuses such a table, naming the key. Failed
+trials (``status`` other than ``ok``) are never used. The registry of every study's builder is
+:mod:`quadarm.analysis.studies`; the Markdown and CSV writers are in
+:mod:`quadarm.analysis.markdown`.
 """
 
 from __future__ import annotations
