@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -76,14 +77,25 @@ def _reference(points: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for combo, _ in points.groupby(keys, sort=False, dropna=False):
         c = dict(zip(keys, combo, strict=True))
-        rod = Rod(length=c["arm.length"], mass=c["arm.mass"],
-                  bending_stiffness=c["arm.bending_stiffness"], tip_mass=c["arm.tip_mass"],
-                  tip_radius=c["arm.tip_radius"], tendon_offset=c["arm.tendon_offset"],
-                  tendon_angles_deg=c["arm.tendon_angles_deg"],
-                  flange_depth=c["airframe.flange_depth"])
-        tip = solve(rod, np.array(c["tensions"]), gravity=c["gravity"]).tip * 100.0
+        tip = np.array(_rod_tip_cm(tuple(c[k] for k in ROD_KEYS), tuple(c["tensions"]),
+                                   tuple(c["gravity"])))
         rows.append({**c, "ref_x_cm": tip[0], "ref_y_cm": tip[1], "ref_depth_cm": -tip[2]})
     return pd.DataFrame(rows)
+
+
+@functools.lru_cache(maxsize=4096)
+def _rod_tip_cm(rod: tuple, tensions: tuple[float, ...],
+                gravity: tuple[float, ...]) -> tuple[float, float, float]:
+    """The Cosserat rod's tip (cm) for the ``ROD_KEYS`` values, tensions (N) and gravity
+    (m/s^2); cached: a table split by setup solves each rod once."""
+    c = dict(zip(ROD_KEYS, rod, strict=True))
+    r = Rod(length=c["arm.length"], mass=c["arm.mass"],
+            bending_stiffness=c["arm.bending_stiffness"], tip_mass=c["arm.tip_mass"],
+            tip_radius=c["arm.tip_radius"], tendon_offset=c["arm.tendon_offset"],
+            tendon_angles_deg=c["arm.tendon_angles_deg"],
+            flange_depth=c["airframe.flange_depth"])
+    tip = solve(r, np.array(tensions), gravity=gravity).tip * 100.0
+    return float(tip[0]), float(tip[1]), float(tip[2])
 
 
 def errors(points: pd.DataFrame) -> pd.DataFrame:

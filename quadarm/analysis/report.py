@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from quadarm.analysis import figures, markdown, studies
+from quadarm.analysis.pooling import per_setup
 from quadarm.analysis.select import successful
 from quadarm.analysis.table import Table
 from quadarm.analysis.tables import mission_runs
@@ -77,16 +78,17 @@ def build_figures(res: Results, built: dict[str, Table], out_dir: Path) -> list[
                 ts, res.run(rid), out_dir / FIGURE_FILES["fig5"],
                 float(rec.iloc[0]) if len(rec) else math.nan))
     if "arm_convergence" in built:
-        written.append(figures.fig_arm_convergence(
-            built["arm_convergence"].data["summary"], out_dir / FIGURE_FILES["arm_convergence"]))
+        for part, path in per_setup(built["arm_convergence"], out_dir / FIGURE_FILES[
+                "arm_convergence"]):
+            written.append(figures.fig_arm_convergence(part.data["summary"], path))
     if "arm_mission" in built:
-        written.append(figures.fig_arm_mission(built["arm_mission"].data["by_n"],
-                                               out_dir / FIGURE_FILES["arm_mission"]))
+        for part, path in per_setup(built["arm_mission"], out_dir / FIGURE_FILES["arm_mission"]):
+            written.append(figures.fig_arm_mission(part.data["by_n"], path))
     from quadarm.analysis.beyond import FIGURES as BEYOND_FIGURES
 
     for name, (draw, file) in BEYOND_FIGURES.items():
         if name in built:
-            written.append(draw(built[name], out_dir / file))
+            written += [draw(part, path) for part, path in per_setup(built[name], out_dir / file)]
     if "held_bend" in built:
         rid = res.first_with_series(successful(res.runs, "held_bend"))
         if rid is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -116,9 +117,24 @@ def successful(runs: pd.DataFrame, scenario: str, paper_only: bool = True) -> pd
     return sel
 
 
+# The run ids a table builder read (quadarm.analysis.pooling sets it while a table is built).
+READ: ContextVar[set[str] | None] = ContextVar("quadarm_analysis_read", default=None)
+
+
+def record(run_ids: Iterable[str]) -> None:
+    """Note that the table being built uses the trials ``run_ids`` (:func:`metric_frame` does
+    it; a builder that reads no metrics calls it itself): the no-pooling guard
+    (:mod:`quadarm.analysis.pooling`) checks those trials."""
+    seen = READ.get()
+    if seen is not None:
+        seen.update(str(r) for r in run_ids)
+
+
 def metric_frame(metrics: pd.DataFrame, run_ids: Iterable[str]) -> pd.DataFrame:
-    """Wide frame: one row per run id, columns ``(phase, metric)``."""
+    """Wide frame: one row per run id, columns ``(phase, metric)``; the ids are
+    :func:`record`-ed as the table's trials."""
     ids = list(run_ids)
+    record(ids)
     sel = metrics[metrics["run_id"].isin(ids)].drop_duplicates(
         ["run_id", "phase", "metric"], keep="last")
     wide = sel.pivot_table(index="run_id", columns=["phase", "metric"], values="value",
@@ -224,25 +240,19 @@ def setup(sel: pd.DataFrame, covered: Iterable[str] = ()) -> pd.Series:
     keys = varying(sel, covered)
     if not keys:
         return pd.Series("", index=sel.index, dtype=object)
+    return sel.apply(lambda row: setup_label(row, keys), axis=1).astype(object)
+
+
+def setup_label(row: pd.Series, keys: list[str]) -> str:
+    """A trial's values of the config ``keys`` as a label: the gain set's Table III name for
+    the ``gains.*`` keys when it has one, else ``key=value`` pairs."""
     gains = [k for k in keys if k.startswith("gains.")]
     rest = [k for k in keys if k not in gains]
-
-    def label(row: pd.Series) -> str:
-        parts = []
-        if gains:
-            named = gains_name(row["gains.kr"]) if "gains.kr" in row else ""
-            parts.append(f"gains={named}" if named and not named.startswith("kr=") and
-                         set(gains) <= {"gains.kr", "gains.kw"} else
-                         ", ".join(f"{k}={_cell(row[k])}" for k in gains))
-        parts += [f"{k}={_cell(row[k])}" for k in rest]
-        return ", ".join(parts)
-
-    return sel.apply(label, axis=1).astype(object)
-
-
-def refuse_pooled(sel: pd.DataFrame, table: str, covered: Iterable[str] = ()) -> None:
-    """Raise :class:`Pooled` naming the keys when the trials ``sel`` of ``table`` differ in a
-    config key it does not cover."""
-    keys = varying(sel, covered)
-    if keys:
-        raise Pooled(table, keys)
+    parts = []
+    if gains:
+        named = gains_name(row["gains.kr"]) if "gains.kr" in row else ""
+        parts.append(f"gains={named}" if named and not named.startswith("kr=") and
+                     set(gains) <= {"gains.kr", "gains.kw"} else
+                     ", ".join(f"{k}={_cell(row[k])}" for k in gains))
+    parts += [f"{k}={_cell(row[k])}" for k in rest]
+    return ", ".join(parts)

@@ -12,8 +12,10 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 
+from quadarm.analysis import pooling
 from quadarm.analysis.beyond import BUILDERS as BEYOND
-from quadarm.analysis.select import Pooled
+from quadarm.analysis.pooling import Grouping
+from quadarm.analysis.select import Pooled, wind_speed
 from quadarm.analysis.table import Table
 from quadarm.analysis.tables import PAPER, cost
 
@@ -42,6 +44,44 @@ ALIASES = {"drift": "held_bend"}
 NAMES = (*BUILDERS, "cost")
 
 
+def _wind_row(runs: pd.DataFrame) -> pd.Series:
+    """The wind table's row key: the steady wind speed (m/s), or "gusts" for the gusty hovers
+    (their statistics run over the seeds)."""
+    gusty = runs.get("aero.gust_intensity", pd.Series(0.0, index=runs.index)).fillna(0.0)
+    speed = wind_speed(runs).map(lambda v: f"{v:.9g}")
+    return speed.where(gusty.astype(float) <= 0, "gusts")
+
+
+# What keys each table's rows (quadarm.analysis.pooling): a trial set that differs in any other
+# config key inside one row is split by setup, or refused for the paper's tables.
+# tests/unit/test_no_pooling.py checks that every table has its entry.
+GROUPING: dict[str, Grouping] = {
+    "table2": pooling.PAPER,
+    "table3": Grouping(keys=("gains.kr",), split=False),
+    "workspace": Grouping(keys=("scenario.mu", "scenario.beta_deg"), split=False),
+    "disturbance": pooling.PAPER,
+    "held_bend": pooling.PAPER,
+    "cost": Grouping(pools=("gains.",), split=False,
+                     reason="Pools the gain sets on purpose: the cost of a step does not "
+                            "depend on the gains' values."),
+    "arm_convergence": Grouping(keys=("arm.joint_placement", "arm.segments", "scenario.mu",
+                                      "scenario.beta_deg",
+                                      "sim.gravity")),
+    "arm_mission": Grouping(keys=("arm.joint_placement", "arm.segments")),
+    "motor_lag": Grouping(keys=("airframe.motor_tau", "gains.kr")),
+    "downwash": Grouping(keys=("aero.downwash", "airframe.prop_radius", "scenario.beta_deg")),
+    "wind": Grouping(by=_wind_row),
+    "feedforward": Grouping(keys=("gains.kr", "control.feedforward")),
+    "active_damping": Grouping(keys=("control.tendon_damping", "control.tendon_bias")),
+    "compliance": Grouping(keys=("world.objects", "arm.stiffness",
+                                 "scenario.approach_speed")),
+    "compliance_mount": Grouping(keys=("world.objects", "scenario.approach_speed")),
+    "payload": Grouping(every=True),  # its own "setup" column (select.setup)
+    "sensing": Grouping(every=True),  # idem
+    "sensing_gains": Grouping(keys=("gains.", "sensing.", "airframe.motor_tau")),
+}
+
+
 def canonical(name: str) -> str:
     """A study's name (``drift`` -> ``held_bend``); raises KeyError for an unknown one."""
     name = ALIASES.get(name, name)
@@ -51,9 +91,13 @@ def canonical(name: str) -> str:
 
 
 def build(name: str, runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
-    """One study's table from the frames; ValueError when they hold none of its trials."""
+    """One study's table from the frames; ValueError when they hold none of its trials.
+    Through :func:`quadarm.analysis.pooling.build`: split by setup, or
+    :class:`~quadarm.analysis.select.Pooled` raised, when its trials differ in a key that it
+    does not group by."""
     name = canonical(name)
-    return cost(runs) if name == "cost" else BUILDERS[name](runs, metrics)
+    builder = (lambda r, _m: cost(r)) if name == "cost" else BUILDERS[name]
+    return pooling.build(name, builder, GROUPING[name], runs, metrics)
 
 
 def build_all(runs: pd.DataFrame, metrics: pd.DataFrame,

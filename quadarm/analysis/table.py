@@ -28,6 +28,9 @@ class Table:
     data: dict[str, pd.DataFrame]
     checks: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    # A table split by setup (quadarm.analysis.pooling): each setup's label and own table,
+    # from which ``data``/``notes`` were joined; figures are drawn per part.
+    parts: list[tuple[str, Table]] = field(default_factory=list)
 
     @property
     def failed(self) -> pd.DataFrame:

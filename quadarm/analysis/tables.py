@@ -10,9 +10,11 @@ configuration columns (:mod:`quadarm.analysis.select`), and returns a
   deviation and, where docs/model.md section 5 gives a tolerance, whether ours is within it.
 
 When several successful trials match one row (reruns, Monte-Carlo repetitions) the row holds
-their mean and ``n`` says how many there were. Failed trials (``status`` other than ``ok``)
-are never used. The registry of every study's builder is :mod:`quadarm.analysis.studies`; the
-Markdown and CSV writers are in :mod:`quadarm.analysis.markdown`.
+their mean and ``n`` says how many there were; trials that differ in any other config key are
+never averaged: :mod:`quadarm.analysis.pooling` refuses such a table, naming the key. Failed
+trials (``status`` other than ``ok``) are never used. The registry of every study's builder is
+:mod:`quadarm.analysis.studies`; the Markdown and CSV writers are in
+:mod:`quadarm.analysis.markdown`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pandas as pd
 
 from quadarm.analysis import published
 from quadarm.analysis.published import Tolerance
-from quadarm.analysis.select import first, metric_frame, refuse_pooled, successful
+from quadarm.analysis.select import first, metric_frame, record, successful
 from quadarm.analysis.table import Table, check_row, checks_frame, fmt, pair, require
 from quadarm.names import METRICS, PAPER_AFTER_TIME, WHOLE, after_phase, metric_label
 
@@ -245,7 +247,6 @@ def _scalar_study(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str, name
                   labels: dict[str, tuple[str, str]]) -> Table:
     sel = successful(runs, scenario)
     require(sel, scenario)
-    refuse_pooled(sel, name)  # its mean is over seeds and draws only
     wide = metric_frame(metrics, sel["run_id"])
     per_run = pd.DataFrame({"run_id": wide.index})
     for m in ref:
@@ -282,6 +283,7 @@ def cost(runs: pd.DataFrame) -> Table:
     It depends on the machine and on what else ran at the same time."""
     sel = successful(runs, "mission")
     require(sel, "mission")
+    record(sel["run_id"])  # the no-pooling guard's trials (it reads no metrics)
     us = sel["wall_s"].to_numpy(float) / sel["steps"].to_numpy(float) * 1e6
     rtf = sel["steps"].to_numpy(float) * sel["sim.timestep"].to_numpy(float) / sel[
         "wall_s"].to_numpy(float)

@@ -36,8 +36,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
+from quadarm.analysis import pooling
 from quadarm.analysis.figures import save
 from quadarm.analysis.markdown import markdown_table, write
+from quadarm.analysis.pooling import Grouping, per_setup
 from quadarm.analysis.select import column, metric_frame, vector
 from quadarm.analysis.table import Table, checks_frame
 
@@ -367,8 +369,25 @@ def leaderboard(spec: TaskSpec, trials: pd.DataFrame) -> pd.DataFrame:
 
 def table(name: str, runs: pd.DataFrame, metrics: pd.DataFrame,
           specs: Mapping[str, Mapping[str, Any]] | None = None) -> Table:
-    """The task's :class:`Table`: ``leaderboard`` and ``trials`` sections."""
+    """The task's :class:`Table`: ``leaderboard`` and ``trials`` sections. A leaderboard row
+    is (baseline, sensing preset) over the draw's cases: trials that differ in any other config
+    key inside one case are split by setup (:mod:`quadarm.analysis.pooling`), one leaderboard
+    per setup."""
     spec = TASKS[name]
+    specs = baseline_specs() if specs is None else specs
+
+    def row(sel: pd.DataFrame) -> pd.Series:
+        return (baseline(sel, specs) + "|"
+                + column(sel, "sensing.preset", "exact").fillna("exact").astype(str) + "|"
+                + spec.case(sel).astype(str))
+
+    return pooling.build(name, lambda r, m: _table(spec, r, m, specs), Grouping(by=row),
+                         runs, metrics)
+
+
+def _table(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
+           specs: Mapping[str, Mapping[str, Any]]) -> Table:
+    name = spec.name
     trials = per_trial(spec, runs, metrics, specs)
     board = leaderboard(spec, trials)
     cases = trials["case"].nunique()
@@ -439,7 +458,8 @@ def block(tables: Iterable[Table], source: str, figure_dir: str,
             lambda r: f"{r:.0%}" if math.isfinite(r) else "—")
         parts += [f"### {tab.title} (`{tab.name}`)", "", *(f"_{n}_" for n in tab.notes), "",
                   markdown_table(board), "",
-                  f"![{tab.name}]({figure_dir}/{tab.name}.png)", ""]
+                  *(f"![{tab.name}]({figure_dir}/{path.name})" for _, path
+                    in per_setup(tab, Path(f"{tab.name}.png"))), ""]
     parts += list(extra)
     return "\n".join(parts).rstrip() + "\n"
 
@@ -483,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: skipped ({err})")
             continue
         write(tab, args.out)
-        figure(tab, args.out / f"{name}.png")
+        for part, path in per_setup(tab, args.out / f"{name}.png"):
+            figure(part, path)
         built.append(tab)
         print(f"{name}: {len(tab.data['leaderboard'])} leaderboard rows, "
               f"{len(tab.data['trials'])} trials")
@@ -498,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
         fig_dir = args.docs.parent / "figures" / "tasks"
         fig_dir.mkdir(parents=True, exist_ok=True)
         for tab in built:
-            shutil.copyfile(args.out / f"{tab.name}.png", fig_dir / f"{tab.name}.png")
+            for _, path in per_setup(tab, args.out / f"{tab.name}.png"):
+                shutil.copyfile(path, fig_dir / path.name)
         if curve_files:
             shutil.copyfile(args.out / "learning_curves.png", fig_dir / "learning_curves.png")
         rel = "figures/tasks"

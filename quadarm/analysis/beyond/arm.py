@@ -60,8 +60,18 @@ def _trials(runs: pd.DataFrame, scenario: str) -> pd.DataFrame:
 
 
 def _per_run(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str,
-             columns: dict) -> pd.DataFrame:
+             columns: dict, study: str) -> pd.DataFrame:
+    """One row per trial of ``scenario`` of the ``study`` ("feedforward": without active
+    damping; "damping": without feed-forward), selected before its metrics are read (the
+    trials the no-pooling guard checks are those of the table)."""
     sel = _trials(runs, scenario)
+    if sel.empty:
+        return pd.DataFrame()
+    ff = _column(sel, "control.feedforward", "none").fillna("none")
+    damping = _column(sel, "control.tendon_damping", 0.0).astype(float)
+    bias = _column(sel, "control.tendon_bias", 0.0).astype(float)
+    keep = ((damping == 0) & (bias == 0)) if study == "feedforward" else ff == "none"
+    sel = sel[keep.to_numpy()].reset_index(drop=True)
     if sel.empty:
         return pd.DataFrame()
     wide = metric_frame(metrics, sel["run_id"])
@@ -81,8 +91,8 @@ def _per_run(runs: pd.DataFrame, metrics: pd.DataFrame, scenario: str,
 def feedforward(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     """The feed-forward study: one row per gain set and mode (means over repeated trials),
     missions and held-bend drifts joined; trials with active damping are left out."""
-    missions = _per_run(runs, metrics, "mission", MISSION_COLUMNS)
-    bends = _per_run(runs, metrics, "held_bend", DRIFT_COLUMNS)
+    missions = _per_run(runs, metrics, "mission", MISSION_COLUMNS, "feedforward")
+    bends = _per_run(runs, metrics, "held_bend", DRIFT_COLUMNS, "feedforward")
     parts = [f[(f["tendon_damping"] == 0) & (f["tendon_bias"] == 0)] for f in (missions, bends)
              if not f.empty]
     if not any((p["feedforward"] != "none").any() for p in parts):
@@ -127,7 +137,7 @@ def recommended(data: pd.DataFrame) -> pd.Series | None:
 def active_damping(runs: pd.DataFrame, metrics: pd.DataFrame) -> Table:
     """The active-damping study: one row per (tendon_damping, tendon_bias) of the tip
     disturbance flown without feed-forward (means over repeated trials)."""
-    per = _per_run(runs, metrics, "disturbance", DAMPING_COLUMNS)
+    per = _per_run(runs, metrics, "disturbance", DAMPING_COLUMNS, "damping")
     if per.empty:
         raise ValueError("no successful disturbance trials for the active-damping table")
     per = per[per["feedforward"] == "none"]
