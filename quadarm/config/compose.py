@@ -158,7 +158,8 @@ def _check_known_keys(node: Any, prefix: str) -> None:
 def compose(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR,
             job_name: str = "quadarm") -> DictConfig:
     """Hydra's composition of ``conf_dir``'s primary config with command-line style
-    ``overrides``, the ``hydra`` node included (for sweeper parameters and the like)."""
+    ``overrides``, the ``hydra`` node included (for sweeper parameters and the like): an
+    untyped node, not a config to run (that is :func:`quadarm.compose`)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -171,8 +172,17 @@ def compose(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR,
     return cfg
 
 
-def load(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> Config:
-    """The validated :class:`Config` of ``overrides``, as ``python -m quadarm`` would run it."""
+def load_unchecked(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> Config:
+    """The typed :class:`Config` of ``overrides`` with the schemas' own checks only (keys,
+    types, ranges, the vehicle can hover), WITHOUT preflight's cross-group checks (the trial
+    expansion, the start's clearance, the scenarios' checks, the job's size).
+
+    Not what ``python -m quadarm`` would run: that is :func:`quadarm.compose` (the one
+    validated composer, :mod:`quadarm.api`). This raw path is for what the validated one must
+    refuse, named so at the call: tests that build a config preflight refuses in order to test
+    a check on its own, and code below the entry points that composes a known config
+    (:func:`quadarm.runner.compiling.warmup`).
+    """
     cfg = compose(overrides, conf_dir)
     return to_config(OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"]))
 

@@ -170,9 +170,9 @@ def test_auto_compiles_only_when_the_steps_pay_for_it(tmp_path: Path,
 
 SCRIPT = """
 import json, sys
-from quadarm.config import load
+from quadarm.api import compose
 from quadarm.runner.episode import run_episode
-ep = run_episode(load(["scenario=hover", "scenario.duration=1"]))
+ep = run_episode(compose(["scenario=hover", "scenario.duration=1"]))
 print(json.dumps(ep.metrics))
 """
 

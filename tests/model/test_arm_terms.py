@@ -86,9 +86,9 @@ def test_first_moment_matches_mujoco(frame: str, segments: int) -> None:
     """Random hinge angles and vehicle attitude: s equals MuJoCo's subtree mass times the
     offset of its subtree centre of mass from the vehicle's centre of mass, in the body
     frame."""
-    from quadarm.config import load
+    from quadarm.api import compose
 
-    fr = load(["airframe=hex_x"]).airframe if frame == "hex" else AirframeConfig()
+    fr = compose(["airframe=hex_x"]).airframe if frame == "hex" else AirframeConfig()
     arm = ArmConfig(segments=segments, segment_length=0.48 / segments)
     b = _built(fr, arm)
     m = b.model
