@@ -11,7 +11,7 @@ export PYTHON OUT JOBS RESUME
 .DEFAULT_GOAL := help
 .PHONY: help install test test-all test-fast lint mission table2 table3 workspace disturbance held-bend \
 	drift monte-carlo motor-lag compliance downwash wind feedforward payload active-damping sensing arm-convergence tune \
-	paper beyond all readme bench clean tasks tasks-rl
+	paper beyond all readme bench clean tasks tasks-rl presets
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -118,3 +118,6 @@ clean: ## delete generated results (outputs/) and caches
 .PHONY: identify
 identify: ## fit the FTDCR v4 arm to its recordings (stages 1-3, report) -> outputs/identify/ftdcr_v4
 	$(PYTHON) -m quadarm.identify +experiment=identify_ftdcr_v4 identify.out=$(OUT)/identify/ftdcr_v4
+
+presets: ## regenerate conf/sensing/*.yaml from the datasheets in quadarm/config/sensing.py
+	$(PYTHON) -c "import quadarm.config.sensing as s; print(*s.write_presets('conf/sensing'), sep='\n')"

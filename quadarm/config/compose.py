@@ -109,8 +109,7 @@ def to_config(cfg: DictConfig | Config) -> Config:
     config = Config(**built, seed=cfg.get("seed", 0))
     _check_duration(config)
     _check_hover(config)
-    if not config.sensing.exact:  # exact reads no sensor: nothing to check against the step
-        check_sensing(config.sensing, config.sim.timestep)
+    check_sensing(config.sensing, config.sim.timestep)
     return config
 
 
