@@ -11,7 +11,7 @@ export PYTHON OUT JOBS RESUME
 .DEFAULT_GOAL := help
 .PHONY: help install test test-all test-fast lint mission table2 table3 workspace disturbance held-bend \
 	drift monte-carlo motor-lag compliance downwash wind feedforward payload active-damping sensing arm-convergence tune \
-	paper beyond all readme bench clean tasks tasks-rl presets
+	paper beyond all readme bench clean tasks tasks-rl presets tune-pareto
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -89,6 +89,10 @@ arm-convergence: ## arm fidelity: discretised arm vs Cosserat rod, N = 6..48 -> 
 
 tune: ## Optuna search of the gains, 100 missions -> outputs/tune_gains (gains/tuned.yaml)
 	bash experiments/tune_gains.sh
+
+tune-pareto: ## two-objective Optuna search (RMS error, max tilt): a Pareto front -> outputs/tune_gains_pareto
+	$(PYTHON) -m quadarm -m +experiment=tune_gains_pareto hydra.sweep.dir="$(OUT)/tune_gains_pareto" \
+		hydra.launcher.n_jobs="$(JOBS)" runner.resume="$(RESUME)" runner.progress=false
 
 tasks: ## the task suite: every conf/experiment/task_*.yaml x baseline x sensing, leaderboards -> outputs/tasks, docs/tasks.md
 	bash experiments/tasks.sh

@@ -9,7 +9,7 @@ quantisation, noise and bias and the force/torque sensor's noise and bias (seede
 the loop). Each shape estimator of ``quadarm.sensing.shape`` then estimates the hinge angles, and
 the error is measured at the tip site and at every hinge, in % of the backbone length L.
 
-    .venv/bin/python experiments/sensing_shape.py [--out DIR] [--preset realistic] [--every 10]
+    .venv/bin/python research/sensing_shape.py [--out DIR] [--preset realistic] [--every 10]
 """
 
 from __future__ import annotations
