@@ -3,8 +3,7 @@ typed, range-checked :class:`~quadarm.config.schemas.Config` built from it."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,17 @@ def shipped_conf_dir() -> str:
 
 
 CONF_DIR = shipped_conf_dir()
+
+
+# What reads ``airframe.file`` (an MJCF vehicle, compiled by MuJoCo): :func:`quadarm.model.mjcf.
+# resolve`, which registers itself when imported. This layer must never import MuJoCo (the
+# analysis reads quadarm.config), so the model layer hands the reader down.
+_AIRFRAME_READER: list[Callable[[AirframeConfig], AirframeConfig]] = []
+
+
+def register_airframe_reader(read: Callable[[AirframeConfig], AirframeConfig]) -> None:
+    """Make ``read`` the reader of ``airframe.file`` (the last registered wins)."""
+    _AIRFRAME_READER[:] = [read]
 
 
 def register_configs() -> None:
@@ -101,10 +111,11 @@ def to_config(cfg: DictConfig | Config) -> Config:
             )
         built[f.name] = obj
     if built["airframe"].file is not None:
-        # The reader needs MuJoCo, which the analysis layer (it imports quadarm.config) must
-        # never load: it is imported only when a config names an MJCF airframe.
-        mjcf = importlib.import_module("quadarm.config.mjcf")
-        built["airframe"] = mjcf.resolve(built["airframe"])
+        if not _AIRFRAME_READER:
+            raise ConfigError("airframe.file", built["airframe"].file,
+                              "an MJCF airframe is read by quadarm.model.mjcf (MuJoCo): import "
+                              "it first, or compose through quadarm.compose")
+        built["airframe"] = _AIRFRAME_READER[0](built["airframe"])
     _check_rotor_rank(built["airframe"])
     config = Config(**built, seed=cfg.get("seed", 0))
     _check_duration(config)

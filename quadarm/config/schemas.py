@@ -144,7 +144,7 @@ class AirframeConfig:
     ``file`` (``airframe=mjcf``): the vehicle is body ``body`` of that MJCF file. Its bodies
     and geoms are attached to the model as they are (MuJoCo's ``MjSpec`` attach), and when the
     config is loaded the file's values replace ``mass``, ``inertia`` (6 values), ``com``,
-    ``rotors``, ``kappa`` and ``thrust_max`` (:mod:`quadarm.config.mjcf`). The arm then hangs
+    ``rotors``, ``kappa`` and ``thrust_max`` (:mod:`quadarm.model.mjcf`). The arm then hangs
     ``flange_depth`` below the centre of mass, or at the file's site ``mount``.
     """
 
