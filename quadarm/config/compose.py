@@ -21,6 +21,7 @@ from quadarm.config.schemas import (
     Config,
     ScenarioConfig,
 )
+from quadarm.config.schemas.physical import allocation, hover_thrust
 from quadarm.config.sensing import SensingConfig
 from quadarm.config.sensing import check as check_sensing
 
@@ -197,29 +198,18 @@ def load_unchecked(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> C
     return to_config(OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"]))
 
 
-def _allocation(airframe: AirframeConfig) -> np.ndarray:
-    """The (4, n_rotors) map from rotor thrusts to [f; tau] about the centre of mass, from the
-    config (the compiled model's own is :func:`quadarm.model.allocation.allocation_matrix`)."""
-    cx, cy = airframe.com[0], airframe.com[1]
-    return np.array(
-        [[1.0, r.pos[1] - cy, -(r.pos[0] - cx), r.spin * airframe.kappa]
-         for r in airframe.rotors]
-    ).T
-
-
 def _check_hover(cfg: Config) -> None:
     """Refuse a vehicle whose rotors cannot carry it: the thrusts that hold its weight (the
     airframe and the arm, which hangs on the hub's axis) with zero torque must stay within
     ``thrust_max`` (for a symmetric airframe: weight <= n_rotors * thrust_max)."""
     frame = cfg.airframe
     mass = frame.mass + cfg.arm.total_mass
-    weight = mass * float(np.linalg.norm(cfg.sim.gravity))
-    thrusts = np.linalg.pinv(_allocation(frame)) @ np.array([weight, 0.0, 0.0, 0.0])
-    if thrusts.max() > frame.thrust_max * (1 + 1e-9):
+    thrust = hover_thrust(frame, mass, cfg.sim.gravity)
+    if thrust > frame.thrust_max * (1 + 1e-9):
         raise ConfigError(
             "airframe.thrust_max", frame.thrust_max,
-            f"must be at least {thrusts.max():.3g} N: hovering the vehicle ({mass:.3g} kg with "
-            f"its arm) needs {thrusts.max():.3g} N from a rotor")
+            f"must be at least {thrust:.3g} N: hovering the vehicle ({mass:.3g} kg with "
+            f"its arm) needs {thrust:.3g} N from a rotor")
 
 
 def _check_duration(cfg: Config) -> None:
@@ -233,7 +223,7 @@ def _check_duration(cfg: Config) -> None:
 def _check_rotor_rank(airframe: AirframeConfig) -> None:
     """Refuse rotors that cannot produce every thrust and torque: the allocation must have rank
     4 (e.g. Menagerie's skydio_x2 file, whose spins make yaw a multiple of roll: rank 3)."""
-    rank = int(np.linalg.matrix_rank(_allocation(airframe), tol=1e-9))
+    rank = int(np.linalg.matrix_rank(allocation(airframe), tol=1e-9))
     if rank < 4:
         spins = ", ".join(f"{r.spin:+d}" for r in airframe.rotors)
         if airframe.file is not None:
