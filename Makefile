@@ -11,7 +11,7 @@ export PYTHON OUT JOBS RESUME
 .DEFAULT_GOAL := help
 .PHONY: help install test test-all test-fast lint mission table2 table3 workspace disturbance held-bend \
 	drift monte-carlo motor-lag compliance downwash wind feedforward payload active-damping sensing arm-convergence tune \
-	paper beyond all readme bench clean tasks tasks-rl
+	paper beyond all readme bench clean tasks tasks-rl presets tune-pareto tipspace
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -90,6 +90,13 @@ arm-convergence: ## arm fidelity: discretised arm vs Cosserat rod, N = 6..48 -> 
 tune: ## Optuna search of the gains, 100 missions -> outputs/tune_gains (gains/tuned.yaml)
 	bash experiments/tune_gains.sh
 
+tipspace: ## tip-space control: reach, trace, pick and place x the tip feedback -> outputs/tipspace
+	bash experiments/tipspace.sh
+
+tune-pareto: ## two-objective Optuna search (RMS error, max tilt): a Pareto front -> outputs/tune_gains_pareto
+	$(PYTHON) -m quadarm -m +experiment=tune_gains_pareto hydra.sweep.dir="$(OUT)/tune_gains_pareto" \
+		hydra.launcher.n_jobs="$(JOBS)" runner.resume="$(RESUME)" runner.progress=false
+
 tasks: ## the task suite: every conf/experiment/task_*.yaml x baseline x sensing, leaderboards -> outputs/tasks, docs/tasks.md
 	bash experiments/tasks.sh
 
@@ -118,3 +125,6 @@ clean: ## delete generated results (outputs/) and caches
 .PHONY: identify
 identify: ## fit the FTDCR v4 arm to its recordings (stages 1-3, report) -> outputs/identify/ftdcr_v4
 	$(PYTHON) -m quadarm.identify +experiment=identify_ftdcr_v4 identify.out=$(OUT)/identify/ftdcr_v4
+
+presets: ## regenerate conf/sensing/*.yaml from the datasheets in quadarm/config/sensing.py
+	$(PYTHON) -c "import quadarm.config.sensing as s; print(*s.write_presets('conf/sensing'), sep='\n')"

@@ -56,7 +56,7 @@ import numpy as np
 from mujoco import rollout
 
 from quadarm import terms
-from quadarm.config import load
+from quadarm.api import compose
 from quadarm.runner import batch, episode, jit, lifecycle
 from quadarm.runner.lifecycle import Outcome, Prepared
 from quadarm.scenarios import tasks
@@ -185,7 +185,7 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     ``overrides`` (e.g. ``control.feedforward=wrench``) apply to every trial measured, and the
     bare step is that of the same model (the wrench sensor included)."""
     overrides = tuple(overrides)
-    cfg = load([f"sim={PRESETS[label]}", *overrides])
+    cfg = compose([f"sim={PRESETS[label]}", *overrides])
     prep = lifecycle.prepare(cfg)
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the nominal mission failed with sim={PRESETS[label]}: "
@@ -199,7 +199,7 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
 
     # The batch workload: a bending-workspace sweep (each trial bends the arm and tilts the
     # vehicle: in motion), nsim trials of different beta.
-    wcfgs = [load([f"sim={PRESETS[label]}", "scenario=workspace",
+    wcfgs = [compose([f"sim={PRESETS[label]}", "scenario=workspace",
                    f"scenario.beta_deg={360.0 * i / nsim:.6g}", *overrides])
              for i in range(nsim)]
     preps = [p for p in map(lifecycle.prepare, wcfgs) if isinstance(p, Prepared)]
@@ -272,7 +272,7 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
     except ImportError:
         return None
     # Single: the nominal mission's commands, flown once in closed loop, replayed as actions.
-    cfg = load([f"sim={PRESETS[label]}"])
+    cfg = compose([f"sim={PRESETS[label]}"])
     prep = lifecycle.prepare(cfg)
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the nominal mission failed: {prep.message}")
@@ -292,7 +292,7 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
 
     # Vector: nenv copies of a short workspace hover (a bend ramped in: the vehicle moves), the
     # controller's actions recorded once and replayed; the engine flies the same trials.
-    wcfg = load([f"sim={PRESETS[label]}", "scenario=workspace", f"scenario.duration={duration}"])
+    wcfg = compose([f"sim={PRESETS[label]}", "scenario=workspace", f"scenario.duration={duration}"])
     venv = QuadArmVectorEnv(num_envs=nenv, config=wcfg, nthread=nthread)
     venv.reset(seed=0)
     steps = venv.tasks[0].n
@@ -345,7 +345,7 @@ def _reach_runs(label: str, nenv: int, nthread: int) -> dict[str, Callable[[], f
     from quadarm.envs.reach import QuadArmReachVectorEnv
 
     base = [f"sim={PRESETS[label]}", *REACH]
-    prep = lifecycle.prepare(load(base))
+    prep = lifecycle.prepare(compose(base))
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the reach trial failed: {prep.message}")
     n = prep.plan.steps
@@ -354,7 +354,7 @@ def _reach_runs(label: str, nenv: int, nthread: int) -> dict[str, Callable[[], f
         "reach_bare": lambda: bare_replay(prep.built.model, prep.plan, ctrl)[0] / n * 1e6}
     for key, extra, observe in (("reach_vector", [], "exact"),
                                 ("reach_vector_sensed", ["sensing=realistic"], "sensed")):
-        venv = QuadArmReachVectorEnv(nenv, config=load([*base, *extra]), nthread=nthread,
+        venv = QuadArmReachVectorEnv(nenv, config=compose([*base, *extra]), nthread=nthread,
                                      observe=observe)
         venv.reset(seed=0)
         recorded = []
@@ -390,7 +390,7 @@ def measure_sb3(nenv: int = 8, repeat: int = 3, duration: float = 1.0, nthread: 
         from quadarm.envs.vector import QuadArmVectorEnv
     except ImportError:
         return None
-    cfg = load(["scenario=workspace", f"scenario.duration={duration}"])
+    cfg = compose(["scenario=workspace", f"scenario.duration={duration}"])
     venv = QuadArmVectorEnv(num_envs=nenv, config=cfg, nthread=nthread, record=False,
                             autoreset_mode=AutoresetMode.SAME_STEP, dtype=dtype)
     adapter = QuadArmSB3VecEnv(nenv, config=cfg, nthread=nthread, dtype=dtype)
@@ -439,7 +439,7 @@ def measure_air(label: str, repeat: int) -> dict[str, Any]:
     """The closed-loop mission with motor lag, gusts and downwash on (``AIR``) against a bare
     ``mj_step`` loop of the same model (lagged rotors, steady wind) replaying its commands:
     the air terms' cost inside the loop. Medians of ``repeat`` (us per step)."""
-    cfg = load([f"sim={PRESETS[label]}", *AIR])
+    cfg = compose([f"sim={PRESETS[label]}", *AIR])
     prep = lifecycle.prepare(cfg)
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the mission with {' '.join(AIR)} failed: {prep.message}")
@@ -497,7 +497,7 @@ def measure_segments(label: str, segments: tuple[int, ...], repeat: int = 1,
     steps), the growth exponent of a log-log fit and the N_max / N_min ratio per stage."""
     rows: list[dict[str, Any]] = []
     for n in segments:
-        cfg = load([f"sim={PRESETS[label]}", "arm=rod", f"arm.segments={n}",
+        cfg = compose([f"sim={PRESETS[label]}", "arm=rod", f"arm.segments={n}",
                     f"arm.joint_placement={placement}", *SHORT_MISSION])
         prep = lifecycle.prepare(cfg)
         if not isinstance(prep, Prepared):
@@ -535,8 +535,8 @@ def measure_sections(label: str, sizes: tuple[tuple[int, int], ...], repeat: int
     for links, count in sizes:
         per = [f"arm.sections.{j}.{k}" for j in range(3) for k in ("links", "tendons.count")]
         vals = [links, count] * 3
-        cfg = load([f"sim={PRESETS[label]}", "arm=ftdcr_v4", *SHORT_MISSION, *overrides,
-                    *(f"{k}={v}" for k, v in zip(per, vals, strict=True))])
+        cfg = compose([f"sim={PRESETS[label]}", "arm=ftdcr_v4", *SHORT_MISSION, *overrides,
+                       *(f"{k}={v}" for k, v in zip(per, vals, strict=True))])
         prep = lifecycle.prepare(cfg)
         if not isinstance(prep, Prepared):
             raise RuntimeError(f"{links} links x {count} tendons: {prep.message}")

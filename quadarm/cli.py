@@ -62,6 +62,7 @@ def main(cfg: DictConfig) -> int | float | list[float]:
     multirun with ``tune.enabled`` it returns the job's objective instead, for an optimising
     sweeper (:func:`quadarm.tune.job_objective`; the command's exit code comes from the sweep's
     tables then)."""
+    import quadarm.model  # noqa: F401 - registers the reader of an MJCF airframe.file
     from quadarm.runner.backends import BackendError
     from quadarm.runner.study import StudyInterrupted, resolve_store, run
 

@@ -35,7 +35,7 @@ import mujoco
 import numpy as np
 
 from quadarm.config import GROUNDED, Config, ConfigError
-from quadarm.config.schemas import ArmConfig
+from quadarm.config.schemas import ArmConfig, inertia_matrix
 from quadarm.model import BuiltModel, names
 
 COARSE = 0.2  # |lambda| dt above which the step is coarse for the attitude loop (warning)
@@ -44,10 +44,12 @@ PAPER_SEGMENTS = 12  # the per-link arm's N in the paper (Table I)
 
 def attitude_poles(cfg: Config) -> np.ndarray:
     """The continuous poles (1/s, complex, (6,)) of the three attitude axes
-    J_i s^2 + kw_i s + kr_i = 0, with J the airframe's principal inertia (the arm hangs on
-    joints, so the hub alone is the fastest plant)."""
+    J_i s^2 + kw_i s + kr_i = 0, with J_i the airframe's moment about body axis i, the
+    diagonal of its inertia tensor (3 principal moments, or the 6 ``fullinertia`` values of an
+    MJCF airframe); the arm hangs on joints, so the hub alone is the fastest plant."""
+    moments = np.diag(inertia_matrix(list(cfg.airframe.inertia)))
     poles = [np.roots([float(j), float(kw), float(kr)])
-             for j, kr, kw in zip(cfg.airframe.inertia, cfg.gains.kr, cfg.gains.kw, strict=True)
+             for j, kr, kw in zip(moments, cfg.gains.kr, cfg.gains.kw, strict=True)
              if float(kr) > 0.0 or float(kw) > 0.0]
     return np.concatenate(poles) if poles else np.zeros(0, dtype=complex)
 

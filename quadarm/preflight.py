@@ -214,6 +214,8 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
               ) -> tuple[Config, DictConfig]:
     """Compose one job (inside an initialised Hydra context); return its validated config and
     its ``hydra`` node."""
+    import quadarm.model  # noqa: F401 - registers the reader of an MJCF airframe.file
+
     extra = extra or []
     try:
         cfg = compose(config_name=name, overrides=[*job, *extra], return_hydra_config=True)

@@ -53,12 +53,12 @@ from quadarm import api
 from quadarm.analysis import markdown
 from quadarm.analysis import report as reporting
 from quadarm.config import CONF_DIR, Config
+from quadarm.config import studies as registry
 from quadarm.results.collect import write_collection
 
 # Settings every study of this command shares: fresh results, no per-study progress bars.
 COMMON = ["runner.resume=false", "runner.progress=false"]
 FIG1 = "fig1_frames.png"
-EXPECTED = ("table2", "table3", "workspace", "disturbance", "held_bend", "cost")
 STUDIES = ("paper", "beyond", "all")
 BEYOND_MD = "beyond.md"
 
@@ -84,46 +84,48 @@ class Job:
         return float(self.cfg.scenario.duration) * self.trials
 
 
-def plan_jobs(data_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
-    """Every job of the paper's studies, composed from ``conf/experiment/``."""
-    jobs = []
-    for study in ("table2", "workspace_mu", "workspace_beta", "disturbance", "held_bend"):
-        cfg = api.compose([f"+experiment={study}", *COMMON], conf_dir)
-        jobs.append(Job(study, cfg, data_dir / study))
-    sets = api.sweep_params(["+experiment=table3", *COMMON], conf_dir)["gains"]
-    for name in sets:
-        cfg = api.compose(["+experiment=table3", f"gains={name}", *COMMON], conf_dir)
-        jobs.append(Job("table3", cfg, data_dir / "table3" / f"gains={name}"))
-    return jobs
+def _set(name: str) -> tuple[tuple[str, str | None], ...]:
+    """The (study, swept key) pairs of one reproduce set, from the registry of studies
+    (``# study:`` lines of ``conf/experiment/``, :mod:`quadarm.config.studies`)."""
+    return tuple((s.name, s.sweep) for s in registry.in_set(name))
 
 
-# The studies beyond the paper: experiment -> Hydra-swept group (or None for one job, ALL
+# Each set, read from conf/experiment/: experiment -> Hydra-swept key (None for one job, ALL
 # for every point of the experiment's hydra.sweeper.params).
-ALL = "*"
-BEYOND = (("motor_lag", "gains"), ("downwash", None), ("downwash_mission", None),
-          ("wind", None), ("wind_mission", None), ("wind_gusts", None), ("compliance", "world"),
-          ("compliance_mount", "world"))
+ALL = registry.ALL
+PAPER = _set("paper")  # table2, table3 (one job per gain set), workspace_*, disturbance, held_bend
+BEYOND = _set("beyond")  # the switches the paper does not have (motor lag, downwash, wind, ...)
 # The arm-aware studies: their data go into a folder of their own (<out>/data_arm), so that
 # their paper-physics trials (e.g. the soft gains' missions without feed-forward) never enter
 # the tables of the studies above, nor theirs into these.
-ARM = (("feedforward", ALL), ("active_damping", ALL), ("payload", ALL))
+ARM = _set("arm")
 # The sensing studies (docs/sensing.md), in <out>/data_sensing for the same reason: their exact
 # trials are the controls of their sensed ones. The tuned gains under sensing and motor lag in
 # a folder of their own (the tuned gains' sensed missions are not the sensing study's).
-SENSING = (("sensing", ALL), ("sensing_feedforward", ALL))
-SENSING_GAINS = (("sensing_gains", ALL),)
+SENSING = _set("sensing")
+SENSING_GAINS = _set("sensing_gains")
 # The tables built from each folder: every builder (None), or only the folder's own where its
 # control trials would pass for another study's (sensing_feedforward's exact feed-forward
 # missions for the feed-forward table, sensing_gains' lagged exact missions for the motor-lag
-# table) and write over that study's table.
+# table) and write over that study's table: the tables its studies name.
 OWN_TABLES: dict[tuple[tuple[str, str | None], ...], tuple[str, ...] | None] = {
-    BEYOND: None, ARM: None, SENSING: ("sensing",), SENSING_GAINS: ("sensing_gains",)}
+    BEYOND: None, ARM: None,
+    **{group: tuple(dict.fromkeys(t for s in registry.in_set(name) for t in s.tables))
+       for name, group in (("sensing", SENSING), ("sensing_gains", SENSING_GAINS))}}
+# The paper's tables (a study whose trials all failed leaves none: reported).
+EXPECTED = tuple(dict.fromkeys(t for s in registry.in_set("paper") for t in s.tables))
+
+
+def plan_jobs(data_dir: Path, conf_dir: str = CONF_DIR) -> list[Job]:
+    """Every job of the paper's studies, composed from ``conf/experiment/``: each one job, a
+    swept study (``table3``) one job per point, into ``data_dir/<study>[/<key=value>]``."""
+    return plan_beyond(data_dir, conf_dir, studies=PAPER)
 
 
 def plan_beyond(data_dir: Path, conf_dir: str = CONF_DIR,
                 studies: tuple[tuple[str, str | None], ...] = BEYOND) -> list[Job]:
-    """Every job of the ``studies`` beyond the paper, composed from ``conf/experiment/`` as
-    the multirun would compose it."""
+    """Every job of ``studies`` ((name, swept key) pairs, e.g. :data:`BEYOND`), composed from
+    ``conf/experiment/`` as the multirun would compose it."""
     jobs = []
     for study, swept in studies:
         base = [f"+experiment={study}", *COMMON]

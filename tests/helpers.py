@@ -22,14 +22,15 @@ from quadarm.config import (  # noqa: E402 - MUJOCO_GL must be set before mujoco
     GainsConfig,
     MissionScenario,
     SimConfig,
-    load,
 )
 
 
 def cfg_of(*overrides: str) -> Config:
     """The validated config of command-line style ``overrides`` (what ``python -m quadarm``
-    would run)."""
-    return load(overrides)
+    would run: :func:`quadarm.compose`, preflight's checks included)."""
+    from quadarm.api import compose
+
+    return compose(overrides)
 
 
 def nominal(**groups: Any) -> Config:
@@ -70,7 +71,7 @@ def fly_once(path: Path, overrides: list[str]) -> Flown:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.exists():
             return Flown.from_json(path.read_text())
-        ep = run_episode(load(overrides))
+        ep = run_episode(cfg_of(*overrides))
         assert ep.status == "ok", ep.message
         flown = Flown({(p, k): v for p, k, v in ep.metrics}, ep.steps)
         path.write_text(flown.to_json())

@@ -1,12 +1,18 @@
 """Configuration: typed schemas (:mod:`.schemas`), their checks (:mod:`.checks`) and Hydra
-composition (:mod:`.compose`). Import from here: ``from quadarm.config import load, Config``."""
+composition (:mod:`.compose`). Import from here: ``from quadarm.config import Config``.
+
+The one validated composer, ``python -m quadarm``'s checks included, is :func:`quadarm.compose`
+(an entry point: preflight's cross-group checks build models, which this layer must not);
+:func:`load_unchecked` is the named raw path that skips them."""
+
+from typing import Any
 
 from quadarm.config.checks import ConfigError
 from quadarm.config.compose import (
     CONF_DIR,
     compose,
     flatten,
-    load,
+    load_unchecked,
     register_configs,
     to_config,
 )
@@ -71,6 +77,14 @@ __all__ = [
     "StaticsScenario", "ReachScenario", "TraceScenario", "PayloadScenario", "TouchScenario",
     "TuneConfig", "WorkspaceScenario", "WorldConfig", "WorldObject",
     "WorldPayload", "PickPlaceScenario",
-    "compose", "default_store", "flatten", "load", "register_configs",
+    "compose", "default_store", "flatten", "load_unchecked", "register_configs",
     "to_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "load":  # removed: it skipped preflight while claiming to be what the CLI runs
+        raise ImportError("quadarm.config.load was removed: use quadarm.compose (validated, as "
+                          "python -m quadarm runs it) or quadarm.config.load_unchecked (the "
+                          "schemas' checks only)")
+    raise AttributeError(f"module 'quadarm.config' has no attribute {name!r}")

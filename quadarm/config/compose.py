@@ -3,8 +3,7 @@ typed, range-checked :class:`~quadarm.config.schemas.Config` built from it."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from quadarm.config.schemas import (
     Config,
     ScenarioConfig,
 )
+from quadarm.config.schemas.physical import allocation, hover_thrust
 from quadarm.config.sensing import SensingConfig
 from quadarm.config.sensing import check as check_sensing
 
@@ -43,6 +43,17 @@ def shipped_conf_dir() -> str:
 
 
 CONF_DIR = shipped_conf_dir()
+
+
+# What reads ``airframe.file`` (an MJCF vehicle, compiled by MuJoCo): :func:`quadarm.model.mjcf.
+# resolve`, which registers itself when imported. This layer must never import MuJoCo (the
+# analysis reads quadarm.config), so the model layer hands the reader down.
+_AIRFRAME_READER: list[Callable[[AirframeConfig], AirframeConfig]] = []
+
+
+def register_airframe_reader(read: Callable[[AirframeConfig], AirframeConfig]) -> None:
+    """Make ``read`` the reader of ``airframe.file`` (the last registered wins)."""
+    _AIRFRAME_READER[:] = [read]
 
 
 def register_configs() -> None:
@@ -101,16 +112,16 @@ def to_config(cfg: DictConfig | Config) -> Config:
             )
         built[f.name] = obj
     if built["airframe"].file is not None:
-        # The reader needs MuJoCo, which the analysis layer (it imports quadarm.config) must
-        # never load: it is imported only when a config names an MJCF airframe.
-        mjcf = importlib.import_module("quadarm.config.mjcf")
-        built["airframe"] = mjcf.resolve(built["airframe"])
+        if not _AIRFRAME_READER:
+            raise ConfigError("airframe.file", built["airframe"].file,
+                              "an MJCF airframe is read by quadarm.model.mjcf (MuJoCo): import "
+                              "it first, or compose through quadarm.compose")
+        built["airframe"] = _AIRFRAME_READER[0](built["airframe"])
     _check_rotor_rank(built["airframe"])
     config = Config(**built, seed=cfg.get("seed", 0))
     _check_duration(config)
     _check_hover(config)
-    if not config.sensing.exact:  # exact reads no sensor: nothing to check against the step
-        check_sensing(config.sensing, config.sim.timestep)
+    check_sensing(config.sensing, config.sim.timestep)
     return config
 
 
@@ -158,7 +169,8 @@ def _check_known_keys(node: Any, prefix: str) -> None:
 def compose(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR,
             job_name: str = "quadarm") -> DictConfig:
     """Hydra's composition of ``conf_dir``'s primary config with command-line style
-    ``overrides``, the ``hydra`` node included (for sweeper parameters and the like)."""
+    ``overrides``, the ``hydra`` node included (for sweeper parameters and the like): an
+    untyped node, not a config to run (that is :func:`quadarm.compose`)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -171,20 +183,19 @@ def compose(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR,
     return cfg
 
 
-def load(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> Config:
-    """The validated :class:`Config` of ``overrides``, as ``python -m quadarm`` would run it."""
+def load_unchecked(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR) -> Config:
+    """The typed :class:`Config` of ``overrides`` with the schemas' own checks only (keys,
+    types, ranges, the vehicle can hover), WITHOUT preflight's cross-group checks (the trial
+    expansion, the start's clearance, the scenarios' checks, the job's size).
+
+    Not what ``python -m quadarm`` would run: that is :func:`quadarm.compose` (the one
+    validated composer, :mod:`quadarm.api`). This raw path is for what the validated one must
+    refuse, named so at the call: tests that build a config preflight refuses in order to test
+    a check on its own, and code below the entry points that composes a known config
+    (:func:`quadarm.runner.compiling.warmup`).
+    """
     cfg = compose(overrides, conf_dir)
     return to_config(OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"]))
-
-
-def _allocation(airframe: AirframeConfig) -> np.ndarray:
-    """The (4, n_rotors) map from rotor thrusts to [f; tau] about the centre of mass, from the
-    config (the compiled model's own is :func:`quadarm.model.allocation.allocation_matrix`)."""
-    cx, cy = airframe.com[0], airframe.com[1]
-    return np.array(
-        [[1.0, r.pos[1] - cy, -(r.pos[0] - cx), r.spin * airframe.kappa]
-         for r in airframe.rotors]
-    ).T
 
 
 def _check_hover(cfg: Config) -> None:
@@ -193,13 +204,12 @@ def _check_hover(cfg: Config) -> None:
     ``thrust_max`` (for a symmetric airframe: weight <= n_rotors * thrust_max)."""
     frame = cfg.airframe
     mass = frame.mass + cfg.arm.total_mass
-    weight = mass * float(np.linalg.norm(cfg.sim.gravity))
-    thrusts = np.linalg.pinv(_allocation(frame)) @ np.array([weight, 0.0, 0.0, 0.0])
-    if thrusts.max() > frame.thrust_max * (1 + 1e-9):
+    thrust = hover_thrust(frame, mass, cfg.sim.gravity)
+    if thrust > frame.thrust_max * (1 + 1e-9):
         raise ConfigError(
             "airframe.thrust_max", frame.thrust_max,
-            f"must be at least {thrusts.max():.3g} N: hovering the vehicle ({mass:.3g} kg with "
-            f"its arm) needs {thrusts.max():.3g} N from a rotor")
+            f"must be at least {thrust:.3g} N: hovering the vehicle ({mass:.3g} kg with "
+            f"its arm) needs {thrust:.3g} N from a rotor")
 
 
 def _check_duration(cfg: Config) -> None:
@@ -213,7 +223,7 @@ def _check_duration(cfg: Config) -> None:
 def _check_rotor_rank(airframe: AirframeConfig) -> None:
     """Refuse rotors that cannot produce every thrust and torque: the allocation must have rank
     4 (e.g. Menagerie's skydio_x2 file, whose spins make yaw a multiple of roll: rank 3)."""
-    rank = int(np.linalg.matrix_rank(_allocation(airframe), tol=1e-9))
+    rank = int(np.linalg.matrix_rank(allocation(airframe), tol=1e-9))
     if rank < 4:
         spins = ", ".join(f"{r.spin:+d}" for r in airframe.rotors)
         if airframe.file is not None:

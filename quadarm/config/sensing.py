@@ -3,14 +3,20 @@
 The config group ``sensing`` (``conf/sensing/<preset>.yaml``, ``exact`` by default); its
 range checks (:func:`check`, against the physics step) run at load. Every quantity is SI:
 rates in Hz, noise densities per sqrt(Hz), biases as the standard deviation of the per-trial
-turn-on offset, bias random walks as rate-random-walk densities, latencies in s. The numbers
-of each preset and their datasheet sources are in ``docs/sensing.md``.
+turn-on offset, bias random walks as rate-random-walk densities, latencies in s.
+
+This module is the one source of the shipped presets: each datasheet below carries its source
+and its unit conversions, and ``conf/sensing/<name>.yaml`` is generated from :data:`PRESETS`
+(``make presets`` rewrites them; ``tests/unit/test_sensing_presets.py``
+fails when a file and its preset differ). ``docs/sensing.md`` explains the numbers. A user's own
+preset is a YAML file of this schema under any other name (``preset:`` names it).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+import re
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from quadarm.config.checks import ConfigError, _choice, _integer, _non_negative, _positive
@@ -214,10 +220,60 @@ PRESETS = {
 }
 
 
+# The one-line description heading each preset's generated YAML file.
+NOTES = {
+    "exact": "The simulated state, no sensor model: the paper's loop (the default).",
+    "ideal": "Every sensor modelled, every error zero: the estimates equal the simulated state.",
+    "realistic": "BMI088 IMU, motion capture (100 Hz, 0.5 mm, 10 ms), AS5600 encoders, ATI "
+                 "Mini40, tip marker.",
+    "bmi088": "The realistic preset under its IMU's name.",
+    "vn100": "VectorNav VN-100 IMU with motion capture.",
+    "gnss": "BMI088 IMU with RTK GNSS (10 Hz, 10 mm, 0.1 s).",
+    "realistic_arm": "realistic plus BMI088 IMUs on the middle and the tip link at 100 Hz, the "
+                     "dynamic shape estimator and the filters' uncertainty in the results.",
+}
+
+
 def preset(name: str) -> SensingConfig:
-    """The named preset (a fresh copy); an unknown name is a :class:`ConfigError`."""
+    """The named shipped preset (a fresh copy); an unknown name is a :class:`ConfigError`."""
     _choice("sensing.preset", name, tuple(PRESETS))
     return PRESETS[name]()
+
+
+def preset_yaml(name: str) -> str:
+    """The text of ``conf/sensing/<name>.yaml``: the shipped preset's every value (SI, the
+    shortest repr that reads back to the same double), under a header naming its source.
+    ``exact`` and the presets before the arm IMUs leave ``arm_imu`` and ``uncertainty`` at the
+    schema's defaults, so their files omit them."""
+    import textwrap
+
+    import yaml
+
+    cfg = preset(name)
+    values = asdict(cfg)
+    default = asdict(SensingConfig())
+    for key in ("arm_imu", "uncertainty"):
+        if values[key] == default[key]:
+            del values[key]
+    header = textwrap.wrap(NOTES[name], 98) + [
+        "GENERATED from the datasheets of quadarm/config/sensing.py (sources there, numbers",
+        "explained in docs/sensing.md): edit that module, then run make presets.",
+    ]
+    body = yaml.safe_dump(values, sort_keys=False, default_flow_style=False)
+    return ("".join(f"# {line}\n" for line in header)
+            + "defaults:\n  - sensing_schema\n  - _self_\n\n" + body)
+
+
+def write_presets(folder: str) -> list[str]:
+    """Write every shipped preset's YAML file into ``folder``; returns the paths written."""
+    from pathlib import Path
+
+    out = []
+    for name in PRESETS:
+        path = Path(folder) / f"{name}.yaml"
+        path.write_text(preset_yaml(name))
+        out.append(str(path))
+    return out
 
 
 def steps_of(seconds: float, timestep: float) -> int:
@@ -236,8 +292,17 @@ def period_of(rate: float, timestep: float) -> int:
 
 def check(cfg: SensingConfig, timestep: float) -> None:
     """Range checks against the physics step ``timestep`` (s); raises :class:`ConfigError`
-    naming the dotted key (``sensing.imu.rate`` ...)."""
-    _choice("sensing.preset", cfg.preset, tuple(PRESETS))
+    naming the dotted key (``sensing.imu.rate`` ...). ``preset`` is any name (a user's own
+    preset file names itself); only ``exact`` has a meaning of its own."""
+    if not isinstance(cfg.preset, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", cfg.preset):
+        raise ConfigError("sensing.preset", cfg.preset, "must be a name (letters, digits, "
+                          f"_ . -): a shipped preset ({', '.join(PRESETS)}) or your own")
+    if cfg.exact:  # no sensor is read: nothing to check against the step
+        if cfg.sensors() != SensingConfig().sensors():
+            raise ConfigError("sensing.preset", cfg.preset,
+                              "reads the simulated state, so these sensor values would be "
+                              "ignored: name your own preset (preset: <name> in its file)")
+        return
     physics_rate = 1.0 / timestep
     for name, sensor in cfg.sensors().items():
         for f in fields(sensor):
@@ -292,3 +357,4 @@ def _check_arm_imu(a: ArmImuConfig, physics_rate: float) -> None:
 def arm_imu_links(at: list[float], n_links: int) -> list[int]:
     """The links (0-based) carrying the arm IMUs at fractions ``at`` of ``n_links`` links."""
     return [min(n_links - 1, max(0, int(math.ceil(f * n_links - 1e-9)) - 1)) for f in at]
+

@@ -110,10 +110,10 @@ def _attach_vehicle(spec: mujoco.MjSpec, quad: mujoco.MjsBody, frame: AirframeCo
     """Attach the MJCF file's vehicle body (its geoms, sites and welded children) to ``quad``
     with MuJoCo's ``MjSpec`` attach, its frame on the hub's. The attached bodies carry no mass:
     ``quad`` has the vehicle's (read from the same file at load, see
-    :mod:`quadarm.config.mjcf`). The file's joints (its free joint), actuators, sensors and
+    :mod:`quadarm.model.mjcf`). The file's joints (its free joint), actuators, sensors and
     keyframes stay behind: quadarm adds its own rotors at the file's rotor sites. So do its
     physics options: the simulation's are quadarm's (``sim``, ``aero``)."""
-    from quadarm.config.mjcf import load_spec, read_vehicle
+    from quadarm.model.mjcf import load_spec, read_vehicle
 
     assert frame.file is not None and frame.body is not None
     vehicle = read_vehicle(frame.file, frame.body, frame.mount)
@@ -163,7 +163,7 @@ def mount_point(frame: AirframeConfig) -> list[float]:
     MJCF vehicle at its site ``mount``, else ``flange_depth`` below its centre of mass."""
     if frame.file is None:
         return [0.0, 0.0, -frame.flange_depth]
-    from quadarm.config.mjcf import read_vehicle
+    from quadarm.model.mjcf import read_vehicle
 
     assert frame.body is not None
     mount = read_vehicle(frame.file, frame.body, frame.mount).mount

@@ -119,12 +119,13 @@ def warmup() -> int:
         return 1
     from dataclasses import replace
 
-    from quadarm.config import load
+    from quadarm.config import load_unchecked
     from quadarm.runner.batch import fly_batch
     from quadarm.runner.episode import fly
     from quadarm.runner.lifecycle import Prepared, prepare
 
-    cfg = load(["scenario=hover", "scenario.duration=0.01", "runner.compiled=true"])
+    # a known-valid hover: the raw path, as this layer may not import the entry points
+    cfg = load_unchecked(["scenario=hover", "scenario.duration=0.01", "runner.compiled=true"])
     t0 = time.perf_counter()
     cold = [loop for loop in (*FLY, *BATCH) if not cached(loop)]
     announce(cold)

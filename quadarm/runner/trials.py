@@ -30,6 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from quadarm.config import Config, ConfigError, flatten, to_config
+from quadarm.model import mjcf  # noqa: F401 - registers the reader of airframe.file
 
 DISTRIBUTIONS = {
     "normal": ({"std", "rel_std", "mean"}, set()),

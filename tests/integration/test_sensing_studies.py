@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from quadarm.analysis import report
-from quadarm.config import load
+from quadarm.api import compose
 from quadarm.reproduce import OWN_TABLES, SENSING, SENSING_GAINS, plan_beyond
 
 SEEDS = list(range(16))
@@ -33,7 +33,7 @@ def test_sensing_study_is_three_scenarios_by_four_presets_by_16_seeds(tmp_path: 
 def test_tuned_gains_study_flies_both_sets_under_each_preset_with_and_without_lag(
         tmp_path: Path) -> None:
     jobs = plan_beyond(tmp_path, studies=SENSING_GAINS)
-    nominal, tuned = load([]).gains, load(["gains=tuned_ideal"]).gains
+    nominal, tuned = compose([]).gains, compose(["gains=tuned_ideal"]).gains
     assert tuned.kp != nominal.kp  # the tuned set is its own gain file, not the default
     sets = {(tuple(j.cfg.gains.kp), tuple(j.cfg.gains.kr), j.cfg.sensing.preset) for j in jobs}
     assert sets == {(tuple(g.kp), tuple(g.kr), p) for g in (nominal, tuned) for p in PRESETS}

@@ -13,8 +13,7 @@ import pytest
 
 import quadarm
 from quadarm import preflight
-from quadarm.api import keyword_overrides, sweep_values
-from quadarm.config import load
+from quadarm.api import compose, keyword_overrides, sweep_values
 
 ROOT = Path(__file__).resolve().parents[2]
 HOVER = ["scenario=hover", "scenario.duration=0.2"]
@@ -29,7 +28,7 @@ def test_simulate_flies_in_memory_and_matches_the_runner(tmp_path, monkeypatch):
                            aero={"downwash": True})
     assert list(tmp_path.iterdir()) == []  # nothing written
     assert sim.status == "ok" and sim.cfg.aero.downwash
-    ref = run_episode(load([*HOVER, "aero.downwash=true"]))
+    ref = run_episode(compose([*HOVER, "aero.downwash=true"]))
     assert sim.metrics["value"].tolist() == [v for *_, v in ref.metrics]
     # the time series is the log, every sample (sim.log_every = 1), one row per sample
     assert len(sim.timeseries) == ref.steps + 1
@@ -71,7 +70,7 @@ def test_sweep_values_use_hydras_parser(text, values):
 
 
 def test_job_size_counts_trials_steps_and_bytes():
-    cfg = load([*HOVER, "++runner.grid={seed:[0,1,2]}", "runner.n_jobs=2"])
+    cfg = compose([*HOVER, "++runner.grid={seed:[0,1,2]}", "runner.n_jobs=2"])
     trials, steps, cols, memory, cpu = preflight.job_size(cfg)
     assert (trials, steps) == (3, 101)  # 0.2 s / 2 ms + 1 samples
     assert cols == (7 + 24) + (6 + 24) + 3 + 3 + 4 + 3 + 1  # 12 links: two hinges each

@@ -16,8 +16,9 @@ import yaml
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 
 from quadarm import tune as tune_analysis  # noqa: E402
+from quadarm.api import compose  # noqa: E402
 from quadarm.cli import CONF_DIR  # noqa: E402
-from quadarm.config import ConfigError, load  # noqa: E402
+from quadarm.config import ConfigError  # noqa: E402
 from quadarm.preflight import preflight  # noqa: E402
 from quadarm.results.objective import objective_of  # noqa: E402
 
@@ -72,7 +73,7 @@ def test_seeded_search_is_reproducible_and_reports_its_best(tmp_path: Path) -> N
     assert list(table["trial"]) == list(range(6))
     assert table["objective"].min() == best["best_value"]
     assert (sweep / tune_analysis.OBJECTIVE_PNG).stat().st_size > 0
-    tuned = load(["gains=tuned", f"hydra.searchpath=[file://{sweep}]"])
+    tuned = compose(["gains=tuned", f"hydra.searchpath=[file://{sweep}]"])
     params = best["best_params"]
     assert tuned.gains.kp == [params["tune.params.kp_xy"]] * 2 + [params["tune.params.kp_z"]]
     assert tuned.gains.kr[:2] == [params["tune.params.kr_xy"]] * 2

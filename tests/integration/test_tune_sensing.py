@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 
 from quadarm import tune  # noqa: E402
-from quadarm.config import load  # noqa: E402
+from quadarm.api import compose  # noqa: E402
 
 SHORT = ["scenario.hover_time=0.2", "scenario.climb_time=0.4", "scenario.figure_eight_time=1.0",
          "scenario.eight_ramp=0.4", "scenario.eight_amplitude=0.3", "scenario.sweep_time=0.4",
@@ -25,8 +25,8 @@ SHORT = ["scenario.hover_time=0.2", "scenario.climb_time=0.4", "scenario.figure_
 
 
 def test_exact_stays_the_default_of_the_search() -> None:
-    assert load(["+experiment=tune_gains"]).sensing.preset == "exact"
-    assert load(["sensing=realistic", "+experiment=tune_gains"]).sensing.preset == "realistic"
+    assert compose(["+experiment=tune_gains"]).sensing.preset == "exact"
+    assert compose(["sensing=realistic", "+experiment=tune_gains"]).sensing.preset == "realistic"
 
 
 def test_sensed_search_flies_every_trial_on_the_estimates_and_averages_the_seeds(

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from quadarm import view
-from quadarm.config import load
+from quadarm.api import compose
 from quadarm.render import Replay
 from quadarm.runner.study import run
 
@@ -21,7 +21,7 @@ from quadarm.runner.study import run
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 0.5 s disturbance run (hover with a push on the arm)."""
     out = tmp_path_factory.mktemp("view") / "push"
-    cfg = load(["scenario=disturbance", "scenario.duration=0.5", "scenario.start=0.1",
+    cfg = compose(["scenario=disturbance", "scenario.duration=0.5", "scenario.start=0.1",
                 "runner.progress=false"])
     assert run(cfg, out).failed == 0
     return out

@@ -62,9 +62,9 @@ def test_allocation_is_about_the_centre_of_mass():
 
 
 def test_hexarotor_uses_the_pseudo_inverse():
-    from quadarm.config import load
+    from quadarm.api import compose
 
-    cfg = load(["airframe=hex_x", "scenario=hover"])
+    cfg = compose(["airframe=hex_x", "scenario=hover"])
     m = build(cfg.airframe, cfg.arm, cfg.sim).model
     assert rotor_actuators(m).size == 6
     a, mix = allocation_matrix(m), mixer(m)

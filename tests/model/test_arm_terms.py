@@ -86,9 +86,9 @@ def test_first_moment_matches_mujoco(frame: str, segments: int) -> None:
     """Random hinge angles and vehicle attitude: s equals MuJoCo's subtree mass times the
     offset of its subtree centre of mass from the vehicle's centre of mass, in the body
     frame."""
-    from quadarm.config import load
+    from quadarm.api import compose
 
-    fr = load(["airframe=hex_x"]).airframe if frame == "hex" else AirframeConfig()
+    fr = compose(["airframe=hex_x"]).airframe if frame == "hex" else AirframeConfig()
     arm = ArmConfig(segments=segments, segment_length=0.48 / segments)
     b = _built(fr, arm)
     m = b.model
@@ -271,9 +271,9 @@ def test_first_moment_matches_mujoco_on_a_multi_section_arm() -> None:
     unequal masses, hinges taken y-then-x on odd links) under random hinge angles and
     attitude: MuJoCo's subtree mass times its centre of mass's offset, in the body frame
     (why ``control.feedforward=static|dynamic`` flies a multi-section arm)."""
-    from quadarm.config import load
+    from quadarm.api import compose
 
-    cfg = load(["arm=ftdcr_v4"])
+    cfg = compose(["arm=ftdcr_v4"])
     for j, s in enumerate(cfg.arm.sections):
         s.mass = 0.004 * (j + 1)
     b = build(cfg.airframe, cfg.arm, cfg.sim)

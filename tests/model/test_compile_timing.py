@@ -16,11 +16,11 @@ from quadarm.runner import jit
 # folder), the others find them compiled.
 SCRIPT = """
 import json
-from quadarm.config import load
+from quadarm.api import compose
 from quadarm.runner.episode import run_episode
 out = []
 for _ in range(3):
-    ep = run_episode(load(["scenario=hover", "scenario.duration=4", "aero=gusty"]))
+    ep = run_episode(compose(["scenario=hover", "scenario.duration=4", "aero=gusty"]))
     assert ep.status == "ok", ep.message
     out.append((ep.wall_s, ep.compile_s))
 print(json.dumps(out))

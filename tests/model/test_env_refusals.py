@@ -31,12 +31,12 @@ def test_scenarios_with_grasp_events_are_refused_by_the_vector_env(kind):
 
 
 def test_the_refusal_names_every_refused_term_that_is_on():
-    from quadarm.config import load
+    from quadarm.api import compose
 
-    c = load(["scenario=hover", "control.feedforward=com", "control.tendon_tau=0.05"])
+    c = compose(["scenario=hover", "control.feedforward=com", "control.tendon_tau=0.05"])
     assert terms.env_refusal(c) == ""  # the single environment runs the whole controller
     line = terms.env_refusal(c, vector=True)
     assert "\n" not in line
     assert "feedforward (control.feedforward=com)" in line
     assert "tendon_lowpass (control.tendon_tau=0.05)" in line
-    assert terms.env_refusal(load(["scenario=hover", "aero.downwash=true"]), vector=True) == ""
+    assert terms.env_refusal(compose(["scenario=hover", "aero.downwash=true"]), vector=True) == ""

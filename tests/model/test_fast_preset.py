@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from quadarm.config import load
+from quadarm.api import compose
 from quadarm.runner.episode import run_episode
 
 # Table II's tracking figures, each with an absolute floor (cm or deg) for the phases where
@@ -24,7 +24,7 @@ REL = 0.005
 def missions(nominal_mission):
     """The nominal mission's metrics with each integrator (``implicitfast``: the session's
     flight), and the flown ``sim=fast`` episode."""
-    ep = run_episode(load(["sim=fast"]))
+    ep = run_episode(compose(["sim=fast"]))
     assert ep.status == "ok", ep.message
     return {"default": nominal_mission.metrics, "fast": ep}
 
@@ -36,7 +36,7 @@ def test_fast_preset_is_the_paper_model_with_euler():
 
     from quadarm.runner.lifecycle import build_model
 
-    a, b = (build_model(load(o)).model for o in ([], ["sim=fast"]))
+    a, b = (build_model(compose(o)).model for o in ([], ["sim=fast"]))
     compared = 0
     for name in dir(a):
         x = getattr(a, name)

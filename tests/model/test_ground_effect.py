@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from quadarm.config import load
+from quadarm.api import compose
 from quadarm.model import ground
 from quadarm.runner import episode, lifecycle, step
 from quadarm.runner.lifecycle import Prepared
@@ -44,7 +44,7 @@ def test_level_vehicle_gets_the_sum_of_the_extra_thrusts_and_their_moment():
 
 
 def test_surfaces_are_the_floor_and_the_table():
-    p = lifecycle.prepare(load(["world=table", "scenario=hover", "scenario.duration=0.1"]))
+    p = lifecycle.prepare(compose(["world=table", "scenario=hover", "scenario.duration=0.1"]))
     assert isinstance(p, Prepared)
     import mujoco
 
@@ -61,7 +61,7 @@ HOVER = ["world=table", "scenario=hover", "scenario.duration=3"]
 
 
 def _hover(*extra: str) -> episode.Episode:
-    ep = episode.run_episode(load([*HOVER, *extra]))
+    ep = episode.run_episode(compose([*HOVER, *extra]))
     assert ep.status == "ok", ep.message
     return ep
 
@@ -91,7 +91,7 @@ def test_off_never_calls_the_term(monkeypatch):
     def boom(*args):
         raise AssertionError("the ground effect ran with aero.ground_effect off")
 
-    p = lifecycle.prepare(load(["world=table", "scenario=hover", "scenario.duration=0.2"]))
+    p = lifecycle.prepare(compose(["world=table", "scenario=hover", "scenario.duration=0.2"]))
     assert isinstance(p, Prepared)
     prm, _ = step.params([p])
     assert not prm.air.any() and not prm.ge.any() and prm.surfaces.shape[0] == 0

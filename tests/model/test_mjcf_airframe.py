@@ -14,7 +14,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from quadarm.config import ConfigError, load
+from quadarm.api import compose
+from quadarm.config import ConfigError
 from quadarm.model.allocation import allocation_matrix
 from quadarm.model.builder import build
 
@@ -114,7 +115,7 @@ def mjcf_overrides(path: Path, *more: str) -> list[str]:
 
 
 def test_the_file_gives_mass_inertia_and_rotors(tmp_path: Path) -> None:
-    cfg = load(mjcf_overrides(write_vehicle(tmp_path / "x2.xml"), "scenario=hover"))
+    cfg = compose(mjcf_overrides(write_vehicle(tmp_path / "x2.xml"), "scenario=hover"))
     mass, com, inertia = expected_mass_properties()
     frame = cfg.airframe
     assert frame.mass == pytest.approx(mass, rel=1e-12)
@@ -130,7 +131,7 @@ def test_the_file_gives_mass_inertia_and_rotors(tmp_path: Path) -> None:
 
 
 def test_compiled_allocation_equals_the_closed_form(tmp_path: Path) -> None:
-    cfg = load(mjcf_overrides(write_vehicle(tmp_path / "x2.xml"), "scenario=hover"))
+    cfg = compose(mjcf_overrides(write_vehicle(tmp_path / "x2.xml"), "scenario=hover"))
     built = build(cfg.airframe, cfg.arm, cfg.sim)
     m = built.model
     q = built.quad_body
@@ -158,7 +159,7 @@ def test_model_xml_of_a_mesh_vehicle_loads_anywhere(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The run folder's model.xml names the file's meshes by absolute path: it loads in plain
     MuJoCo from any folder, as quadarm's own models do."""
-    cfg = load(mjcf_overrides(write_vehicle(tmp_path / "x2.xml", mesh=True), "scenario=hover"))
+    cfg = compose(mjcf_overrides(write_vehicle(tmp_path / "x2.xml", mesh=True), "scenario=hover"))
     built = build(cfg.airframe, cfg.arm, cfg.sim)
     monkeypatch.chdir(tmp_path.parent)
     again = mujoco.MjModel.from_xml_string(built.xml())
@@ -166,7 +167,7 @@ def test_model_xml_of_a_mesh_vehicle_loads_anywhere(tmp_path: Path,
 
 
 def test_mount_site_places_the_arm(tmp_path: Path) -> None:
-    cfg = load(mjcf_overrides(write_vehicle(tmp_path / "x2.xml"), "airframe.mount=arm_mount",
+    cfg = compose(mjcf_overrides(write_vehicle(tmp_path / "x2.xml"), "airframe.mount=arm_mount",
                               "scenario=hover"))
     built = build(cfg.airframe, cfg.arm, cfg.sim)
     np.testing.assert_allclose(built.model.body_pos[built.link_bodies[0]], [0.01, 0.0, -0.02],
@@ -178,7 +179,7 @@ def test_yaml_full_inertia_and_com_keep_the_allocation_exact() -> None:
     holds that tensor, and the allocation about the centre of mass is the closed form."""
     full = [7.0e-3, 8.0e-3, 13.0e-3, 0.4e-3, -2.1e-3, 0.2e-3]
     com = [0.01, -0.02, 0.054]
-    cfg = load(["scenario=hover", f"airframe.inertia={full}", f"airframe.com={com}"])
+    cfg = compose(["scenario=hover", f"airframe.inertia={full}", f"airframe.com={com}"])
     built = build(cfg.airframe, cfg.arm, cfg.sim)
     m, q = built.model, built.quad_body
     rot = np.zeros(9)
@@ -196,7 +197,7 @@ def test_yaml_full_inertia_and_com_keep_the_allocation_exact() -> None:
 def test_default_airframe_model_is_unchanged() -> None:
     """The paper's airframe (3 principal moments, com at the hub) compiles as before: diagonal
     inertia written as such, centre of mass exactly at the hub, no attached bodies."""
-    cfg = load(["scenario=hover"])
+    cfg = compose(["scenario=hover"])
     built = build(cfg.airframe, cfg.arm, cfg.sim)
     m, q = built.model, built.quad_body
     assert "fullinertia" not in built.xml()
@@ -210,7 +211,7 @@ def test_default_airframe_model_is_unchanged() -> None:
 def test_mjcf_vehicle_flies_the_mission(tmp_path: Path) -> None:
     from quadarm.runner.study import run
 
-    cfg = load(mjcf_overrides(write_vehicle(tmp_path / "x2.xml"), "scenario=mission"))
+    cfg = compose(mjcf_overrides(write_vehicle(tmp_path / "x2.xml"), "scenario=mission"))
     result = run(cfg, tmp_path / "out", store=tmp_path / "store")
     assert result.runs["status"].tolist() == ["ok"]
     # Physics, not a bound on the tracking: over the mission's opening hover (3 s at rest on
@@ -229,7 +230,7 @@ def test_mjcf_vehicle_flies_the_mission(tmp_path: Path) -> None:
 def test_x2_spin_signs_are_refused_naming_the_rank(tmp_path: Path) -> None:
     path = write_vehicle(tmp_path / "x2_stored.xml", spins=X2_SPINS)
     with pytest.raises(ConfigError) as err:
-        load(mjcf_overrides(path, "scenario=hover"))
+        compose(mjcf_overrides(path, "scenario=hover"))
     message = str(err.value)
     assert message.startswith("airframe.") and "rank 3" in message
     assert "\n" not in message
@@ -262,7 +263,7 @@ def test_bad_mjcf_input_is_one_line(case: str, key: str, tmp_path: Path) -> None
         write_vehicle(path)
         extra = ["airframe.mount=battery_site"]
     with pytest.raises(ConfigError) as err:
-        load([*mjcf_overrides(path), "scenario=hover", *extra])
+        compose([*mjcf_overrides(path), "scenario=hover", *extra])
     assert str(err.value).startswith(key) and "\n" not in str(err.value)
 
 

@@ -43,10 +43,10 @@ def test_reach_env_observes_the_tip_target_and_rewards_the_tip_error():
 
 
 def test_reach_env_refuses_another_scenario():
-    from quadarm.config import load
+    from quadarm.api import compose
 
     with pytest.raises(ValueError, match="^scenario=hover"):
-        quadarm.envs.reach.QuadArmReachEnv(config=load(["scenario=hover"]))
+        quadarm.envs.reach.QuadArmReachEnv(config=compose(["scenario=hover"]))
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from quadarm import scenarios
-from quadarm.config import EVENTS, GROUNDED, SCENARIOS, load
+from quadarm.api import compose
+from quadarm.config import EVENTS, GROUNDED, SCENARIOS
 from quadarm.model.payload import Payload
 from quadarm.runner import engine, episode, lifecycle
 from quadarm.scenarios import tasks
@@ -29,7 +30,7 @@ PICK_PLACE = ("world=pedestal", "scenario=pick_place", "scenario.move_time=1.0",
 
 @functools.cache
 def _load(overrides: tuple[str, ...]):
-    return load(list(overrides))
+    return compose(list(overrides))
 
 
 def test_every_scenario_has_a_task_a_module_and_a_yaml():

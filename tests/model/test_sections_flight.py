@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from quadarm import api
-from quadarm.config import load
+from quadarm.api import compose
 from quadarm.config.checks import ConfigError
 from quadarm.config.sections import SectionArmConfig, SectionConfig, TendonSetConfig
 from quadarm.control import sections as plan_sections
@@ -44,7 +44,7 @@ def test_each_section_takes_its_planned_curvature(actuation):
     (L / EI) (m_y, -m_x), with m_s = sqrt(3)/2 mu_s T_b r (cos beta_s, sin beta_s) the
     section's own planned moment (the closed form of docs/arm.md, written from the config
     here, not through the plan's allocation), in either drive."""
-    cfg = load(["scenario=statics"])
+    cfg = compose(["scenario=statics"])
     cfg.sim.gravity = [0.0, 0.0, 0.0]
     arm = _arm(actuation)
     cfg.arm = arm
@@ -125,7 +125,7 @@ def test_a_plan_that_bends_nothing_holds_the_servos_pretension():
     k (u - L) = -T0), not with the force limit a command of 0 would give."""
     from quadarm.scenarios.drive import slack_rows
 
-    cfg = load(["arm=ftdcr_v4", "scenario=hover"])
+    cfg = compose(["arm=ftdcr_v4", "scenario=hover"])
     b = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
     m, d = b.model, mujoco.MjData(b.model)
     rows = slack_rows(cfg, b, 3)
@@ -134,7 +134,7 @@ def test_a_plan_that_bends_nothing_holds_the_servos_pretension():
     mujoco.mj_forward(m, d)
     t0 = [s.tendons.pretension for s in cfg.arm.sections for _ in range(3)]
     assert -d.actuator_force[b.tendon_actuators] == pytest.approx(t0, abs=1e-9)
-    assert slack_rows(load(["scenario=hover"]), b, 3) is None  # prb12: slack, as before
+    assert slack_rows(compose(["scenario=hover"]), b, 3) is None  # prb12: slack, as before
 
 
 def test_com_feedforward_cancels_the_bent_arms_tilt():

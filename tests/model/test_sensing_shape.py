@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from quadarm.config import load
+from quadarm.api import compose
 from quadarm.control.tendons import tensions as allocate
 from quadarm.model.builder import build
 from quadarm.sensing import shape
@@ -17,7 +17,7 @@ from quadarm.sensing import shape
 
 @pytest.fixture(scope="module")
 def arm() -> tuple:
-    cfg = load(["scenario=mission"])
+    cfg = compose(["scenario=mission"])
     built = build(cfg.airframe, cfg.arm, cfg.sim, flange_sensor=True)
     sp = shape.shape_params(built.model)
     return cfg, built, sp, shape.hinge_qpos(built.model, int(sp[shape.S_N]))

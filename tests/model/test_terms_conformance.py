@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 from quadarm import terms
-from quadarm.config import AeroConfig, ControlConfig, flatten, load
+from quadarm.api import compose
+from quadarm.config import AeroConfig, ControlConfig, flatten
 from quadarm.runner import engine, episode, jit, step
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ PAPER_SCENARIOS = ("mission", "workspace", "disturbance", "held_bend", "hover")
 @functools.cache
 def _load(overrides: tuple[str, ...]):
     """The validated config of ``overrides`` (composed once per process: not mutated)."""
-    return load(list(overrides))
+    return compose(list(overrides))
 
 
 def _fly(cfg):

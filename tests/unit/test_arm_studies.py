@@ -13,11 +13,12 @@ import pytest
 from quadarm.analysis import select, studies
 from quadarm.analysis.beyond import arm as beyond
 from quadarm.analysis.report import beyond_block
-from quadarm.config import compose, load
+from quadarm.api import compose as validated
+from quadarm.config import compose
 
 
 def test_active_damping_base_job_is_the_recommended_setting_and_in_the_grid():
-    cfg = load(["scenario=disturbance", "+experiment=active_damping"])
+    cfg = validated(["scenario=disturbance", "+experiment=active_damping"])
     assert cfg.scenario.kind == "disturbance"
     assert cfg.control.tendon_damping > 0 and cfg.control.feedforward == "none"
     params = compose(["+experiment=active_damping"]).hydra.sweeper.params

@@ -7,19 +7,20 @@ import importlib.util
 
 import pytest
 
-from quadarm.config import ConfigError, load, schemas
+from quadarm.api import compose
+from quadarm.config import ConfigError, schemas
 from quadarm.runner import jit
 
 
 @pytest.mark.parametrize("value, want", [("auto", "auto"), ("false", "false"),
                                          ("False", "false"), ("AUTO", "auto")])
 def test_the_key_reads_yaml_booleans_and_any_case(value, want):
-    assert load([f"runner.compiled={value}"]).runner.compiled == want
+    assert compose([f"runner.compiled={value}"]).runner.compiled == want
 
 
 def test_an_unknown_value_is_refused_in_one_line():
     with pytest.raises(ConfigError) as err:
-        load(["runner.compiled=maybe"])
+        compose(["runner.compiled=maybe"])
     assert str(err.value) == "runner.compiled=maybe: must be one of auto, true, false"
 
 
@@ -28,7 +29,7 @@ def test_true_without_numba_is_refused(monkeypatch):
     monkeypatch.setattr(schemas.importlib.util, "find_spec",
                         lambda name, *a: None if name == "numba" else real(name, *a))
     with pytest.raises(ConfigError) as err:
-        load(["runner.compiled=true"])
+        compose(["runner.compiled=true"])
     assert str(err.value).startswith("runner.compiled=true: needs numba")
     assert "\n" not in str(err.value)
 

@@ -43,11 +43,11 @@ def test_atomic_writes_honour_the_umask(mask: int, tmp_path: Path, umask) -> Non
 
 
 def test_a_run_writes_readable_files(tmp_path: Path, umask) -> None:
-    from quadarm.config import load
+    from quadarm.api import compose
     from quadarm.runner.study import run
 
     umask(0o022)
-    cfg = load(["scenario=hover", "scenario.duration=0.05"])
+    cfg = compose(["scenario=hover", "scenario.duration=0.05"])
     run(cfg, tmp_path / "out", store=tmp_path / "store")
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert {p.name for p in files} >= {"runs.parquet", "metrics.parquet", "model.xml"}

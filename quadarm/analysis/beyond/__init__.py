@@ -24,6 +24,7 @@ from quadarm.analysis.beyond import (
     payload,
     sensing,
     sensing_gains,
+    tipspace,
     wind,
 )
 from quadarm.analysis.table import Table
@@ -32,7 +33,7 @@ BUILDERS = {"motor_lag": motor_lag.table, "downwash": downwash.table, "wind": wi
             "feedforward": arm.feedforward, "active_damping": arm.active_damping,
             "compliance": compliance.table, "compliance_mount": compliance.mount_table,
             "payload": payload.table, "sensing": sensing.table,
-            "sensing_gains": sensing_gains.table}
+            "sensing_gains": sensing_gains.table, "tipspace": tipspace.table}
 FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "motor_lag": (motor_lag.figure, "fig_motor_lag.png"),
     "downwash": (downwash.figure, "fig_downwash.png"),
@@ -44,5 +45,6 @@ FIGURES: dict[str, tuple[Callable[[Table, Path], Path], str]] = {
     "payload": (payload.figure, "fig_payload.png"),
     "sensing": (sensing.figure, "fig_sensing.png"),
     "sensing_gains": (sensing_gains.figure, "fig_sensing_gains.png"),
+    "tipspace": (tipspace.figure, "fig_tipspace.png"),
 }
 TITLE = "Beyond the paper"

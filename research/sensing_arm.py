@@ -3,7 +3,7 @@ the arm-shape tip RMS error (% of L), the tip NEES (2 dof) and the vehicle EKF's
 and the seed-mean NEES against the chi-square 95 % band of that mean at every logged time.
 
     python -m quadarm -m +experiment=sensing_arm
-    .venv/bin/python experiments/sensing_arm.py <sweep folder>
+    .venv/bin/python research/sensing_arm.py <sweep folder>
 
 Reads Parquet only (the sweep's metrics and time series).
 """

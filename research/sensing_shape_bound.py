@@ -29,7 +29,7 @@ sweep of one exact-state mission (its states read back from Parquet):
   constant c / k), started at zero a second before the sweep;
 - ``rate_rms``: the RMS hinge rate (rad/s), the arm's swing.
 
-    .venv/bin/python experiments/sensing_shape_bound.py [--out DIR] [--every 10]
+    .venv/bin/python research/sensing_shape_bound.py [--out DIR] [--every 10]
 """
 
 from __future__ import annotations

@@ -10,8 +10,10 @@ moment per newton of thrust) and ``thrust_max`` (the ``ctrlrange``'s upper end t
 gear's thrust). Everything is expressed in the vehicle body's frame at the file's reference
 pose; inertia in MuJoCo's ``fullinertia`` order, about the centre of mass.
 
-Only :func:`resolve` is used by config loading, through a lazy import: this module needs
-MuJoCo, and the analysis layer, which reads :mod:`quadarm.config`, must never load it.
+Config loading uses :func:`resolve`, which this module registers with
+:func:`quadarm.config.compose.register_airframe_reader` when imported (``quadarm.model`` imports
+it): the config layer must never load MuJoCo (the analysis reads :mod:`quadarm.config`), so
+the model layer hands it the reader. Every entry point that composes imports the model first.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import mujoco
 import numpy as np
 
 from quadarm.config.checks import ConfigError
+from quadarm.config.compose import register_airframe_reader
 from quadarm.config.schemas import AirframeConfig, RotorConfig
 
 MIN_ROTORS = 4
@@ -225,3 +228,6 @@ def _in_subtree(model: mujoco.MjModel, b: int, root: int) -> bool:
 def _first_line(err: Exception) -> str:
     text = str(err).strip()
     return text.splitlines()[0] if text else type(err).__name__
+
+
+register_airframe_reader(resolve)  # config loading reads airframe.file through it

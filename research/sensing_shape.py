@@ -9,7 +9,7 @@ quantisation, noise and bias and the force/torque sensor's noise and bias (seede
 the loop). Each shape estimator of ``quadarm.sensing.shape`` then estimates the hinge angles, and
 the error is measured at the tip site and at every hinge, in % of the backbone length L.
 
-    .venv/bin/python experiments/sensing_shape.py [--out DIR] [--preset realistic] [--every 10]
+    .venv/bin/python research/sensing_shape.py [--out DIR] [--preset realistic] [--every 10]
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import mujoco
 import numpy as np
 import pandas as pd
 
-from quadarm.config import MISSION_PHASES, load
+from quadarm.api import compose
+from quadarm.config import MISSION_PHASES
 from quadarm.control.tendons import tensions as allocate
 from quadarm.model import names
 from quadarm.model.builder import build
@@ -75,7 +76,7 @@ class Sweep:
 
 def mission_sweep(out: Path) -> Sweep:
     """:class:`Sweep` of the nominal mission, flown into ``out`` unless it is there."""
-    cfg = load(["scenario=mission"])
+    cfg = compose(["scenario=mission"])
     if not (out / io.TIMESERIES).exists():
         run(cfg, out)
     ts = io.read_timeseries(out)
