@@ -78,6 +78,7 @@ GROUPING: dict[str, Grouping] = {
     "compliance_mount": Grouping(keys=("world.objects", "scenario.approach_speed")),
     "payload": Grouping(every=True),  # its own "setup" column (select.setup)
     "sensing": Grouping(every=True),  # idem
+    "tipspace": Grouping(every=True),  # one row per trial, with its own "setup" column
     "sensing_gains": Grouping(keys=("gains.", "sensing.", "airframe.motor_tau")),
 }
 

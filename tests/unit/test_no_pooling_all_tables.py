@@ -39,7 +39,8 @@ PHASES = {"whole": WHOLE, "figure_eight": ("rms_cm", "tip_lateral_max_cm"),
                     "settle_cm", "tension_a_n", "tension_b_n", "tension_c_n"),
           "carry": ("dip_cm", "recover_s", "tilt_max_deg", "tip_swing_cm"),
           "released": ("rise_cm", "recover_s"),
-          "target_0": ("tip_err_cm", "settle_s", "hub_travel_cm")}
+          "target_0": ("tip_err_cm", "settle_s", "hub_travel_cm"),
+          "lap": ("tip_rms_cm", "tip_max_cm", "hub_travel_cm")}
 
 
 def _gains(values: dict) -> dict[str, str]:
@@ -91,6 +92,8 @@ def _rows(name: str) -> list[dict]:
     if name == "sensing_gains":
         return [{**mission, **_gains(g), "sensing.preset": p, "airframe.motor_tau": tau}
                 for g in (NOMINAL, TUNED) for p in ("exact", "realistic") for tau in (0.0, 0.02)]
+    if name == "tipspace":
+        return [{"scenario": "trace", "control.tip_gain": g} for g in (0.0, 1.0)]
     if name == "task_reach":
         return [{"scenario": "reach", "baseline": b, "scenario.targets": json.dumps([t])}
                 for b in ("nominal", "tip_feedback") for t in ([0.1, 0.0, 1.07], [0, 0.1, 1.07])]
