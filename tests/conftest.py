@@ -7,6 +7,11 @@ import os
 import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+# Plain Python unless the caller says otherwise (QUADARM_NUMBA=1 make test runs every flight
+# compiled): the numbers are the same either way, and a cold numba cache would otherwise
+# compile the loops for each record type the suite flies (minutes each on two cores). The
+# tests that compare compiled with plain set the variable themselves.
+os.environ.setdefault("QUADARM_NUMBA", "0")
 
 from helpers import Flown, fly_once, nominal  # noqa: E402 - MUJOCO_GL before mujoco
 
