@@ -11,7 +11,9 @@ row of :data:`TERMS` says
 - ``where`` it runs in the step (:data:`WHERE`; ``docs/architecture.md``, "Where a term runs");
 - ``modules``: the sources under ``quadarm/`` that the compiled step compiles in for it;
   ``functions``: its functions in ``quadarm/runner/step.py``; ``records``: its fields of the
-  seam's records (``Params.x``, ``State.y``, ``Log.z``);
+  seam's records, as paths through their nested records (``Params.air.gusty``,
+  ``State.tip.corr``, ``Log.wind``; a path to a whole record, ``Params.sn``, claims every
+  field under it);
 - ``select``: the flag of :func:`quadarm.analysis.select.only` that admits its trials (every
   other selection, the paper's tables first, excludes them);
 - ``env``: what an environment's ``controller_action()`` does with it: :data:`ENV_SAME` (it
@@ -78,37 +80,39 @@ TERMS: tuple[Term, ...] = (
          ("docs/sensing.md", "In the loop"),
          ("sensing=realistic", "scenario=hover", "scenario.duration=0.3"), env=ENV_ORACLE),
     Term("force_loop", (), CONTROLLER, ("runner/contact.py",), (),
-         ("Params.fc", "Params.wsens", "State.fcs", "Log.force", "Log.contact"), "",
+         ("Params.contact.fc", "Params.contact.wsens", "State.contact.fcs",
+          "State.contact.ref_p", "State.contact.ref_v", "State.contact.ref_a", "Log.force",
+          "Log.contact"), "",
          ("docs/contact.md", "The force law"),
          ("scenario=touch", "world=table", "scenario.wait=0.1", "scenario.approach_speed=1.0",
           "scenario.hold=0.3", "scenario.settle=0.1"),
          settings=("control.force_kp", "control.force_ki", "control.force_ramp",
                    "control.force_reach"), scenario="touch", env=ENV_ORACLE),
     Term("feedforward", (("control.feedforward", "none"),), CONTROLLER, ("control/arm.py",),
-         ("feedforward",), ("Params.ffp", "Params.chain", "Params.sites", "State.work",
-                            "State.s3"), "arm",
+         ("feedforward",), ("Params.arm.ffp", "Params.arm.chain", "Params.arm.sites",
+                            "State.arm.work", "State.arm.s3"), "arm",
          ("docs/arm_aware_control.md", "Feed-forward"),
          ("control.feedforward=com", "scenario=hover", "scenario.duration=0.3"), env=ENV_REFUSE),
     Term("tendon_damping", (("control.tendon_damping", 0.0), ("control.tendon_bias", 0.0)),
          CONTROLLER, ("control/arm.py",), ("damped_tensions",),
-         ("Params.damp", "Params.dofs"), "arm",
+         ("Params.arm.damp", "Params.arm.dofs"), "arm",
          ("docs/arm_aware_control.md", "Active tendon damping"),
          ("control.tendon_damping=0.1", "control.tendon_bias=0.5", "scenario=disturbance",
           "scenario.duration=0.3", "scenario.start=0.1", "scenario.length=0.1"), env=ENV_REFUSE),
     Term("tendon_lowpass", (("control.tendon_tau", 0.0),), SHAPING, ("runner/step.py",),
-         ("tendon_lowpass",), ("Params.tendon_lp", "State.t_lp"), "arm",
+         ("tendon_lowpass",), ("Params.tendon.lowpass", "State.tendon.filtered"), "arm",
          ("docs/arm_aware_control.md", "Tendon command low-pass"),
          ("control.tendon_tau=0.05", "scenario=held_bend", "scenario.duration=0.3",
           "scenario.ramp=0.2", "scenario.report_times=[0.3]"), env=ENV_REFUSE),
     Term("tip_feedback", (("control.tip_gain", 0.0),), CONTROLLER,
          ("control/tipfeedback.py",), ("tip_term", "tip_feedback"),
-         ("Params.tip_gain_dt", "Params.tip_target", "State.tip_corr", "State.tip_ref"), "tip",
+         ("Params.tip.gain_dt", "Params.tip.target", "State.tip.corr", "State.tip.ref"), "tip",
          ("docs/tipspace_control.md", "The tip feedback"),
          ("scenario=reach", "control.tip_gain=0.5", "scenario.targets=[[0.08,0.0,1.074]]",
           "scenario.move_time=0.2", "scenario.dwell=0.1"),
          settings=("control.tip_mode", "control.tip_mu_limit"), env=ENV_REFUSE),
     Term("tip_bend", (("control.tip_bend", False),), CONTROLLER, ("control/tipfeedback.py",),
-         ("tip_bend_feedback",), ("Params.tip_bend", "Params.tip_bend_plan", "State.tip_t"),
+         ("tip_bend_feedback",), ("Params.tip.bend", "Params.tip.bend_plan", "State.tip.t"),
          "tip", ("docs/tipspace.md", "Bend correction in the tip feedback"),
          ("scenario=reach", "control.tip_gain=0.5", "control.tip_bend=true",
           "scenario.targets=[[0.08,0.0,1.074]]", "scenario.move_time=0.2",
@@ -122,20 +126,21 @@ TERMS: tuple[Term, ...] = (
          ("aero.wind=[2.0,0.0,0.0]", "scenario=hover", "scenario.duration=0.3")),
     Term("gusts", (("aero.gust_intensity", 0.0),), FORCE, ("model/aero.py", "runner/air.py"),
          ("air_term", "air_terms"),
-         ("Params.gusty", "Params.wind_series", "State.wind", "Log.wind"),
+         ("Params.air.gusty", "Params.air.wind", "State.data.wind", "Log.wind"),
          "gusts", ("docs/aero.md", "Wind and gusts"),
          ("aero.gust_intensity=0.5", "scenario=hover", "scenario.duration=0.3"),
          settings=("aero.gust_length",), air=True, replay=True),
     Term("downwash", (("aero.downwash", False),), FORCE, ("model/aero.py", "runner/air.py"),
          ("air_term", "air_terms"),
-         ("Params.downwash", "Params.dw", "Params.quad", "Params.rotor_sites", "Params.links",
-          "Params.act_adr", "State.thrust", "State.force", "Log.xfrc"), "downwash",
+         ("Params.air.downwash", "Params.air.dw", "Params.air.quad", "Params.air.rotor_sites",
+          "Params.air.links", "Params.air.act_adr", "State.air.thrust", "State.air.force",
+          "Log.xfrc"), "downwash",
          ("docs/aero.md", "Rotor downwash on the arm"),
          ("aero.downwash=true", "scenario=disturbance", "scenario.duration=0.3",
           "scenario.start=0.1", "scenario.length=0.1"),
          settings=("aero.drag_coefficient",), air=True, replay=True),
     Term("ground_effect", (("aero.ground_effect", False),), FORCE, ("model/ground.py",),
-         ("air_term", "air_terms"), ("Params.ge", "Params.surfaces"), "ground_effect",
+         ("air_term", "air_terms"), ("Params.air.ge", "Params.air.surfaces"), "ground_effect",
          ("docs/aero.md", "Ground effect"),
          ("aero.ground_effect=true", "world=table", "scenario=hover", "scenario.duration=0.3"),
          settings=("airframe.prop_radius",), air=True, replay=True),
@@ -148,16 +153,18 @@ BASE_MODULES = ("runner/jit.py", "runner/step.py", "control/geometric.py",
                 "control/tendons.py")
 BASE_FUNCTIONS = ("law", "tendon_term", "control", "before", "after")
 BASE_RECORDS = (
-    "Params.mode", "Params.record", "Params.last", "Params.q0", "Params.v0", "Params.law",
-    "Params.mix", "Params.rotors", "Params.tendons", "Params.tip", "Params.ref_p",
-    "Params.ref_v", "Params.ref_a", "Params.tense", "Params.tensions",
+    "Params.mode", "Params.record", "Params.last", "Params.q0", "Params.v0",
+    "Params.tip_site", "Params.law", "State.law",  # the paper's law (a whole record each)
+    "Params.tendon.actuators", "Params.tendon.tense", "Params.tendon.tensions",
+    "State.tendon.out",
     # the scenario's force pulses (applied with the air terms when those run)
-    "Params.pulse_link", "Params.pulse_force", "Params.pulse_start", "Params.pulse_stop",
-    "State.integ", "State.u", "State.t_out", "State.qpos", "State.qvel", "State.ctrl",
-    "State.act", "State.xipos", "State.xmat", "State.cvel", "State.subtree_com",
-    "State.site_xpos", "State.site_xmat", "State.sensordata", "State.actuator_force",
-    "State.xfrc",
-    "Params.air",  # whether any term with ``air`` runs (the gate of the seam's air_term)
+    "Params.air.pulse_link", "Params.air.pulse_force", "Params.air.pulse_start",
+    "Params.air.pulse_stop",
+    "Params.air.on",  # whether any term with ``air`` runs (the gate of the seam's air_term)
+    "State.data.qpos", "State.data.qvel", "State.data.ctrl", "State.data.act",
+    "State.data.xipos", "State.data.xmat", "State.data.cvel", "State.data.subtree_com",
+    "State.data.site_xpos", "State.data.site_xmat", "State.data.sensordata",
+    "State.data.actuator_force", "State.data.xfrc_applied",
     "Log.qpos", "Log.qvel", "Log.tip", "Log.ctrl")
 BASE_KEYS = ("control.tendon_map", "control.tip_mode", "control.tip_mu_limit")
 

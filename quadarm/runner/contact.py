@@ -46,11 +46,11 @@ from quadarm.model.world import WorldSensors, normal_of, target
 from quadarm.runner import jit
 
 CONTACT_COLUMNS = 5  # arm contacts, force x, y, z (N, world), airframe contacts
-# Params.fc row: switch, normal (3), setpoint (N), gains, timing, 1/m
+# Params.contact.fc row: switch, normal (3), setpoint (N), gains, timing, 1/m
 FC_ON, FC_N, FC_F, FC_KP, FC_KI, FC_RAMP, FC_HOLD, FC_DT, FC_INV_M, FC_V, FC_BACK, \
     FC_REACH = 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
 N_FC = 14
-# State.fcs row: phase, contact sample, withdraw sample, integral (N s), p_c (3), delta (m)
+# State.contact.fcs row: phase, contact sample, withdraw sample, integral (N s), p_c (3), delta (m)
 S_PHASE, S_KC, S_KW, S_INT, S_PC, S_DELTA = 0, 1, 2, 3, 4, 7
 N_FCS = 8
 APPROACH, HOLD, WITHDRAW = 0.0, 1.0, 2.0  # S_PHASE values
@@ -169,11 +169,10 @@ def records(preps: Sequence[Any], held: bool = False) -> Contact:
 
 def state(ns: int, plain: bool) -> ContactState:
     """Zeroed :class:`ContactState` of ns simulations (``plain``: the references as lists)."""
-    if plain:
-        ref_p, ref_v, ref_a = ([[0.0] * 3 for _ in range(ns)] for _ in range(3))
-    else:
-        ref_p, ref_v, ref_a = (np.zeros((ns, 3)) for _ in range(3))
-    return ContactState(fcs=np.zeros((ns, N_FCS)), ref_p=ref_p, ref_v=ref_v, ref_a=ref_a)
+    def rows() -> Any:
+        return [[0.0] * 3 for _ in range(ns)] if plain else np.zeros((ns, 3))
+
+    return ContactState(fcs=np.zeros((ns, N_FCS)), ref_p=rows(), ref_v=rows(), ref_a=rows())
 
 
 def force_params(preps: Sequence[Any]) -> np.ndarray:
