@@ -427,7 +427,7 @@ class Kernels(NamedTuple):
     compiled: bool
 
 
-PLAIN = Kernels(fly_chunk, batch_rows, after_rows, False)
+PLAIN = Kernels(fly_chunk=fly_chunk, batch_rows=batch_rows, after_rows=after_rows, compiled=False)
 _COMPILED: Kernels | None = None
 
 
@@ -444,8 +444,8 @@ def kernels(compiled: bool) -> Kernels:
     if not compiled:
         return PLAIN
     if _COMPILED is None:
-        _COMPILED = Kernels(jit.kernel(fly_chunk), jit.kernel(batch_rows),
-                            jit.kernel(after_rows), True)
+        _COMPILED = Kernels(fly_chunk=jit.kernel(fly_chunk), batch_rows=jit.kernel(batch_rows),
+                            after_rows=jit.kernel(after_rows), compiled=True)
     return _COMPILED
 
 
