@@ -48,14 +48,14 @@ def sense_rows(ks: np.ndarray, p: step.Params, s: step.State, lg: step.Log,
     """The sensing term (:func:`quadarm.runner.step.sense`) of sample ``ks[i]`` (nsim,) for
     the simulations flagged in ``rows`` (nsim,) bool.
 
-    The shape fit reads the tendon tensions last commanded (``State.t_out``, N), which the
+    The shape fit reads the tendon tensions last commanded (``State.tendon.out``, N), which the
     flying loop's tendon term writes; here the actions are the commands, so the term first
     copies the tendon actuators' ``ctrl`` of the step that led to sample k (none at k = 0)."""
-    tendons = p.tendons
+    tendons = p.tendon.actuators
     for i in range(rows.shape[0]):
         if rows[i]:
             k = ks[i]
-            t, ctrl = s.t_out[i], s.ctrl[i]
+            t, ctrl = s.tendon.out[i], s.data.ctrl[i]
             for j in range(tendons.shape[0]):
                 t[j] = ctrl[tendons[j]] if k > 0 else 0.0
             step.sense(k, p, s, lg, i)
@@ -129,10 +129,11 @@ def restart_rows(p: step.Params, s: step.State, rows: Iterable[int]) -> None:
     rows = list(rows)
     if rows:
         ss: SenseState = s.ss
-        copy_rows(ss, fresh_state(p.sn, s.qpos.shape[1], s.qvel.shape[1],
-                                  s.sensordata.shape[1]), rows)
+        d = s.data
+        copy_rows(ss, fresh_state(p.sn, d.qpos.shape[1], d.qvel.shape[1],
+                                  d.sensordata.shape[1]), rows)
         for r in rows:
-            ss.tip[r] = s.site_xpos[r, p.tip]
+            ss.tip[r] = d.site_xpos[r, p.tip_site]
 
 
 def keep_rows(new: tuple[step.Params, step.State], old: tuple[step.Params, step.State],

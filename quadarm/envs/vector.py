@@ -193,17 +193,17 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         prm, _ = step.params([t.prepared for t in tasks], step.EXTERNAL, self.record,
                              self._compiled)
         self._winds[j] = []
-        if self.randomizer is None and prm.gusty.any():
+        if self.randomizer is None and prm.air.gusty.any():
             wind = part.batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
             for i, t in enumerate(tasks):
-                wind[i] = t.cfg.aero.wind if prm.gusty[i] else t.built.model.opt.wind
+                wind[i] = t.cfg.aero.wind if prm.air.gusty[i] else t.built.model.opt.wind
         else:
             # With randomize the batch runs each environment's own model (Batch.set_models,
             # which refuses expanded fields) and reads its opt.wind live: the gust term writes
             # into this copy, which _seam_rows copies into the gusty environments' models.
             wind = np.array([t.built.model.opt.wind for t in tasks])
             self._winds[j] = [(i, t.built.model.opt.wind) for i, t in enumerate(tasks)
-                              if prm.gusty[i]]
+                              if prm.air.gusty[i]]
         st = step.state({v: part.fields[v] for v in step.VIEWS}, wind, prm, step.n_work(prm))
         m = tasks[0].built.model
         lg = step.log(prm, m.nq, m.nv, m.nu)
@@ -298,8 +298,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         sims.reset(ids, [self.tasks[i].built.model.key(0).id for i in ids])
         for i in ids:  # the steady wind, as every trial starts (QuadArmEnv.reset)
             j, local = self._part(int(i))
-            if self._seams[j][0].gusty[local]:
-                self._seams[j][1].wind[local] = self.tasks[i].cfg.aero.wind
+            if self._seams[j][0].air.gusty[local]:
+                self._seams[j][1].data.wind[local] = self.tasks[i].cfg.aero.wind
                 if self.randomizer is not None:
                     self.tasks[i].built.model.opt.wind[:] = self.tasks[i].cfg.aero.wind
         sims.write("qpos", ids, slice(0, 3), self._start[ids])
@@ -451,7 +451,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 call = self._entries[(id(kernel), j)] = jit.entry(kernel, *args)
             call(*args)
             for i, wind in winds:
-                wind[:] = st.wind[i]
+                wind[:] = st.data.wind[i]
 
     def _final(self, i: int, rows: int, message: str) -> dict[str, Any]:
         info: dict[str, Any] = {"status": "diverged" if message else "ok", "message": message}

@@ -13,15 +13,17 @@ runs exactly the paper's loop):
   ``xfrc_applied`` together with any force pulse of the plan that is on at that sample (the
   two add up; neither overwrites the other).
 
-:class:`Air` holds the per-trial arrays, made once before the first step, and :func:`stack`
-those of a batch; :func:`terms` is the per-step term on scalars, which the step seam
-(:func:`quadarm.runner.step.air_term`) calls in plain Python and compiled alike.
+:class:`Air` holds one trial's arrays, made once before the first step; :func:`records` lays
+those of a batch out once, as the seam's :class:`AirParams` (``Params.air``) and
+:class:`AirState` (``State.air``); :func:`terms` is the per-step term on scalars, which the
+step seam (:func:`quadarm.runner.step.air_term`) calls in plain Python and compiled alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import mujoco
 import numpy as np
@@ -48,8 +50,7 @@ class Air:
     ``act_adr`` (n_rotors,) each rotor's actuator-state address (-1: ideal rotor, its thrust
     is its command); ``pulse_link`` (n_pulses,) the link (index into ``links``, -1: another
     body) each plan pulse pushes, ``pulse_force`` (n_pulses, 3) N, ``pulse_start`` and
-    ``pulse_stop`` (n_pulses,) its samples [start, stop). ``thrust`` (n_rotors,) and
-    ``force`` (n_links, 3) are scratch.
+    ``pulse_stop`` (n_pulses,) its samples [start, stop).
     """
 
     wind: np.ndarray
@@ -63,8 +64,6 @@ class Air:
     pulse_force: np.ndarray
     pulse_start: np.ndarray
     pulse_stop: np.ndarray
-    thrust: np.ndarray
-    force: np.ndarray
 
     @property
     def gusty(self) -> bool:
@@ -105,66 +104,77 @@ def setup(p: Prepared, filters: Any = aero.PlainFilters) -> Air | None:
         pulse_link=np.array([index.get(int(q.body), -1) for q in pulses], dtype=np.int64),
         pulse_force=np.array([q.force for q in pulses], dtype=float).reshape(-1, 3),
         pulse_start=np.array([q.start for q in pulses], dtype=np.int64),
-        pulse_stop=np.array([q.stop for q in pulses], dtype=np.int64),
-        thrust=np.zeros(len(built.rotor_actuators)), force=np.zeros((len(links), 3)))
+        pulse_stop=np.array([q.stop for q in pulses], dtype=np.int64))
+
+
+class AirParams(NamedTuple):
+    """The air terms' arrays of a batch of nsim trials (``Params.air``; same model structure,
+    so the ids are shared), laid out once by :func:`records` from each trial's :class:`Air`.
+    K is the longest trial's number of steps; P its most force pulses."""
+
+    on: np.ndarray  # (nsim,) bool: a registry term with ``air`` is on (the seam's gate)
+    gusty: np.ndarray  # (nsim,) bool: aero.gust_intensity > 0
+    wind: np.ndarray  # (K + 1, nsim, 3) float, m/s, world: opt.wind per sample
+    #                   ((1, nsim, 3) zeros when no trial is gusty)
+    downwash: np.ndarray  # (nsim,) bool: aero.downwash
+    dw: np.ndarray  # (nsim, N_DW_PARAMS) float: quadarm.model.aero.downwash_params
+    quad: int  # the airframe body id
+    rotor_sites: np.ndarray  # (n_rotors,) int64: the rotor hub sites ((0,) without air terms)
+    links: np.ndarray  # (n_links,) int64: the arm's link bodies ((0,) without air terms)
+    act_adr: np.ndarray  # (n_rotors,) int64: actuator-state address, -1: ideal rotor
+    pulse_link: np.ndarray  # (nsim, P) int64: the link (index into links) pushed, -1: padding
+    pulse_force: np.ndarray  # (nsim, P, 3) float, N, world
+    pulse_start: np.ndarray  # (nsim, P) int64: first sample on
+    pulse_stop: np.ndarray  # (nsim, P) int64: first sample off
+    ge: np.ndarray  # (nsim,) float, m: the rotor radius with aero.ground_effect, 0: off
+    surfaces: np.ndarray  # (n, quadarm.model.ground.N_SURFACE) float, m: footprints and tops
+
+
+class AirState(NamedTuple):
+    """The air terms' scratch (``State.air``)."""
+
+    thrust: np.ndarray  # (nsim, n_rotors) float, N: the live rotor thrusts
+    force: np.ndarray  # (nsim, n_links, 3) float, N, world: the downwash force per link
 
 
 @jit.inline
-def thrusts(p: Any, s: Any, i: int) -> None:
-    """The live rotor thrusts of simulation i into ``s.thrust[i]`` (N): the commands
-    ``s.u[i]``, or the actuator states where ``p.act_adr`` >= 0 (``airframe.motor_tau``)."""
-    u, act, act_adr, thrust = s.u[i], s.act[i], p.act_adr, s.thrust[i]
+def thrusts(a: AirParams, st: AirState, act: Any, u: Any, i: int) -> None:
+    """The live rotor thrusts of simulation i into ``st.thrust[i]`` (N): the commands
+    ``u[i]``, or the actuator states ``act[i]`` where ``a.act_adr`` >= 0
+    (``airframe.motor_tau``)."""
+    ui, ai, act_adr, thrust = u[i], act[i], a.act_adr, st.thrust[i]
     for j in range(len(thrust)):
-        thrust[j] = act[act_adr[j]] if act_adr[j] >= 0 else u[j]
+        thrust[j] = ai[act_adr[j]] if act_adr[j] >= 0 else ui[j]
 
 
-def ground_records(preps: Any, held: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The seam's ``Params.air`` (nsim,) whether a trial has air terms, ``Params.ge`` (nsim,)
-    the rotor radius R (m) where ``aero.ground_effect`` is on (0: off) and
-    ``Params.surfaces`` (n, N_SURFACE) the static surfaces below (:mod:`quadarm.model.ground`;
-    (0, N_SURFACE) when no trial has it on). ``held``: grounded trials, no air terms."""
-    on = np.array([not held and registry.air_on(p.cfg) for p in preps], dtype=bool)
-    ge = np.array([float(p.cfg.airframe.prop_radius) if o and p.cfg.aero.ground_effect
-                   else 0.0 for p, o in zip(preps, on, strict=True)])
-    surf = np.zeros((0, ground.N_SURFACE))
-    if ge.any():
-        m = preps[0].built.model
-        d = mujoco.MjData(m)
-        mujoco.mj_forward(m, d)
-        surf = ground.surfaces(m, d)
-    return on, ge, surf
-
-
-def terms(k: int, p: Any, s: Any, i: int) -> None:
+def terms(k: int, a: AirParams, st: AirState, d: Any, u: Any, i: int) -> None:
     """The air terms before step k of simulation i, written once on scalars: plain Python
-    runs it and numba compiles it (:func:`quadarm.runner.step.air_term`). ``p`` and ``s`` are
-    the step seam's :class:`~quadarm.runner.step.Params` and
-    :class:`~quadarm.runner.step.State` records (duck-typed here: the seam imports this
-    module); the fields read are those of :class:`Air` and the ``mjData`` arrays as named.
+    runs it and numba compiles it (:func:`quadarm.runner.step.air_term`). ``d`` is the seam's
+    record of ``MjData`` views (:class:`quadarm.runner.step.Data`, duck-typed here: the seam
+    imports this module) and ``u`` (nsim, n_rotors) the rotor commands (N).
 
-    With ``p.gusty[i]``, the live ``opt.wind`` ``s.wind[i]`` (3,) becomes
-    ``p.wind_series[k, i]``. With ``p.downwash[i]``, the thrusts (``s.u[i]`` the rotor
-    commands, or ``s.act[i]`` the actuator states where ``p.act_adr`` >= 0) drive
-    :func:`quadarm.model.aero.downwash_forces`, and each link's row of ``s.xfrc[i]``
-    (nbody, 6) becomes the plan's pulses on it at sample k plus that force.
+    With ``a.gusty[i]``, the live ``opt.wind`` ``d.wind[i]`` (3,) becomes ``a.wind[k, i]``.
+    With ``a.downwash[i]``, the thrusts (the commands, or the actuator states where
+    ``a.act_adr`` >= 0) drive :func:`quadarm.model.aero.downwash_forces`, and each link's row
+    of ``d.xfrc_applied[i]`` (nbody, 6) becomes the plan's pulses on it at sample k plus
+    that force.
     """
-    wind = s.wind[i]
-    if p.gusty[i]:
-        wind[0], wind[1], wind[2] = (p.wind_series[k, i, 0], p.wind_series[k, i, 1],
-                                     p.wind_series[k, i, 2])
-    if p.ge[i] > 0.0:  # aero.ground_effect (quadarm.model.ground), rotor radius R > 0: on
-        thrusts(p, s, i)
-        ground.ground_forces(p.ge[i], s.thrust[i], p.quad, p.rotor_sites, s.xipos[i], s.xmat[i],
-                             s.site_xpos[i], p.surfaces, s.xfrc[i])
-    if not p.downwash[i]:
+    wind = d.wind[i]
+    if a.gusty[i]:
+        wind[0], wind[1], wind[2] = a.wind[k, i, 0], a.wind[k, i, 1], a.wind[k, i, 2]
+    if a.ge[i] > 0.0:  # aero.ground_effect (quadarm.model.ground), rotor radius R > 0: on
+        thrusts(a, st, d.act, u, i)
+        ground.ground_forces(a.ge[i], st.thrust[i], a.quad, a.rotor_sites, d.xipos[i],
+                             d.xmat[i], d.site_xpos[i], a.surfaces, d.xfrc_applied[i])
+    if not a.downwash[i]:
         return
-    thrusts(p, s, i)
-    thrust, force = s.thrust[i], s.force[i]
-    links = p.links
-    aero.downwash_forces(p.dw[i], thrust, p.quad, p.rotor_sites, links, s.xipos[i], s.xmat[i],
-                         s.cvel[i], s.subtree_com[i], s.site_xpos[i], wind, force)
-    pulse_link, pulse_force = p.pulse_link[i], p.pulse_force[i]
-    pulse_start, pulse_stop, xfrc = p.pulse_start[i], p.pulse_stop[i], s.xfrc[i]
+    thrusts(a, st, d.act, u, i)
+    thrust, force = st.thrust[i], st.force[i]
+    links = a.links
+    aero.downwash_forces(a.dw[i], thrust, a.quad, a.rotor_sites, links, d.xipos[i], d.xmat[i],
+                         d.cvel[i], d.subtree_com[i], d.site_xpos[i], wind, force)
+    pulse_link, pulse_force = a.pulse_link[i], a.pulse_force[i]
+    pulse_start, pulse_stop, xfrc = a.pulse_start[i], a.pulse_stop[i], d.xfrc_applied[i]
     for li in range(len(links)):
         fx, fy, fz = 0.0, 0.0, 0.0
         for q in range(len(pulse_link)):
@@ -176,38 +186,44 @@ def terms(k: int, p: Any, s: Any, i: int) -> None:
         xfrc[b, 2] = fz + force[li, 2]
 
 
-@dataclass
-class BatchAir:
-    """The :class:`Air` of the simulations of a batch, stacked (same model structure, so the
-    ids are shared): ``gusty``/``downwash`` (nsim,) flags, ``wind`` (K + 1, nsim, 3)
-    time-major and padded, ``prm`` (nsim, N_DW_PARAMS), pulses (nsim, P) padded with
-    ``pulse_link`` -1, ``thrust`` (nsim, n_rotors) and ``force`` (nsim, n_links, 3) scratch."""
-
-    gusty: np.ndarray
-    wind: np.ndarray
-    downwash: np.ndarray
-    prm: np.ndarray
-    quad: int
-    sites: np.ndarray
-    links: np.ndarray
-    act_adr: np.ndarray
-    pulse_link: np.ndarray
-    pulse_force: np.ndarray
-    pulse_start: np.ndarray
-    pulse_stop: np.ndarray
-    thrust: np.ndarray
-    force: np.ndarray
+def _ground(preps: Sequence[Prepared], on: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:class:`AirParams`'s ``ge`` and ``surfaces`` (the static surfaces below,
+    :mod:`quadarm.model.ground`; (0, N_SURFACE) when no trial has the ground effect on)."""
+    ge = np.array([float(p.cfg.airframe.prop_radius) if o and p.cfg.aero.ground_effect
+                   else 0.0 for p, o in zip(preps, on, strict=True)])
+    surf = np.zeros((0, ground.N_SURFACE))
+    if ge.any():
+        m = preps[0].built.model
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        surf = ground.surfaces(m, d)
+    return ge, surf
 
 
-def stack(airs: list[Air | None], steps: int) -> BatchAir | None:
-    """The batch's :class:`BatchAir` (samples 0..``steps``), or None when no simulation has
-    air terms."""
+def records(preps: Sequence[Prepared], held: bool = False,
+            filters: Any = aero.PlainFilters) -> tuple[AirParams, list[Air | None]]:
+    """The batch's :class:`AirParams` (samples 0..K), and each trial's :class:`Air` (None
+    without air terms). ``held``: grounded trials, no air terms; ``filters``: the gust
+    recursions (:func:`setup`)."""
+    ns = len(preps)
+    on = np.array([not held and registry.air_on(p.cfg) for p in preps], dtype=bool)
+    airs = [setup(p, filters) if o else None for p, o in zip(preps, on, strict=True)]
+    ge, surfaces = _ground(preps, on)
     some = [a for a in airs if a is not None]
     if not some:
-        return None
-    ns, ref = len(airs), some[0]
-    wind = np.zeros((steps + 1, ns, 3))
-    prm = np.zeros((ns, len(ref.prm)))
+        i0 = np.zeros((ns, 0), dtype=np.int64)
+        none = np.zeros(0, dtype=np.int64)
+        return AirParams(
+            on=on, gusty=np.zeros(ns, dtype=bool), wind=np.zeros((1, ns, 3)),
+            downwash=np.zeros(ns, dtype=bool), dw=np.zeros((ns, aero.N_DW_PARAMS)), quad=0,
+            rotor_sites=none, links=none.copy(), act_adr=none.copy(), pulse_link=i0,
+            pulse_force=np.zeros((ns, 0, 3)), pulse_start=i0.copy(), pulse_stop=i0.copy(),
+            ge=ge, surfaces=surfaces), airs
+    steps = max(p.plan.steps for p in preps)
+    ref = some[0]
+    gusty = np.array([a is not None and a.gusty for a in airs])
+    wind = np.zeros((steps + 1, ns, 3) if gusty.any() else (1, ns, 3))
+    dw = np.zeros((ns, len(ref.prm)))
     npulse = max(len(a.pulse_link) for a in some)
     plink = np.full((ns, npulse), -1, dtype=np.int64)
     pforce = np.zeros((ns, npulse, 3))
@@ -218,13 +234,21 @@ def stack(airs: list[Air | None], steps: int) -> BatchAir | None:
             continue
         if a.gusty:
             wind[:len(a.wind), i] = a.wind
-        prm[i] = a.prm
+        dw[i] = a.prm
         m = len(a.pulse_link)
         plink[i, :m], pforce[i, :m] = a.pulse_link, a.pulse_force
         pstart[i, :m], pstop[i, :m] = a.pulse_start, a.pulse_stop
-    return BatchAir(
-        gusty=np.array([a is not None and a.gusty for a in airs]), wind=wind,
-        downwash=np.array([a is not None and a.downwash for a in airs]), prm=prm,
-        quad=ref.quad, sites=ref.sites, links=ref.links, act_adr=ref.act_adr,
+    c = np.ascontiguousarray
+    return AirParams(
+        on=on, gusty=gusty, wind=wind,
+        downwash=np.array([a is not None and a.downwash for a in airs]), dw=dw,
+        quad=int(ref.quad), rotor_sites=c(ref.sites, dtype=np.int64),
+        links=c(ref.links, dtype=np.int64), act_adr=c(ref.act_adr, dtype=np.int64),
         pulse_link=plink, pulse_force=pforce, pulse_start=pstart, pulse_stop=pstop,
-        thrust=np.zeros((ns, len(ref.sites))), force=np.zeros((ns, len(ref.links), 3)))
+        ge=ge, surfaces=surfaces), airs
+
+
+def state(a: AirParams, n_rotors: int) -> AirState:
+    """Zeroed :class:`AirState` for ``a``'s trials."""
+    ns = len(a.on)
+    return AirState(thrust=np.zeros((ns, n_rotors)), force=np.zeros((ns, a.links.size, 3)))

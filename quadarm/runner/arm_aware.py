@@ -1,7 +1,8 @@
 """Per-trial arrays of the arm-aware control terms (``control.feedforward``,
 ``control.tendon_damping``, ``control.tendon_bias``), computed once before a trial flies and
-stacked into the step seam's parameter record (:func:`quadarm.runner.step.params`), which every
-loop reads. The per-step maths is :mod:`quadarm.control.arm`.
+stacked by :func:`records` into the step seam's ``Params.arm`` (:class:`Arm`; its scratch
+``State.arm``: :class:`ArmState`), which every loop reads. The per-step maths is
+:mod:`quadarm.control.arm`.
 
 With ``feedforward: none`` and no damping or bias, the mode and gains in these arrays are 0 and
 the seam skips both terms: the loops do exactly what they did without them.
@@ -9,7 +10,9 @@ the seam skips both terms: the loops do exactly what they did without them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import mujoco
 import numpy as np
@@ -21,14 +24,30 @@ from quadarm.model import BuiltModel, names
 
 @dataclass(frozen=True)
 class ArmTerms:
-    """Arrays of one trial. Shapes: ffp (N_FEEDFORWARD,); chain (3 + 21 n_bodies,); sites
-    (7,) int64; dp (N_DAMPING,); dofs (2, segments) int64 (x and y hinge dof addresses)."""
+    """Arrays of one trial: the fields of :class:`Arm` without its simulation axis."""
 
     ffp: np.ndarray
     chain: np.ndarray
     sites: np.ndarray
-    dp: np.ndarray
+    damp: np.ndarray
     dofs: np.ndarray
+
+
+class Arm(NamedTuple):
+    """The arm-aware terms' arrays of a batch of nsim trials (``Params.arm``)."""
+
+    ffp: np.ndarray  # (nsim, N_FEEDFORWARD) float: control.arm.feedforward_params (mode 0: off)
+    chain: np.ndarray  # (nsim, C_HEAD + C_STRIDE n_bodies) float: control.arm.chain_params
+    sites: np.ndarray  # (nsim, 7) int64: control.arm.wrench_sites (zeros unless wrench)
+    damp: np.ndarray  # (nsim, N_DAMPING) float: control.arm.damping_params (gain, bias 0: off)
+    dofs: np.ndarray  # (nsim, 2, segments) int64: the x and y hinge dof addresses
+
+
+class ArmState(NamedTuple):
+    """The feed-forward's scratch (``State.arm``)."""
+
+    work: np.ndarray  # (nsim, 12 n_bodies) float: each body's rotation and origin (m)
+    s3: np.ndarray  # (nsim, 3) float, kg m: the arm's first moment
 
 
 def arm_terms(cfg: Config, built: BuiltModel) -> ArmTerms:
@@ -48,4 +67,30 @@ def arm_terms(cfg: Config, built: BuiltModel) -> ArmTerms:
     dp = terms.damping_params(ctl.tendon_damping, ctl.tendon_bias, arm.tension_max,
                               arm.tendon_offset, arm.tendon_angles_deg)
     dofs = np.stack(terms.hinge_dofs(m, arm.segments)).astype(np.int64)
-    return ArmTerms(ffp, chain, sites, dp, dofs)
+    return ArmTerms(ffp=ffp, chain=chain, sites=sites, damp=dp, dofs=dofs)
+
+
+def records(preps: Sequence[Any], held: bool = False) -> Arm:
+    """The batch's :class:`Arm` (``preps``: :class:`quadarm.runner.lifecycle.Prepared` of one
+    model structure); ``held`` (grounded trials): inert rows, mode and gains 0."""
+    ns = len(preps)
+    if held:
+        return Arm(ffp=np.zeros((ns, terms.N_FEEDFORWARD)), chain=np.zeros((ns, terms.C_HEAD)),
+                   sites=np.zeros((ns, 7), dtype=np.int64),
+                   damp=np.zeros((ns, terms.N_DAMPING)), dofs=np.zeros((ns, 2, 0), dtype=np.int64))
+    arms = [arm_terms(p.cfg, p.built) for p in preps]
+    return Arm(**{f: np.ascontiguousarray(np.stack([getattr(a, f) for a in arms]),
+                                          dtype=np.int64 if f in ("sites", "dofs") else float)
+                  for f in Arm._fields})
+
+
+def n_work(arm: Arm) -> int:
+    """The feed-forward's scratch size per simulation
+    (:func:`quadarm.control.arm.arm_first_moment`)."""
+    return 12 * ((arm.chain.shape[1] - terms.C_HEAD) // terms.C_STRIDE)
+
+
+def state(arm: Arm, n_work: int) -> ArmState:
+    """Zeroed :class:`ArmState` for ``arm``'s trials, with ``n_work`` columns of scratch."""
+    ns = len(arm.ffp)
+    return ArmState(work=np.zeros((ns, n_work)), s3=np.zeros((ns, 3)))

@@ -188,7 +188,7 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     if len({len(arm_terms(p.cfg, p.built).chain) for p in preps}) > 1:
         raise Incompatible("the arms' chains differ in length")
     prm, _ = step.params(preps, compiled=native)
-    if prm.gusty.any():
+    if prm.air.gusty.any():
         wind = batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
         for i, mdl in enumerate(models):
             wind[i] = mdl.opt.wind

@@ -28,14 +28,16 @@ that would preload the contact), and from there on writes the law's reference of
 - withdraw: the reference backs away along n at ``scenario.approach_speed`` for
   ``scenario.withdraw`` m, then holds.
 
-Everything is per simulation i on scalars (:class:`quadarm.runner.step.Params` ``fc`` row,
-:class:`quadarm.runner.step.State` ``fcs`` row), so the batched loop equals the one-trial one.
+Everything is per simulation i on scalars (:class:`Contact` ``fc`` row, :class:`ContactState`
+``fcs`` row: ``Params.contact`` and ``State.contact`` of the seam), so the batched loop equals
+the one-trial one. The references the loop writes go to :class:`ContactState`'s rows (the
+plan's references of the sample, copied there first), never into ``Params``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,16 +47,35 @@ from quadarm.runner import jit
 from quadarm.scenarios import tasks
 
 CONTACT_COLUMNS = 5  # arm contacts, force x, y, z (N, world), airframe contacts
-# Params.fc row: switch, normal (3), setpoint (N), gains, timing, 1/m
+# Params.contact.fc row: switch, normal (3), setpoint (N), gains, timing, 1/m
 FC_ON, FC_N, FC_F, FC_KP, FC_KI, FC_RAMP, FC_HOLD, FC_DT, FC_INV_M, FC_V, FC_BACK, \
     FC_REACH = 0, 1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
 N_FC = 14
-# State.fcs row: phase, contact sample, withdraw sample, integral (N s), p_c (3), delta (m)
+# State.contact.fcs row: phase, contact sample, withdraw sample, integral (N s), p_c (3), delta (m)
 S_PHASE, S_KC, S_KW, S_INT, S_PC, S_DELTA = 0, 1, 2, 3, 4, 7
 N_FCS = 8
 APPROACH, HOLD, WITHDRAW = 0.0, 1.0, 2.0  # S_PHASE values
 # Log.force row: phase, F_ref (N), F_n (N), the reference the law tracked (m, (3,))
 N_FCLOG = 6
+
+
+class Contact(NamedTuple):
+    """The contact terms' parameters (``Params.contact``)."""
+
+    wsens: np.ndarray  # (n_objects, 2) int64: each object's arm and airframe contact sensor
+    #                    addresses in sensordata ((0, 2) for world=open)
+    fc: np.ndarray  # (nsim, N_FC) float: the force loop's parameters (FC_*; a zero row: off)
+
+
+class ContactState(NamedTuple):
+    """The force loop's memory and the law's reference of the sample (``State.contact``).
+    For the plain-Python loops ``ref_p``, ``ref_v`` and ``ref_a`` are nested lists of floats
+    of the same shapes (see :func:`quadarm.runner.step.params`)."""
+
+    fcs: np.ndarray  # (nsim, N_FCS) float: phase, contact sample, integral, frozen reference
+    ref_p: Any  # (nsim, 3) float, m: the law's position reference of the sample
+    ref_v: Any  # (nsim, 3) float, m/s: its velocity reference
+    ref_a: Any  # (nsim, 3) float, m/s^2: its acceleration reference
 
 
 @jit.inline
@@ -139,6 +160,20 @@ def sensor_addresses(built: Any, world: Any) -> np.ndarray:
         return np.zeros((0, 2), dtype=np.int64)
     ws = WorldSensors.of(built.model, world)
     return np.ascontiguousarray(np.stack([ws.arm_adr, ws.frame_adr], axis=1), dtype=np.int64)
+
+
+def records(preps: Sequence[Any], held: bool = False) -> Contact:
+    """The batch's :class:`Contact` (``held``: grounded trials, the force loop off)."""
+    fc = force_params(preps) if not held else np.zeros((len(preps), N_FC))
+    return Contact(wsens=sensor_addresses(preps[0].built, preps[0].cfg.world), fc=fc)
+
+
+def state(ns: int, plain: bool) -> ContactState:
+    """Zeroed :class:`ContactState` of ns simulations (``plain``: the references as lists)."""
+    def rows() -> Any:
+        return [[0.0] * 3 for _ in range(ns)] if plain else np.zeros((ns, 3))
+
+    return ContactState(fcs=np.zeros((ns, N_FCS)), ref_p=rows(), ref_v=rows(), ref_a=rows())
 
 
 def force_params(preps: Sequence[Any]) -> np.ndarray:

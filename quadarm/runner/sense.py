@@ -60,6 +60,7 @@ jit.inline(armfilter.site)
 solve = jit.inline(shape._solve)
 
 SENSORS = ("imu", "position", "encoder", "force_torque", "tip")
+SHORT = ("imu", "pos", "enc", "ft", "tip")  # each sensor's prefix in Sense and SenseState
 IMU, POS, ENC, FT, TIP = range(5)
 N_ERR = 2  # logged shape errors: tip (m), the largest along the arm (m)
 N_LOG = 7 + 6 + N_ERR  # a logged estimate row: qpos (7), qvel (6) of the vehicle, shape errors
@@ -510,10 +511,11 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
         dur = p.plan.steps * m.opt.timestep if o else 0.0
         chans.append(noise.draw(cfg, p.cfg.seed, dur, m.opt.timestep))
     ch = np.stack([np.stack([c[n].prm for n in SENSORS]) for c in chans])
-    arrays: list[np.ndarray] = []
-    for n in SENSORS:
+    drawn: dict[str, np.ndarray] = {}
+    for n, short in zip(SENSORS, SHORT, strict=True):
         dim = noise.DIMS[n]
-        arrays += [_pad3([c[n].white for c in chans], dim), _pad3([c[n].bias for c in chans], dim)]
+        drawn[f"{short}_w"] = _pad3([c[n].white for c in chans], dim)
+        drawn[f"{short}_b"] = _pad3([c[n].bias for c in chans], dim)
     g = m.opt.gravity
     grav = (float(g[0]), float(g[1]), float(g[2]))
     eprm = np.stack([ekf.ekf_params(p.cfg.sensing, m.opt.timestep, grav, semi_implicit=True)
@@ -540,9 +542,9 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
                     dtype=np.int64)
     start = np.array([p.plan.start for p in preps], dtype=float)
     sig0 = np.stack([ekf.initial_sigma(p.cfg.sensing) for p in preps])
-    return Sense._make([on, ch, *arrays, eprm, sp, tab, shape.NO_PROFILE, wts, hq, hv, ft_adr,
-                        int(b0.tip_site), start, sig0, caps, n_links,
-                        *_arm_records(preps, on, n_links)])
+    return Sense(on=on, ch=ch, **drawn, ekf=eprm, sp=sp, tab=tab, prof=shape.NO_PROFILE,
+                 wts=wts, hq=hq, hv=hv, ft_adr=ft_adr, tip_site=int(b0.tip_site), start=start,
+                 sig0=sig0, caps=caps, n_links=n_links, **_arm_records(preps, on, n_links))
 
 
 _MODELS: dict[str, tuple[np.ndarray, ...]] = {}
@@ -569,7 +571,7 @@ def _hinge0(m: Any) -> np.ndarray:
     return np.asarray(rot.T @ (d.xpos[link0] - d.xpos[root]), dtype=float)
 
 
-def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> list[Any]:
+def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> dict[str, Any]:
     """The dynamic shape estimator's fields of :class:`Sense` (inert, small arrays for trials
     without arm IMUs)."""
     ns = len(preps)
@@ -580,10 +582,11 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> lis
     first = next((p for p, a in zip(preps, aon, strict=True) if a), None)
     if first is None:
         z = np.zeros
-        return [aon, unc, alog, z((ns, sensors.N_CHANNEL)), z((ns, 1, 0)), z((ns, 1, 0)),
-                z(0, dtype=np.int64), z((ns, armfilter.N_AF)), z((ns, 2, 1, 1)), z((ns, 1, 1)),
-                z((ns, 1, armfilter.N_U)), z((ns, 1, 1)), z((ns, 1, 1 + armfilter.N_U)),
-                z((ns, 1))]
+        return dict(aon=aon, unc=unc, alog=alog, ach=z((ns, sensors.N_CHANNEL)),
+                    ai_w=z((ns, 1, 0)), ai_b=z((ns, 1, 0)), alinks=z(0, dtype=np.int64),
+                    af=z((ns, armfilter.N_AF)), aphi=z((ns, 2, 1, 1)), afm=z((ns, 1, 1)),
+                    agm=z((ns, 1, armfilter.N_U)), aqm=z((ns, 1, 1)),
+                    acdd=z((ns, 1, 1 + armfilter.N_U)), asig=z((ns, 1)))
     a0 = first.cfg.sensing.arm_imu
     for p, a in zip(preps, aon, strict=True):
         if a and (p.cfg.sensing.arm_imu.at != a0.at or p.cfg.sensing.arm_imu.modes != a0.modes):
@@ -609,8 +612,9 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> lis
     ach = np.stack([c.prm for c in chans])
     white = _pad3([c.white for c in chans], 6 * ni)
     bias = _pad3([c.bias for c in chans], 6 * ni)
-    return [aon, unc, alog, ach, white, bias, links,
-            *(np.stack([r[j] for r in rows]) for j in range(7))]
+    filt = ("af", "aphi", "afm", "agm", "aqm", "acdd", "asig")  # the order of rows' tuples
+    return dict(aon=aon, unc=unc, alog=alog, ach=ach, ai_w=white, ai_b=bias, alinks=links,
+                **{f: np.stack([r[j] for r in rows]) for j, f in enumerate(filt)})
 
 
 def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
@@ -630,17 +634,20 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
     q0[:, 3] = 1.0
     nh, nl = sn.hq.size, max(sn.n_links, 1)
     caps = [int(c) for c in sn.caps]
-    return SenseState._make([
-        *(z((ns, caps[j], noise.DIMS[n])) for j, n in enumerate(SENSORS)),
-        *(z((ns, noise.DIMS[n])) for n in SENSORS),
-        z((ns, 6)), z((ns, 7)), x, pm, z((ns, caps[5], ekf.R_STRIDE)), z((ns, 1)),
-        z((ns, ekf.WORK)), q0, z((ns, nv)), z((ns, nsd)), z((ns, 2)), z((ns, nh)),
-        z((ns, nh)), z((ns, nh)), z((ns, shape.W_STRIDE * nl)),
-        z((ns, shape.scratch_size(0, table=True))), z((ns, 12)), z((ns, shape.N_OUT)),
-        z((ns, nl, 3)), z((ns, nl, 3)), z((ns, N_ERR)), *_arm_state(sn, ns, nl)])
+    rings = {f"{s}_r": z((ns, caps[j], noise.DIMS[n]))
+             for j, (n, s) in enumerate(zip(SENSORS, SHORT, strict=True))}
+    last = {s: z((ns, noise.DIMS[n])) for n, s in zip(SENSORS, SHORT, strict=True)}
+    return SenseState(
+        **rings, **last, truth=z((ns, 6)), prev=z((ns, 7)), x=x, p=pm,
+        ring=z((ns, caps[5], ekf.R_STRIDE)), meta=z((ns, 1)), work=z((ns, ekf.WORK)), q=q0,
+        v=z((ns, nv)), sd=z((ns, nsd)), c=z((ns, 2)), th=z((ns, nh)), th_prev=z((ns, nh)),
+        th_true=z((ns, nh)), swork=z((ns, shape.W_STRIDE * nl)),
+        sscratch=z((ns, shape.scratch_size(0, table=True))), meas=z((ns, 12)),
+        out=z((ns, shape.N_OUT)), pts=z((ns, nl, 3)), pts_true=z((ns, nl, 3)),
+        err=z((ns, N_ERR)), **_arm_state(sn, ns, nl))
 
 
-def _arm_state(sn: Sense, ns: int, nl: int) -> list[np.ndarray]:
+def _arm_state(sn: Sense, ns: int, nl: int) -> dict[str, np.ndarray]:
     """The dynamic shape estimator's memory and scratch (:class:`SenseState`'s ``ai_r`` ...
     ``vwork``)."""
     z = np.zeros
@@ -650,12 +657,15 @@ def _arm_state(sn: Sense, ns: int, nl: int) -> list[np.ndarray]:
     nz = 3 + 6 * ni
     nh = 2 * nl
     cap = int(sn.ach[:, sensors.CH_CAP].max()) if sn.aon.any() else 1
-    return [z((ns, cap, 6 * ni)), z((ns, 6 * ni)), z((ns, 6 * ni)), z((ns, max(ni, 1), 12)),
-            z((ns, nx)), z((ns, nx * nx)), z((ns, nx)), z((ns, nx)), z((ns, nx * nx + nx)),
-            z((ns, nz)), z((ns, nz, nx)), z((ns, nz)), z((ns, nc, nh)), z((ns, nh + nc + 13)),
-            z((ns, max(ni, 1), 6)), z((ns, nc, max(ni, 1), 6)), z((ns, 3)), z((ns, nc, 3)),
-            z((ns, 3)), z((ns, nc, 3)), z((ns, nh)), np.full((ns, armfilter.N_TIPLOG), np.nan),
-            z((ns, 1)), z((ns, NEES_DOF * (NEES_DOF + 2)))]
+    return dict(
+        ai_r=z((ns, cap, 6 * ni)), ai=z((ns, 6 * ni)), ai_t=z((ns, 6 * ni)),
+        ai_prev=z((ns, max(ni, 1), 12)), ax=z((ns, nx)), ap=z((ns, nx * nx)), axb=z((ns, nx)),
+        apht=z((ns, nx)), atmp=z((ns, nx * nx + nx)), ahz=z((ns, nz)), ahm=z((ns, nz, nx)),
+        az=z((ns, nz)), acol=z((ns, nc, nh)), actmp=z((ns, nh + nc + 13)),
+        akin=z((ns, max(ni, 1), 6)), akinc=z((ns, nc, max(ni, 1), 6)), adl=z((ns, 3)),
+        adlc=z((ns, nc, 3)), atipv=z((ns, 3)), atipc=z((ns, nc, 3)), athd=z((ns, nh)),
+        astat=np.full((ns, armfilter.N_TIPLOG), np.nan), vnees=z((ns, 1)),
+        vwork=z((ns, NEES_DOF * (NEES_DOF + 2))))
 
 
 @jit.inline

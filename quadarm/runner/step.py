@@ -11,9 +11,11 @@ this order at sample k of simulation i, each one a function of its own:
    arm-shape fit), after which terms 2-4 (:func:`control`) read its estimates instead of the
    simulated state (a tip-space or force term added to :func:`control` reads them the same
    way, and the tip tracker's sample is in ``State.ss.tip``); then, for the touch task only,
-   its force loop (:func:`quadarm.runner.contact.force_term`) writes the law's reference;
+   its force loop (:func:`quadarm.runner.contact.force_term`) writes the law's reference of
+   the sample (into ``State.contact``);
 2. the arm-aware feed-forward (``control.feedforward``,
-   :func:`quadarm.control.arm.feedforward`) writes the law's feed-forward slots;
+   :func:`quadarm.control.arm.feedforward`) writes the feed-forward slots of the law's live
+   parameter row (``State.law.prm``);
 3. the control law (:func:`quadarm.control.geometric.law`) writes the rotor commands;
 4. the tendon command (:func:`tendon_term`: the plan's tensions, slack plans, active damping);
 5. log the commands (``ctrl``);
@@ -27,14 +29,16 @@ already written to ``ctrl``) they are skipped and the rotor commands are read ba
 ``ctrl`` for the air terms; with :data:`HELD` (the grounded ``statics`` trials) only the
 tendon command runs.
 
-Records. The seam reads three NamedTuples of arrays, which numba's nopython mode and plain
-Python both take as they are (a structured record or a jitclass would need two definitions of
-the layout, and a jitclass cannot be cached): :class:`Params` (what the trial's config and plan
-fix; written once before the first step), :class:`State` (scratch the terms keep between steps,
-and the live views of the ``MjData`` arrays they read and write) and :class:`Log`. Every field
-has a leading simulation axis (nsim,); per-sample arrays are time-major (K + 1, nsim, ...), so
-that sample k of every simulation is one contiguous block. One trial is a batch of one: the
-same records, with nsim = 1 and views of its ``MjData``.
+Records. The seam reads three NamedTuples, which numba's nopython mode and plain Python both
+take as they are (a structured record or a jitclass would need two definitions of the layout,
+and a jitclass cannot be cached): :class:`Params` (what the trial's config and plan fix;
+written once before the first step, never in flight), :class:`State` (what changes per step:
+the terms' memory and scratch, and the live views of the ``MjData`` arrays, :class:`Data`) and
+:class:`Log`. ``Params`` and ``State`` nest one record per term group, built by keyword by the
+module that owns the term; each record's fields say their shape, dtype and unit, in that one
+place. Every array has a leading simulation axis (nsim,); per-sample arrays are time-major
+(K + 1, nsim, ...), so that sample k of every simulation is one contiguous block. One trial is
+a batch of one: the same records, with nsim = 1 and views of its ``MjData``.
 
 Compiled and plain. The term functions are plain Python functions on scalars and array
 indexing, made callable from compiled code by :func:`quadarm.runner.jit.inline`; the loops
@@ -57,9 +61,8 @@ from quadarm.control import arm as arm_control
 from quadarm.control import geometric, tipfeedback
 from quadarm.model import aero
 from quadarm.runner import air as air_setup
-from quadarm.runner import contact, jit
+from quadarm.runner import arm_aware, contact, jit
 from quadarm.runner import sense as sensing
-from quadarm.runner.arm_aware import arm_terms
 from quadarm.runner.jit import mj_kinematics, mj_step
 from quadarm.runner.lifecycle import Prepared, make_controller
 
@@ -75,151 +78,140 @@ tip_feedback = jit.inline(tipfeedback.tip_feedback)
 tip_bend_feedback = jit.inline(tipfeedback.tip_bend_feedback)
 
 
+class Law(NamedTuple):
+    """The paper's control law (``Params.law``, :func:`quadarm.control.geometric.law`). For
+    the plain-Python loops ``prm``, ``mix`` and the references are nested lists of floats of
+    the same shapes (same values, indexed element by element several times faster)."""
+
+    prm: Any  # (nsim, N_PARAMS) float: geometric.law_params (the state's live copy: State.law.prm)
+    mix: Any  # (nsim, 4 n_rotors) float: the row-major mixer
+    rotors: np.ndarray  # (n_rotors,) int64: the rotor actuator ids
+    ref_p: Any  # (K + 1, nsim, 3) float, m: the plan's position reference
+    ref_v: Any  # (K + 1, nsim, 3) float, m/s: its velocity
+    ref_a: Any  # (K + 1, nsim, 3) float, m/s^2: its acceleration
+
+
+class LawState(NamedTuple):
+    """The law's memory and outputs (``State.law``; nested lists for the plain loops)."""
+
+    prm: Any  # (nsim, N_PARAMS) float: the live parameter row (a copy of Params.law.prm,
+    #           whose feed-forward slots the feed-forward term rewrites every step)
+    integ: Any  # (nsim, 3) float, m s: the position-error integral
+    u: Any  # (nsim, n_rotors) float, N: the rotor commands
+
+
+class Tendon(NamedTuple):
+    """The tendon command (``Params.tendon``, :func:`tendon_term`)."""
+
+    actuators: np.ndarray  # (n_tendons,) int64: the tendon actuator ids
+    tense: np.ndarray  # (nsim,) bool: the plan commands tensions
+    tensions: np.ndarray  # (K + 1, nsim, n_tendons) float, N: the plan's (zero rows: slack)
+    lowpass: np.ndarray  # (nsim,) float: control.tendon_tau's coefficient
+    #                      (lowpass_coefficient; 0: off)
+
+
+class TendonState(NamedTuple):
+    """The tendon command's scratch and filter (``State.tendon``)."""
+
+    out: np.ndarray  # (nsim, n_tendons) float, N: the commanded tensions
+    filtered: np.ndarray  # (nsim, n_tendons) float, N: the low-passed commands
+
+
+class Tip(NamedTuple):
+    """The tip feedback (``Params.tip``, ``control.tip_gain``, :func:`tip_term`) and its bend
+    correction (``control.tip_bend``)."""
+
+    gain_dt: np.ndarray  # (nsim,) float: k_tip dt (0: off)
+    target: np.ndarray  # (K + 1, nsim, 3) float, m, world: the plan's tip target
+    #                     ((1, nsim, 3) zeros when no trial has it on)
+    bend: np.ndarray  # (nsim, N_BEND) float: tipfeedback.bend_params (mode 0: the hub alone)
+    bend_plan: np.ndarray  # (K + 1, nsim, N_BEND_PLAN) float: the plan's bend (u, v) and
+    #                        world tip Jacobian ((1, nsim, N_BEND_PLAN) zeros: no trial bends)
+
+
+class TipState(NamedTuple):
+    """The tip feedback's memory (``State.tip``)."""
+
+    corr: np.ndarray  # (nsim, 3) float, m, world: the hub reference's correction
+    ref: np.ndarray  # (nsim, 3) float, m, world: the corrected reference
+    t: np.ndarray  # (nsim, n_tendons) float, N: the bend-corrected tensions
+
+
 class Params(NamedTuple):
-    """What a batch of nsim trials' configs and plans fix (one trial: nsim = 1); K is the
-    longest trial's number of steps.
+    """What a batch of nsim trials' configs and plans fix (one trial: nsim = 1), written once
+    before the first step and only read in flight (what changes per step is in
+    :class:`State`). K is the longest trial's number of steps. One record per term group,
+    each built by the module that owns the term; each record's fields say their shape, dtype
+    and unit."""
 
-    ``mode``: :data:`FLY`, :data:`EXTERNAL` or :data:`HELD`; ``record``: whether the loop
-    logs; ``last`` (nsim,) each trial's final sample; ``q0``/``v0``: the log column of the
-    model's first coordinate (7 and 6 for a grounded trial, whose log carries the fixed pose).
-    Controller: ``law`` (nsim, N_PARAMS) (:func:`quadarm.control.geometric.law_params`; the
-    feed-forward slots are rewritten every step), ``mix`` (nsim, 4 n_rotors), ``rotors``
-    (n_rotors,) and ``tendons`` (n_tendons,) actuator ids, ``tip`` the tip site, references
-    ``ref_p`` (m), ``ref_v`` (m/s), ``ref_a`` (m/s^2) (K + 1, nsim, 3). Tendons: ``tense``
-    (nsim,) whether the plan commands tensions, ``tensions`` (K + 1, nsim, n_tendons) N (zero
-    rows for slack plans), ``tendon_lp`` (nsim,) the tendon command low-pass's coefficient
-    (:func:`lowpass_coefficient`, 0: off). Arm-aware terms
-    (:class:`quadarm.runner.arm_aware.ArmTerms`, stacked): ``ffp``, ``chain``, ``sites``,
-    ``damp``, ``dofs`` (nsim, 2, segments). Air
-    (:class:`quadarm.runner.air.BatchAir`): ``gusty`` (nsim,), ``wind_series`` (K + 1, nsim,
-    3) m/s ((1, nsim, 3) when no trial is gusty), ``downwash`` (nsim,), ``dw`` (nsim,
-    N_DW_PARAMS), ``quad``, ``rotor_sites``, ``links``, ``act_adr``, pulses ``pulse_link``,
-    ``pulse_start``, ``pulse_stop`` (nsim, P) and ``pulse_force`` (nsim, P, 3) N.
-    Contact (:mod:`quadarm.runner.contact`): ``wsens`` (n_objects, 2) the world's contact
-    sensor addresses ((0, 2) for ``world=open``), ``fc`` (nsim, N_FC) the touch task's force
-    loop (row of zeros: off).
-    Tip feedback (``control.tip_gain``, :func:`tip_term`): ``tip_gain_dt`` (nsim,) k_tip dt
-    (0: off), ``tip_target`` (K + 1, nsim, 3) the plan's tip target, m, world ((1, nsim, 3)
-    zeros when no trial has it on). Bend correction (``control.tip_bend``): ``tip_bend``
-    (nsim, N_BEND) (:func:`quadarm.control.tipfeedback.bend_params`; mode 0: the hub alone
-    carries the correction), ``tip_bend_plan`` (K + 1, nsim, N_BEND_PLAN) the plan's bend
-    (u, v) and world tip Jacobian ((1, nsim, N_BEND_PLAN) zeros when no trial bends).
-    For the plain-Python loops ``law``, ``mix`` and the references are nested lists of floats
-    of the same shapes (and so are :class:`State`'s ``integ`` and ``u``): same values, indexed
-    element by element several times faster.
-    """
+    mode: int  # FLY, EXTERNAL or HELD: who writes the commands
+    record: bool  # whether the loop logs
+    last: np.ndarray  # (nsim,) int64: each trial's final sample
+    q0: int  # the log column of qpos[0] (7 for a grounded trial: the log carries the fixed pose)
+    v0: int  # the log column of qvel[0] (6 for a grounded trial)
+    tip_site: int  # the arm's tip site id
+    law: Law  # the control law (this module)
+    tendon: Tendon  # the tendon command (this module)
+    arm: arm_aware.Arm  # the feed-forward and the tendon damping (quadarm.runner.arm_aware)
+    air: air_setup.AirParams  # gusts, downwash, ground effect, pulses (quadarm.runner.air)
+    contact: contact.Contact  # the contact log and the force loop (quadarm.runner.contact)
+    tip: Tip  # the tip feedback (this module)
+    sn: sensing.Sense  # the sensing term (quadarm.runner.sense; inert for exact)
 
-    mode: int
-    record: bool
-    last: np.ndarray
-    q0: int
-    v0: int
-    law: np.ndarray
-    mix: np.ndarray
-    rotors: np.ndarray
-    tendons: np.ndarray
-    tip: int
-    ref_p: np.ndarray
-    ref_v: np.ndarray
-    ref_a: np.ndarray
-    tense: np.ndarray
-    tensions: np.ndarray
-    tendon_lp: np.ndarray
-    ffp: np.ndarray
-    chain: np.ndarray
-    sites: np.ndarray
-    damp: np.ndarray
-    dofs: np.ndarray
-    gusty: np.ndarray
-    wind_series: np.ndarray
-    downwash: np.ndarray
-    dw: np.ndarray
-    quad: int
-    rotor_sites: np.ndarray
-    links: np.ndarray
-    act_adr: np.ndarray
-    pulse_link: np.ndarray
-    pulse_force: np.ndarray
-    pulse_start: np.ndarray
-    pulse_stop: np.ndarray
-    wsens: np.ndarray
-    fc: np.ndarray
-    tip_gain_dt: np.ndarray
-    tip_target: np.ndarray
-    sn: sensing.Sense  # the sensing term's arrays (quadarm.runner.sense; off for exact)
-    tip_bend: np.ndarray
-    tip_bend_plan: np.ndarray
-    air: np.ndarray  # (nsim,) bool: a term of the registry with ``air`` is on (quadarm.terms)
-    ge: np.ndarray  # (nsim,) the rotor radius (m) with aero.ground_effect, 0: off
-    surfaces: np.ndarray  # (n, quadarm.model.ground.N_SURFACE) footprints and tops (m)
+
+class Data(NamedTuple):
+    """The live ``MjData`` arrays the terms read and write, with a simulation axis (nsim, ...):
+    views of each trial's ``MjData`` (one trial: ``d.qpos[None]``) or of the batched engine's
+    rows; and the model's ``opt.wind``, live where gusts write it."""
+
+    qpos: np.ndarray  # (nsim, nq)
+    qvel: np.ndarray  # (nsim, nv)
+    ctrl: np.ndarray  # (nsim, nu)
+    act: np.ndarray  # (nsim, na)
+    xipos: np.ndarray  # (nsim, nbody, 3) m
+    xmat: np.ndarray  # (nsim, nbody, 9)
+    cvel: np.ndarray  # (nsim, nbody, 6)
+    subtree_com: np.ndarray  # (nsim, nbody, 3) m
+    site_xpos: np.ndarray  # (nsim, nsite, 3) m
+    site_xmat: np.ndarray  # (nsim, nsite, 9)
+    sensordata: np.ndarray  # (nsim, nsensordata)
+    actuator_force: np.ndarray  # (nsim, nu) N
+    xfrc_applied: np.ndarray  # (nsim, nbody, 6) N, N m
+    wind: np.ndarray  # (nsim, 3) m/s: opt.wind
 
 
 class State(NamedTuple):
-    """What the terms keep between steps and the live ``MjData`` arrays they touch, (nsim, ...)
-    each. Scratch: ``integ`` (3,) the position-error integral (m s), ``u`` (n_rotors,) rotor
-    commands (N), ``work`` and ``s3`` the feed-forward's, ``t_out`` (n_tendons,) tensions (N),
-    ``thrust`` (n_rotors,) N and ``force`` (n_links, 3) N the downwash's, ``t_lp``
-    (n_tendons,) the low-passed tendon commands (N). Views: ``qpos``,
-    ``qvel``, ``ctrl``, ``act``, ``xipos``, ``xmat``, ``cvel``, ``subtree_com``,
-    ``site_xpos``, ``site_xmat``, ``sensordata``, ``actuator_force``, ``xfrc`` (nbody, 6) and
-    ``wind`` (3,), the model's ``opt.wind`` (m/s), live where gusts write it. ``fcs``
-    (N_FCS,) the force loop's phase, contact sample, integral and frozen reference. Tip
-    feedback: ``tip_corr`` (3,) the hub reference's correction (m) and ``tip_ref`` (3,) the
-    corrected reference (m); ``tip_t`` (n_tendons,) the bend-corrected tensions (N)."""
+    """What the terms keep between steps and the live ``MjData`` arrays they touch: one
+    record per term group (its fields say their shapes and units), built by its owner."""
 
-    integ: np.ndarray
-    u: np.ndarray
-    work: np.ndarray
-    s3: np.ndarray
-    t_out: np.ndarray
-    thrust: np.ndarray
-    force: np.ndarray
-    t_lp: np.ndarray
-    qpos: np.ndarray
-    qvel: np.ndarray
-    ctrl: np.ndarray
-    act: np.ndarray
-    xipos: np.ndarray
-    xmat: np.ndarray
-    cvel: np.ndarray
-    subtree_com: np.ndarray
-    site_xpos: np.ndarray
-    site_xmat: np.ndarray
-    sensordata: np.ndarray
-    actuator_force: np.ndarray
-    xfrc: np.ndarray
-    wind: np.ndarray
-    fcs: np.ndarray
-    tip_corr: np.ndarray
-    tip_ref: np.ndarray
+    data: Data  # the MjData views (this module)
+    law: LawState  # this module
+    tendon: TendonState  # this module
+    arm: arm_aware.ArmState  # quadarm.runner.arm_aware
+    air: air_setup.AirState  # quadarm.runner.air
+    contact: contact.ContactState  # quadarm.runner.contact
+    tip: TipState  # this module
     ss: sensing.SenseState  # the sensing term's memory (quadarm.runner.sense)
-    tip_t: np.ndarray
 
 
 class Log(NamedTuple):
-    """The logged signals, time-major: ``qpos`` (K + 1, nsim, nq), ``qvel`` (K + 1, nsim,
-    nv), ``tip`` (K + 1, nsim, 3) world tip position (m), ``ctrl`` (K + 1, nsim, nu). On
-    request (:func:`log` with ``applied``; else zero rows) also what the terms applied to the
-    model besides ``ctrl`` just before each step: ``xfrc`` (K + 1, nsim, nbody, 6) (N, N m)
-    and ``wind`` (K + 1, nsim, 3) m/s, so that a bare ``mj_step`` loop can replay the very
-    path (:mod:`quadarm.bench`). With world objects, ``contact`` (K + 1, nsim, n_objects, 5)
-    (:data:`quadarm.runner.contact.CONTACT_COLUMNS`; zero rows for ``world=open``); with a
-    force loop in the batch, ``force`` (K + 1, nsim, N_FCLOG): its phase, setpoint (N),
-    measured normal force (N) and the reference it gave the law (m) (zero rows without)."""
+    """The logged signals, time-major (zero rows where not asked for: :func:`log`)."""
 
-    qpos: np.ndarray
-    qvel: np.ndarray
-    tip: np.ndarray
-    ctrl: np.ndarray
-    xfrc: np.ndarray
-    wind: np.ndarray
-    contact: np.ndarray
-    force: np.ndarray
-    est: np.ndarray  # (K + 1, nsim, sense.N_LOG) the estimates (zero rows without sensing)
+    qpos: np.ndarray  # (K + 1, nsim, nq)
+    qvel: np.ndarray  # (K + 1, nsim, nv)
+    tip: np.ndarray  # (K + 1, nsim, 3) m, world: the tip
+    ctrl: np.ndarray  # (K + 1, nsim, nu)
+    # With ``applied``, what the terms applied besides ``ctrl`` just before each step, so
+    # that a bare mj_step loop can replay the very path (quadarm.bench):
+    xfrc: np.ndarray  # (K + 1, nsim, nbody, 6) N, N m: xfrc_applied
+    wind: np.ndarray  # (K + 1, nsim, 3) m/s: opt.wind
+    contact: np.ndarray  # (K + 1, nsim, n_objects, CONTACT_COLUMNS): with world objects
+    force: np.ndarray  # (K + 1, nsim, N_FCLOG): the force loop's phase, setpoint (N),
+    #                    measured normal force (N), the reference it gave the law (m)
+    est: np.ndarray  # (K + 1, nsim, sense.N_LOG...) the estimates (with sensing)
 
 
-VIEWS = ("qpos", "qvel", "ctrl", "act", "xipos", "xmat", "cvel", "subtree_com", "site_xpos",
-         "site_xmat", "sensordata", "actuator_force", "xfrc_applied")
+VIEWS = tuple(f for f in Data._fields if f != "wind")  # the MjData arrays of Data
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,7 +230,7 @@ def lowpass_coefficient(tau: float, dt: float) -> float:
 def tendon_lowpass(k: int, p: Params, s: State, i: int, t: np.ndarray) -> None:
     """``control.tendon_tau``: low-pass the tendon commands ``t`` (n_tendons,) N in place,
     from the first command (y_0 = x_0: no transient at the start)."""
-    a, y = p.tendon_lp[i], s.t_lp[i]
+    a, y = p.tendon.lowpass[i], s.tendon.filtered[i]
     for j in range(t.shape[0]):
         y[j] = t[j] if k == 0 else y[j] + a * (t[j] - y[j])
         t[j] = y[j]
@@ -249,17 +241,18 @@ def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
     """The tendon commands of sample k: the plan's tensions, passed through the active damping
     (:func:`quadarm.control.arm.damped_tensions`, with its bias) when that is on, then the
     low-pass when that is on; slack plans command nothing (the damping then acts alone)."""
-    ctrl, tendons, dp = s.ctrl[i], p.tendons, p.damp[i]
+    ctrl, tendon, dp = s.data.ctrl[i], p.tendon, p.arm.damp[i]
+    tendons = tendon.actuators
     damped = dp[arm_control.D_GAIN] != 0.0 or dp[arm_control.D_BIAS] != 0.0
-    if not (damped or p.tense[i]):
+    if not (damped or tendon.tense[i]):
         return
-    t = s.t_out[i]
-    jit.copyto(t, p.tensions[k, i])
-    if p.tip_gain_dt[i] != 0.0 and p.tip_bend[i, tipfeedback.B_MODE] != 0.0:
-        jit.copyto(t, s.tip_t[i])  # the bend-corrected plan (tip_term)
+    t = s.tendon.out[i]
+    jit.copyto(t, tendon.tensions[k, i])
+    if p.tip.gain_dt[i] != 0.0 and p.tip.bend[i, tipfeedback.B_MODE] != 0.0:
+        jit.copyto(t, s.tip.t[i])  # the bend-corrected plan (tip_term)
     if damped:
-        damped_tensions(dp, qvel, p.dofs[i, 0], p.dofs[i, 1], t, t)
-    if p.tendon_lp[i] != 0.0:
+        damped_tensions(dp, qvel, p.arm.dofs[i, 0], p.arm.dofs[i, 1], t, t)
+    if tendon.lowpass[i] != 0.0:
         tendon_lowpass(k, p, s, i, t)
     for j in range(tendons.shape[0]):
         ctrl[tendons[j]] = t[j]
@@ -268,25 +261,26 @@ def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
 @jit.inline
 def air_term(k: int, p: Params, s: State, i: int) -> None:
     """The air terms before step k (:func:`quadarm.runner.air.terms`): gusts, ground effect,
-    downwash (``p.air``: any of them on, from the registry :mod:`quadarm.terms`)."""
-    if p.air[i]:
-        air_terms(k, p, s, i)
+    downwash (``p.air.on``: any of them on, from the registry :mod:`quadarm.terms`)."""
+    if p.air.on[i]:
+        air_terms(k, p.air, s.air, s.data, s.law.u, i)
 
 
 @jit.inline
-def tip_term(k: int, p: Params, s: State, i: int) -> None:
-    """``control.tip_gain``: the hub's position reference at sample k, corrected by the
-    integral of the measured tip error (:func:`quadarm.control.tipfeedback.tip_feedback`),
-    into ``s.tip_ref[i]``; with ``control.tip_bend`` the arm takes its share as a bend change
-    (:func:`quadarm.control.tipfeedback.tip_bend_feedback`), its tensions into ``s.tip_t[i]``
-    for :func:`tendon_term`."""
-    if p.tip_bend[i, tipfeedback.B_MODE] != 0.0:
-        tip_bend_feedback(p.tip_gain_dt[i], p.tip_target[k, i], s.site_xpos[i, p.tip],
-                          p.ref_p[k][i], s.tip_corr[i], p.tip_bend[i], p.tip_bend_plan[k, i],
-                          s.tip_ref[i], s.tip_t[i])
+def tip_term(k: int, p: Params, s: State, i: int, ref: Any) -> None:
+    """``control.tip_gain``: the hub's position reference ``ref`` (3,) m at sample k,
+    corrected by the integral of the measured tip error
+    (:func:`quadarm.control.tipfeedback.tip_feedback`), into ``s.tip.ref[i]``; with
+    ``control.tip_bend`` the arm takes its share as a bend change
+    (:func:`quadarm.control.tipfeedback.tip_bend_feedback`), its tensions into
+    ``s.tip.t[i]`` for :func:`tendon_term`."""
+    tp, ts = p.tip, s.tip
+    tip = s.data.site_xpos[i, p.tip_site]
+    if tp.bend[i, tipfeedback.B_MODE] != 0.0:
+        tip_bend_feedback(tp.gain_dt[i], tp.target[k, i], tip, ref, ts.corr[i], tp.bend[i],
+                          tp.bend_plan[k, i], ts.ref[i], ts.t[i])
         return
-    tip_feedback(p.tip_gain_dt[i], p.tip_target[k, i], s.site_xpos[i, p.tip], p.ref_p[k][i],
-                 s.tip_corr[i], s.tip_ref[i])
+    tip_feedback(tp.gain_dt[i], tp.target[k, i], tip, ref, ts.corr[i], ts.ref[i])
 
 
 @jit.inline
@@ -295,8 +289,9 @@ def sense(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     and estimators, their estimates into ``s.ss`` and, when logging, into ``lg.est``. The
     flying loop runs it before the controller; an environment observing through the sensors
     (``observe="sensed"``) runs it itself when sample k's state is there."""
-    sensing.sense_term(k, p.sn, s.ss, i, s.qpos[i], s.qvel[i], s.t_out[i], s.sensordata[i],
-                       s.site_xpos[i, p.tip], p.record)
+    d = s.data
+    sensing.sense_term(k, p.sn, s.ss, i, d.qpos[i], d.qvel[i], s.tendon.out[i],
+                       d.sensordata[i], d.site_xpos[i, p.tip_site], p.record)
     if lg.est.shape[0] > 0:
         sensing.log_estimate(s.ss, i, lg.est[k, i])
 
@@ -306,26 +301,33 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
             sensordata: Any) -> None:
     """The controller of sample k (terms 2-4) on the state it reads: the simulated one, or the
     estimates of the sensing term (``qpos``, ``qvel``, ``sensordata``)."""
-    ctrl, u, rotors = s.ctrl[i], s.u[i], p.rotors
+    d, law_p, law_s = s.data, p.law, s.law
+    ctrl, u, rotors = d.ctrl[i], law_s.u[i], law_p.rotors
     if p.mode == FLY:
-        if p.fc[i, contact.FC_ON] != 0.0:  # the touch task writes its own reference
-            contact.force_term(k, p.fc[i], s.fcs[i], sensordata, p.wsens, qpos,
-                               p.ref_p[k][i], p.ref_v[k][i], p.ref_a[k][i], lg.force[k, i])
-        prm = p.law[i]
-        a_d = p.ref_a[k][i]
-        if p.ffp[i, arm_control.F_MODE] != 0.0:
-            feedforward(prm, qpos, a_d, p.ffp[i], p.chain[i], s.work[i], s.s3[i],
-                        p.sites[i], sensordata, s.site_xmat[i], s.site_xpos[i],
-                        s.xipos[i], s.actuator_force[i], p.tendons)
-        ref = p.ref_p[k][i]
-        if p.tip_gain_dt[i] != 0.0:
-            tip_term(k, p, s, i)
-            ref = s.tip_ref[i]
-        law(prm, p.mix[i], s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6), ref,
-            p.ref_v[k][i], a_d, u)
+        ref_p, ref_v, a_d = law_p.ref_p[k][i], law_p.ref_v[k][i], law_p.ref_a[k][i]
+        if p.contact.fc[i, contact.FC_ON] != 0.0:  # the touch task writes its own reference
+            cs = s.contact
+            rp, rv, ra = cs.ref_p[i], cs.ref_v[i], cs.ref_a[i]
+            for j in range(3):  # the plan's, which the force loop overwrites after contact
+                rp[j], rv[j], ra[j] = ref_p[j], ref_v[j], a_d[j]
+            contact.force_term(k, p.contact.fc[i], cs.fcs[i], sensordata, p.contact.wsens,
+                               qpos, rp, rv, ra, lg.force[k, i])
+            ref_p, ref_v, a_d = rp, rv, ra
+        prm = law_s.prm[i]
+        if p.arm.ffp[i, arm_control.F_MODE] != 0.0:
+            arm, arm_s = p.arm, s.arm
+            feedforward(prm, qpos, a_d, arm.ffp[i], arm.chain[i], arm_s.work[i], arm_s.s3[i],
+                        arm.sites[i], sensordata, d.site_xmat[i], d.site_xpos[i],
+                        d.xipos[i], d.actuator_force[i], p.tendon.actuators)
+        ref = ref_p
+        if p.tip.gain_dt[i] != 0.0:
+            tip_term(k, p, s, i, ref_p)
+            ref = s.tip.ref[i]
+        law(prm, law_p.mix[i], law_s.integ[i], jit.floats(qpos, 7), jit.floats(qvel, 6), ref,
+            ref_v, a_d, u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
-    elif p.mode == EXTERNAL and p.air[i]:
+    elif p.mode == EXTERNAL and p.air.on[i]:
         for j in range(rotors.shape[0]):  # the external rotor commands drive the downwash
             u[j] = ctrl[rotors[j]]
     if p.mode != EXTERNAL:
@@ -336,7 +338,8 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
 def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """Sample k of simulation i up to its ``mj_step``: log the state, run the terms (see the
     module docstring for their order), log the commands."""
-    qpos, qvel, ctrl = s.qpos[i], s.qvel[i], s.ctrl[i]
+    d = s.data
+    qpos, qvel, ctrl = d.qpos[i], d.qvel[i], d.ctrl[i]
     if p.record:
         jit.copyto(lg.qpos[k, i, p.q0:], qpos)
         jit.copyto(lg.qvel[k, i, p.v0:], qvel)
@@ -345,28 +348,29 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
         ss = s.ss
         control(k, p, s, lg, i, ss.q[i], ss.v[i], ss.sd[i])
     else:
-        control(k, p, s, lg, i, qpos, qvel, s.sensordata[i])
+        control(k, p, s, lg, i, qpos, qvel, d.sensordata[i])
     if p.record:
         jit.copyto(lg.ctrl[k, i], ctrl)
     if k < p.last[i]:
         air_term(k, p, s, i)
     if lg.wind.shape[0] > 0:
-        xfrc = s.xfrc[i]
+        xfrc = d.xfrc_applied[i]
         for b in range(xfrc.shape[0]):
             for j in range(6):
                 lg.xfrc[k, i, b, j] = xfrc[b, j]
         for j in range(3):
-            lg.wind[k, i, j] = s.wind[i, j]
+            lg.wind[k, i, j] = d.wind[i, j]
 
 
 @jit.inline
 def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """After ``mj_step`` of sample k (or ``mj_kinematics`` at the last sample): log the tip,
     whose kinematics ``mj_step`` computed for state k before integrating."""
+    d = s.data
     if p.record:
-        jit.copyto(lg.tip[k, i], s.site_xpos[i, p.tip])
+        jit.copyto(lg.tip[k, i], d.site_xpos[i, p.tip_site])
     if lg.contact.shape[0] > 0:
-        contact.log_contact(k, s.sensordata[i], p.wsens, p.last[i], lg.contact[:, i])
+        contact.log_contact(k, d.sensordata[i], p.contact.wsens, p.last[i], lg.contact[:, i])
 
 
 # --------------------------------------------------------------------------------------------
@@ -423,7 +427,7 @@ class Kernels(NamedTuple):
     compiled: bool
 
 
-PLAIN = Kernels(fly_chunk, batch_rows, after_rows, False)
+PLAIN = Kernels(fly_chunk=fly_chunk, batch_rows=batch_rows, after_rows=after_rows, compiled=False)
 _COMPILED: Kernels | None = None
 
 
@@ -440,8 +444,8 @@ def kernels(compiled: bool) -> Kernels:
     if not compiled:
         return PLAIN
     if _COMPILED is None:
-        _COMPILED = Kernels(jit.kernel(fly_chunk), jit.kernel(batch_rows),
-                            jit.kernel(after_rows), True)
+        _COMPILED = Kernels(fly_chunk=jit.kernel(fly_chunk), batch_rows=jit.kernel(batch_rows),
+                            after_rows=jit.kernel(after_rows), compiled=True)
     return _COMPILED
 
 
@@ -484,76 +488,60 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
            compiled: bool = False) -> tuple[Params, list[air_setup.Air | None]]:
     """The :class:`Params` of ``preps`` (same model structure), and each trial's
     :class:`quadarm.runner.air.Air` (None without air terms). ``compiled`` chooses the gust
-    recursions (same numbers either way). With ``mode`` :data:`HELD` (grounded trials: no
-    controller, no arm-aware or air terms) the controller's fields are inert."""
-    ns = len(preps)
+    recursions (same numbers either way) and the records' form: for the plain-Python loops
+    the law's fields are nested lists (:class:`Law`). With ``mode`` :data:`HELD` (grounded
+    trials: no controller, no arm-aware or air terms) the controller's fields are inert."""
+    held = mode == HELD
     b0 = preps[0].built
     last = np.array([p.plan.steps for p in preps], dtype=np.int64)
     big = int(last.max())
-    rotors, tendons = _c(b0.rotor_actuators, np.int64), _c(b0.tendon_actuators, np.int64)
-    nt = tendons.size
-    tense = np.array([p.plan.tensions is not None for p in preps])
-    tensions = _c(np.stack([_pad(np.asarray(p.plan.tensions, dtype=float), big + 1)
-                            if p.plan.tensions is not None else np.zeros((big + 1, nt))
-                            for p in preps], axis=1))
+    air, airs = air_setup.records(preps, held, filters(compiled))
+    q0, v0 = (7, 6) if held else (0, 0)
+    return Params(mode=mode, record=record, last=last, q0=q0, v0=v0,
+                  tip_site=int(b0.tip_site), law=_law(preps, big, held, compiled),
+                  tendon=_tendon(preps, big), arm=arm_aware.records(preps, held), air=air,
+                  contact=contact.records(preps, held), tip=_tip(preps, big, held),
+                  sn=sensing.records(preps, held)), airs
+
+
+def _law(preps: Sequence[Prepared], big: int, held: bool, compiled: bool) -> Law:
+    """The :class:`Law` of ``preps`` (samples 0..``big``; ``held``: inert gains)."""
+    ns = len(preps)
+    rotors = _c(preps[0].built.rotor_actuators, np.int64)
     ref_p, ref_v, ref_a = (_c(np.stack([_pad(np.asarray(getattr(p.plan.ref, a), dtype=float),
                                              big + 1) for p in preps], axis=1))
                            for a in "pva")
-    held = mode == HELD
     if held:
-        prm = np.zeros((ns, geometric.N_PARAMS))
-        mix = np.zeros((ns, 4 * rotors.size))
-        ffp = np.zeros((ns, arm_control.N_FEEDFORWARD))
-        chain = np.zeros((ns, arm_control.C_HEAD))
-        sites = np.zeros((ns, 7), dtype=np.int64)
-        damp = np.zeros((ns, arm_control.N_DAMPING))
-        dofs = np.zeros((ns, 2, 0), dtype=np.int64)
-        airs: list[air_setup.Air | None] = [None] * ns
+        prm, mix = np.zeros((ns, geometric.N_PARAMS)), np.zeros((ns, 4 * rotors.size))
     else:
         ctls = [make_controller(p.cfg, p.built) for p in preps]
         prm, mix = _c([c.params for c in ctls]), _c([c.mix_flat for c in ctls])
-        arms = [arm_terms(p.cfg, p.built) for p in preps]
-        ffp, chain, sites, damp, dofs = (
-            _c(np.stack([getattr(a, f) for a in arms]), np.int64 if f in ("sites", "dofs")
-               else float) for f in ("ffp", "chain", "sites", "dp", "dofs"))
-        airs = [air_setup.setup(p, filters(compiled)) for p in preps]
-    ba = air_setup.stack(airs, big)
-    if ba is None:
-        i0, z2 = np.zeros((ns, 0), dtype=np.int64), np.zeros((ns, 0))
-        off = np.zeros(ns, dtype=bool)
-        air_fields: tuple[Any, ...] = (
-            off, np.zeros((1, ns, 3)), off, np.zeros((ns, aero.N_DW_PARAMS)), 0,
-            np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
-            np.zeros(0, dtype=np.int64), i0, np.zeros((ns, 0, 3)), i0, z2.astype(np.int64))
-    else:
-        wind = ba.wind if ba.gusty.any() else np.zeros((1, ns, 3))
-        air_fields = (ba.gusty, _c(wind), ba.downwash, _c(ba.prm), int(ba.quad),
-                      _c(ba.sites, np.int64), _c(ba.links, np.int64), _c(ba.act_adr, np.int64),
-                      _c(ba.pulse_link, np.int64), _c(ba.pulse_force),
-                      _c(ba.pulse_start, np.int64), _c(ba.pulse_stop, np.int64))
     if not compiled:
         # Plain Python indexes nested lists of floats several times faster than numpy rows
         # (same values): the fields the law reads element by element every step.
-        prm, mix, ref_p, ref_v, ref_a = (  # type: ignore[assignment]  # lists, see Params
-            x.tolist() for x in (prm, mix, ref_p, ref_v, ref_a))
-    q0, v0 = (7, 6) if held else (0, 0)
-    wsens = contact.sensor_addresses(b0, preps[0].cfg.world)
-    fc = contact.force_params(preps) if not held else np.zeros((ns, contact.N_FC))
-    lp = np.array([lowpass_coefficient(p.cfg.control.tendon_tau, p.built.model.opt.timestep)
-                   for p in preps])
-    tip_fields = _tip_fields(preps, big, held)
-    return Params._make([mode, record, last, q0, v0, prm, mix, rotors, tendons,
-                         int(b0.tip_site), ref_p, ref_v, ref_a, tense, tensions, lp, ffp, chain,
-                         sites, damp, dofs, *air_fields, wsens, fc, *tip_fields[:2],
-                         sensing.records(preps, held), *tip_fields[2:],
-                         *air_setup.ground_records(preps, held)]), airs
+        return Law(prm=prm.tolist(), mix=mix.tolist(), rotors=rotors, ref_p=ref_p.tolist(),
+                   ref_v=ref_v.tolist(), ref_a=ref_a.tolist())
+    return Law(prm=prm, mix=mix, rotors=rotors, ref_p=ref_p, ref_v=ref_v, ref_a=ref_a)
 
 
-def _tip_fields(preps: Sequence[Prepared], big: int, held: bool) -> tuple[np.ndarray, ...]:
-    """``tip_gain_dt`` (nsim,), ``tip_target`` (K + 1, nsim, 3), ``tip_bend`` (nsim, N_BEND)
-    and ``tip_bend_plan`` (K + 1, nsim, N_BEND_PLAN) for :class:`Params`: the tip feedback's
-    k_tip dt where ``control.tip_gain`` is on and the plan has a tip target, and the bend
-    correction where the plan also carries its bend data (``Plan.bend``)."""
+def _tendon(preps: Sequence[Prepared], big: int) -> Tendon:
+    """The :class:`Tendon` of ``preps`` (samples 0..``big``)."""
+    actuators = _c(preps[0].built.tendon_actuators, np.int64)
+    nt = actuators.size
+    tensions = _c(np.stack([_pad(np.asarray(p.plan.tensions, dtype=float), big + 1)
+                            if p.plan.tensions is not None else np.zeros((big + 1, nt))
+                            for p in preps], axis=1))
+    return Tendon(
+        actuators=actuators, tense=np.array([p.plan.tensions is not None for p in preps]),
+        tensions=tensions,
+        lowpass=np.array([lowpass_coefficient(p.cfg.control.tendon_tau,
+                                              p.built.model.opt.timestep) for p in preps]))
+
+
+def _tip(preps: Sequence[Prepared], big: int, held: bool) -> Tip:
+    """The :class:`Tip` of ``preps``: the tip feedback's k_tip dt where ``control.tip_gain``
+    is on and the plan has a tip target, and the bend correction where the plan also carries
+    its bend data (``Plan.bend``)."""
     ns = len(preps)
     on = [not held and p.cfg.control.tip_gain > 0.0 and p.plan.tip is not None for p in preps]
     gain_dt = np.array([p.cfg.control.tip_gain * p.built.model.opt.timestep if o else 0.0
@@ -567,35 +555,40 @@ def _tip_fields(preps: Sequence[Prepared], big: int, held: bool) -> tuple[np.nda
                 tipfeedback.BEND_ONLY if c.tip_mode == "arm" else tipfeedback.SPLIT,
                 p.plan.bend_mu_max, p.cfg.arm.tension_max, c.tendon_map == "legacy",
                 np.radians(p.cfg.arm.tendon_angles_deg))
-    if not any(on):
-        return gain_dt, np.zeros((1, ns, 3)), bend, np.zeros((1, ns, tipfeedback.N_BEND_PLAN))
-    target = _c(np.stack([_pad(np.asarray(p.plan.tip, dtype=float), big + 1) if o
-                          else np.zeros((big + 1, 3)) for p, o in zip(preps, on, strict=True)],
-                         axis=1))
-    if not any(bends):
-        return gain_dt, target, bend, np.zeros((1, ns, tipfeedback.N_BEND_PLAN))
-    rows = _c(np.stack([_pad(np.asarray(p.plan.bend, dtype=float), big + 1) if b
-                        else np.zeros((big + 1, tipfeedback.N_BEND_PLAN))
-                        for p, b in zip(preps, bends, strict=True)], axis=1))
-    return gain_dt, target, bend, rows
+    target = np.zeros((1, ns, 3))
+    plan = np.zeros((1, ns, tipfeedback.N_BEND_PLAN))
+    if any(on):
+        target = _c(np.stack([_pad(np.asarray(p.plan.tip, dtype=float), big + 1) if o
+                              else np.zeros((big + 1, 3))
+                              for p, o in zip(preps, on, strict=True)], axis=1))
+    if any(bends):
+        plan = _c(np.stack([_pad(np.asarray(p.plan.bend, dtype=float), big + 1) if b
+                            else np.zeros((big + 1, tipfeedback.N_BEND_PLAN))
+                            for p, b in zip(preps, bends, strict=True)], axis=1))
+    return Tip(gain_dt=gain_dt, target=target, bend=bend, bend_plan=plan)
 
 
 def state(views: dict[str, np.ndarray], wind: np.ndarray, p: Params, n_work: int) -> State:
     """The :class:`State` over the live (nsim, ...) arrays ``views`` (the names of
-    :data:`VIEWS`) and ``wind`` (nsim, 3), with zeroed scratch for ``p``."""
+    :data:`VIEWS`) and ``wind`` (nsim, 3), with zeroed scratch for ``p`` and the law's live
+    parameter rows copied from ``p.law.prm``."""
     ns = len(p.last)
-    plain = isinstance(p.law, list)  # records of the plain-Python loops (see params)
-    integ = [[0.0] * 3 for _ in range(ns)] if plain else np.zeros((ns, 3))
-    u = [[0.0] * p.rotors.size for _ in range(ns)] if plain else np.zeros((ns, p.rotors.size))
-    scratch = [integ, u, np.zeros((ns, n_work)),
-               np.zeros((ns, 3)), np.zeros((ns, p.tendons.size)),
-               np.zeros((ns, p.rotors.size)), np.zeros((ns, p.links.size, 3)),
-               np.zeros((ns, p.tendons.size))]
-    ss = sensing.state(p.sn, views["qpos"].shape[1], views["qvel"].shape[1],
-                       views["sensordata"].shape[1])
-    return State._make([*scratch, *(views[v] for v in VIEWS), wind,
-                        np.zeros((ns, contact.N_FCS)), np.zeros((ns, 3)), np.zeros((ns, 3)), ss,
-                        np.zeros((ns, p.tendons.size))])
+    plain = isinstance(p.law.prm, list)  # records of the plain-Python loops (see params)
+    nr, nt = p.law.rotors.size, p.tendon.actuators.size
+    if plain:
+        law_s = LawState(prm=[list(r) for r in p.law.prm], integ=[[0.0] * 3 for _ in range(ns)],
+                         u=[[0.0] * nr for _ in range(ns)])
+    else:
+        law_s = LawState(prm=p.law.prm.copy(), integ=np.zeros((ns, 3)), u=np.zeros((ns, nr)))
+    data = Data(**{v: views[v] for v in VIEWS}, wind=wind)
+    return State(
+        data=data, law=law_s,
+        tendon=TendonState(out=np.zeros((ns, nt)), filtered=np.zeros((ns, nt))),
+        arm=arm_aware.state(p.arm, n_work), air=air_setup.state(p.air, nr),
+        contact=contact.state(ns, plain),
+        tip=TipState(corr=np.zeros((ns, 3)), ref=np.zeros((ns, 3)), t=np.zeros((ns, nt))),
+        ss=sensing.state(p.sn, views["qpos"].shape[1], views["qvel"].shape[1],
+                         views["sensordata"].shape[1]))
 
 
 def one_state(d: mujoco.MjData, wind: np.ndarray, p: Params) -> State:
@@ -607,7 +600,7 @@ def one_state(d: mujoco.MjData, wind: np.ndarray, p: Params) -> State:
 
 def n_work(p: Params) -> int:
     """The feed-forward's scratch size (:func:`quadarm.control.arm.arm_first_moment`)."""
-    return 12 * ((p.chain.shape[1] - arm_control.C_HEAD) // arm_control.C_STRIDE)
+    return arm_aware.n_work(p.arm)
 
 
 def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = False) -> Log:
@@ -617,12 +610,12 @@ def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = Fa
     if not p.record:
         rows = 0
     extra = rows if applied else 0
-    n_obj = p.wsens.shape[0]
+    n_obj = p.contact.wsens.shape[0]
     # The force loop writes its row whether or not the rest is recorded (one code path).
-    forced = int(p.last.max()) + 1 if p.fc[:, contact.FC_ON].any() else 0
-    return Log(np.empty((rows, ns, nq)), np.empty((rows, ns, nv)), np.empty((rows, ns, 3)),
-               np.zeros((rows, ns, nu)), np.zeros((extra, ns, nbody, 6)),
-               np.zeros((extra, ns, 3)), np.zeros((rows if n_obj else 0, ns, n_obj,
-                                                    contact.CONTACT_COLUMNS)),
-               np.zeros((forced, ns, contact.N_FCLOG)),
-               np.zeros((rows if p.sn.on.any() else 0, ns, sensing.log_width(p.sn))))
+    forced = int(p.last.max()) + 1 if p.contact.fc[:, contact.FC_ON].any() else 0
+    return Log(qpos=np.empty((rows, ns, nq)), qvel=np.empty((rows, ns, nv)),
+               tip=np.empty((rows, ns, 3)), ctrl=np.zeros((rows, ns, nu)),
+               xfrc=np.zeros((extra, ns, nbody, 6)), wind=np.zeros((extra, ns, 3)),
+               contact=np.zeros((rows if n_obj else 0, ns, n_obj, contact.CONTACT_COLUMNS)),
+               force=np.zeros((forced, ns, contact.N_FCLOG)),
+               est=np.zeros((rows if p.sn.on.any() else 0, ns, sensing.log_width(p.sn))))

@@ -94,6 +94,6 @@ def test_off_never_calls_the_term(monkeypatch):
     p = lifecycle.prepare(compose(["world=table", "scenario=hover", "scenario.duration=0.2"]))
     assert isinstance(p, Prepared)
     prm, _ = step.params([p])
-    assert not prm.air.any() and not prm.ge.any() and prm.surfaces.shape[0] == 0
+    assert not prm.air.on.any() and not prm.air.ge.any() and prm.air.surfaces.shape[0] == 0
     monkeypatch.setattr(ground, "ground_forces", boom)
     assert episode.run_episode(p.cfg).status == "ok"
