@@ -127,10 +127,16 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         # force-loop phase) follows the flown states whatever the actions.
         self._ctl, _ = step.params([task.prepared], step.FLY, record=False)
         self._ctl_ctrl = np.zeros((1, m.nu))
-        self._ctl_state = step.one_state(d, self._wind, self._ctl)._replace(ctrl=self._ctl_ctrl)
+        self._ctl_state = self._controller_state()
         self._ctl_log = step.log(self._ctl, m.nq, m.nv, m.nu)
         self._ctl_k = -1  # the last sample the controller ran at
         self._sim = (lambda: (m, d))  # noqa: E731 - the scenario events' model and data
+
+    def _controller_state(self) -> step.State:
+        """A fresh :class:`quadarm.runner.step.State` of the controller: views of this env's
+        ``MjData``, but its commands written into a ctrl of its own."""
+        st = step.one_state(self.data, self._wind, self._ctl)
+        return st._replace(data=st.data._replace(ctrl=self._ctl_ctrl))
 
     def _observe(self, k: int) -> np.ndarray:
         q, v = self._qpos, self._qvel
@@ -167,13 +173,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                                 self.model.opt.timestep)
             sensed.restart_rows(self._seam, self._state, [0])
         self._pos = self._qpos[:3].tolist()
-        # The controller afresh: its scratch and memory zeroed, its commands the start's.
-        for name in ("integ", "u", "t_lp", "fcs", "tip_corr", "tip_ref", "tip_t"):
-            arr = getattr(self._ctl_state, name)
-            if isinstance(arr, list):
-                arr[0] = [0.0] * len(arr[0])
-            else:
-                arr[:] = 0.0
+        # The controller afresh: its scratch and memory new (the integral, filters, force-loop
+        # phase, the law's live parameter row), its commands the start's.
+        self._ctl_state = self._controller_state()
         self._ctl_ctrl[0] = self._ctrl
         self._ctl_k = -1
         info: dict[str, Any] = {"drawn": dict(self.drawn)} if self.randomizer else {}
