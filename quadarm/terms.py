@@ -16,9 +16,9 @@ row of :data:`TERMS` says
   field under it);
 - ``select``: the flag of :func:`quadarm.analysis.select.only` that admits its trials (every
   other selection, the paper's tables first, excludes them);
-- ``env``: what the single environment's ``controller_action()`` does with it (it runs the
-  seam's whole controller, :func:`quadarm.runner.step.control`), ``vector_env`` the vector
-  environment's (the paper's law row by row): :data:`ENV_SAME` (it
+- ``env``: what the environments' ``controller_action()`` does with it (the single and the
+  vector environment's both run the seam's whole controller, :func:`quadarm.runner.step.control`,
+  the vector one row by row): :data:`ENV_SAME` (it
   flies it as the command line does: the controller's terms, and the force terms, which the
   environments' step runs),
   :data:`ENV_REFUSE` (it refuses the config, in one line: it would silently fly another
@@ -71,7 +71,6 @@ class Term:
     settings: tuple[str, ...] = ()
     scenario: str = ""
     env: str = ENV_SAME
-    vector_env: str = ENV_SAME  # the same for the vector environment's controller_action()
     air: bool = False
     replay: bool = False
 
@@ -82,8 +81,7 @@ TERMS: tuple[Term, ...] = (
           "sensing/armfilter.py"),
          ("sense",), ("Params.sn", "State.ss", "Log.est"), "sensing",
          ("docs/sensing.md", "In the loop"),
-         ("sensing=realistic", "scenario=hover", "scenario.duration=0.3"), env=ENV_ORACLE,
-         vector_env=ENV_ORACLE),
+         ("sensing=realistic", "scenario=hover", "scenario.duration=0.3"), env=ENV_ORACLE),
     Term("force_loop", (), CONTROLLER, ("runner/contact.py",), (),
          ("Params.contact.fc", "Params.contact.wsens", "State.contact.fcs",
           "State.contact.ref_p", "State.contact.ref_v", "State.contact.ref_a", "Log.force",
@@ -92,39 +90,36 @@ TERMS: tuple[Term, ...] = (
          ("scenario=touch", "world=table", "scenario.wait=0.1", "scenario.approach_speed=1.0",
           "scenario.hold=0.3", "scenario.settle=0.1"),
          settings=("control.force_kp", "control.force_ki", "control.force_ramp",
-                   "control.force_reach"), scenario="touch", vector_env=ENV_ORACLE),
+                   "control.force_reach"), scenario="touch"),
     Term("feedforward", (("control.feedforward", "none"),), CONTROLLER, ("control/arm.py",),
          ("feedforward",), ("Params.arm.ffp", "Params.arm.chain", "Params.arm.sites",
                             "State.arm.work", "State.arm.s3"), "arm",
          ("docs/arm_aware_control.md", "Feed-forward"),
-         ("control.feedforward=com", "scenario=hover", "scenario.duration=0.3"),
-         vector_env=ENV_REFUSE),
+         ("control.feedforward=com", "scenario=hover", "scenario.duration=0.3")),
     Term("tendon_damping", (("control.tendon_damping", 0.0), ("control.tendon_bias", 0.0)),
          CONTROLLER, ("control/arm.py",), ("damped_tensions",),
          ("Params.arm.damp", "Params.arm.dofs"), "arm",
          ("docs/arm_aware_control.md", "Active tendon damping"),
          ("control.tendon_damping=0.1", "control.tendon_bias=0.5", "scenario=disturbance",
-          "scenario.duration=0.3", "scenario.start=0.1", "scenario.length=0.1"),
-         vector_env=ENV_REFUSE),
+          "scenario.duration=0.3", "scenario.start=0.1", "scenario.length=0.1")),
     Term("tendon_lowpass", (("control.tendon_tau", 0.0),), SHAPING, ("runner/step.py",),
          ("tendon_lowpass",), ("Params.tendon.lowpass", "State.tendon.filtered"), "arm",
          ("docs/arm_aware_control.md", "Tendon command low-pass"),
          ("control.tendon_tau=0.05", "scenario=held_bend", "scenario.duration=0.3",
-          "scenario.ramp=0.2", "scenario.report_times=[0.3]"),
-         vector_env=ENV_REFUSE),
+          "scenario.ramp=0.2", "scenario.report_times=[0.3]")),
     Term("tip_feedback", (("control.tip_gain", 0.0),), CONTROLLER,
          ("control/tipfeedback.py",), ("tip_term", "tip_feedback"),
          ("Params.tip.gain_dt", "Params.tip.target", "State.tip.corr", "State.tip.ref"), "tip",
          ("docs/tipspace_control.md", "The tip feedback"),
          ("scenario=reach", "control.tip_gain=0.5", "scenario.targets=[[0.08,0.0,1.074]]",
           "scenario.move_time=0.2", "scenario.dwell=0.1"),
-         settings=("control.tip_mode", "control.tip_mu_limit"), vector_env=ENV_REFUSE),
+         settings=("control.tip_mode", "control.tip_mu_limit")),
     Term("tip_bend", (("control.tip_bend", False),), CONTROLLER, ("control/tipfeedback.py",),
          ("tip_bend_feedback",), ("Params.tip.bend", "Params.tip.bend_plan", "State.tip.t"),
          "tip", ("docs/tipspace.md", "Bend correction in the tip feedback"),
          ("scenario=reach", "control.tip_gain=0.5", "control.tip_bend=true",
           "scenario.targets=[[0.08,0.0,1.074]]", "scenario.move_time=0.2",
-          "scenario.dwell=0.1"), vector_env=ENV_REFUSE),
+          "scenario.dwell=0.1")),
     Term("motor_lag", (("airframe.motor_tau", 0.0),), FORCE, (), (), (), "lag",
          ("docs/aero.md", "Motor lag"),
          ("airframe.motor_tau=0.02", "scenario=disturbance", "scenario.duration=0.3",
@@ -250,17 +245,16 @@ def replayed(cfg: Any) -> bool:
     return bool(active(cfg, lambda t: t.replay))
 
 
-def env_refusal(cfg: Any, vector: bool = False) -> str:
-    """'' when an environment's ``controller_action()`` flies ``cfg`` as the command line
-    does (``vector``: the vector environment's, which runs the paper's law row by row), else
-    the one line that says which terms it does not run."""
-    off = active(cfg, lambda t: (t.vector_env if vector else t.env) == ENV_REFUSE)
+def env_refusal(cfg: Any) -> str:
+    """'' when the environments' ``controller_action()`` flies ``cfg`` as the command line
+    does, else the one line that says which terms it does not run."""
+    off = active(cfg, lambda t: t.env == ENV_REFUSE)
     if not off:
         return ""
     what = ", ".join(t.name + (f" ({t.switches[0][0]}={get(cfg, t.switches[0][0])})"
                                if t.switches else f" (scenario={t.scenario})") for t in off)
-    return (f"{what}: controller_action() gives the paper's controller only; these terms run "
-            "in python -m quadarm's loops and QuadArmEnv, not here")
+    return (f"{what}: controller_action() does not run these terms; they run in "
+            "python -m quadarm's loops, not in the environments")
 
 
 def compiled_sources() -> tuple[str, ...]:

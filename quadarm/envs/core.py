@@ -134,11 +134,11 @@ def make_task(cfg: Config) -> Task:
                 float(cfg.sim.max_distance))
 
 
-def refuse_terms(cfg: Config, vector: bool = False) -> None:
-    """ValueError (one line) when ``controller_action`` (of the vector environment with
-    ``vector``) cannot be quadarm's controller for ``cfg``: a term of the registry that it does
-    not run is on (:func:`quadarm.terms.env_refusal`)."""
-    why = terms.env_refusal(cfg, vector)
+def refuse_terms(cfg: Config) -> None:
+    """ValueError (one line) when ``controller_action`` cannot be quadarm's controller for
+    ``cfg``: a term of the registry that it does not run is on
+    (:func:`quadarm.terms.env_refusal`)."""
+    why = terms.env_refusal(cfg)
     if why:
         raise ValueError(why)
 

@@ -1,9 +1,12 @@
 """The environments refuse, in one line, what they cannot fly as the command line does: the
-vector environment the scenarios whose events switch the payload weld, and (in its
-``controller_action``) every term of the registry marked ``refuse`` for it. The single
-environment flies them all (tests/model/test_scenario_tasks.py)."""
+vector environment the scenarios whose events switch the payload weld (the single environment
+flies them, tests/model/test_scenario_tasks.py), and both environments' ``controller_action``
+every term of the registry marked ``refuse`` (none today: both run the whole controller,
+tests/model/test_terms_conformance.py)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
@@ -30,13 +33,17 @@ def test_scenarios_with_grasp_events_are_refused_by_the_vector_env(kind):
     QuadArmEnv(overrides=over).close()  # the single environment flies them
 
 
-def test_the_refusal_names_every_refused_term_that_is_on():
+def test_the_refusal_names_every_refused_term_that_is_on(monkeypatch):
     from quadarm.api import compose
 
     c = compose(["scenario=hover", "control.feedforward=com", "control.tendon_tau=0.05"])
-    assert terms.env_refusal(c) == ""  # the single environment runs the whole controller
-    line = terms.env_refusal(c, vector=True)
+    assert terms.env_refusal(c) == ""  # the environments run the whole controller
+    # A term the environments could not run is named with its switch, on one line.
+    rows = tuple(dataclasses.replace(t, env=terms.ENV_REFUSE)
+                 if t.name in ("feedforward", "tendon_lowpass") else t for t in terms.TERMS)
+    monkeypatch.setattr(terms, "TERMS", rows)
+    line = terms.env_refusal(c)
     assert "\n" not in line
     assert "feedforward (control.feedforward=com)" in line
     assert "tendon_lowpass (control.tendon_tau=0.05)" in line
-    assert terms.env_refusal(compose(["scenario=hover", "aero.downwash=true"]), vector=True) == ""
+    assert terms.env_refusal(compose(["scenario=hover", "aero.downwash=true"])) == ""

@@ -115,14 +115,6 @@ def test_the_env_flies_it_as_the_command_line_or_refuses_it(term, monkeypatch):
     from quadarm.envs.single import QuadArmEnv
 
     monkeypatch.setenv("QUADARM_NUMBA", "0")
-    if term.vector_env == terms.ENV_REFUSE:  # the vector environment's law: refused, one line
-        from quadarm.envs.vector import QuadArmVectorEnv
-
-        venv = QuadArmVectorEnv(1, list(term.trial))
-        venv.reset(seed=0)
-        with pytest.raises(ValueError, match=re.escape(term.switches[0][0])):
-            venv.controller_action()
-        venv.close()
     if term.env == terms.ENV_ORACLE:
         pytest.skip(f"{term.name}: controller_action() is the paper's law on the true state")
     env = QuadArmEnv(overrides=list(term.trial))
@@ -135,12 +127,51 @@ def test_the_env_flies_it_as_the_command_line_or_refuses_it(term, monkeypatch):
         *_, done, trunc, info = env.step(env.controller_action())
         if done or trunc:
             break
-    cli = _fly(env.cfg)
+    _same_metrics({(p, m): v for p, d in info["metrics"].items() for m, v in d.items()},
+                  _fly(env.cfg))
+
+
+def _same_metrics(got, cli):
     ref = {(p, m): v for p, m, v in cli.metrics}
-    got = {(p, m): v for p, d in info["metrics"].items() for m, v in d.items()}
     assert got.keys() == ref.keys()
     for k, v in ref.items():
         assert got[k] == pytest.approx(v, rel=1e-9, abs=1e-12, nan_ok=True), k
+
+
+@pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
+def test_the_vector_env_flies_it_as_the_command_line(term, monkeypatch):
+    """Two rows at different samples, driven by the vector environment's controller_action():
+    row 1 is reset 20 steps into its episode (its controller's memory must restart with it),
+    row 0 then autoresets and flies a second episode; each finished episode's metrics are the
+    command line's."""
+    pytest.importorskip("gymnasium")
+    from quadarm.envs.vector import QuadArmVectorEnv
+
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    if term.env == terms.ENV_ORACLE:
+        pytest.skip(f"{term.name}: controller_action() is the paper's law on the true state")
+    venv = QuadArmVectorEnv(2, list(term.trial))
+    venv.reset(seed=0)
+    if term.env == terms.ENV_REFUSE:
+        with pytest.raises(ValueError, match=re.escape(term.switches[0][0])):
+            venv.controller_action()
+        return
+    cli = _fly(venv.cfg)
+    done = [0, 0]  # episodes finished per row (row 1's first one is cut short by the reset)
+    for n in range(5000):
+        if n == 20:
+            venv.reset(options={"reset_mask": [False, True]})
+        *_, term_, trunc, info = venv.step(venv.controller_action())
+        assert not term_.any()
+        for i in np.flatnonzero(trunc):
+            _same_metrics({(p, m): v[i] for p, d in info["metrics"].items()
+                           if not p.startswith("_") for m, v in d.items()
+                           if not m.startswith("_")}, cli)
+            done[i] += 1
+        if min(done) >= 1 and done[0] >= 2:
+            break
+    assert done[0] >= 2 and done[1] >= 1
+    venv.close()
 
 
 # ---------------------------------------------------------------------------------------------
