@@ -105,14 +105,16 @@ def test_the_time_step_bound_is_where_the_attitude_loop_breaks() -> None:
     thrust_max = cfg.airframe.thrust_max
 
     def saturated(dt: float) -> float:
-        ep = run_episode(cfg_of("scenario=hover", "scenario.duration=4", f"sim.timestep={dt}"))
+        # Unchecked: preflight refuses the step over the bound, which is what this flies.
+        ep = run_episode(load_unchecked(["scenario=hover", "scenario.duration=4",
+                                         f"sim.timestep={dt}"]))
         assert ep.log is not None
         return float((ep.log.ctrl[:, ep.log.rotor_ids] >= thrust_max - 1e-9).mean())
 
     assert saturated(0.8 * bound) == 0.0
     assert saturated(1.05 * bound) > 0.0
     with pytest.raises(ConfigError, match=r"^sim\.timestep=0\.05: is too long"):
-        plausible.check_timestep(cfg_of("scenario=hover", "sim.timestep=0.05"))
+        plausible.check_timestep(load_unchecked(["scenario=hover", "sim.timestep=0.05"]))
     plausible.check_timestep(cfg_of("scenario=hover", "sim.timestep=0.02"))  # a warning only
     assert any("coarse" in n for n in plausible.notes(cfg_of("sim.timestep=0.02")))
     assert plausible.notes(cfg_of()) == []  # the paper's config: no warning

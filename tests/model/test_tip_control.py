@@ -41,7 +41,7 @@ def _fly(cfg, native: bool, monkeypatch, prepared: Prepared | None = None):
     return out.log, p
 
 
-def _metrics(cfg, monkeypatch, native: bool = True):
+def _metrics(cfg, monkeypatch, native: bool = False):
     log, p = _fly(cfg, native and jit.AVAILABLE, monkeypatch)
     return {(ph, k): v for ph, k, v in p.module.metrics(cfg, p.plan, log)}, log, p
 
