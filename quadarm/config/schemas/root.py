@@ -60,15 +60,12 @@ class Config:
                               f"must be non-zero for scenario {self.scenario.kind}: the flight "
                               "controller hovers against gravity (zero gravity: scenario="
                               f"{'|'.join(GROUNDED)})")
-        if (self.aero.downwash and isinstance(self.airframe, AirframeConfig)
-                and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
-            raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
-                              "must be a finite number > 0 (the rotor radius) with aero.downwash")
-        if (self.aero.ground_effect and isinstance(self.airframe, AirframeConfig)
-                and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
-            raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
-                              "must be a finite number > 0 (the rotor radius) with "
-                              "aero.ground_effect")
+        for term in ("downwash", "ground_effect"):  # the aero terms that need the rotor radius
+            if (getattr(self.aero, term) and isinstance(self.airframe, AirframeConfig)
+                    and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
+                raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
+                                  "must be a finite number > 0 (the rotor radius) with "
+                                  f"aero.{term}")
         if isinstance(self.scenario, ScenarioConfig):
             self.scenario.check(self)  # its cross-group checks (world, tip targets, lift)
         if not isinstance(self.arm, ArmConfig) or not isinstance(self.control, ControlConfig):

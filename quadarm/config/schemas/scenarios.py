@@ -21,6 +21,7 @@ from quadarm.config.checks import (
 from quadarm.config.schemas.physical import (
     AirframeConfig,
     ArmConfig,
+    SimConfig,
     hover_thrust,
 )
 from quadarm.config.schemas.run import (
@@ -31,8 +32,17 @@ from quadarm.config.schemas.world import (
 )
 from quadarm.names import MISSION_PHASE_TIMES, WHOLE
 
-if typing.TYPE_CHECKING:
-    from quadarm.config.schemas.root import Config
+
+class Config(typing.Protocol):
+    """What a scenario's cross-group checks read of the root config
+    (:class:`quadarm.config.schemas.root.Config`, which calls them): named here, not imported,
+    so that the scenarios sit below the root."""
+
+    airframe: AirframeConfig
+    arm: Any
+    control: ControlConfig
+    sim: SimConfig
+    world: WorldConfig
 
 TRACE_PATHS = ("circle", "line", "figure_eight", "polyline")
 TRACE_PLANES = ("horizontal", "vertical")
