@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -90,11 +91,17 @@ def test_first_moment_matches_mujoco(frame: str, segments: int) -> None:
 
     fr = compose(["airframe=hex_x"]).airframe if frame == "hex" else AirframeConfig()
     arm = ArmConfig(segments=segments, segment_length=0.48 / segments)
-    b = _built(fr, arm)
+    _assert_moment_is_mujocos(_built(fr, arm), segments, seed=3, spread=0.5)
+
+
+def _assert_moment_is_mujocos(b: Any, segments: int, seed: int, spread: float) -> None:
+    """Five random poses (vehicle position and attitude, hinge angles uniform in
+    +-``spread`` rad): the feed-forward's first moment equals MuJoCo's subtree mass times the
+    offset of its subtree centre of mass from the vehicle's, in the body frame, to 1e-14."""
     m = b.model
     d = mujoco.MjData(m)
     chain = _chain(b)
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     root = m.body(names.link_body(0)).id
     for _ in range(5):
         d.qpos[:] = m.qpos0
@@ -102,7 +109,7 @@ def test_first_moment_matches_mujoco(frame: str, segments: int) -> None:
         q = rng.normal(size=4)
         d.qpos[3:7] = q / np.linalg.norm(q)
         hinges = _hinge_qpos(m, segments, "x") + _hinge_qpos(m, segments, "y")
-        d.qpos[hinges] = rng.uniform(-0.5, 0.5, size=len(hinges))
+        d.qpos[hinges] = rng.uniform(-spread, spread, size=len(hinges))
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)
         rot = d.xmat[b.quad_body].reshape(3, 3)
@@ -276,20 +283,5 @@ def test_first_moment_matches_mujoco_on_a_multi_section_arm() -> None:
     cfg = compose(["arm=ftdcr_v4"])
     for j, s in enumerate(cfg.arm.sections):
         s.mass = 0.004 * (j + 1)
-    b = build(cfg.airframe, cfg.arm, cfg.sim)
-    m, d = b.model, mujoco.MjData(b.model)
-    chain, root = _chain(b), m.body(names.link_body(0)).id
-    n = cfg.arm.segments
-    rng = np.random.default_rng(5)
-    for _ in range(5):
-        d.qpos[:] = m.qpos0
-        d.qpos[:3] = rng.normal(size=3)
-        q = rng.normal(size=4)
-        d.qpos[3:7] = q / np.linalg.norm(q)
-        hinges = _hinge_qpos(m, n, "x") + _hinge_qpos(m, n, "y")
-        d.qpos[hinges] = rng.uniform(-0.3, 0.3, size=len(hinges))
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_comPos(m, d)
-        rot = d.xmat[b.quad_body].reshape(3, 3)
-        ref = m.body_subtreemass[root] * rot.T @ (d.subtree_com[root] - d.xipos[b.quad_body])
-        np.testing.assert_allclose(_moment(chain, d.qpos), ref, rtol=0, atol=1e-14)
+    _assert_moment_is_mujocos(build(cfg.airframe, cfg.arm, cfg.sim), cfg.arm.segments, seed=5,
+                              spread=0.3)
