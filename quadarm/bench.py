@@ -693,6 +693,18 @@ def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfa
     return results
 
 
+def _write_sized(out: Path, key: str, results: list[dict[str, Any]],
+                 load_before: tuple[float, float, float] | None) -> int:
+    """Print the load average before and after a cost-against-size run (``--segments``,
+    ``--sections``) and write its ``results`` under ``key`` to ``out`` (JSON); exit code 0."""
+    load = (load_before, os.getloadavg() if hasattr(os, "getloadavg") else None)
+    print(f"load average before/after: {load[0]} / {load[1]}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({key: results, "loadavg": load}, indent=2, default=float))
+    print(f"wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m quadarm.bench", description=__doc__.split(
         "\n\n")[0])
@@ -771,13 +783,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {row['links']:5d} {row['tendons']:7d} {row['nv']:3d} | "
                       f"{row['bare_us']:12.1f} | {row['closed_us']:14.1f} | "
                       f"{row['ratio']:.3f}")
-        load = (load_before, os.getloadavg() if hasattr(os, "getloadavg") else None)
-        print(f"load average before/after: {load[0]} / {load[1]}")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"sections": res, "loadavg": load}, indent=2,
-                                       default=float))
-        print(f"wrote {args.out}")
-        return 0
+        return _write_sized(args.out, "sections", res, load_before)
     if args.segments:
         try:
             ns = tuple(int(v) for v in args.segments.split(","))
@@ -787,13 +793,7 @@ def main(argv: list[str] | None = None) -> int:
         seg = [measure_segments(lab, ns, args.repeat, args.placement)
                for lab in (args.preset or PRESETS)]
         print(segments_table(seg))
-        load = (load_before, os.getloadavg() if hasattr(os, "getloadavg") else None)
-        print(f"load average before/after: {load[0]} / {load[1]}")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"segments": seg, "loadavg": load}, indent=2,
-                                       default=float))
-        print(f"wrote {args.out}")
-        return 0
+        return _write_sized(args.out, "segments", seg, load_before)
     results = run(args.repeat, args.nsim, tuple(args.preset or PRESETS), args.paper,
                   not args.no_air, tuple(args.override), args.nenv)
     print(table(results))
