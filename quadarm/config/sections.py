@@ -37,7 +37,8 @@ class TendonSetConfig:
     ``angles_deg`` (empty: evenly spaced from ``angle0_deg``), each driven with stiffness
     ``stiffness`` (N/m: tendon and servo in series, ``actuation=displacement``) from a
     ``pretension`` (N) at zero command; a command c pulls the tendon by ``travel_scale`` c
-    (a spool whose radius differs from the servo's nominal one). ``angles_deg`` empty: evenly
+    (a spool whose radius differs from the servo's nominal one), or by ``travel_scales[i]`` c
+    for tendon i when that list is given (each servo's own spool). ``angles_deg`` empty: evenly
     spaced."""
 
     count: int = 3
@@ -47,6 +48,8 @@ class TendonSetConfig:
     stiffness: float = 5000.0  # N/m
     pretension: float = 0.0  # N
     travel_scale: float = 1.0  # tendon travel per unit of servo command (spool calibration)
+    # One scale per tendon (its own spool); empty: travel_scale for every tendon.
+    travel_scales: List[float] = field(default_factory=list)  # noqa: UP006
 
     def angles(self) -> list[float]:
         """The tendons' angles about the backbone (deg), ``count`` of them."""
@@ -60,6 +63,10 @@ class TendonSetConfig:
         _positive("stiffness", self.stiffness)
         _non_negative("pretension", self.pretension)
         _positive("travel_scale", self.travel_scale)
+        if self.travel_scales and (len(self.travel_scales) != self.count or not all(
+                _real(v) and v > 0 for v in self.travel_scales)):
+            raise ConfigError("travel_scales", list(self.travel_scales),
+                              f"must be empty or a list of count={self.count} positive numbers")
         if not _real(self.angle0_deg):
             raise ConfigError("angle0_deg", self.angle0_deg, "must be a finite number")
         if self.angles_deg and (len(self.angles_deg) != self.count
@@ -157,6 +164,10 @@ class SectionArmConfig:
     backlash: float = 0.0  # m
     tendon_routing: str = "joints"
     bend_tension: float = 5.0  # N, the bend plan's tension scale: mu = 1 is sqrt(3)/2 of it
+    # Capstan friction along the tendon path (1/rad): the tension drops as exp(-mu wrap)
+    # towards the tip while the servo pulls (rises while it releases); the bench replay's
+    # only (quadarm.identify.replay), flight runs without it (docs/arm.md). 0: off.
+    tendon_capstan_mu: float = 0.0
 
     @property
     def kind(self) -> str:
@@ -216,3 +227,4 @@ class SectionArmConfig:
         _choice("tendon_routing", self.tendon_routing, ROUTINGS)
         for key in ("tendon_damping", "tendon_friction", "joint_friction", "backlash"):
             _non_negative(key, getattr(self, key))
+        _in_range("tendon_capstan_mu", self.tendon_capstan_mu, 0.0, 1.0)

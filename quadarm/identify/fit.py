@@ -38,7 +38,8 @@ REPLAY_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registrat
 def expand(arm: SectionArmConfig, parameters: dict[str, list[float]]
            ) -> list[tuple[str, float, float]]:
     """The fitted keys with their bounds, ``sections.*.x`` expanded to every section only when
-    written ``sections.#.x`` (``*`` keeps one value shared by every section)."""
+    written ``sections.#.x`` (``*`` keeps one value shared by every section), and
+    ``sections.<j>.tendons.travel_scales.#`` to every tendon of section j."""
     out: list[tuple[str, float, float]] = []
     for key, (lo, hi) in parameters.items():
         if key.startswith("sections.#."):
@@ -46,18 +47,29 @@ def expand(arm: SectionArmConfig, parameters: dict[str, list[float]]
                     for j in range(len(arm.sections))]
         else:
             out.append((key, float(lo), float(hi)))
+    # sections.<j>.tendons.travel_scales.#: one key per tendon of the section.
+    out = [(k[:-1] + str(i), lo, hi) if k.endswith(SCALES + "#") else (k, lo, hi)
+           for k, lo, hi in out
+           for i in range(arm.sections[int(k.split(".")[1])].tendons.count
+                          if k.endswith(SCALES + "#") else 1)]
     for key, _, _ in out:
         check_key(arm, key)
     return out
 
 
 ROTATE = "tendons.rotate_deg"  # sections.<j>.tendons.rotate_deg: turn the section's pattern
+SCALES = ".tendons.travel_scales."  # sections.<j>.tendons.travel_scales.<i>: tendon i's spool
 
 
 def check_key(arm: SectionArmConfig, key: str) -> None:
     """Refuse a fitted key that is neither a numeric arm key nor a replay key."""
     if key in REPLAY_KEYS or key.endswith(ROTATE):
         return
+    if SCALES in key:
+        sec, _, index = key.partition(SCALES)
+        probe = OmegaConf.select(OmegaConf.structured(arm), f"{sec}.tendons.count")
+        if isinstance(probe, int) and index.isdigit() and int(index) < probe:
+            return
     node = OmegaConf.structured(arm)
     probe = key.replace("sections.*.", "sections.0.", 1)
     value = OmegaConf.select(node, probe, default="__missing__")
@@ -81,6 +93,14 @@ def apply(arm: SectionArmConfig, values: dict[str, float]) -> SectionArmConfig:
                 tendons.angle0_deg + 360.0 * i / tendons.count for i in range(tendons.count)]
             OmegaConf.update(node, f"{sec}.tendons.angles_deg",
                              [float(a) + float(value) for a in angles], merge=False)
+            continue
+        if SCALES in key:
+            # One tendon's spool: the section's list, filled from its shared scale first.
+            sec, _, index = key.partition(SCALES)
+            tendons = OmegaConf.select(node, f"{sec}.tendons")
+            scales = list(tendons.travel_scales) or [tendons.travel_scale] * tendons.count
+            scales[int(index)] = float(value)
+            OmegaConf.update(node, f"{sec}.tendons.travel_scales", scales, merge=False)
             continue
         keys = ([key.replace("*", str(j), 1) for j in range(len(arm.sections))]
                 if key.startswith("sections.*.") else [key])
@@ -131,6 +151,10 @@ class Problem:
                 v = self.marker_offset
             elif k.startswith("registration.") or k.endswith(ROTATE):
                 v = 0.0
+            elif SCALES in k:
+                sec, _, index = k.partition(SCALES)
+                t = OmegaConf.select(node, f"{sec}.tendons")
+                v = float((list(t.travel_scales) or [t.travel_scale] * t.count)[int(index)])
             else:
                 v = float(OmegaConf.select(node, k.replace("*", "0", 1)))
             out[k] = min(max(v, lo), hi)
@@ -144,12 +168,14 @@ class Problem:
         arm = apply(self.arm, values)
         bench = Bench(self.frame, arm, self.sim, self.pointing,
                       values.get("marker_offset", self.marker_offset))
-        ctrl = bench.commands(pull[:, list(self.tendon_channel)])
+        tendon_pull = pull[:, list(self.tendon_channel)]
+        ctrl = bench.commands(tendon_pull)
+        way = bench.directions(tendon_pull)
         idx = np.arange(len(ctrl)) if rows is None else rows
         bench.data.qpos[:] = bench.model.qpos0
         out = np.empty((len(idx), 3))
         for n, i in enumerate(idx):
-            out[n] = bench.settle(ctrl[i])[0]
+            out[n] = bench.settle(ctrl[i], direction=way[i])[0]
         rot = self.rotation @ register.rotation(values.get("registration.rx", 0.0),
                                                 values.get("registration.ry", 0.0),
                                                 values.get("registration.rz", 0.0))

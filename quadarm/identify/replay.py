@@ -13,6 +13,16 @@ Hysteresis in the replay: Coulomb friction F on a tendon driven through stiffnes
 tendon's settled pull lag its command by F / k either way (the closed form of
 ``tests/model/test_sections.py``'s dynamic loop), i.e. a play operator of width 2 F / k on the
 command; the servo's ``backlash`` adds its own width (:func:`quadarm.model.sections.play`).
+
+Capstan friction (``arm.tendon_capstan_mu`` mu > 0): a tendon rubbing on the spacers of a bent
+arm loses tension as exp(-mu wrap) along its path while its servo pulls, and gains it back as
+exp(+mu wrap) while the servo releases (the friction then holds the bend), wrap being the
+angle it has turned round the spacers so far (:func:`quadarm.model.sections.capstan_wrap`).
+The replay scales each tendon's generalised force on each hinge by that ratio at the hinge's
+link, the servo's spring setting the tension at the proximal end; the direction of each
+tendon comes from its servo's command history
+(:func:`quadarm.model.sections.capstan_direction`). MuJoCo's own tendon cannot carry a
+tension that varies along it, so flight runs without this term (``docs/arm.md``).
 """
 
 from __future__ import annotations
@@ -24,6 +34,14 @@ from quadarm.config import AirframeConfig, SimConfig
 from quadarm.config.sections import SectionArmConfig
 from quadarm.model import names, sections
 from quadarm.model.builder import build, mount_point
+from quadarm.names import link_joint
+
+# A servo's command must leave a play this wide (m) before the capstan friction turns: a few
+# of the FTDCR v4 servos' encoder steps (0.015 mm), so that jitter at rest does not flip it.
+CAPSTAN_BAND = 1e-4
+# Hinge friction (arm.joint_friction) in the replay: a hinge whose load stays below the
+# friction moves by at most about this much (rad) from where the previous row left it.
+JOINT_FRICTION_EPS = 5e-5
 
 
 class Bench:
@@ -68,6 +86,19 @@ class Bench:
         d.qpos[:] = m.qpos0
         mujoco.mj_forward(m, d)
         self._bias = np.zeros(m.nv)
+        self.mu = float(arm.tendon_capstan_mu)
+        self.direction = np.ones(len(self.acts))
+        if self.mu > 0:
+            # The dofs of each link's two bending hinges, and the link of every dof.
+            n_links = arm.segments
+            self._bend_dofs = np.array([[m.jnt_dofadr[m.joint(link_joint(k, a)).id]
+                                         for a in "xy"] for k in range(n_links)])
+            self._link_of_dof = np.zeros(m.nv, dtype=int)
+            for k in range(n_links):
+                for a in "xyz" if arm.torsion else "xy":
+                    self._link_of_dof[m.jnt_dofadr[m.joint(link_joint(k, a)).id]] = k
+            self._tendons = m.actuator_trnid[self.acts, 0]
+            self._dense = np.zeros((m.ntendon, m.nv))
 
     def commands(self, pull: np.ndarray) -> np.ndarray:
         """The position actuators' commands (K, n_tendons) for pulls (K, n_tendons) m, after the
@@ -90,31 +121,73 @@ class Bench:
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_passive(m, d)
         mujoco.mj_rne(m, d, 0, self._bias)
+        if self.mu > 0:
+            return d.qfrc_passive + d.qfrc_actuator + self._capstan() - self._bias
         return d.qfrc_passive + d.qfrc_actuator - self._bias
 
-    def settle(self, ctrl: np.ndarray, iterations: int = 40, tol: float = 1e-9
-               ) -> tuple[np.ndarray, int]:
-        """Solve the static equilibrium for one row of commands from the current pose;
+    def _capstan(self) -> np.ndarray:
+        """The change (nv,) the capstan friction makes to the tendons' generalised force:
+        sum over tendons of f_i J_i (w_i - 1), w_i the tension ratio at each dof's link."""
+        m, d = self.model, self.data
+        if self.arm.tendon_routing == "joints":
+            jac = self.jac
+        else:
+            mujoco.mju_sparse2dense(self._dense, d.ten_J, m.ten_J_rownnz, m.ten_J_rowadr,
+                                    m.ten_J_colind)
+            jac = self._dense[self._tendons]
+        q = d.qpos
+        wrap = sections.capstan_wrap(np.hypot(q[self._bend_dofs[:, 0]],
+                                              q[self._bend_dofs[:, 1]]))
+        ratio = sections.capstan_factor(wrap[None, :], self.mu, self.direction[:, None])
+        f = d.actuator_force[self.acts]
+        return (f[:, None] * jac * (ratio[:, self._link_of_dof] - 1.0)).sum(axis=0)
+
+    def directions(self, pull: np.ndarray) -> np.ndarray:
+        """Each tendon's capstan direction (K, n_tendons), +1 pulling, -1 releasing, for the
+        pulls (K, n_tendons) m (:func:`quadarm.model.sections.capstan_direction`)."""
+        return sections.capstan_direction(pull, CAPSTAN_BAND)
+
+    def settle(self, ctrl: np.ndarray, iterations: int = 40, tol: float = 1e-9,
+               direction: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+        """Solve the static equilibrium for one row of commands from the current pose
+        (``direction``: the tendons' capstan directions (n_tendons,), with a capstan mu);
         returns the marker (3,) in the arm's base frame (m; z along the base's axis, the arm
         hanging along -z) and the residual evaluations taken. Newton steps with a
         backtracking line search on |r| (the taut set of the tendons changes the Hessian
         piecewise, and a full step can cycle between two sets)."""
         d = self.data
+        if direction is not None:
+            self.direction = np.asarray(direction, dtype=float)
         d.ctrl[self.acts] = ctrl
         d.qvel[:] = 0.0
-        r = self.residual()
+        fj = self.arm.joint_friction
+        start = d.qpos.copy()
+
+        def force() -> np.ndarray:
+            # With hinge friction F, the friction's force -F tanh(dq / eps) opposes each
+            # hinge's move from the previous row's pose (the stick-slip of Coulomb friction,
+            # smoothed over JOINT_FRICTION_EPS so that Newton's steps stay smooth).
+            r = self.residual()
+            if fj > 0:
+                r = r - fj * np.tanh((d.qpos - start) / JOINT_FRICTION_EPS)
+            return r
+
+        r = force()
         norm = float(np.linalg.norm(r))
         evals = 1
         while evals < iterations and norm > tol:
             f = d.actuator_force[self.acts]
             taut = (f < 0.0) & (f > -self.t_max)
             h = self.stiff + (self.jac[taut].T * self.k[taut]) @ self.jac[taut]
+            if fj > 0:
+                slope = 1.0 - np.tanh((d.qpos - start) / JOINT_FRICTION_EPS) ** 2
+                h = h + np.diag(fj / JOINT_FRICTION_EPS * slope)
             dq = np.linalg.solve(h, r)
             q0 = d.qpos.copy()
             alpha = 1.0
             while True:
                 d.qpos[:] = q0 + alpha * dq
-                r = self.residual()
+                r = force()
                 evals += 1
                 new = float(np.linalg.norm(r))
                 if new < norm or alpha < 1e-3 or evals >= iterations:
@@ -136,7 +209,8 @@ class Bench:
         the straight arm."""
         self.data.qpos[:] = self.model.qpos0
         ctrl = self.commands(pull)
+        way = self.directions(pull)
         out = np.empty((len(ctrl), 3))
         for i, u in enumerate(ctrl):
-            out[i] = self.settle(u)[0]
+            out[i] = self.settle(u, direction=way[i])[0]
         return out

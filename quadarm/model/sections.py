@@ -190,15 +190,22 @@ def pretension(arm: SectionArmConfig) -> np.ndarray:
     return np.array([arm.sections[j].tendons.pretension for j in layout(arm).section_of_tendon])
 
 
+def travel_scales(arm: SectionArmConfig) -> np.ndarray:
+    """Tendon travel per unit of servo command, per tendon (n_tendons,): the section's
+    ``travel_scales`` when given, else its ``travel_scale`` for each of its tendons."""
+    return np.array([v for s in arm.sections
+                     for v in (s.tendons.travel_scales or [s.tendons.travel_scale]
+                               * s.tendons.count)], dtype=float)
+
+
 def displacement_ctrl(model: mujoco.MjModel, actuators: np.ndarray, arm: SectionArmConfig,
                       pull: np.ndarray) -> np.ndarray:
     """The position actuators' commands u = L0 - s d - T0 / k (m) for the servo pulls
     ``pull`` d (m, (..., n_tendons), positive shortens), L0 each tendon's length on the
-    straight arm, s its section's ``travel_scale``."""
+    straight arm, s its tendon's travel scale (:func:`travel_scales`)."""
     tendon = model.actuator_trnid[actuators, 0]
     rest = model.tendon_length0[tendon]
-    scale = np.array([arm.sections[j].tendons.travel_scale
-                      for j in layout(arm).section_of_tendon])
+    scale = travel_scales(arm)
     return rest - scale * np.asarray(pull, dtype=float) - pretension(arm) / tendon_stiffness(arm)
 
 
@@ -216,4 +223,38 @@ def play(commands: np.ndarray, width: float) -> np.ndarray:
     for k in range(len(x)):
         y = np.minimum(np.maximum(y, x[k] - h), x[k] + h)
         out[k] = y
+    return out
+
+
+def capstan_wrap(bend: np.ndarray) -> np.ndarray:
+    """The angle (rad, (..., n_links)) a tendon has wrapped round the spacers up to the middle
+    of each link, for the links' bend angles ``bend`` (rad, (..., n_links), each link's
+    |(theta_x, theta_y)|, proximal first): the sum of the links before it plus half its own,
+    the discrete form of the integral of the curvature along the path (the hinge of a link
+    stands for the curvature of the link's length, ``docs/arm.md``)."""
+    b = np.abs(np.asarray(bend, dtype=float))
+    return np.cumsum(b, axis=-1) - 0.5 * b
+
+
+def capstan_factor(wrap: np.ndarray, mu: float, direction: np.ndarray | float) -> np.ndarray:
+    """The capstan (Euler-Eytelwein) ratio of the tension after a wrap ``wrap`` (rad) to the
+    tension at the servo, exp(-mu wrap) while the servo pulls (``direction`` +1: the friction
+    holds the tendon back, the tension falls towards the tip) and exp(+mu wrap) while it
+    releases (-1: the friction holds the arm bent). ``mu`` = 0 gives 1 exactly."""
+    return np.exp(-mu * np.asarray(direction, dtype=float) * np.asarray(wrap, dtype=float))
+
+
+def capstan_direction(commands: np.ndarray, band: float) -> np.ndarray:
+    """Per row and tendon (K, n), +1 where the servo last moved its tendon in (a pull), -1
+    where it last let it out, from the commands (K, n) m: a move counts once the command has
+    left the play of total width ``band`` (m) round it (:func:`play`), so that a servo's
+    jitter at rest does not flip the friction; +1 until the first move."""
+    x = np.asarray(commands, dtype=float)
+    y = play(x, band)
+    out = np.ones_like(x)
+    if len(x) > 1:
+        step = np.diff(y, axis=0)
+        sign = np.where(step > 0, 1.0, np.where(step < 0, -1.0, 0.0))
+        for k in range(1, len(x)):
+            out[k] = np.where(sign[k - 1] != 0, sign[k - 1], out[k - 1])
     return out

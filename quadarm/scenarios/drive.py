@@ -65,7 +65,8 @@ def check(cfg: Config) -> None:
     the tip feedback and its bend correction, the sensing's arm-shape fit, the legacy tendon
     map); in displacement mode the
     ``statics`` scenario (its metrics report tensions; the bench replay is
-    ``python -m quadarm.identify``). Also each section's tendons must bend it every way."""
+    ``python -m quadarm.identify``), and a capstan friction (``arm.tendon_capstan_mu``, modelled
+    by the bench replay only). Also each section's tendons must bend it every way."""
     from quadarm.config.checks import ConfigError
 
     arm = cfg.arm
@@ -81,6 +82,10 @@ def check(cfg: Config) -> None:
         raise ConfigError("arm.actuation", arm.actuation, "scenario=statics reports tendon "
                           "tensions: use actuation=tension, or python -m quadarm.identify's "
                           "bench replay for servo-driven tendons")
+    if arm.tendon_capstan_mu > 0:
+        raise ConfigError("arm.tendon_capstan_mu", arm.tendon_capstan_mu, "must be 0 in flight: "
+                          "the capstan friction is the bench replay's (python -m "
+                          "quadarm.identify); MuJoCo's tendon carries one tension")
     c = cfg.control
     # The com feed-forward's first moment holds for any chain of two-hinge links
     # (tests/model/test_arm_terms.py); the wrench reads three tendons' anchors.
