@@ -33,8 +33,8 @@ class IdentifyConfig:
     ``registration.rx|ry|rz`` (rad, small rotations on top of stage 1's) and
     ``sections.<j>.tendons.rotate_deg`` (deg, turns section j's tendons from their stage-1
     angles) and ``sections.<j>.tendons.travel_scales.<i>`` (tendon i's spool; ``.#``: every
-    tendon of the section), each mapped to its [low, high] bounds. ``starts`` starts of scipy's bounded
-    least squares (the first at the nominal values, the others drawn in the bounds,
+    tendon of the section), each mapped to its [low, high] bounds. ``starts`` starts of
+    scipy's bounded least squares (the first at the nominal values, the others drawn in the bounds,
     seeded), at most ``max_nfev`` residual evaluations each (not counting the Jacobian's),
     in ``workers`` processes, on every ``train_stride``-th train row.
     """
