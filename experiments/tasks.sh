@@ -4,12 +4,13 @@
 # job's grid) into $OUT/tasks/<task>, $JOBS jobs at a time; then quadarm.analysis.tasks builds
 # one leaderboard (Markdown + CSV) and one figure per task into $OUT/tasks/report from the
 # Parquet files of this run, and refreshes the generated block of docs/tasks.md.
-#   TASKS="task_reach task_push"   a subset (default: every conf/experiment/task_*.yaml)
+#   TASKS="task_reach task_push"   a subset (default: every study of `make tasks`)
 #   TASK_ARGS="+baseline=nominal sensing=exact"   extra overrides for every task (a reduced run)
 #   DOCS=""                        leave docs/tasks.md alone
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-TASKS=${TASKS:-$(cd conf/experiment && ls task_*.yaml | sed 's/\.yaml$//' | tr '\n' ' ')}
+# The studies of `make tasks` in the registry (conf/experiment/*.yaml, '# study: {make: tasks}').
+TASKS=${TASKS:-$("$PYTHON" -m quadarm.studies --list tasks | tr '\n' ' ')}
 TASK_ARGS=${TASK_ARGS:-}
 DOCS=${DOCS-docs/tasks.md}
 for task in $TASKS; do

@@ -440,11 +440,13 @@ def _warn(noted: dict[str, None]) -> None:
 class Checked:
     """What preflight found: how many jobs it validated, whether the command is a multirun,
     and the output folder Hydra will use for it (``hydra.run.dir`` or ``hydra.sweep.dir``,
-    resolved now so that the command can pin it; None when it could not be resolved)."""
+    resolved now so that the command can pin it; None when it could not be resolved), and the
+    first job's validated config (None when there is none)."""
 
     jobs: int
     multirun: bool
     out_dir: str | None
+    first: Config | None = None
 
 
 def _out_dir(hydra_node: DictConfig, multirun: bool) -> str | None:
@@ -480,6 +482,7 @@ def preflight(args: list[str], conf_dir: str) -> Checked:
     checked = 0
     noted: dict[str, None] = {}
     out_dir: str | None = None
+    first: Config | None = None
     try:
         with initialize_config_dir(config_dir=conf_dir, version_base="1.3",
                                    job_name="quadarm"):
@@ -497,8 +500,9 @@ def preflight(args: list[str], conf_dir: str) -> Checked:
                     writable("runner.store", job_cfg.runner.store or (
                         default_store(out_dir) if out_dir is not None else DEFAULT_STORE))
                 checked += 1
+                first = first or job_cfg
                 _note(job_cfg, noted)
     finally:
         GlobalHydra.instance().clear()
     _warn(noted)
-    return Checked(checked, multirun, out_dir)
+    return Checked(checked, multirun, out_dir, first)

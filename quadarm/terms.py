@@ -141,7 +141,7 @@ TERMS: tuple[Term, ...] = (
          ("docs/aero.md", "Rotor downwash on the arm"),
          ("aero.downwash=true", "scenario=disturbance", "scenario.duration=0.3",
           "scenario.start=0.1", "scenario.length=0.1"),
-         settings=("aero.drag_coefficient",), air=True, replay=True),
+         settings=("aero.drag_coefficient", "airframe.prop_radius"), air=True, replay=True),
     Term("ground_effect", (("aero.ground_effect", False),), FORCE, ("model/ground.py",),
          ("air_term", "air_terms"), ("Params.air.ge", "Params.air.surfaces"), "ground_effect",
          ("docs/aero.md", "Ground effect"),
@@ -243,6 +243,12 @@ def air_on(cfg: Any) -> bool:
 def replayed(cfg: Any) -> bool:
     """Whether the benchmark's bare loop must replay the applied forces and wind."""
     return bool(active(cfg, lambda t: t.replay))
+
+
+def needing(key: str) -> tuple[Term, ...]:
+    """The switched terms whose ``settings`` read config key ``key`` (the root config refuses
+    an unusable value of it, e.g. ``airframe.prop_radius``, when one of them is on)."""
+    return tuple(t for t in TERMS if t.switches and key in t.settings)
 
 
 def env_refusal(cfg: Any) -> str:

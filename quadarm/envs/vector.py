@@ -57,11 +57,6 @@ from quadarm.runner.lifecycle import UNSTABLE, divergence, outcome_log
 from quadarm.scenarios.common import Log
 
 MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
-# The controller's memory (record, field of quadarm.runner.step.State): zeroed when an episode
-# starts, except the law's live parameter row, which starts as Params.law.prm's.
-_MEMORY = (("law", "prm"), ("law", "integ"), ("law", "u"), ("tendon", "filtered"),
-           ("contact", "fcs"), ("contact", "ref_p"), ("contact", "ref_v"), ("contact", "ref_a"),
-           ("tip", "corr"), ("tip", "ref"), ("tip", "t"))
 
 
 def _memory(st: step.State, path: tuple[str, str]) -> Any:
@@ -281,7 +276,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         m = tasks[0].built.model
         lg = step.log(prm, m.nq, m.nv, m.nu)
         if old is not None and keep is not None:
-            for new, was in [(_memory(st, f), _memory(old[1], f)) for f in _MEMORY] + [
+            for new, was in [(_memory(st, f), _memory(old[1], f)) for f in step.MEMORY] + [
                     (st.data.ctrl, old[1].data.ctrl)]:
                 for r in keep:
                     new[r] = list(was[r]) if isinstance(was, list) else was[r]
@@ -317,7 +312,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         for i in ids:
             j, r = self._part(int(i))
             prm, st = self._ctls[j][0], self._ctls[j][1]
-            for f in _MEMORY:
+            for f in step.MEMORY:  # the law's live parameter row starts as Params.law.prm's
                 arr = _memory(st, f)
                 start = prm.law.prm[r] if f == ("law", "prm") else None
                 if isinstance(arr, list):

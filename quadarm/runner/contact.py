@@ -44,6 +44,7 @@ import numpy as np
 from quadarm.model.allocation import total_mass
 from quadarm.model.world import WorldSensors, normal_of, target
 from quadarm.runner import jit
+from quadarm.runner.memory import Memory
 from quadarm.scenarios import tasks
 
 CONTACT_COLUMNS = 5  # arm contacts, force x, y, z (N, world), airframe contacts
@@ -72,10 +73,11 @@ class ContactState(NamedTuple):
     For the plain-Python loops ``ref_p``, ``ref_v`` and ``ref_a`` are nested lists of floats
     of the same shapes (see :func:`quadarm.runner.step.params`)."""
 
-    fcs: np.ndarray  # (nsim, N_FCS) float: phase, contact sample, integral, frozen reference
-    ref_p: Any  # (nsim, 3) float, m: the law's position reference of the sample
-    ref_v: Any  # (nsim, 3) float, m/s: its velocity reference
-    ref_a: Any  # (nsim, 3) float, m/s^2: its acceleration reference
+    fcs: Memory[np.ndarray]  # (nsim, N_FCS) float: phase, contact sample, integral, frozen
+    #                          reference
+    ref_p: Memory[Any]  # (nsim, 3) float, m: the law's position reference of the sample
+    ref_v: Memory[Any]  # (nsim, 3) float, m/s: its velocity reference
+    ref_a: Memory[Any]  # (nsim, 3) float, m/s^2: its acceleration reference
 
 
 @jit.inline

@@ -51,6 +51,7 @@ form is a loop over rows calling the one-trial :func:`before`, so batched equals
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -61,10 +62,11 @@ from quadarm.control import arm as arm_control
 from quadarm.control import geometric, tipfeedback
 from quadarm.model import aero
 from quadarm.runner import air as air_setup
-from quadarm.runner import arm_aware, contact, jit
+from quadarm.runner import arm_aware, contact, jit, memory
 from quadarm.runner import sense as sensing
 from quadarm.runner.jit import mj_kinematics, mj_step
 from quadarm.runner.lifecycle import Prepared, make_controller
+from quadarm.runner.memory import Memory
 
 FLY, EXTERNAL, HELD = 0, 1, 2  # Params.mode: who writes the commands
 
@@ -94,10 +96,10 @@ class Law(NamedTuple):
 class LawState(NamedTuple):
     """The law's memory and outputs (``State.law``; nested lists for the plain loops)."""
 
-    prm: Any  # (nsim, N_PARAMS) float: the live parameter row (a copy of Params.law.prm,
-    #           whose feed-forward slots the feed-forward term rewrites every step)
-    integ: Any  # (nsim, 3) float, m s: the position-error integral
-    u: Any  # (nsim, n_rotors) float, N: the rotor commands
+    prm: Memory[Any]  # (nsim, N_PARAMS) float: the live parameter row (a copy of
+    #                   Params.law.prm, whose feed-forward slots the feed-forward term rewrites)
+    integ: Memory[Any]  # (nsim, 3) float, m s: the position-error integral
+    u: Memory[Any]  # (nsim, n_rotors) float, N: the rotor commands
 
 
 class Tendon(NamedTuple):
@@ -114,7 +116,7 @@ class TendonState(NamedTuple):
     """The tendon command's scratch and filter (``State.tendon``)."""
 
     out: np.ndarray  # (nsim, n_tendons) float, N: the commanded tensions
-    filtered: np.ndarray  # (nsim, n_tendons) float, N: the low-passed commands
+    filtered: Memory[np.ndarray]  # (nsim, n_tendons) float, N: the low-passed commands
 
 
 class Tip(NamedTuple):
@@ -132,9 +134,9 @@ class Tip(NamedTuple):
 class TipState(NamedTuple):
     """The tip feedback's memory (``State.tip``)."""
 
-    corr: np.ndarray  # (nsim, 3) float, m, world: the hub reference's correction
-    ref: np.ndarray  # (nsim, 3) float, m, world: the corrected reference
-    t: np.ndarray  # (nsim, n_tendons) float, N: the bend-corrected tensions
+    corr: Memory[np.ndarray]  # (nsim, 3) float, m, world: the hub reference's correction
+    ref: Memory[np.ndarray]  # (nsim, 3) float, m, world: the corrected reference
+    t: Memory[np.ndarray]  # (nsim, n_tendons) float, N: the bend-corrected tensions
 
 
 class Params(NamedTuple):
@@ -192,6 +194,26 @@ class State(NamedTuple):
     contact: contact.ContactState  # quadarm.runner.contact
     tip: TipState  # this module
     ss: sensing.SenseState  # the sensing term's memory (quadarm.runner.sense)
+
+
+# The records of State that are neither the controller's nor scratch: the MjData views (the
+# simulation's own state) and the sensing term's memory (its estimators, which the environments
+# carry with quadarm.envs.sensed.keep_rows).
+NOT_CONTROLLER = ("data", "ss")
+
+
+def _memory() -> tuple[tuple[str, str], ...]:
+    hints = typing.get_type_hints(State)
+    return tuple((rec, f) for rec in State._fields if rec not in NOT_CONTROLLER
+                 for f in memory.fields(hints[rec]))
+
+
+# The controller's memory: the (record, field) paths of State marked Memory[...] in the
+# records (quadarm.runner.memory), in State's order: what a term reads at sample k as it left it
+# at k - 1. Every other field of those records is scratch. A loop that keeps a controller of its
+# own (the vector environment) zeroes these when an episode starts (the law's live parameter
+# row: Params.law.prm's) and carries them when it rebuilds its records.
+MEMORY = _memory()
 
 
 class Log(NamedTuple):

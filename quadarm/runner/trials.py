@@ -224,7 +224,11 @@ def _grid(job: Config) -> tuple[DictConfig, list[dict[str, Any]], list[Config]]:
 
 def check(job: Config) -> None:
     """Validate the job's trial expansion (what :func:`expand` refuses) without drawing or
-    building its trials: the command line's preflight."""
+    building its trials: the command line's preflight. A job without a grid or draws is its
+    one trial, the validated config itself: nothing to expand (and no structured copy of the
+    config to build, a tenth of a second of every composition)."""
+    if not job.runner.grid and not job.runner.randomize:
+        return
     _grid(job)
 
 

@@ -11,7 +11,7 @@ import math
 import mujoco
 import numpy as np
 import pytest
-from helpers import cfg_of
+from helpers import cfg_of, composed
 
 from quadarm.config import ConfigError
 from quadarm.model import build
@@ -64,7 +64,7 @@ def test_arm_imus_leave_the_other_sensors_noise_unchanged() -> None:
 
 @pytest.fixture(scope="module")
 def chain() -> tuple[np.ndarray, mujoco.MjModel]:
-    cfg = cfg_of("sensing=realistic_arm")
+    cfg = composed("sensing=realistic_arm")
     return (shape.shape_params(build(cfg.airframe, cfg.arm, cfg.sim).model),
             build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True).model)
 
@@ -164,12 +164,12 @@ def test_links_of_fractions() -> None:
     assert sc.arm_imu_links([0.5, 1.0], 12) == [5, 11]
     assert sc.arm_imu_links([0.5, 1.0], 7) == [3, 6]
     assert sc.arm_imu_links([0.01], 12) == [0]
-    assert cfg_of("sensing=realistic_arm").sensing.arm_imus
+    assert composed("sensing=realistic_arm").sensing.arm_imus
     assert not cfg_of("sensing=realistic").sensing.arm_imus
 
 
 def test_the_yaml_preset_is_the_vehicle_imus_datasheet_on_the_arm() -> None:
-    cfg = cfg_of("sensing=realistic_arm").sensing
+    cfg = composed("sensing=realistic_arm").sensing
     assert cfg == sc.preset("realistic_arm")
     for f in dataclasses.fields(sc.ImuConfig):
         if f.name != "rate":

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import cfg_of
+from helpers import cfg_of, composed
 from omegaconf import OmegaConf
 
 from quadarm.config import flatten
@@ -16,7 +16,7 @@ from quadarm.runner.trials import expand, trial_id
 
 
 def test_trial_id_is_the_config_not_the_runner() -> None:
-    base = cfg_of("scenario=hover")
+    base = composed("scenario=hover")
     same = cfg_of("scenario=hover", "runner.n_jobs=2", "runner.timeseries=none",
                        "runner.store=/elsewhere", "runner=dask")
     assert trial_id(base) == trial_id(same)
@@ -58,7 +58,7 @@ def test_fast_flatten_and_yaml_match_omegaconf(overrides: list[str]) -> None:
 
 
 def test_store_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cfg = cfg_of("scenario=hover")
+    cfg = composed("scenario=hover")
     out = tmp_path / "job"
     assert study.resolve_store(cfg, out) == (out / "trials").resolve()
     monkeypatch.chdir(tmp_path)
@@ -92,7 +92,7 @@ def test_grid_over_mission_phases_recomputes_the_duration() -> None:
                                 "++runner.grid={scenario.hover_time:[2.0,3.0]}"))
     assert [t.cfg.scenario.duration for t in trials] == [35.0, 36.0]
     # the nominal point is the same trial as the job without a grid
-    assert trials[1].run_id == trial_id(cfg_of("scenario=mission"))
+    assert trials[1].run_id == trial_id(composed("scenario=mission"))
 
 
 @pytest.mark.parametrize("scenario, key", [("reach", "move_time"), ("trace", "tail"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -202,9 +203,20 @@ def _flight_loop(steps, pos_truth, u_truth, imu_prm, imu_white, imu_bias, imu_ri
             ekf.ekf_predict(x, p, ring, meta, prm, u, work)
 
 
-def _compiled():  # noqa: ANN202
+_KERNELS: dict[str, Any] = {}
+
+
+def _compiled(fn: Any = _flight_loop) -> Any:
+    """``fn`` compiled by numba once per process and cached on disk in quadarm's kernel cache
+    (:func:`quadarm.runner.jit.cache_dir`): numba keys a cached function on its own file only,
+    and that folder is keyed on every source the kernels compile in (the sensing modules
+    among them), so an edit to the EKF or the sensors compiles it again."""
     numba = pytest.importorskip("numba")
-    return numba.njit(cache=False)(_flight_loop)
+    from quadarm.runner import jit  # noqa: F401 - sets numba's cache folder before any kernel
+
+    if fn.__name__ not in _KERNELS:
+        _KERNELS[fn.__name__] = numba.njit(cache=True)(fn)
+    return _KERNELS[fn.__name__]
 
 
 _TRUTH: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -290,16 +302,16 @@ def test_a_late_fix_is_replayed_exactly_as_if_on_time() -> None:
     assert not np.any(np.all(a[delivered + 2, :ekf.NX] == b[delivered + 2, :ekf.NX], axis=1))
 
 
+def _fit(sp, prof, meas, wts, c, th, work, scratch):  # noqa: ANN001, ANN202
+    shape.estimate(sp, shape.NO_TABLE, prof, meas, wts, 4, c, th, work, scratch)
+
+
 def test_plain_python_equals_numba() -> None:
-    numba = pytest.importorskip("numba")
     cfg = sc.preset("realistic")
     a, pa, _, _ = _fly(cfg, 1, 0.3, 1, _flight_loop, init_error=True)
-    b, pb, _, _ = _fly(cfg, 1, 0.3, 1, numba.njit(_flight_loop), init_error=True)
+    b, pb, _, _ = _fly(cfg, 1, 0.3, 1, _compiled(), init_error=True)
     assert np.array_equal(a, b) and np.array_equal(pa, pb)
-
-    @numba.njit
-    def fit(sp, prof, meas, wts, c, th, work, scratch):  # noqa: ANN001, ANN202
-        shape.estimate(sp, shape.NO_TABLE, prof, meas, wts, 4, c, th, work, scratch)
+    fit = _compiled(_fit)
 
     sp = _toy_chain(6)
     prof = np.stack([np.linspace(1.0, 2.0, 6), np.linspace(2.0, 0.5, 6)]) / 9.0

@@ -2,30 +2,38 @@
 place that runs or reads a study: a study registered in some and not the others fails here.
 
 For each ``conf/experiment/<name>.yaml``: its ``# study:`` line parses; its ``make`` target
-exists and runs it (the target's recipe, or the ``experiments/*.sh`` script it calls, names
-``+experiment=<name>``, or globs ``<prefix>*.yaml`` of the folder); its tables are built by the
-analysis; a study run by hand names its script under ``research/``. The other way: every analysis
-table is fed by some study, every script of ``experiments/`` is run by some target, and
-``python -m quadarm.reproduce`` plans exactly the studies whose set says so.
+exists (the Makefile's rule for every registered target) and runs it (the plan of
+``python -m quadarm.studies <target>`` names ``+experiment=<name>``, or its own command reads
+the registry); its tables are built by the analysis; a study run by hand names its script under
+``research/``. The other way: every analysis table is fed by some study, every script of
+``experiments/`` is run by some target, and ``python -m quadarm.reproduce`` plans exactly the
+studies whose set says so. The targets and the folders they write are those of the hand-written
+scripts they replaced (a contract: ``make <target>`` writes where it always did).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from quadarm import studies as runner
 from quadarm.analysis.studies import NAMES
 from quadarm.config.studies import SETS, Study, studies
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = studies()
 EXTRA_TABLES = ("tasks",)  # the task leaderboards: quadarm.analysis.tasks, not the registry
+ENV = runner.Env(python="PY", out="OUT", jobs="J", resume="R")
 
 
 def targets() -> dict[str, str]:
-    """Every Makefile target -> its recipe, with the text of the experiments/*.sh it runs."""
+    """Every hand-written Makefile target -> its recipe, with the text of the
+    experiments/*.sh it runs."""
     text = (ROOT / "Makefile").read_text()
     out: dict[str, str] = {}
     for m in re.finditer(r"^([A-Za-z0-9_-]+):[^\n]*\n((?:\t[^\n]*\n?)*)", text, re.M):
@@ -39,12 +47,20 @@ def targets() -> dict[str, str]:
 TARGETS = targets()
 
 
-def runs(recipe: str, name: str) -> bool:
-    """Whether ``recipe`` runs study ``name``: by name, or by a glob of the folder."""
-    if re.search(rf"experiment=\$?{{?{re.escape(name)}\b", recipe) or \
-            re.search(rf"for study in [^;\n]*\b{re.escape(name)}\b", recipe):
-        return True
-    return any(name.startswith(prefix) for prefix in re.findall(r"ls (\w+)\*\.yaml", recipe))
+def plan_text(target: str) -> str:
+    """What ``make target`` runs: the runner's commands, with the scripts they call."""
+    text = "\n".join(" ".join(c) for c in runner.plan(target, ENV))
+    for script in re.findall(r"experiments/(\w+\.sh)", text):
+        text += (ROOT / "experiments" / script).read_text()
+    return text
+
+
+def runs(recipe: str, study: Study) -> bool:
+    """Whether ``recipe`` runs ``study``: by name, or through the registry's list of its
+    target (``quadarm.studies --list``)."""
+    name = study.name
+    return bool(re.search(rf"experiment={re.escape(name)}\b", recipe)
+                or "quadarm.studies --list " + str(study.make) in recipe)
 
 
 @pytest.mark.parametrize("study", list(STUDIES.values()), ids=list(STUDIES))
@@ -57,8 +73,8 @@ def test_each_study_is_run_and_read(study: Study) -> None:
             f"{study.name}: no make target, so '# study:' must name its research/ script"
         assert study.name in (ROOT / study.research).read_text()
     else:
-        assert study.make in TARGETS, f"{study.name}: no Makefile target {study.make}"
-        assert runs(TARGETS[study.make], study.name), \
+        assert study.make in runner.targets(STUDIES)
+        assert runs(plan_text(study.make), study), \
             f"{study.name}: make {study.make} does not run +experiment={study.name}"
     for table in study.tables:
         assert table in (*NAMES, *EXTRA_TABLES), f"{study.name}: no analysis table {table}"
@@ -69,8 +85,8 @@ def test_each_study_is_run_and_read(study: Study) -> None:
 def test_every_table_is_fed_and_every_script_run() -> None:
     fed = {t for s in STUDIES.values() for t in s.tables}
     assert not set(NAMES) - fed, f"tables no study feeds: {sorted(set(NAMES) - fed)}"
-    called = {s for recipe in TARGETS.values() for s in re.findall(r"experiments/(\w+)\.sh",
-                                                                    recipe)}
+    called = {s for recipe in [*TARGETS.values(), *map(plan_text, runner.targets(STUDIES))]
+              for s in re.findall(r"experiments/(\w+)\.sh", recipe)}
     scripts = {p.stem for p in (ROOT / "experiments").glob("*.sh")} - {"common"}
     assert scripts <= called, f"scripts no target runs: {sorted(scripts - called)}"
 
@@ -97,4 +113,87 @@ def test_a_half_registered_study_fails(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="new.yaml: no '# study:"):
         studies(str(tmp_path))
     bare.write_text("# @package _global_\n# study: {make: nowhere}\n")
-    assert header(bare) == {"make": "nowhere"} and "nowhere" not in TARGETS
+    assert header(bare) == {"make": "nowhere"} and "nowhere" not in runner.targets(STUDIES)
+    bare.write_text("# @package _global_\n# study: {tables: [x], make: nowhere}\n")
+    with pytest.raises(ValueError, match="must start with make"):
+        header(bare)
+
+
+# The folders each target wrote when it was a hand-written script (experiments/<target>.sh):
+# its run folders, then its analyses' output folders, under $OUT.
+FOLDERS = {
+    "table2": ["table2", "table2"],
+    "table3": ["table3", "table3"],
+    "workspace": ["workspace_beta", "workspace_mu", "workspace"],
+    "disturbance": ["disturbance", "disturbance"],
+    "held-bend": ["held_bend", "held_bend"],
+    "drift": ["held_bend", "held_bend"],
+    "monte-carlo": ["monte_carlo", "monte_carlo"],
+    "motor-lag": ["motor_lag", "motor_lag"],
+    "compliance": ["compliance", "compliance_mount", "compliance", "compliance_mount"],
+    "downwash": ["downwash_workspace", "downwash_mission", "downwash"],
+    "wind": ["wind_hover", "wind_gusts", "wind_mission", "wind"],
+    "feedforward": ["feedforward", "feedforward"],
+    "payload": ["payload", "payload"],
+    "active-damping": ["active_damping", "active_damping/recommended", "active_damping"],
+    "sensing": ["sensing/sensing", "sensing/sensing_feedforward", "sensing/sensing_gains",
+                "sensing/sensing", "sensing/sensing_gains"],
+    "arm-convergence": ["arm_convergence_statics", "arm_convergence_zero_g",
+                        "arm_convergence_mission", "arm_convergence"],
+    "tune": ["tune_gains"],
+    "tipspace": ["tipspace/tipspace_pick_place", "tipspace/tipspace_reach",
+                 "tipspace/tipspace_trace", "tipspace"],
+    "tune-pareto": ["tune_gains_pareto"],
+}
+
+
+def _folders(cmd: list[str]) -> str:
+    if cmd[2] == "quadarm.analysis":
+        return cmd[cmd.index("-o") + 1] if "-o" in cmd else cmd[3]
+    return next(a.split("=", 1)[1] for a in cmd if a.startswith(("hydra.run.dir=",
+                                                                    "hydra.sweep.dir=")))
+
+
+@pytest.mark.parametrize("target", list(FOLDERS))
+def test_each_target_writes_where_its_script_did(target: str) -> None:
+    got = [_folders(c) for c in runner.plan(target, ENV)]
+    assert got == [f"OUT/{f}" for f in FOLDERS[target]]
+
+
+def test_the_commands_of_a_target() -> None:
+    """The runner's commands for a target of each kind (one job with an extra run, a multirun
+    with overrides of its own, the task suite's script, an alias): the scripts' commands."""
+    assert runner.plan("arm-convergence", ENV) == [
+        ["PY", "-m", "quadarm", "+experiment=arm_convergence",
+         "hydra.run.dir=OUT/arm_convergence_statics", "runner.n_jobs=J", "runner.resume=R"],
+        ["PY", "-m", "quadarm", "+experiment=arm_convergence",
+         "hydra.run.dir=OUT/arm_convergence_zero_g", "runner.n_jobs=J", "runner.resume=R",
+         "sim.gravity=[0,0,0]", "arm.tension_max=1"],
+        ["PY", "-m", "quadarm", "+experiment=arm_convergence_mission",
+         "hydra.run.dir=OUT/arm_convergence_mission", "runner.n_jobs=J", "runner.resume=R"],
+        ["PY", "-m", "quadarm.analysis", "OUT/arm_convergence_statics",
+         "OUT/arm_convergence_zero_g", "OUT/arm_convergence_mission", "-o",
+         "OUT/arm_convergence", "--tables", "arm_convergence,arm_mission"]]
+    assert runner.plan("tune", ENV) == [
+        ["PY", "-m", "quadarm", "-m", "+experiment=tune_gains", "hydra.sweep.dir=OUT/tune_gains",
+         "hydra.launcher.n_jobs=J", "runner.resume=R", "hydra.sweeper.n_jobs=J",
+         "runner.progress=false"]]
+    assert runner.plan("tasks", ENV) == [["bash", "experiments/tasks.sh"]]
+    assert runner.plan("drift", ENV) == runner.plan("held-bend", ENV)
+
+
+def test_every_target_of_before_is_a_make_target() -> None:
+    """Every target name of the hand-written Makefile is still one, and `make` runs the
+    registry's targets through the runner."""
+    assert set(FOLDERS) | {"tasks", "identify"} == set(runner.targets(STUDIES))
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    names = runner.targets(STUDIES)
+    out = subprocess.run(["make", "-n", f"PYTHON={sys.executable}", *names], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == [f"{sys.executable} -m quadarm.studies {t}" for t in names]
+
+
+def test_the_runner_stops_at_an_unknown_target(capsys: pytest.CaptureFixture[str]) -> None:
+    assert runner.main(["no-such-target"]) == 2
+    assert "no-such-target: no study has 'make: no-such-target'" in capsys.readouterr().err

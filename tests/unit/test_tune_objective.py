@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
+from helpers import composed
 
 from quadarm.api import compose
 from quadarm.config import TuneConfig
@@ -18,7 +19,7 @@ def test_job_objective_rule() -> None:
     metrics = pd.DataFrame({"run_id": ["a", "a", "c", "c"], "phase": ["whole"] * 4,
                             "metric": ["rms_cm", "tilt_max_deg"] * 2,
                             "value": [1.0, 20.0, float("nan"), 10.0]})
-    cfg = compose([])
+    cfg = composed()
     off = job_objective(cfg, runs, metrics)
     assert off is None
     on = replace(cfg, tune=TuneConfig(enabled=True, penalty=50.0))
@@ -32,6 +33,6 @@ def test_tune_options_are_not_part_of_a_trials_identity():
     """Default runs keep their ids (and so their stored results): tune.* steers the job."""
     from quadarm.runner.trials import trial_id
 
-    assert trial_id(compose([])) == trial_id(compose(["tune.enabled=true", "tune.penalty=5",
+    assert trial_id(composed()) == trial_id(compose(["tune.enabled=true", "tune.penalty=5",
                                                  "+tune.params.kr_xy=3"]))
-    assert trial_id(compose([])) != trial_id(compose(["gains.kr.0=5"]))
+    assert trial_id(composed()) != trial_id(compose(["gains.kr.0=5"]))

@@ -15,7 +15,6 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from quadarm.api import compose
 from quadarm.cli import CONF_DIR
 from quadarm.config import ConfigError
 from quadarm.preflight import preflight
@@ -262,7 +261,7 @@ def test_accepted(case: str, conf_dir: Path) -> None:
     assert (checked.jobs, checked.multirun) == (jobs, case.startswith("-m"))
     if checked.multirun:
         return
-    composed = OmegaConf.structured(compose([*case.split(), f"hydra.searchpath=[file://{conf_dir}]"]))
+    composed = OmegaConf.structured(checked.first)  # the config the command would run
     for key, value in values.items():
         got = OmegaConf.select(composed, key)
         assert (OmegaConf.to_container(got) if OmegaConf.is_config(got) else got) == value, key

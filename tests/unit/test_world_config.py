@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import composed
 
-from quadarm.api import compose
 from quadarm.cli import CONF_DIR
 from quadarm.config import WORLD_KINDS, ConfigError, WorldConfig, WorldObject
 from quadarm.model.clearance import check_start
@@ -19,11 +19,11 @@ SHIPPED = ("open", "ground", "table", "wall", "pole")
 
 
 def test_default_is_open_and_the_shipped_worlds_compose() -> None:
-    assert compose([]).world == WorldConfig()
+    assert composed().world == WorldConfig()
     assert WorldConfig().objects == []
     kinds = set()
     for option in SHIPPED:
-        world = compose([f"world={option}", "scenario=hover"]).world
+        world = composed(f"world={option}", "scenario=hover").world
         kinds.update(o.kind for o in world.objects)
         assert all(o.mount_stiffness == 0 for o in world.objects)  # shipped plates are rigid
     assert kinds == {"plane", "box", "cylinder"} and kinds <= set(WORLD_KINDS)
@@ -81,7 +81,7 @@ def test_refused_in_preflight(case: str, expected: str) -> None:
                                   # the tip ball resting exactly on the plate is no overlap
                                   "world=table scenario=hover scenario.altitude=0.938"])
 def test_clear_starts_pass_the_geometry_check(case: str) -> None:
-    check_start(compose(case.split()))
+    check_start(composed(*case.split()))
 
 
 def test_worlds_pass_the_preflight() -> None:

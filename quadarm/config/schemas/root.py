@@ -8,6 +8,7 @@ from typing import Any  # noqa: UP035 - OmegaConf reads these
 
 from omegaconf import MISSING
 
+from quadarm import terms
 from quadarm.config.checks import (
     ConfigError,
     _real,
@@ -60,12 +61,15 @@ class Config:
                               f"must be non-zero for scenario {self.scenario.kind}: the flight "
                               "controller hovers against gravity (zero gravity: scenario="
                               f"{'|'.join(GROUNDED)})")
-        for term in ("downwash", "ground_effect"):  # the aero terms that need the rotor radius
-            if (getattr(self.aero, term) and isinstance(self.airframe, AirframeConfig)
+        # The terms that read the rotor radius (their registry rows' settings, quadarm.terms).
+        for term in terms.needing("airframe.prop_radius"):
+            key = term.switches[0][0]
+            if (any(not terms.is_off(terms.get(self, k), off) for k, off in term.switches)
+                    and isinstance(self.airframe, AirframeConfig)
                     and not (_real(self.airframe.prop_radius) and self.airframe.prop_radius > 0)):
                 raise ConfigError("airframe.prop_radius", self.airframe.prop_radius,
                                   "must be a finite number > 0 (the rotor radius) with "
-                                  f"aero.{term}")
+                                  f"{key}")
         if isinstance(self.scenario, ScenarioConfig):
             self.scenario.check(self)  # its cross-group checks (world, tip targets, lift)
         if not isinstance(self.arm, ArmConfig) or not isinstance(self.control, ControlConfig):
