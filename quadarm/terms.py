@@ -160,6 +160,7 @@ BASE_RECORDS = (
     "Params.tip_site", "Params.law", "State.law",  # the paper's law (a whole record each)
     "Params.tendon.actuators", "Params.tendon.tense", "Params.tendon.tensions",
     "State.tendon.out",
+    "Params.tendon.servo", "Log.tension",  # servo-driven tendons: their logged tensions
     # the scenario's force pulses (applied with the air terms when those run)
     "Params.air.pulse_link", "Params.air.pulse_force", "Params.air.pulse_start",
     "Params.air.pulse_stop",

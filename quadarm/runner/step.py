@@ -108,6 +108,8 @@ class Tendon(NamedTuple):
     tensions: np.ndarray  # (K + 1, nsim, n_tendons) float, N: the plan's (zero rows: slack)
     lowpass: np.ndarray  # (nsim,) float: control.tendon_tau's coefficient
     #                      (lowpass_coefficient; 0: off)
+    servo: np.ndarray  # (nsim,) bool: servo-driven tendons (arm.actuation=displacement: the
+    #                    commands are lengths, m); the log then carries their tensions
 
 
 class TendonState(NamedTuple):
@@ -209,6 +211,9 @@ class Log(NamedTuple):
     force: np.ndarray  # (K + 1, nsim, N_FCLOG): the force loop's phase, setpoint (N),
     #                    measured normal force (N), the reference it gave the law (m)
     est: np.ndarray  # (K + 1, nsim, sense.N_LOG...) the estimates (with sensing)
+    tension: np.ndarray  # (K + 1, nsim, n_tendons) N: with servo-driven tendons, the tension
+    #                      each holds (-actuator_force, >= 0) during step k; the last sample,
+    #                      not stepped, repeats the last step's
 
 
 VIEWS = tuple(f for f in Data._fields if f != "wind")  # the MjData arrays of Data
@@ -369,6 +374,10 @@ def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     d = s.data
     if p.record:
         jit.copyto(lg.tip[k, i], d.site_xpos[i, p.tip_site])
+    if lg.tension.shape[0] > 0:  # servo-driven tendons: the tension of a position actuator
+        force, tendons = d.actuator_force[i], p.tendon.actuators
+        for j in range(tendons.shape[0]):
+            lg.tension[k, i, j] = 0.0 - force[tendons[j]]  # pulls: force <= 0 (0.0, not -0.0)
     if lg.contact.shape[0] > 0:
         contact.log_contact(k, d.sensordata[i], p.contact.wsens, p.last[i], lg.contact[:, i])
 
@@ -535,7 +544,9 @@ def _tendon(preps: Sequence[Prepared], big: int) -> Tendon:
         actuators=actuators, tense=np.array([p.plan.tensions is not None for p in preps]),
         tensions=tensions,
         lowpass=np.array([lowpass_coefficient(p.cfg.control.tendon_tau,
-                                              p.built.model.opt.timestep) for p in preps]))
+                                              p.built.model.opt.timestep) for p in preps]),
+        servo=np.array([getattr(p.cfg.arm, "actuation", "tension") == "displacement"
+                        for p in preps]))
 
 
 def _tip(preps: Sequence[Prepared], big: int, held: bool) -> Tip:
@@ -613,9 +624,11 @@ def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = Fa
     n_obj = p.contact.wsens.shape[0]
     # The force loop writes its row whether or not the rest is recorded (one code path).
     forced = int(p.last.max()) + 1 if p.contact.fc[:, contact.FC_ON].any() else 0
+    nt = p.tendon.actuators.size
     return Log(qpos=np.empty((rows, ns, nq)), qvel=np.empty((rows, ns, nv)),
                tip=np.empty((rows, ns, 3)), ctrl=np.zeros((rows, ns, nu)),
                xfrc=np.zeros((extra, ns, nbody, 6)), wind=np.zeros((extra, ns, 3)),
                contact=np.zeros((rows if n_obj else 0, ns, n_obj, contact.CONTACT_COLUMNS)),
                force=np.zeros((forced, ns, contact.N_FCLOG)),
-               est=np.zeros((rows if p.sn.on.any() else 0, ns, sensing.log_width(p.sn))))
+               est=np.zeros((rows if p.sn.on.any() else 0, ns, sensing.log_width(p.sn))),
+               tension=np.zeros((rows if p.tendon.servo.any() else 0, ns, nt)))
