@@ -375,9 +375,11 @@ def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     if p.record:
         jit.copyto(lg.tip[k, i], d.site_xpos[i, p.tip_site])
     if lg.tension.shape[0] > 0:  # servo-driven tendons: the tension of a position actuator
-        force, tendons = d.actuator_force[i], p.tendon.actuators
+        force, tendons, row = d.actuator_force[i], p.tendon.actuators, lg.tension[k, i]
         for j in range(tendons.shape[0]):
-            lg.tension[k, i, j] = 0.0 - force[tendons[j]]  # pulls: force <= 0 (0.0, not -0.0)
+            # The last sample is not stepped (no actuation computed): it repeats the last step's.
+            row[j] = (lg.tension[k - 1, i, j] if k == p.last[i] and k > 0
+                      else 0.0 - force[tendons[j]])  # pulls: force <= 0 (0.0, not -0.0)
     if lg.contact.shape[0] > 0:
         contact.log_contact(k, d.sensordata[i], p.contact.wsens, p.last[i], lg.contact[:, i])
 

@@ -105,3 +105,33 @@ def test_tension_peak_is_a_tension_in_both_drives(monkeypatch):
     assert force.log.tension is None
     assert {name: v for _, name, v in force.metrics}["tension_peak_n"] == \
         force.log.ctrl[:, force.log.tendon_ids].max()
+
+
+def _tension_logs_equal(a, b):
+    for name in ("qpos", "qvel", "tip", "ctrl", "tension"):
+        assert np.array_equal(getattr(a.log, name), getattr(b.log, name)), name
+
+
+def test_batched_equals_one_trial_with_servos(monkeypatch):
+    from quadarm.runner import engine
+
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    cfgs = [compose([*V4_HELD, "scenario.duration=0.4", f"scenario.beta_deg={b}"])
+            for b in (0, 90)]
+    batched = engine.run_batched(cfgs, nthread=1)
+    for ep, cfg in zip(batched, cfgs, strict=True):
+        assert ep.status == "ok", ep.message
+        _tension_logs_equal(ep, episode.run_episode(cfg))
+
+
+@pytest.mark.slow
+def test_compiled_equals_plain_with_servos(monkeypatch):
+    from quadarm.runner import jit
+
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    cfg = compose([*V4_HELD, "scenario.duration=0.4"])
+    monkeypatch.setenv("QUADARM_NUMBA", "1")
+    a = episode.run_episode(cfg)
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    _tension_logs_equal(a, episode.run_episode(cfg))
