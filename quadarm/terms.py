@@ -154,7 +154,8 @@ TERMS: tuple[Term, ...] = (
 # of the planners (read once, before the first step).
 BASE_MODULES = ("runner/jit.py", "runner/step.py", "control/geometric.py",
                 "control/tendons.py")
-BASE_FUNCTIONS = ("law", "tendon_term", "control", "before", "after")
+BASE_FUNCTIONS = ("law", "tendon_term", "control", "before", "after",
+                  "flagged")  # flagged: the one-trial loop's divergence test
 BASE_RECORDS = (
     "Params.mode", "Params.record", "Params.last", "Params.q0", "Params.v0",
     "Params.tip_site", "Params.law", "State.law",  # the paper's law (a whole record each)

@@ -389,10 +389,49 @@ def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def fly_chunk(m: Any, d: Any, k0: int, k1: int, p: Params, s: State, lg: Log) -> None:
+class Check(NamedTuple):
+    """The one-trial loop's divergence test (:func:`fly_chunk`), the test of
+    :func:`quadarm.runner.lifecycle.divergence` on the live state: run in the loop, so that
+    the loop returns to Python only where it flags a state (and Python's full check dates
+    the failure), not at every checked step."""
+
+    every: int  # lifecycle.CHECK_EVERY: the states after steps k % every == 0 and n - 1
+    warn: np.ndarray  # (mjNWARNING,) int32: the live warning counts (MjData.warning.number)
+    unstable: np.ndarray  # (n_unstable,) int64: the warnings that flag (lifecycle.UNSTABLE)
+    start: np.ndarray  # (3,) float, m: the centre of the box
+    box: float  # m: its half-size
+    boxed: bool  # whether qpos[:3] is the free joint's position (False: a grounded trial)
+
+
+@jit.inline
+def flagged(c: Check, qpos: Any, qvel: Any) -> bool:
+    """Whether the state qpos (nq,), qvel (nv,) fails :func:`quadarm.runner.lifecycle.
+    divergence`'s test: an ``unstable`` warning counted, a non-finite value, or leaving the
+    box."""
+    for j in range(c.unstable.shape[0]):
+        if c.warn[c.unstable[j]] > 0:
+            return True
+    for j in range(qpos.shape[0]):
+        if not math.isfinite(qpos[j]):
+            return True
+    for j in range(qvel.shape[0]):
+        if not math.isfinite(qvel[j]):
+            return True
+    if c.boxed:
+        for j in range(3):
+            if abs(qpos[j] - c.start[j]) > c.box:
+                return True
+    return False
+
+
+def fly_chunk(m: Any, d: Any, k0: int, k1: int, p: Params, s: State, lg: Log,
+              c: Check) -> int:
     """Samples k0..k1-1 of one trial (nsim = 1): :func:`before`, then ``mj_step`` (or
-    ``mj_kinematics`` at the last sample, which is not integrated), then :func:`after`.
-    ``m``/``d`` are the ``MjModel``/``MjData`` in plain Python, their addresses compiled."""
+    ``mj_kinematics`` at the last sample, which is not integrated), then :func:`after`;
+    after every checked step k (k % ``c.every`` == 0 and n - 1) the state is tested
+    (:func:`flagged`). Returns k1, or -(k + 1) when the state after step k is flagged (the
+    loop stops there). ``m``/``d`` are the ``MjModel``/``MjData`` in plain Python, their
+    addresses compiled."""
     n = p.last[0]
     for k in range(k0, k1):
         before(k, p, s, lg, 0)
@@ -402,6 +441,9 @@ def fly_chunk(m: Any, d: Any, k0: int, k1: int, p: Params, s: State, lg: Log) ->
             break
         mj_step(m, d)
         after(k, p, s, lg, 0)
+        if (k % c.every == 0 or k == n - 1) and flagged(c, s.data.qpos[0], s.data.qvel[0]):
+            return -(k + 1)
+    return k1
 
 
 def batch_rows(ks: np.ndarray, p: Params, s: State, lg: Log, live: np.ndarray,
