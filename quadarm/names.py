@@ -228,9 +228,17 @@ def rotor_column(j: int) -> str:
 
 
 def tension_column(i: int) -> str:
-    """The tension command (N) of tendon ``i`` (0, 1, 2 -> a, b, c; a multi-section arm's
+    """The tension (N) of tendon ``i``: the command of a force-driven tendon, the logged
+    tension of a servo-driven one (0, 1, 2 -> a, b, c; a multi-section arm's
     up to 26 tendons go on to z)."""
     return f"tension_{'abcdefghijklmnopqrstuvwxyz'[i]}_n"
+
+
+def length_command_column(i: int) -> str:
+    """The length command (m) of servo-driven tendon ``i`` (``arm.actuation=displacement``: its
+    position actuator's setpoint, the tendon length the servo holds it to at zero tension;
+    0, 1, 2 -> a, b, c). Its tension (N) is then :func:`tension_column`."""
+    return f"length_cmd_{TENDON_LETTERS[i]}_m"
 
 
 def joint_velocity_column(joint: str) -> str:

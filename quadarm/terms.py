@@ -154,12 +154,14 @@ TERMS: tuple[Term, ...] = (
 # of the planners (read once, before the first step).
 BASE_MODULES = ("runner/jit.py", "runner/step.py", "control/geometric.py",
                 "control/tendons.py")
-BASE_FUNCTIONS = ("law", "tendon_term", "control", "before", "after")
+BASE_FUNCTIONS = ("law", "tendon_term", "control", "before", "after",
+                  "flagged")  # flagged: the one-trial loop's divergence test
 BASE_RECORDS = (
     "Params.mode", "Params.record", "Params.last", "Params.q0", "Params.v0",
     "Params.tip_site", "Params.law", "State.law",  # the paper's law (a whole record each)
     "Params.tendon.actuators", "Params.tendon.tense", "Params.tendon.tensions",
     "State.tendon.out",
+    "Params.tendon.servo", "Log.tension",  # servo-driven tendons: their logged tensions
     # the scenario's force pulses (applied with the air terms when those run)
     "Params.air.pulse_link", "Params.air.pulse_force", "Params.air.pulse_start",
     "Params.air.pulse_stop",

@@ -6,8 +6,10 @@ row per simulation; the single environment passes one row), with the same operat
 same order, so that a vector environment's row i equals a single environment's values bit for
 bit.
 
-Observation, a flat float64 vector of ``22 + 4 h`` entries for an arm with
-``h = arm.segments`` links (two hinges each; 70 for the paper's 12 links), at sample k:
+Observation, a flat float64 vector of ``nq + nv + 6 + n_t`` entries for a model of nq
+positions, nv velocities and n_t tendons (``22 + 4 h`` for a one-section arm of
+``h = arm.segments`` links, two hinges each: 70 for the paper's 12 links; a multi-section arm
+has every section's links and tendons, 148 for ``arm=ftdcr_v4``), at sample k:
 
 ===========  =====  ============================================================================
 slice        size   content
@@ -15,18 +17,20 @@ slice        size   content
 0:3          3      position error p - p_d(t_k) (m, world frame)
 3:6          3      velocity error v - v_d(t_k) (m/s, world frame)
 6:10         4      attitude quaternion (w, x, y, z), body to world, as MuJoCo holds it
-10:10+2h     2h     hinge angles (rad), link 0 first, x then y hinge of each link
+10:10+2h     2h     hinge angles (rad), link 0 first, each link's hinges in its order
 ..+3         3      body angular rate (rad/s, body frame)
 ..+2h        2h     hinge rates (rad/s), same order as the angles
 ..+3         3      reference velocity v_d(t_k) (m/s), the feed-forward term
 ..+3         3      reference acceleration a_d(t_k) (m/s^2), the feed-forward term
-..+3         3      the scenario's tendon command at t_k, normalised like the actions
+..+n_t       n_t    the scenario's tendon command at t_k, normalised like the actions
 ===========  =====  ============================================================================
 
-Action: ``n_rotors + 3`` numbers in [-1, 1], rotor thrusts first then the three tendon
-tensions, mapped affinely onto each actuator's range: -1 -> 0 N, +1 -> ``airframe.thrust_max``
-(rotors) or ``arm.tension_max`` (tendons). Values outside [-1, 1] are clipped to it; a NaN
-raises ValueError.
+Action: ``n_rotors + n_t`` numbers in [-1, 1], rotor thrusts first then the tendon
+tensions (section by section for a multi-section arm), mapped affinely onto each actuator's
+range: -1 -> 0 N, +1 -> ``airframe.thrust_max`` (rotors) or ``arm.tension_max`` (tendons).
+Values outside [-1, 1] are clipped to it; a NaN raises ValueError. Servo-driven tendons
+(``arm.actuation=displacement``, commanded in metres) are refused in one line
+(:func:`refuse_actuation`).
 
 Reward of the step from sample k to k + 1: ``-(|p - p_d|(t_{k+1}) / 1 cm)^2 / (n + 1)``, the
 sample's share of the episode's mean squared position error, so that an episode that starts on
@@ -97,8 +101,8 @@ class Task:
     lo: np.ndarray  # (na,) actuator range low (N)
     half: np.ndarray  # (na,) half the actuator range (N)
     prepared: Any  # the runner's Prepared (quadarm.runner.lifecycle), for the air terms
-    ff: np.ndarray  # (n + 1, 9) v_d, a_d, tendon command (normalised)
-    tendon_action: np.ndarray  # (n + 1, 3) the scenario's tendon command, normalised
+    ff: np.ndarray  # (n + 1, 6 + n_t) v_d, a_d, tendon command (normalised)
+    tendon_action: np.ndarray  # (n + 1, n_t) the scenario's tendon command, normalised
     pulse_steps: frozenset[int]  # the samples of the scenario task's events (pulses, grasps)
     start: np.ndarray  # (3,) m
     max_distance: float  # m
@@ -113,6 +117,7 @@ def make_task(cfg: Config) -> Task:
     prepare`) and the controller's parameters for ``cfg``."""
     from quadarm.runner.lifecycle import Episode, make_controller, prepare
 
+    refuse_actuation(cfg)
     prepared = prepare(cfg)
     if isinstance(prepared, Episode):
         raise RuntimeError(f"cannot prepare the episode: {prepared.message}")
@@ -132,6 +137,15 @@ def make_task(cfg: Config) -> Task:
     return Task(cfg, built, plan, module, list(ctl.params), list(ctl.mix_flat), act, lo, half,
                 prepared, ff, tendon_action, pulses, np.asarray(plan.start, dtype=float),
                 float(cfg.sim.max_distance))
+
+
+def refuse_actuation(cfg: Config) -> None:
+    """ValueError (one line) for servo-driven tendons: the actions are tendon tensions (N)
+    on force actuators, and a servo's position actuator takes a length (m)."""
+    if getattr(cfg.arm, "actuation", "tension") != "tension":
+        raise ValueError(f"arm.actuation={cfg.arm.actuation}: the environments' tendon actions "
+                         "are tensions (N); use arm.actuation=tension (python -m quadarm flies "
+                         "servo-driven tendons)")
 
 
 def refuse_terms(cfg: Config) -> None:
@@ -186,7 +200,7 @@ def checked_action(action: Any, shape: tuple[int, ...]) -> np.ndarray:
 def observe(qpos: np.ndarray, qvel: np.ndarray, p_d: np.ndarray, v_d: np.ndarray,
             ff: np.ndarray, contact: np.ndarray | None = None) -> np.ndarray:
     """Observations (m, obs_dim) of m simulations: qpos (m, nq), qvel (m, nv), p_d and v_d
-    (m, 3) the reference at their samples, ff (m, 9) the feed-forward rows and, when the model
+    (m, 3) the reference at their samples, ff (m, 6 + n_t) the feed-forward rows and, when the model
     has world objects, ``contact`` (m, 3): the world's net contact force on the arm (N, world
     frame, :func:`contact_force`)."""
     parts = [qpos[:, :3] - p_d, qvel[:, :3] - v_d, qpos[:, 3:], qvel[:, 3:], ff]
@@ -214,9 +228,10 @@ def contact_force(sensordata: np.ndarray, adr: np.ndarray) -> np.ndarray:
 
 
 def obs_dim(model: mujoco.MjModel) -> int:
-    """The observation's size: errors, state, feed-forward rows, and the contact force (3)
-    when the model has world objects."""
-    return (3 + 3 + (model.nq - 3) + (model.nv - 3) + 9
+    """The observation's size: errors, state, feed-forward rows (v_d, a_d and one tendon
+    command per tendon actuator), and the contact force (3) when the model has world objects."""
+    n_t = int(np.count_nonzero(model.actuator_trntype == mujoco.mjtTrn.mjTRN_TENDON))
+    return (3 + 3 + (model.nq - 3) + (model.nv - 3) + 6 + n_t
             + (3 if contact_addresses(model).size else 0))
 
 

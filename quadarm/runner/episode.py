@@ -2,13 +2,15 @@
 is the whole lifecycle (prepare -> fly -> score, :mod:`quadarm.runner.lifecycle`) of one trial.
 
 The step loop is the step seam's (:mod:`quadarm.runner.step`) with one simulation: the
-records are made once, and the steps between two divergence checks (or force pulses) run as one
-chunk, :func:`quadarm.runner.step.fly_chunk`, compiled by numba when it is installed and
-``runner.compiled`` allows it (the closed loop then costs what ``mj_step`` costs) or in plain
-Python otherwise; both give identical numbers. The one-time compile (or the load from numba's
-disk cache) happens before the timed part and is reported on its own (``compile_s``). A run
-whose state becomes non-finite, that MuJoCo flags as unstable, or that leaves the bounding box
-stops with :class:`~quadarm.runner.lifecycle.Diverged`, dated at its first bad state.
+records are made once, and the steps between two force pulses run as one chunk,
+:func:`quadarm.runner.step.fly_chunk`, which tests the state after every checked step itself
+and returns early only for a flagged one (for the full check here). It is compiled by numba
+when numba is installed and ``runner.compiled`` allows it (the closed loop then costs what
+``mj_step`` costs), or runs in plain Python otherwise; both give identical numbers. The
+one-time compile (or the load from numba's disk cache) happens before the timed part and is
+reported on its own (``compile_s``). A run whose state becomes non-finite, that MuJoCo flags as
+unstable, or that leaves the bounding box stops with
+:class:`~quadarm.runner.lifecycle.Diverged`, dated at its first bad state.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ import numpy as np
 from quadarm.config import Config
 from quadarm.runner import jit, progress, quiet, step
 from quadarm.runner.lifecycle import (
+    CHECK_EVERY,
+    UNSTABLE,
     Diverged,
     Episode,
     Outcome,
     Prepared,
     check_states,
-    checked,
-    chunk_edges,
     grounded,
     outcome_log,
     prepare,
@@ -37,6 +39,8 @@ from quadarm.runner.lifecycle import (
 )
 
 __all__ = ["Episode", "fly", "hold", "run_episode"]
+
+PROGRESS_EVERY = 500  # steps between two updates of the terminal's progress (when shown)
 
 
 def _failure(d: mujoco.MjData, q: np.ndarray, v: np.ndarray, qpos_log: np.ndarray,
@@ -51,6 +55,13 @@ def _failure(d: mujoco.MjData, q: np.ndarray, v: np.ndarray, qpos_log: np.ndarra
                                    np.vstack([qvel_log[unchecked:k1], v])))[0]
 
 
+def _unchecked(k: int) -> int:
+    """The first state that no check before the one after checked step k has passed: the
+    state after the previous checked step (a multiple of CHECK_EVERY) is sample k' + 1, so
+    k' + 2 (1 when step k is the first)."""
+    return 1 if k == 0 else (k - 1) // CHECK_EVERY * CHECK_EVERY + 2
+
+
 def compiled(p: Prepared) -> bool:
     """Whether ``p`` runs compiled (``runner.compiled``, ``QUADARM_NUMBA``)."""
     return jit.use(p.cfg.runner.compiled)
@@ -63,7 +74,9 @@ def fly(p: Prepared, applied: bool = False) -> Outcome:
     At every sample k = 0..n the step seam (:func:`quadarm.runner.step.before`) logs the
     state, computes the commands from it and the reference and logs them, then the loop steps
     (k < n) or computes the kinematics (k = n) and logs the tip. The steps run in chunks
-    between the divergence checks and force pulses; a grounded trial is :func:`hold`.
+    between the scenario's events (force pulses), each chunk testing the state after every
+    checked step itself (:func:`quadarm.runner.step.flagged`); a grounded trial is
+    :func:`hold`.
     With ``applied``, the outcome's ``extra`` holds what was applied before each step besides
     the commands: ``xfrc`` (n + 1, nbody, 6) and ``wind`` (n + 1, 3).
     """
@@ -108,9 +121,16 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
         lg.qpos[:, 0, 3] = 1.0
     kern = step.kernels(native)
     mp, dp = step.address(m, native), step.address(d, native)
-    # Compile (or load from numba's cache) before the timed part: zero samples.
+    chk = step.Check(every=CHECK_EVERY, warn=d.warning.number,
+                     unstable=np.array([int(w) for w in UNSTABLE], dtype=np.int64),
+                     start=np.asarray(plan.start, dtype=float), box=float(cfg.sim.max_distance),
+                     boxed=not held)
+    # Compile (or load from numba's cache) before the timed part, and call the machine-code
+    # entry for these records from then on (no type resolution of the records at each call,
+    # jit.entry).
     t0 = time.perf_counter()
-    kern.fly_chunk(mp, dp, 0, 0, prm, st, lg)
+    fly_chunk = jit.entry(kern.fly_chunk, mp, dp, 0, 0, prm, st, lg, chk)
+    fly_chunk(mp, dp, 0, 0, prm, st, lg, chk)
     compile_s += time.perf_counter() - t0
     qpos_log, qvel_log = lg.qpos[:, 0], lg.qvel[:, 0]
     qpos, qvel, xfrc = d.qpos, d.qvel, d.xfrc_applied
@@ -118,26 +138,32 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
 
     failure: Diverged | None = None
     rows = n + 1
-    unchecked = 1  # the first state no check has passed yet
     task = p.task  # what happens between the steps: pulses, payload events
-    edges = chunk_edges(n, (), (), task.edges(plan))
     meter, key, started, total_t = progress.METER, id(p), time.perf_counter(), float(plan.t[-1])
+    # The loop returns to Python at the task's events, where the divergence test flags a state
+    # (step.flagged, after every checked step) and, for the terminal's progress, every
+    # PROGRESS_EVERY steps: returning at every check cost more than the check (cold caches
+    # on both sides), about 5 % of a 30-link arm's Euler step.
+    edges = sorted({0, n, n + 1} | {k for k in task.edges(plan) if 0 <= k <= n}
+                   | (set(range(0, n, PROGRESS_EVERY)) if meter.enabled else set()))
     sim = (lambda: (m, d))  # noqa: E731 - the events' model and data: the trial's own
     for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
         task.events(k0, plan, xfrc, sim)
-        kern.fly_chunk(mp, dp, k0, k1, prm, st, lg)
+        k = k0
+        while k < k1 and failure is None:
+            k = fly_chunk(mp, dp, k, k1, prm, st, lg, chk)
+            if k < 0:  # the state after step -k - 1 flagged: the full check dates it
+                k = -k
+                q, v = ((np.concatenate([pose, qpos]), np.concatenate([np.zeros(6), qvel]))
+                        if held else (qpos, qvel))
+                failure = _failure(d, q, v, qpos_log, qvel_log, p, _unchecked(k - 1), k)
+                if failure is not None:
+                    rows = k
         if meter.enabled:  # the terminal's progress: reads the clock, touches no state
             t_k = float(plan.t[min(k1, n)])
             meter.tick(key, t_k / total_t if total_t > 0 else 1.0, t_k, total_t, started)
-        last = k1 - 1
-        if last < n and checked(last, n):
-            q, v = ((np.concatenate([pose, qpos]), np.concatenate([np.zeros(6), qvel]))
-                    if held else (qpos, qvel))
-            failure = _failure(d, q, v, qpos_log, qvel_log, p, unchecked, k1)
-            if failure is not None:
-                rows = k1
-                break
-            unchecked = k1 + 1
+        if failure is not None:
+            break
     meter.end(key)
     if any(a is not None and a.gusty for a in airs):
         wind[:] = cfg.aero.wind  # leave the model as it was compiled (steady wind only)

@@ -192,7 +192,7 @@ def outcome_log(lg: Any, i: int, rows: int, t: np.ndarray, built: BuiltModel,
     :class:`~quadarm.scenarios.common.Log` (copies, (rows, ...) each), at the plan's times
     ``t`` (s): the one conversion of every loop (one trial, batched, the environments). The
     contact and force-loop columns when the log has them; the estimates when it has them and
-    ``est``."""
+    ``est``; the servo-driven tendons' tensions when it has them."""
     def own(x: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(x[:rows, i])
 
@@ -200,7 +200,8 @@ def outcome_log(lg: Any, i: int, rows: int, t: np.ndarray, built: BuiltModel,
                built.rotor_actuators, built.tendon_actuators,
                own(lg.contact) if lg.contact.shape[0] else None,
                own(lg.force) if lg.force.shape[0] else None,
-               own(lg.est) if lg.est.shape[0] > 0 and est else None)
+               own(lg.est) if lg.est.shape[0] > 0 and est else None,
+               own(lg.tension) if lg.tension.shape[0] > 0 else None)
 
 
 # --------------------------------------------------------------------------------------------

@@ -110,6 +110,8 @@ class Tendon(NamedTuple):
     tensions: np.ndarray  # (K + 1, nsim, n_tendons) float, N: the plan's (zero rows: slack)
     lowpass: np.ndarray  # (nsim,) float: control.tendon_tau's coefficient
     #                      (lowpass_coefficient; 0: off)
+    servo: np.ndarray  # (nsim,) bool: servo-driven tendons (arm.actuation=displacement: the
+    #                    commands are lengths, m); the log then carries their tensions
 
 
 class TendonState(NamedTuple):
@@ -231,6 +233,9 @@ class Log(NamedTuple):
     force: np.ndarray  # (K + 1, nsim, N_FCLOG): the force loop's phase, setpoint (N),
     #                    measured normal force (N), the reference it gave the law (m)
     est: np.ndarray  # (K + 1, nsim, sense.N_LOG...) the estimates (with sensing)
+    tension: np.ndarray  # (K + 1, nsim, n_tendons) N: with servo-driven tendons, the tension
+    #                      each holds (-actuator_force, >= 0) during step k; the last sample,
+    #                      not stepped, repeats the last step's
 
 
 VIEWS = tuple(f for f in Data._fields if f != "wind")  # the MjData arrays of Data
@@ -391,6 +396,12 @@ def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     d = s.data
     if p.record:
         jit.copyto(lg.tip[k, i], d.site_xpos[i, p.tip_site])
+    if lg.tension.shape[0] > 0:  # servo-driven tendons: the tension of a position actuator
+        force, tendons, row = d.actuator_force[i], p.tendon.actuators, lg.tension[k, i]
+        for j in range(tendons.shape[0]):
+            # The last sample is not stepped (no actuation computed): it repeats the last step's.
+            row[j] = (lg.tension[k - 1, i, j] if k == p.last[i] and k > 0
+                      else 0.0 - force[tendons[j]])  # pulls: force <= 0 (0.0, not -0.0)
     if lg.contact.shape[0] > 0:
         contact.log_contact(k, d.sensordata[i], p.contact.wsens, p.last[i], lg.contact[:, i])
 
@@ -400,10 +411,49 @@ def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def fly_chunk(m: Any, d: Any, k0: int, k1: int, p: Params, s: State, lg: Log) -> None:
+class Check(NamedTuple):
+    """The one-trial loop's divergence test (:func:`fly_chunk`), the test of
+    :func:`quadarm.runner.lifecycle.divergence` on the live state: run in the loop, so that
+    the loop returns to Python only where it flags a state (and Python's full check dates
+    the failure), not at every checked step."""
+
+    every: int  # lifecycle.CHECK_EVERY: the states after steps k % every == 0 and n - 1
+    warn: np.ndarray  # (mjNWARNING,) int32: the live warning counts (MjData.warning.number)
+    unstable: np.ndarray  # (n_unstable,) int64: the warnings that flag (lifecycle.UNSTABLE)
+    start: np.ndarray  # (3,) float, m: the centre of the box
+    box: float  # m: its half-size
+    boxed: bool  # whether qpos[:3] is the free joint's position (False: a grounded trial)
+
+
+@jit.inline
+def flagged(c: Check, qpos: Any, qvel: Any) -> bool:
+    """Whether the state qpos (nq,), qvel (nv,) fails :func:`quadarm.runner.lifecycle.
+    divergence`'s test: an ``unstable`` warning counted, a non-finite value, or leaving the
+    box."""
+    for j in range(c.unstable.shape[0]):
+        if c.warn[c.unstable[j]] > 0:
+            return True
+    for j in range(qpos.shape[0]):
+        if not math.isfinite(qpos[j]):
+            return True
+    for j in range(qvel.shape[0]):
+        if not math.isfinite(qvel[j]):
+            return True
+    if c.boxed:
+        for j in range(3):
+            if abs(qpos[j] - c.start[j]) > c.box:
+                return True
+    return False
+
+
+def fly_chunk(m: Any, d: Any, k0: int, k1: int, p: Params, s: State, lg: Log,
+              c: Check) -> int:
     """Samples k0..k1-1 of one trial (nsim = 1): :func:`before`, then ``mj_step`` (or
-    ``mj_kinematics`` at the last sample, which is not integrated), then :func:`after`.
-    ``m``/``d`` are the ``MjModel``/``MjData`` in plain Python, their addresses compiled."""
+    ``mj_kinematics`` at the last sample, which is not integrated), then :func:`after`;
+    after every checked step k (k % ``c.every`` == 0 and n - 1) the state is tested
+    (:func:`flagged`). Returns k1, or -(k + 1) when the state after step k is flagged (the
+    loop stops there). ``m``/``d`` are the ``MjModel``/``MjData`` in plain Python, their
+    addresses compiled."""
     n = p.last[0]
     for k in range(k0, k1):
         before(k, p, s, lg, 0)
@@ -413,6 +463,9 @@ def fly_chunk(m: Any, d: Any, k0: int, k1: int, p: Params, s: State, lg: Log) ->
             break
         mj_step(m, d)
         after(k, p, s, lg, 0)
+        if (k % c.every == 0 or k == n - 1) and flagged(c, s.data.qpos[0], s.data.qvel[0]):
+            return -(k + 1)
+    return k1
 
 
 def batch_rows(ks: np.ndarray, p: Params, s: State, lg: Log, live: np.ndarray,
@@ -557,7 +610,9 @@ def _tendon(preps: Sequence[Prepared], big: int) -> Tendon:
         actuators=actuators, tense=np.array([p.plan.tensions is not None for p in preps]),
         tensions=tensions,
         lowpass=np.array([lowpass_coefficient(p.cfg.control.tendon_tau,
-                                              p.built.model.opt.timestep) for p in preps]))
+                                              p.built.model.opt.timestep) for p in preps]),
+        servo=np.array([getattr(p.cfg.arm, "actuation", "tension") == "displacement"
+                        for p in preps]))
 
 
 def _tip(preps: Sequence[Prepared], big: int, held: bool) -> Tip:
@@ -635,9 +690,11 @@ def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = Fa
     n_obj = p.contact.wsens.shape[0]
     # The force loop writes its row whether or not the rest is recorded (one code path).
     forced = int(p.last.max()) + 1 if p.contact.fc[:, contact.FC_ON].any() else 0
+    nt = p.tendon.actuators.size
     return Log(qpos=np.empty((rows, ns, nq)), qvel=np.empty((rows, ns, nv)),
                tip=np.empty((rows, ns, 3)), ctrl=np.zeros((rows, ns, nu)),
                xfrc=np.zeros((extra, ns, nbody, 6)), wind=np.zeros((extra, ns, 3)),
                contact=np.zeros((rows if n_obj else 0, ns, n_obj, contact.CONTACT_COLUMNS)),
                force=np.zeros((forced, ns, contact.N_FCLOG)),
-               est=np.zeros((rows if p.sn.on.any() else 0, ns, sensing.log_width(p.sn))))
+               est=np.zeros((rows if p.sn.on.any() else 0, ns, sensing.log_width(p.sn))),
+               tension=np.zeros((rows if p.tendon.servo.any() else 0, ns, nt)))

@@ -104,8 +104,12 @@ def timeseries_frame(ep: Episode, run_id: str, every: int,
         data[c] = log.tip[rows, i]
     for j, a in enumerate(log.rotor_ids):
         data[names.rotor_column(j)] = log.ctrl[rows, a]
-    for i, a in enumerate(log.tendon_ids):
-        data[names.tension_column(i)] = log.ctrl[rows, a]
+    tensions = log.tensions()  # N in either drive
+    for i in range(len(log.tendon_ids)):
+        data[names.tension_column(i)] = tensions[rows, i]
+    if log.tension is not None:  # servo-driven: the commands are lengths (m)
+        for i, a in enumerate(log.tendon_ids):
+            data[names.length_command_column(i)] = log.ctrl[rows, a]
     data[names.ERROR_CM] = (((plan.ref.p[:n] - log.position) ** 2).sum(axis=1) ** 0.5)[rows] * 100
     data[names.TILT_DEG] = log.tilt_deg()[rows]
     data[names.TIP_LATERAL_CM] = log.tip_lateral()[rows] * 100

@@ -86,6 +86,11 @@ class Log:
     # With sensing (not exact): (n+1, 15) the controllers' estimates, the vehicle's qpos (7)
     # and qvel (6), then the shape estimate's tip and largest errors along the arm (m).
     est: np.ndarray | None = None
+    # With servo-driven tendons (arm.actuation=displacement, whose ctrl columns are length
+    # commands in m): (n+1, n_tendons) the tension (N, >= 0) each tendon held during step k
+    # (the last row repeats the last step's). None with force-driven tendons (ctrl is the
+    # tension).
+    tension: np.ndarray | None = None
 
     @property
     def position(self) -> np.ndarray:
@@ -110,12 +115,20 @@ class Log:
         rel = self.tip - self.position
         return np.einsum("nji,nj->ni", self.rotation(), rel)
 
+    def tensions(self) -> np.ndarray:
+        """The tendons' tensions (N), (n+1, n_tendons), in either drive: the commands of
+        force-driven tendons, the logged tensions of servo-driven ones."""
+        if self.tension is not None:
+            return self.tension
+        return self.ctrl[:, self.tendon_ids]
+
     def truncated(self, rows: int) -> Log:
         return Log(self.t[:rows], self.qpos[:rows], self.qvel[:rows], self.tip[:rows],
                    self.ctrl[:rows], self.rotor_ids, self.tendon_ids,
                    None if self.contact is None else self.contact[:rows],
                    None if self.force is None else self.force[:rows],
-                   None if self.est is None else self.est[:rows])
+                   None if self.est is None else self.est[:rows],
+                   None if self.tension is None else self.tension[:rows])
 
 
 def quat_to_mat(q: np.ndarray) -> np.ndarray:

@@ -44,13 +44,8 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
         (WHOLE, "tilt_max_deg", float(log.tilt_deg().max())),
         (WHOLE, "deviation_max_cm", float(e.max() * 100.0)),
         (WHOLE, "recovery_s", recovery),
-        # The largest tendon command (N): 0 with slack tendons; what active damping spends.
-        # Servo-driven tendons are commanded in metres: their tension is not logged (nan).
-        (WHOLE, "tension_peak_n", float("nan") if _servo(cfg) else
-         float(log.ctrl[:, log.tendon_ids].max())),
+        # The largest tendon tension (N): the largest command of force-driven tendons (0 with
+        # slack tendons; what active damping spends), the largest logged tension of
+        # servo-driven ones (their pretension at least, while taut).
+        (WHOLE, "tension_peak_n", float(log.tensions().max())),
     ]
-
-
-def _servo(cfg: Config) -> bool:
-    """Whether the arm's tendons are servo-driven (commands in metres, not newtons)."""
-    return getattr(cfg.arm, "actuation", "tension") == "displacement"
