@@ -91,3 +91,27 @@ def fly_once(path: Path, overrides: list[str]) -> Flown:
         flown = Flown({(p, k): v for p, k, v in ep.metrics}, ep.steps)
         path.write_text(flown.to_json())
         return flown
+
+
+def assert_rows_follow_singles(venv: Any, singles: list[Any], steps: int,
+                               reset_row_at: int | None = None) -> None:
+    """Drive a vector env and one single env per row with the same noisy controller actions.
+
+    Each step asserts that the vector env's `controller_action()` and observation of row i
+    equal single env i's, bit for bit. With `reset_row_at`, row 1 is reset alone at that step
+    (its generator goes on, as the single env's does). Both are reset by the caller.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for n in range(steps):
+        if n == reset_row_at:
+            venv.reset(options={"reset_mask": [i == 1 for i in range(len(singles))]})
+            singles[1].reset()
+        a = venv.controller_action()
+        for i, e in enumerate(singles):
+            assert np.array_equal(a[i], e.controller_action()), (n, i)
+        a = np.clip(a + rng.normal(0.0, 0.05, a.shape), -1.0, 1.0)
+        obs, *_ = venv.step(a)
+        for i, e in enumerate(singles):
+            assert np.array_equal(obs[i], e.step(a[i])[0]), (n, i)

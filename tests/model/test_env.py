@@ -10,6 +10,8 @@ import pytest
 
 gym = pytest.importorskip("gymnasium")
 
+from helpers import assert_rows_follow_singles  # noqa: E402
+
 import quadarm.envs  # noqa: E402,F401 - registers quadarm/QuadArm-v0
 from quadarm.config import ConfigError  # noqa: E402
 from quadarm.envs import ENV_ID  # noqa: E402
@@ -289,16 +291,5 @@ def test_vector_controller_action_is_the_single_envs_row_by_row():
     venv.reset(seed=3)
     for i, e in enumerate(singles):
         e.reset(seed=3 + i)
-    rng = np.random.default_rng(0)
-    for n in range(60):
-        if n == 25:  # row 1 afresh (its generator goes on, as the single environment's)
-            venv.reset(options={"reset_mask": [False, True]})
-            singles[1].reset()
-        a = venv.controller_action()
-        for i, e in enumerate(singles):
-            assert np.array_equal(a[i], e.controller_action()), (n, i)
-        a = np.clip(a + rng.normal(0.0, 0.05, a.shape), -1.0, 1.0)
-        obs, *_ = venv.step(a)
-        for i, e in enumerate(singles):
-            assert np.array_equal(obs[i], e.step(a[i])[0]), (n, i)
+    assert_rows_follow_singles(venv, singles, 60, reset_row_at=25)
     venv.close()

@@ -14,6 +14,8 @@ import pytest
 
 gym = pytest.importorskip("gymnasium")
 
+from helpers import assert_rows_follow_singles  # noqa: E402
+
 import quadarm.envs  # noqa: E402,F401 - registers the ids
 from quadarm.envs.single import QuadArmEnv  # noqa: E402
 from quadarm.envs.vector import QuadArmVectorEnv  # noqa: E402
@@ -78,15 +80,7 @@ def test_vector_env_rows_are_the_single_envs():
     obs, _ = venv.reset(seed=5)
     for i, e in enumerate(singles):
         assert np.array_equal(obs[i], e.reset(seed=5 + i)[0])
-    rng = np.random.default_rng(0)
-    for n in range(40):
-        a = venv.controller_action()
-        for i, e in enumerate(singles):
-            assert np.array_equal(a[i], e.controller_action()), (n, i)
-        a = np.clip(a + rng.normal(0.0, 0.05, a.shape), -1.0, 1.0)
-        obs, *_ = venv.step(a)
-        for i, e in enumerate(singles):
-            assert np.array_equal(obs[i], e.step(a[i])[0]), (n, i)
+    assert_rows_follow_singles(venv, singles, 40)
     venv.close()
 
 
