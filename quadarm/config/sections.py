@@ -50,6 +50,10 @@ class TendonSetConfig:
     travel_scale: float = 1.0  # tendon travel per unit of servo command (spool calibration)
     # One scale per tendon (its own spool); empty: travel_scale for every tendon.
     travel_scales: List[float] = field(default_factory=list)  # noqa: UP006
+    # The moment arm of these tendons in the links of the sections before their own, as a
+    # multiple of ``offset`` (a pass-through channel at another radius, or a coupling the
+    # spacers loosen); 1: the same offset all along.
+    pass_scale: float = 1.0
 
     def angles(self) -> list[float]:
         """The tendons' angles about the backbone (deg), ``count`` of them."""
@@ -63,6 +67,8 @@ class TendonSetConfig:
         _positive("stiffness", self.stiffness)
         _non_negative("pretension", self.pretension)
         _positive("travel_scale", self.travel_scale)
+        if not (_real(self.pass_scale) and 0.0 < self.pass_scale <= 2.0):
+            raise ConfigError("pass_scale", self.pass_scale, "must be a number in (0, 2]")
         if self.travel_scales and (len(self.travel_scales) != self.count or not all(
                 _real(v) and v > 0 for v in self.travel_scales)):
             raise ConfigError("travel_scales", list(self.travel_scales),
@@ -168,6 +174,11 @@ class SectionArmConfig:
     # towards the tip while the servo pulls (rises while it releases); the bench replay's
     # only (quadarm.identify.replay), flight runs without it (docs/arm.md). 0: off.
     tendon_capstan_mu: float = 0.0
+    # A bilinear bending spring (the superelastic backbone's plateau): above the curvature
+    # bend_yield_curvature (1/m) a link's moment grows with bend_yield_ratio times EI instead
+    # of EI; the bench replay's only (quadarm.identify.replay), flight refuses it. 0: linear.
+    bend_yield_curvature: float = 0.0
+    bend_yield_ratio: float = 1.0
 
     @property
     def kind(self) -> str:
@@ -228,3 +239,7 @@ class SectionArmConfig:
         for key in ("tendon_damping", "tendon_friction", "joint_friction", "backlash"):
             _non_negative(key, getattr(self, key))
         _in_range("tendon_capstan_mu", self.tendon_capstan_mu, 0.0, 1.0)
+        _in_range("bend_yield_curvature", self.bend_yield_curvature, 0.0, 1000.0)
+        if not (_real(self.bend_yield_ratio) and 0.0 < self.bend_yield_ratio <= 4.0):
+            raise ConfigError("bend_yield_ratio", self.bend_yield_ratio,
+                              "must be a number in (0, 4]")

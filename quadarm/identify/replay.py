@@ -88,6 +88,15 @@ class Bench:
         self._bias = np.zeros(m.nv)
         self.mu = float(arm.tendon_capstan_mu)
         self.direction = np.ones(len(self.acts))
+        self.yield_kappa = float(arm.bend_yield_curvature)
+        if self.yield_kappa > 0:
+            # Each link's two bending dofs, its hinges' stiffness EI / l and its length.
+            lay = sections.layout(arm)
+            self._yield_dofs = np.array([[m.jnt_dofadr[m.joint(link_joint(k, a)).id]
+                                          for a in "xy"] for k in range(arm.segments)])
+            self._yield_k = np.array([arm.sections[j].ei / ell for j, ell in
+                                      zip(lay.section_of_link, lay.link_lengths, strict=True)])
+            self._yield_theta = self.yield_kappa * np.asarray(lay.link_lengths)
         if self.mu > 0:
             # The dofs of each link's two bending hinges, and the link of every dof.
             n_links = arm.segments
@@ -121,9 +130,38 @@ class Bench:
         mujoco.mj_fwdActuation(m, d)
         mujoco.mj_passive(m, d)
         mujoco.mj_rne(m, d, 0, self._bias)
+        r = d.qfrc_passive + d.qfrc_actuator - self._bias
         if self.mu > 0:
-            return d.qfrc_passive + d.qfrc_actuator + self._capstan() - self._bias
-        return d.qfrc_passive + d.qfrc_actuator - self._bias
+            r = r + self._capstan()
+        if self.yield_kappa > 0:
+            r = r + self._yield()
+        return r
+
+    def _yield(self, tangent: bool = False) -> np.ndarray:
+        """The change (nv,) the bilinear bending spring (``arm.bend_yield_curvature``,
+        ``bend_yield_ratio``) makes to the hinges' linear spring force: a link bent by
+        theta = |(theta_x, theta_y)| beyond theta_y = kappa_y l carries the moment
+        (EI / l) (theta_y + s (theta - theta_y)) along its bend instead of (EI / l) theta,
+        i.e. the extra force +(EI / l)(1 - s)(theta - theta_y) theta_i / theta on each of its
+        two dofs (less restoring force for s < 1). ``tangent``: the secant stiffness's change
+        (nv,) instead, the diagonal the Newton steps add."""
+        q = self.data.qpos
+        out = np.zeros(self.model.nv)
+        qx, qy = q[self._yield_dofs[:, 0]], q[self._yield_dofs[:, 1]]
+        theta = np.hypot(qx, qy)
+        over = theta > self._yield_theta
+        if not np.any(over):
+            return out
+        s = float(self.arm.bend_yield_ratio)
+        excess = (1.0 - s) * (theta[over] - self._yield_theta[over]) / theta[over]
+        k = self._yield_k[over]
+        dofs = self._yield_dofs[over]
+        if tangent:
+            out[dofs[:, 0]] = out[dofs[:, 1]] = -k * excess
+            return out
+        out[dofs[:, 0]] = k * excess * qx[over]
+        out[dofs[:, 1]] = k * excess * qy[over]
+        return out
 
     def _capstan(self) -> np.ndarray:
         """The change (nv,) the capstan friction makes to the tendons' generalised force:
@@ -179,6 +217,8 @@ class Bench:
             f = d.actuator_force[self.acts]
             taut = (f < 0.0) & (f > -self.t_max)
             h = self.stiff + (self.jac[taut].T * self.k[taut]) @ self.jac[taut]
+            if self.yield_kappa > 0:
+                h = h + np.diag(self._yield(tangent=True))
             if fj > 0:
                 slope = 1.0 - np.tanh((d.qpos - start) / JOINT_FRICTION_EPS) ** 2
                 h = h + np.diag(fj / JOINT_FRICTION_EPS * slope)

@@ -78,7 +78,14 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
     pts = [(r * math.cos(p), r * math.sin(p)) for r, p in zip(lay.tendon_offsets,
                                                                lay.tendon_angles_rad,
                                                                strict=True)]
+    # A tendon's point in the links of the sections before its own: its offset times the
+    # section's pass_scale (1: the same point all along).
+    passes = [arm.sections[j].tendons.pass_scale for j in lay.section_of_tendon]
+    through = [(x * c, y * c) if c != 1.0 else (x, y) for (x, y), c in zip(pts, passes,
+                                                                             strict=True)]
     for i, (x, y) in enumerate(pts):
+        if lay.section_of_tendon[i] > 0:
+            x, y = through[i]
         quad.add_site(name=names.tendon_anchor(i), pos=[mx + x, my + y, z0], size=[0.001, 0, 0])
     solid = dict(contype=ARM_CONTYPE, conaffinity=ARM_CONAFFINITY)
     vias: list[list[str]] = [[] for _ in range(nt)]
@@ -117,6 +124,13 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
                       mass=max(sec.mass / sec.links, 1e-6), rgba=[0.95, shade, 0.2, 1], **solid)
         for i, (x, y) in enumerate(pts):
             if lay.section_of_tendon[i] >= j:
+                # The via at the link's distal end: at the tendon's pass-through point while
+                # the next link is in a section before its own, else at its own point (the
+                # disk that starts its section holds it there), so that each hinge's moment
+                # arm is the fixed routing's.
+                after = lay.section_of_link[k + 1] if k + 1 < n else j
+                if lay.section_of_tendon[i] > after:
+                    x, y = through[i]
                 link.add_site(name=names.tendon_via(i, k), pos=[x, y, -ell], size=[0.001, 0, 0])
                 vias[i].append(names.tendon_via(i, k))
         parent, pos = link, [0.0, 0.0, -ell]
@@ -142,10 +156,10 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
         # link's cross-section along the backbone by y a (about y: -x a); the tendon on
         # that side shortens by as much, so the length's coefficient is -y (x); the
         # straight length is the section's distance from the flange (springlength-free).
-        x, y = pts[i]
         for k in range(n):
             if lay.section_of_link[k] > lay.section_of_tendon[i]:
                 break
+            x, y = pts[i] if lay.section_of_link[k] == lay.section_of_tendon[i] else through[i]
             t.wrap_joint(names.link_joint(k, "x"), -y)
             t.wrap_joint(names.link_joint(k, "y"), x)
     # No contact between the airframe and the first links (their caps sit in the flange).

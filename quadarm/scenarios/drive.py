@@ -86,6 +86,17 @@ def check(cfg: Config) -> None:
         raise ConfigError("arm.tendon_capstan_mu", arm.tendon_capstan_mu, "must be 0 in flight: "
                           "the capstan friction is the bench replay's (python -m "
                           "quadarm.identify); MuJoCo's tendon carries one tension")
+    if arm.bend_yield_curvature > 0:
+        raise ConfigError("arm.bend_yield_curvature", arm.bend_yield_curvature, "must be 0 in "
+                          "flight: the bilinear bending spring is the bench replay's (python -m "
+                          "quadarm.identify); MuJoCo's hinges are linear springs")
+    passing = [j for j, s in enumerate(arm.sections) if s.tendons.pass_scale != 1.0]
+    if passing:
+        j = passing[0]
+        raise ConfigError(f"arm.sections.{j}.tendons.pass_scale",
+                          arm.sections[j].tendons.pass_scale, "must be 1 in flight: the bend "
+                          "plan allocates tensions for tendons whose moment arm is their offset "
+                          "in every section they pass (the bench replay takes any value)")
     c = cfg.control
     # The com feed-forward's first moment holds for any chain of two-hinge links
     # (tests/model/test_arm_terms.py); the wrench reads three tendons' anchors.

@@ -106,6 +106,8 @@ def test_bent_v4_arm_in_flight_the_rotors_carry_the_total_weight():
     ("sensing=realistic", "sensing.preset"),
     ("arm.sections.1.tendons.angles_deg=[0,60,120]", "arm.sections.1.tendons"),
     ("arm.tendon_capstan_mu=0.1", "arm.tendon_capstan_mu"),
+    ("arm.bend_yield_curvature=20", "arm.bend_yield_curvature"),
+    ("arm.sections.2.tendons.pass_scale=0.9", "arm.sections.2.tendons.pass_scale"),
 ])
 def test_what_a_multi_section_arm_cannot_fly_is_refused_in_one_line(override, key):
     with pytest.raises(ConfigError) as err:

@@ -1,0 +1,69 @@
+"""The identification's split of train (docs/identify.md, "How the terms were chosen" and
+"Two structural terms that did not earn it"): refit the shipped calibration
+(``arm=ftdcr_v4_calibrated``) with the parameters of ``+experiment=identify_ftdcr_v4`` plus
+any extra keys, on every eighth train row without the ``pair23_*`` patterns, and score the
+held-out ``pair23_*`` rows (aligned tip RMSE, mm). Val is never read.
+
+    .venv/bin/python research/identify_split.py TAG ['{"key": [lo, hi, start], ...}'] [NFEV] [all]
+
+``all``: fit every eighth row of every pattern and score all train rows instead. Prints one
+JSON line (rows, the start's and the fit's RMSE on the fitted / scored rows, the extra keys'
+values) and writes the whole result to ``TAG.json`` in the current folder.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from quadarm.identify import data, fit
+from quadarm.identify.__main__ import compose
+
+# The shipped calibration's tracked point (m beyond the tip ball): its file's comment.
+MARKER = 0.0033933
+
+
+def main(argv: list[str]) -> None:
+    tag = argv[0]
+    extra = json.loads(argv[1]) if len(argv) > 1 else {}
+    nfev = int(argv[2]) if len(argv) > 2 else 6
+    frame, arm, sim, cfg, _ = compose(["+experiment=identify_ftdcr_v4",
+                                       "arm=ftdcr_v4_calibrated"])
+    arm = fit.apply(arm, {k: v[2] for k, v in extra.items()})
+    pulls, train = (data.read(cfg, w, arm.length) for w in ("pulls", "train"))
+    problem, _, _ = fit.stage1(frame, sim, arm, cfg.pointing, MARKER, pulls.pull, pulls.tip,
+                               pulls.label, measure_angles=False)
+    params = dict(cfg.parameters)
+    params.update({k: v[:2] for k, v in extra.items()})
+    problem.keys = fit.expand(arm, params)
+    held = np.array(["pair23_" in str(label) for label in train.label])
+    fit_rows, score_rows = np.flatnonzero(~held)[::8], np.flatnonzero(held)
+    if len(argv) > 3 and argv[3] == "all":
+        fit_rows, score_rows = np.arange(0, len(train.pull), 8), np.arange(len(train.pull))
+
+    def score(x: np.ndarray, rows: np.ndarray) -> float:
+        sim_ = problem.simulate(problem.values(x), train.pull, rows)
+        return fit.aligned_rmse(sim_, train.tip[rows]) * 1e3
+
+    x0 = problem.normalised(problem.nominal())
+    t0 = time.time()
+    start = (score(x0, fit_rows), score(x0, score_rows))
+    res = least_squares(fit._residuals, x0, bounds=(0.0, 1.0),
+                        args=(problem, train.pull, fit_rows, train.tip[fit_rows]),
+                        diff_step=1e-3, max_nfev=nfev, x_scale="jac")
+    values = problem.values(res.x)
+    out = {"tag": tag, "rows": [len(fit_rows), len(score_rows)], "start": start,
+           "fit": (score(res.x, fit_rows), score(res.x, score_rows)), "nfev": int(res.nfev),
+           "wall_s": time.time() - t0,
+           "new": {k: values[k] for k in values if k in extra}}
+    print(json.dumps(out))
+    with open(f"{tag}.json", "w") as fh:
+        json.dump({**out, "values": values}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
