@@ -99,7 +99,10 @@ def test_plain_python_equals_compiled(serial, monkeypatch):
         _same(episode.run_episode(cfgs[i]), eps[i])
 
 
-@pytest.mark.parametrize("native", [True, False], ids=["numba", "python"])
+# The compiled case is slow: it compiles the batched loops for the air records (80 s of make
+# test); the terms' conformance test (slow too) checks compiled against plain for every air term.
+@pytest.mark.parametrize("native", [pytest.param(True, id="numba", marks=pytest.mark.slow),
+                                    pytest.param(False, id="python")])
 def test_batched_equals_one_trial(serial, native, monkeypatch):
     if native and not jit.AVAILABLE:
         pytest.skip("numba is not installed")
