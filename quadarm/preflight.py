@@ -35,6 +35,7 @@ from omegaconf.errors import (
 from yaml import YAMLError
 
 from quadarm.config import DEFAULT_STORE, Config, ConfigError, default_store, to_config
+from quadarm.config.composer import compose_job
 
 if typing.TYPE_CHECKING:
     from quadarm.model import BuiltModel
@@ -218,7 +219,7 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
 
     extra = extra or []
     try:
-        cfg = compose(config_name=name, overrides=[*job, *extra], return_hydra_config=True)
+        cfg = compose_job(name, [*job, *extra])
     except (HydraException, OmegaConfBaseException, YAMLError) as err:
         raise explain(err, job, extra) from None
     hydra_node = cfg.hydra

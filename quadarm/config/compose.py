@@ -171,14 +171,14 @@ def compose(overrides: Sequence[str] = (), conf_dir: str = CONF_DIR,
     """Hydra's composition of ``conf_dir``'s primary config with command-line style
     ``overrides``, the ``hydra`` node included (for sweeper parameters and the like): an
     untyped node, not a config to run (that is :func:`quadarm.compose`)."""
-    from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
+    from quadarm.config.composer import compose_job
+
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=conf_dir, version_base="1.3", job_name=job_name):
-        cfg = hydra_compose(config_name="config", overrides=list(overrides),
-                            return_hydra_config=True)
+        cfg = compose_job("config", list(overrides))
     GlobalHydra.instance().clear()
     return cfg
 

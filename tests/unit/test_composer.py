@@ -1,0 +1,102 @@
+"""The kept composition (:func:`quadarm.config.composer.compose_job`) equals Hydra's full
+composition, the ``hydra`` node included, and fails with Hydra's errors: over the command
+lines of the refusal and acceptance tables and the shipped experiments."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import DictConfig, OmegaConf
+from test_validation import BAD, FILES, GOOD
+
+from quadarm.config import CONF_DIR, composer
+from quadarm.preflight import jobs
+
+EXPERIMENTS = sorted(p.stem for p in (Path(CONF_DIR) / "experiment").glob("*.yaml"))
+# The fast tier's lines: a value after its group's choice, an experiment with a value, a
+# deletion, a refused key. The slow tier adds these and every table and experiment.
+FAST = [
+    "gains=soft gains.kp=[6,6,6] seed=3", "+experiment=table3 gains.kp=[4,4,4]",
+    "arm=rod arm.segments=8 ~arm.curvature_range", "arm.bogus=1 seed=2",
+]
+MORE = [
+    "gains.kp=[6,6,6] gains=soft", "++runner.grid={seed:[0,1]} runner.n_jobs=2",
+    "+bogus.key=1", "airframe=neg_mass airframe.kappa=0.02",
+    "runner.n_jobs=3 hydra.job.chdir=true seed=1",
+]
+
+
+@pytest.fixture(scope="module")
+def conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("user_conf")
+    for name, text in FILES.items():
+        path = root / f"{name}.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _lines() -> list[str]:
+    lines = MORE + [case for case, _ in BAD] + list(GOOD)
+    return lines + [f"+experiment={name}" for name in EXPERIMENTS]
+
+
+def _outcome(call: Callable[..., object], *args: object, **kwargs: object) -> tuple[str, str]:
+    try:
+        cfg = call(*args, **kwargs)
+    except Exception as err:  # noqa: BLE001 - the error is the outcome compared
+        return type(err).__name__, str(err)
+    assert isinstance(cfg, DictConfig)
+    flags = (OmegaConf.is_struct(cfg), OmegaConf.is_readonly(cfg.hydra))
+    return "ok", f"{flags}\n{OmegaConf.to_yaml(cfg)}"
+
+
+# Each line is composed three times (about 1 s of CPU): the refusal and acceptance tables and
+# every experiment are slow.
+@pytest.mark.parametrize("line", [*FAST, *(pytest.param(line, id=line, marks=pytest.mark.slow)
+                                           for line in _lines())])
+def test_kept_composition_equals_hydras(line: str, conf_dir: Path) -> None:
+    split = line.split()
+    multirun = split[0] == "-m"
+    extra = [f"hydra.searchpath=[file://{conf_dir}]"]
+    try:
+        job_lists = jobs(split[1:] if multirun else split, multirun)
+    except Exception:  # noqa: BLE001 - a sweep Hydra cannot expand is not a job to compose
+        pytest.skip("not a composable job")
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3", job_name="quadarm"):
+            for job in job_lists[:2]:
+                overrides = [*job, *extra]
+                expected = _outcome(compose, config_name="config", overrides=overrides,
+                                    return_hydra_config=True)
+                assert _outcome(composer.compose_job, "config", overrides) == expected, job
+                # Again, from the kept composition of the same group choices.
+                assert _outcome(composer.compose_job, "config", overrides) == expected, job
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def test_an_edited_file_is_read_again(tmp_path: Path) -> None:
+    """A YAML file changed between two compositions is composed anew (its size and
+    modification time are part of the kept composition's key)."""
+    (tmp_path / "gains").mkdir()
+    frame = tmp_path / "gains" / "mine.yaml"
+    frame.write_text("kp: [1.0, 1.0, 1.0]\n")
+    overrides = ["gains=mine", f"hydra.searchpath=[file://{tmp_path}]", "seed=1"]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3", job_name="quadarm"):
+            first = composer.compose_job("config", overrides).gains.kp
+            frame.write_text("kp: [2.0, 2.0, 2.0]\n")
+            stat = frame.stat()
+            os.utime(frame, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+            second = composer.compose_job("config", overrides).gains.kp
+    finally:
+        GlobalHydra.instance().clear()
+    assert list(first) == [1.0, 1.0, 1.0] and list(second) == [2.0, 2.0, 2.0]
