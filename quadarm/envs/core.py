@@ -131,7 +131,6 @@ def make_task(cfg: Config) -> Task:
     prepare`) and the controller's parameters for ``cfg``."""
     from quadarm.runner.lifecycle import Episode, make_controller, prepare
 
-    refuse_actuation(cfg)
     prepared = prepare(cfg)
     if isinstance(prepared, Episode):
         raise RuntimeError(f"cannot prepare the episode: {prepared.message}")
@@ -164,15 +163,6 @@ def servo_driven(cfg: Config) -> bool:
     """Whether ``cfg``'s tendons are servo-driven (``arm.actuation=displacement``: the tendon
     actions are length commands, m)."""
     return getattr(cfg.arm, "actuation", "tension") == "displacement"
-
-
-def refuse_actuation(cfg: Config) -> None:
-    """ValueError (one line) for an ``arm.actuation`` the environments do not map (every one
-    the command line flies is mapped today: ``tension`` and ``displacement``)."""
-    actuation = getattr(cfg.arm, "actuation", "tension")
-    if actuation not in ("tension", "displacement"):
-        raise ValueError(f"arm.actuation={actuation}: the environments map tension or "
-                         "displacement tendon actions")
 
 
 # The bend commands servo_range evaluates the plan at: mu in [0, 1] (every scenario's range,

@@ -88,7 +88,7 @@ def test_without_the_play_the_backlash_would_show():
 def test_the_calibrated_arm_reproduces_the_command_line():
     """The calibrated preset (fitted backlash, tendon and hinge friction): its friction
     (MuJoCo's ``frictionloss``, a stiff constraint) amplifies the last-bit differences of the
-    lengths (1e-18 m) to about 2 nm of the tip's position in 0.2 s (1e-7 of the 5-cm bend);
+    lengths (1e-18 m) to 2 nm of the tip in 0.2 s (1.7e-6 of tip_y, 2e-8 of the 8.9-cm reach);
     without friction they stay at 1e-16 relative (test above). Tolerance: 1e-6 relative, or
     1e-6 in the metric's unit (cm, deg) for metrics near zero."""
     env = QuadArmEnv(overrides=["arm=ftdcr_v4_calibrated", "scenario=workspace",
