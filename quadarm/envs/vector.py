@@ -158,6 +158,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._ended = np.zeros(self.num_envs, dtype=bool)
         self._all = np.arange(self.num_envs)
         self._rows = np.zeros(self.num_envs, dtype=bool)
+        # The tendon commands each environment's servo play let through (core.servo_play),
+        # (num_envs, n_t) m: kept across model rebuilds, for the rows mid-episode.
+        self._play = np.zeros((self.num_envs, task.built.tendon_actuators.size))
         self._compiled = jit.use(self.cfg.runner.compiled)
         loops = step.kernels(self._compiled)  # the batched engine's, row by row
         self._before, self._after = loops.batch_rows, loops.after_rows
@@ -213,13 +216,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             self._TA = stack(lambda t: t.tendon_action)
         self._lo = np.array([t.lo for t in tasks])
         self._half = np.array([t.half for t in tasks])
-        # The servos' backlash per environment (core.servo_play; 0: none), and the tendon
-        # commands each one's play let through (kept across model rebuilds: mid-episode rows).
+        # The servos' backlash per environment (core.servo_play; 0: none).
         self._h = np.array([t.play for t in tasks])
         self._played = self._h > 0.0
-        nt = first.act_ids.size - first.built.rotor_actuators.size
-        if getattr(self, "_play", None) is None or self._play.shape != (n_env, nt):
-            self._play = np.zeros((n_env, nt))
         self._start = np.array([t.start for t in tasks])
         self._md = np.array([t.max_distance for t in tasks])
         self._pulsed = any(t.plan.pulses for t in tasks)
