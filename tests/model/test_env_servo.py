@@ -272,3 +272,24 @@ def test_every_term_flies_with_servos_in_the_vector_env(term):
             break
     assert done[0] >= 2 and done[1] >= 1
     venv.close()
+
+
+@pytest.mark.slow  # 7 s, most of it importing torch (tests/model/test_sb3.py pays it anyway)
+def test_the_sb3_adapter_steps_the_servo_arm():
+    """SB3's adapter over the vector environment: the servo arm's spaces, and the controller's
+    actions (float32, as SB3 hands them) step it in range."""
+    pytest.importorskip("stable_baselines3")
+    from quadarm.envs.sb3 import QuadArmSB3VecEnv
+
+    hover = [*V4, "scenario=hover", "scenario.duration=0.04", "arm.backlash=1e-4"]
+    env = QuadArmSB3VecEnv(2, hover)
+    single = QuadArmEnv(overrides=hover)
+    assert env.action_space.shape == single.action_space.shape
+    obs = env.reset()
+    assert obs.shape == (2, *single.observation_space.shape)
+    for _ in range(5):
+        a = env.venv.controller_action().astype(np.float32)
+        assert np.all(np.abs(a) <= 1.0)
+        obs, _, done, _ = env.step(a)
+        assert np.isfinite(obs).all() and not done.any()
+    env.close()
