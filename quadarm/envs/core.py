@@ -34,8 +34,9 @@ ValueError.
 
 Servo-driven tendons (``arm.actuation=displacement``): the tendon actions are the servos'
 tendon-length commands u (m), the ``ctrl`` of MuJoCo's position actuators, whose tension is
-k (L - u) held within 0..``tension_max`` (:mod:`quadarm.model.sections`). The builder leaves
-those actuators' ``ctrlrange`` unlimited, so the range is derived from the arm's geometry by
+k (L - u) (plus the servo damping's k_v dL/dt) held within 0..``tension_max``
+(:mod:`quadarm.model.sections`). The builder leaves those actuators' ``ctrlrange`` unlimited,
+so the range is derived from the arm's geometry by
 :func:`servo_range`: -1 -> the shortest length the bend plan can command (its hardest pull,
 over every bend mu in [0, 1], beta in [0, 360) deg, with each section's ``bend_scale`` and
 ``bend_offset_deg``), +1 -> the longest length a tendon takes at those bends (where it holds
