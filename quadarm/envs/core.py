@@ -22,15 +22,29 @@ slice        size   content
 ..+2h        2h     hinge rates (rad/s), same order as the angles
 ..+3         3      reference velocity v_d(t_k) (m/s), the feed-forward term
 ..+3         3      reference acceleration a_d(t_k) (m/s^2), the feed-forward term
-..+n_t       n_t    the scenario's tendon command at t_k, normalised like the actions
+..+n_t       n_t    the scenario's tendon command at t_k, normalised like the actions (with
+                    servos: the length command before the backlash's play)
 ===========  =====  ============================================================================
 
 Action: ``n_rotors + n_t`` numbers in [-1, 1], rotor thrusts first then the tendon
-tensions (section by section for a multi-section arm), mapped affinely onto each actuator's
-range: -1 -> 0 N, +1 -> ``airframe.thrust_max`` (rotors) or ``arm.tension_max`` (tendons).
-Values outside [-1, 1] are clipped to it; a NaN raises ValueError. Servo-driven tendons
-(``arm.actuation=displacement``, commanded in metres) are refused in one line
-(:func:`refuse_actuation`).
+commands (section by section for a multi-section arm), mapped affinely onto each actuator's
+range, lo + (a + 1) (hi - lo) / 2: -1 -> 0 N, +1 -> ``airframe.thrust_max`` (rotors) or
+``arm.tension_max`` (tendon tensions). Values outside [-1, 1] are clipped to it; a NaN raises
+ValueError.
+
+Servo-driven tendons (``arm.actuation=displacement``): the tendon actions are the servos'
+tendon-length commands u (m), the ``ctrl`` of MuJoCo's position actuators, whose tension is
+k (L - u) (plus the servo damping's k_v dL/dt) held within 0..``tension_max``
+(:mod:`quadarm.model.sections`). The builder leaves those actuators' ``ctrlrange`` unlimited,
+so the range is derived from the arm's geometry by
+:func:`servo_range`: -1 -> the shortest length the bend plan can command (its hardest pull,
+over every bend mu in [0, 1], beta in [0, 360) deg, with each section's ``bend_scale`` and
+``bend_offset_deg``), +1 -> the longest length a tendon takes at those bends (where it holds
+no tension: slack), each end widened by the servo's ``backlash``. So -1 pulls and +1
+releases: the opposite sense to a tension action. With ``arm.backlash`` > 0 the environments
+put every tendon action through the servo's play (:func:`servo_play`, as the command line's
+plan does to its rows, :func:`quadarm.model.sections.play`): the tendon follows the command
+once the command has moved ``backlash`` / 2 past it, and then lags it by ``backlash`` / 2.
 
 Reward of the step from sample k to k + 1: ``-(|p - p_d|(t_{k+1}) / 1 cm)^2 / (n + 1)``, the
 sample's share of the episode's mean squared position error, so that an episode that starts on
@@ -106,6 +120,7 @@ class Task:
     pulse_steps: frozenset[int]  # the samples of the scenario task's events (pulses, grasps)
     start: np.ndarray  # (3,) m
     max_distance: float  # m
+    play: float = 0.0  # m: half the servos' backlash, applied to the tendon actions (0: none)
 
     @property
     def n(self) -> int:
@@ -117,7 +132,6 @@ def make_task(cfg: Config) -> Task:
     prepare`) and the controller's parameters for ``cfg``."""
     from quadarm.runner.lifecycle import Episode, make_controller, prepare
 
-    refuse_actuation(cfg)
     prepared = prepare(cfg)
     if isinstance(prepared, Episode):
         raise RuntimeError(f"cannot prepare the episode: {prepared.message}")
@@ -126,26 +140,95 @@ def make_task(cfg: Config) -> Task:
     m = built.model
     act = np.concatenate([built.rotor_actuators, built.tendon_actuators]).astype(np.int64)
     lo, hi = (np.ascontiguousarray(x, dtype=float) for x in m.actuator_ctrlrange[act].T)
-    half = (hi - lo) * 0.5
     nt = built.tendon_actuators.size
     tensions = (np.zeros((plan.steps + 1, nt)) if plan.tensions is None
                 else np.asarray(plan.tensions, dtype=float))
     nr = built.rotor_actuators.size
+    play = 0.0
+    if servo_driven(cfg):
+        # Lengths (m): the range from the geometry, and the plan's commands before the play
+        # (the servo's input, which the actions are).
+        tensions = servo_commands(prepared)
+        lo[nr:], hi[nr:] = servo_range(cfg, built, tensions)
+        play = 0.5 * float(cfg.arm.backlash)
+    half = (hi - lo) * 0.5
     tendon_action = normalise(tensions, lo[nr:], half[nr:])
     ff = np.ascontiguousarray(np.concatenate([plan.ref.v, plan.ref.a, tendon_action], axis=1))
     pulses = frozenset(prepared.task.edges(plan))  # the scenario's events: pulses, grasps
     return Task(cfg, built, plan, module, list(ctl.params), list(ctl.mix_flat), act, lo, half,
                 prepared, ff, tendon_action, pulses, np.asarray(plan.start, dtype=float),
-                float(cfg.sim.max_distance))
+                float(cfg.sim.max_distance), play)
 
 
-def refuse_actuation(cfg: Config) -> None:
-    """ValueError (one line) for servo-driven tendons: the actions are tendon tensions (N)
-    on force actuators, and a servo's position actuator takes a length (m)."""
-    if getattr(cfg.arm, "actuation", "tension") != "tension":
-        raise ValueError(f"arm.actuation={cfg.arm.actuation}: the environments' tendon actions "
-                         "are tensions (N); use arm.actuation=tension (python -m quadarm flies "
-                         "servo-driven tendons)")
+def servo_driven(cfg: Config) -> bool:
+    """Whether ``cfg``'s tendons are servo-driven (``arm.actuation=displacement``: the tendon
+    actions are length commands, m)."""
+    return getattr(cfg.arm, "actuation", "tension") == "displacement"
+
+
+# The bend commands servo_range evaluates the plan at: mu in [0, 1] (every scenario's range,
+# quadarm.config.schemas.scenarios) and beta all round, 0.25 deg apart.
+RANGE_MU = np.linspace(0.0, 1.0, 21)
+RANGE_BETA = np.linspace(0.0, 2.0 * np.pi, 1440, endpoint=False)
+
+
+def servo_range(cfg: Config, built: BuiltModel, commands: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The tendon actions' range (lo, hi), (n_t,) m each, for servo-driven tendons, whose
+    position actuators the builder leaves without a ``ctrlrange``: from the bend plan of
+    :mod:`quadarm.control.sections` on the zero-gravity geometry, over every bend command
+    (:data:`RANGE_MU` x :data:`RANGE_BETA`) with the pretension T0 on every tendon: lo is the
+    shortest command u = L - (T + T0) / k (the hardest pull the plan asks), hi the longest
+    tendon length L at those bends (u = L holds no tension: slack), each widened by the
+    servo's ``backlash`` (the play lets the tendon lag its command by half of it, and the
+    command that makes the tendon follow a plan lies up to that much beyond it). ``commands``
+    (K, n_t) m: the scenario's own commands, which the range is stretched to cover should the
+    grid miss an extreme by its resolution."""
+    from quadarm.control import sections as plan_sections
+    from quadarm.model.sections import pretension, tendon_stiffness
+
+    arm = cfg.arm
+    mu, beta = (x.ravel() for x in np.meshgrid(RANGE_MU, RANGE_BETA, indexing="ij"))
+    t0 = pretension(arm)
+    total = plan_sections.tensions(mu, beta, arm, t0) + t0
+    m = built.model
+    rest = m.tendon_length0[m.actuator_trnid[built.tendon_actuators, 0]]
+    length = rest - plan_sections.shortening(total, arm)
+    u = length - total / tendon_stiffness(arm)
+    width = float(arm.backlash)
+    lo, hi = u.min(axis=0) - width, length.max(axis=0) + width
+    if commands is not None and len(commands):
+        lo = np.minimum(lo, np.min(commands, axis=0) - width)
+        hi = np.maximum(hi, np.max(commands, axis=0) + width)
+    return np.ascontiguousarray(lo), np.ascontiguousarray(hi)
+
+
+def servo_commands(prepared: Any) -> np.ndarray:
+    """The scenario's tendon length commands (n + 1, n_t) m before the servo's backlash: the
+    plan's rows (:mod:`quadarm.scenarios.drive`), planned again without the play when
+    ``arm.backlash`` > 0 (the play is the servo's, which the environments apply to the
+    actions: :func:`servo_play`)."""
+    from dataclasses import replace
+
+    cfg, plan = prepared.cfg, prepared.plan
+    if cfg.arm.backlash > 0:
+        bare = replace(cfg, arm=replace(cfg.arm, backlash=0.0))
+        plan = prepared.task.plan(bare, prepared.built)
+    return np.asarray(plan.tensions, dtype=float)
+
+
+def servo_play(y: np.ndarray, u: np.ndarray, h: Any) -> np.ndarray:
+    """The servo's backlash on the tendon commands u (m), (..., n_t): the tendon's new
+    commands from its last ones ``y`` (same shape) for a play of half-width ``h`` (m, a scalar
+    or broadcasting), the step of :func:`quadarm.model.sections.play` (same operations)."""
+    return np.minimum(np.maximum(y, u - h), u + h)
+
+
+def servo_unplay(c: np.ndarray, y: np.ndarray, h: Any) -> np.ndarray:
+    """The command whose play (:func:`servo_play`) from ``y`` gives ``c`` (m, (..., n_t)): the
+    play's input moves ``h`` ahead of its output, and an output that stays is its own input
+    (up to rounding: (c + h) - h may differ from c in the last bit)."""
+    return np.where(c > y, c + h, np.where(c < y, c - h, c))
 
 
 def refuse_terms(cfg: Config) -> None:
@@ -189,7 +272,7 @@ def checked_action(action: Any, shape: tuple[int, ...]) -> np.ndarray:
     a = np.asarray(action, dtype=np.float64)
     if a.shape != shape:
         raise ValueError(f"action has shape {a.shape}; expected {shape} (rotor thrusts then "
-                         "tendon tensions, each in [-1, 1])")
+                         "tendon commands, each in [-1, 1])")
     a = np.clip(a, -1.0, 1.0)
     if np.isnan(a).any():
         raise ValueError("action contains NaN; expected numbers in [-1, 1] (values outside "

@@ -109,6 +109,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._shape = (ids.size,)
         self._lo, self._half, self._n = task.lo.tolist(), task.half.tolist(), task.n
         self._nr = task.built.rotor_actuators.size
+        # The servos' backlash (core.servo_play): the tendon commands the play let through.
+        self._play = np.zeros(ids.size - self._nr) if task.play > 0.0 else None
         ref = task.plan.ref
         self._ref_p, self._ref_v = ref.p, ref.v
         if self._renderer is not None:
@@ -197,6 +199,12 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             u.append(lo + (min(max(x, -1.0), 1.0) + 1.0) * half)
         task = self.task
         n = self._n
+        if self._play is not None:  # the servo's play, from the first command (y_0 = u_0)
+            nr = self._nr
+            cmd = np.array(u[nr:])
+            y = self._play
+            y[:] = cmd if k == 0 else core.servo_play(y, cmd, task.play)
+            u[nr:] = y.tolist()
         # The controller runs at every sample, whatever the actions, so that its memory
         # follows the flown states and controller_action() is the command line's command.
         self._control(k)
@@ -268,14 +276,20 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         the law with its position integral and tip feedback, the tendon terms), run on the
         states flown so far, as ``python -m quadarm`` runs it. Stepping with it flies the
         command line's closed loop (the sensing term aside: the controller reads the simulated
-        state, see :data:`quadarm.terms.TERMS`)."""
+        state, see :data:`quadarm.terms.TERMS`). With servo-driven tendons and a backlash the
+        tendon entries are the commands whose play (:func:`quadarm.envs.core.servo_play`)
+        gives the controller's lengths (:func:`quadarm.envs.core.servo_unplay`)."""
         k = self._k
         if k < 0:
             raise RuntimeError("the episode has ended (or not started): call reset()")
         core.refuse_terms(self.task.cfg)
         self._control(k)
         task = self.task
-        return (self._ctl_ctrl[0, task.act_ids] - task.lo) / task.half - 1.0
+        c = self._ctl_ctrl[0, task.act_ids]
+        if self._play is not None and k > 0:
+            nr = self._nr
+            c[nr:] = core.servo_unplay(c[nr:], self._play, task.play)
+        return (c - task.lo) / task.half - 1.0
 
     def _events(self, k: int) -> None:
         """The scenario's events before step k (pulses, grasp, release), as the runner's loops

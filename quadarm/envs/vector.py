@@ -158,6 +158,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._ended = np.zeros(self.num_envs, dtype=bool)
         self._all = np.arange(self.num_envs)
         self._rows = np.zeros(self.num_envs, dtype=bool)
+        # The tendon commands each environment's servo play let through (core.servo_play),
+        # (num_envs, n_t) m: kept across model rebuilds, for the rows mid-episode.
+        self._play = np.zeros((self.num_envs, task.built.tendon_actuators.size))
         self._compiled = jit.use(self.cfg.runner.compiled)
         loops = step.kernels(self._compiled)  # the batched engine's, row by row
         self._before, self._after = loops.batch_rows, loops.after_rows
@@ -213,6 +216,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             self._TA = stack(lambda t: t.tendon_action)
         self._lo = np.array([t.lo for t in tasks])
         self._half = np.array([t.half for t in tasks])
+        # The servos' backlash per environment (core.servo_play; 0: none).
+        self._h = np.array([t.play for t in tasks])
+        self._played = self._h > 0.0
         self._start = np.array([t.start for t in tasks])
         self._md = np.array([t.max_distance for t in tasks])
         self._pulsed = any(t.plan.pulses for t in tasks)
@@ -445,8 +451,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 if int(ks[i]) in t.pulse_steps:
                     t.prepared.task.events(int(ks[i]), t.plan, sims.row("xfrc_applied", int(i)),
                                            _no_weld)
-        sims.write("ctrl", None if live is None else act, self._act,
-                   self._lo[sel] + (a[sel] + 1.0) * self._half[sel])
+        u = self._lo[sel] + (a[sel] + 1.0) * self._half[sel]
+        if self._played.any():  # the servos' play, from each episode's first command
+            self._servo(u, act, kx)
+        sims.write("ctrl", None if live is None else act, self._act, u)
         # The controller runs at every sample, whatever the actions, so that its memory
         # follows the flown states (as QuadArmEnv.step's).
         self._control(act)
@@ -511,6 +519,22 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             obs[ids] = self._observe(ids)
             self._ended[ids] = False
         return obs, rewards, terminated, truncated, infos
+
+    def _servo(self, u: np.ndarray, act: np.ndarray, ks: np.ndarray) -> None:
+        """Put the tendon commands of ``u`` (len(act), n_actions) m, those of environments
+        ``act`` at samples ``ks``, through their servos' play in place (those with a backlash;
+        y_0 = u_0 at an episode's first sample), as :class:`QuadArmEnv
+        <quadarm.envs.single.QuadArmEnv>` does row by row."""
+        nr = self._nr
+        on = self._played[act]
+        first = on & (ks == 0)
+        rest = on & (ks != 0)
+        cmd = u[:, nr:]
+        y = self._play
+        y[act[first]] = cmd[first]
+        ids = act[rest]
+        y[ids] = core.servo_play(y[ids], cmd[rest], self._h[ids][:, None])
+        cmd[on] = y[act[on]]
 
     def _restart_sensing(self, ids: np.ndarray) -> None:
         """New episodes of environments ``ids``: each one's noise, drawn from its generator
@@ -593,7 +617,13 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._control(self._all)
         ctrl = np.concatenate([st.data.ctrl for _, st, _ in self._ctls])
         ids = self.tasks[0].act_ids
-        return (ctrl[:, ids] - self._lo) / self._half - 1.0
+        c = ctrl[:, ids]
+        rows = np.flatnonzero(self._played & (self._k > 0))
+        if len(rows):  # the commands whose play gives the controller's lengths
+            nr = self._nr
+            c[rows, nr:] = core.servo_unplay(c[rows, nr:], self._play[rows],
+                                             self._h[rows][:, None])
+        return (c - self._lo) / self._half - 1.0
 
     def close_extras(self, **kwargs: Any) -> None:
         self.sims.close()

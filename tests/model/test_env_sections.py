@@ -2,7 +2,8 @@
 observation spaces sized by its tendons and links, Gymnasium's checker, ``controller_action()``
 reproducing the command line (the sections' bend plan, with the terms that fly on it), the
 vector environment row for row, the SB3 adapter's spaces; and what they cannot fly refused in
-one line naming the key (servo-driven tendons, the one-section arm's terms and scenarios)."""
+one line naming the key (the one-section arm's terms and scenarios). Servo-driven tendons (the
+presets' ``arm.actuation=displacement``) fly too: ``tests/model/test_env_servo.py``."""
 
 from __future__ import annotations
 
@@ -104,7 +105,6 @@ def _vector(overrides):
 @pytest.mark.parametrize("make", [lambda o: QuadArmEnv(overrides=o), _vector],
                          ids=["single", "vector"])
 @pytest.mark.parametrize(("override", "key"), [
-    ((), "arm.actuation"),  # the preset's servos: actions are tensions
     (("arm.actuation=tension", "control.tendon_damping=0.1"), "control.tendon_damping"),
     (("arm.actuation=tension", "control.tip_gain=1"), "control.tip_gain"),
     (("arm.actuation=tension", "sensing=realistic"), "sensing.preset"),
