@@ -16,6 +16,9 @@ config value. The YAML files of every ``file://`` folder on the search path are 
 by their size and modification time, so an edited file is read again.
 ``tests/unit/test_composer.py`` checks that the result equals Hydra's full composition, the
 ``hydra`` node included, for the command lines the test suite uses, and that the errors do too.
+The value overrides go through ``ConfigLoaderImpl._apply_overrides_to_config``, the function
+Hydra's loader itself calls: private, so pyproject pins Hydra below 1.4 and that test is what
+tells a Hydra upgrade that changed it.
 """
 
 from __future__ import annotations
