@@ -27,7 +27,7 @@ folder, for their tables. Optional keys for that:
 - ``args``: more overrides of its run (``{jobs}`` stands for ``$JOBS``);
 - ``also``: more single runs of the same experiment, ``[{out: <folder>, args: [...]}]``,
   analysed with it (unless their folder lies inside its own);
-- ``command``: the target's own command instead (``bash experiments/tasks.sh``; ``{python}``,
+- ``command``: the target's own command instead (``{python} -m quadarm.suite``; ``{python}``,
   ``{out}``, ``{jobs}``, ``{resume}``, ``{name}`` filled in);
 - ``about``: the target's line in ``make help`` (on one of its studies).
 
