@@ -32,7 +32,8 @@ from quadarm.config.sections import SectionArmConfig
 from quadarm.identify import register
 from quadarm.identify.replay import Bench
 
-REPLAY_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registration.rz")
+REPLAY_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registration.rz",
+               "gravity.tilt_x", "gravity.tilt_y")
 
 
 def expand(arm: SectionArmConfig, parameters: dict[str, list[float]]
@@ -139,13 +140,22 @@ class Problem:
     gravity: str = "arm_axis"
     vertical: tuple[float, ...] = (0.0, 0.0, 1.0)
 
-    def down(self, rot: np.ndarray) -> np.ndarray | None:
+    def down(self, rot: np.ndarray, tilt: tuple[float, float] = (0.0, 0.0)
+             ) -> np.ndarray | None:
         """Gravity's unit direction (3,) in the arm's base frame for the rotation ``rot``
-        (3, 3) base -> tracking frame: R^T (-up / |up|); None along the arm's axis."""
+        (3, 3) base -> tracking frame: R^T (-up / |up|); None along the arm's axis. ``tilt``
+        (rad): the fitted ``gravity.tilt_x``/``tilt_y``, turning that direction (or the arm
+        axis's, +-z as ``pointing`` says) by Ry(tilt_y) Rx(tilt_x) in the arm's frame."""
         if self.gravity == "arm_axis":
-            return None
-        up = np.asarray(self.vertical, dtype=float)
-        return -(rot.T @ up) / float(np.linalg.norm(up))
+            if tilt == (0.0, 0.0):
+                return None
+            base = np.array([0.0, 0.0, 1.0 if self.pointing == "up" else -1.0])
+        else:
+            up = np.asarray(self.vertical, dtype=float)
+            base = -(rot.T @ up) / float(np.linalg.norm(up))
+        if tilt == (0.0, 0.0):
+            return base
+        return register.rotation(tilt[0], tilt[1], 0.0) @ base
 
     def values(self, x: np.ndarray) -> dict[str, float]:
         """The physical values of the normalised vector ``x`` in [0, 1]^n."""
@@ -162,7 +172,7 @@ class Problem:
         for k, lo, hi in self.keys:
             if k == "marker_offset":
                 v = self.marker_offset
-            elif k.startswith("registration.") or k.endswith(ROTATE):
+            elif k.startswith(("registration.", "gravity.")) or k.endswith(ROTATE):
                 v = 0.0
             elif SCALES in k:
                 sec, _, index = k.partition(SCALES)
@@ -183,7 +193,9 @@ class Problem:
                                                 values.get("registration.ry", 0.0),
                                                 values.get("registration.rz", 0.0))
         bench = Bench(self.frame, arm, self.sim, self.pointing,
-                      values.get("marker_offset", self.marker_offset), self.down(rot))
+                      values.get("marker_offset", self.marker_offset),
+                      self.down(rot, (values.get("gravity.tilt_x", 0.0),
+                                      values.get("gravity.tilt_y", 0.0))))
         tendon_pull = pull[:, list(self.tendon_channel)]
         ctrl = bench.commands(tendon_pull)
         way = bench.directions(tendon_pull)

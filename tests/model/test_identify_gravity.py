@@ -46,6 +46,19 @@ def test_down_is_the_tracking_vertical_seen_from_the_arm():
     assert np.allclose(down, [0.0, -math.sin(beta), math.cos(beta)], rtol=0, atol=1e-15)
 
 
+def test_a_fitted_tilt_turns_gravity_in_the_arm_frame():
+    """gravity.tilt_x / tilt_y (rad), fitted keys: the arm axis's gravity (+z standing)
+    turned by Ry(ty) Rx(tx) is (sin ty cos tx, -sin tx, cos ty cos tx); zero tilt is the
+    default (None: pointing's own gravity)."""
+    tx, ty = 0.04, -0.03
+    prob = _problem("arm_axis", STANDING)
+    assert prob.down(STANDING, (0.0, 0.0)) is None
+    want = [math.sin(ty) * math.cos(tx), -math.sin(tx), math.cos(ty) * math.cos(tx)]
+    assert np.allclose(prob.down(STANDING, (tx, ty)), want, rtol=0, atol=1e-15)
+    prob.keys = fit.expand(prob.arm, {"gravity.tilt_x": [-0.1, 0.1]})
+    assert prob.nominal() == {"gravity.tilt_x": 0.0}
+
+
 def test_a_leaning_arm_balances_its_weights_about_every_hinge():
     """Tendons slack, gravity leaning by beta from the hanging arm's axis: at the settled
     pose every hinge's spring carries the moment of the weights beyond it,
