@@ -40,7 +40,8 @@ def main(argv: list[str]) -> None:
     nfev = int(argv[2]) if len(argv) > 2 else 6
     frame, arm, sim, cfg, _ = compose(["+experiment=identify_ftdcr_v4",
                                        "arm=ftdcr_v4_calibrated"])
-    arm = fit.apply(arm, {k: v[2] for k, v in extra.items()})
+    arm = fit.apply(arm, {k.replace("sections.#.", "sections.*.", 1): v[2]
+                          for k, v in extra.items()})
     pulls, train = (data.read(cfg, w, arm.length) for w in ("pulls", "train"))
     problem, _, _ = fit.stage1(frame, sim, arm, cfg.pointing, MARKER, pulls.pull, pulls.tip,
                                pulls.label, measure_angles=False,

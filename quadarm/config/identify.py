@@ -32,7 +32,9 @@ class IdentifyConfig:
 
     ``parameters``: arm keys (dotted; ``sections.*.x``: one value for every section,
     ``sections.#.x``: one per section) or the replay's own ``marker_offset`` (m),
-    ``registration.rx|ry|rz`` (rad, small rotations on top of stage 1's) and
+    ``registration.rx|ry|rz`` (rad, small rotations on top of stage 1's),
+    ``gravity.tilt_x|tilt_y`` (rad, gravity turned by Ry(tilt_y) Rx(tilt_x) in the arm's
+    frame) and
     ``sections.<j>.tendons.rotate_deg`` (deg, turns section j's tendons from their stage-1
     angles) and ``sections.<j>.tendons.travel_scales.<i>`` (tendon i's spool; ``.#``: every
     tendon of the section), each mapped to its [low, high] bounds. ``starts`` starts of

@@ -106,6 +106,9 @@ def test_a_vertical_along_the_arm_reproduces_the_default():
     base = _problem("arm_axis", rot).simulate({}, pull)
     along = _problem("tracking_frame", rot, tuple(-rot[:, 2])).simulate({}, pull)
     assert np.allclose(along, base, rtol=0, atol=1e-12)
+    zero = _problem("arm_axis", rot).simulate({"gravity.tilt_x": 0.0, "gravity.tilt_y": 0.0},
+                                              pull)
+    assert np.array_equal(zero, base)  # the default: the arm's own gravity, bit for bit
     tilted = _problem("tracking_frame", rot).simulate({}, pull)
     assert np.max(np.linalg.norm(tilted - base, axis=1)) > 1e-6
 
