@@ -5,10 +5,13 @@ any extra keys, on every eighth train row without the ``pair23_*`` patterns, and
 held-out ``pair23_*`` rows (aligned tip RMSE, mm). Val is never read.
 
     .venv/bin/python research/identify_split.py TAG ['{"key": [lo, hi, start], ...}'] [NFEV] [all]
+        [gravity=tracking_frame]
 
 ``all``: fit every eighth row of every pattern and score all train rows instead. Prints one
 JSON line (rows, the start's and the fit's RMSE on the fitted / scored rows, the extra keys'
 values) and writes the whole result to ``TAG.json`` in the current folder.
+``gravity=tracking_frame``: gravity along the tracking frame's -z through the registration
+(``identify.gravity``), stage 1 registered the same way.
 """
 
 from __future__ import annotations
@@ -28,15 +31,21 @@ MARKER = 0.0033933
 
 
 def main(argv: list[str]) -> None:
+    gravity = "arm_axis"
+    for a in [a for a in argv if a.startswith("gravity=")]:
+        gravity = a.partition("=")[2]
+        argv = [b for b in argv if b != a]
     tag = argv[0]
     extra = json.loads(argv[1]) if len(argv) > 1 else {}
     nfev = int(argv[2]) if len(argv) > 2 else 6
     frame, arm, sim, cfg, _ = compose(["+experiment=identify_ftdcr_v4",
                                        "arm=ftdcr_v4_calibrated"])
-    arm = fit.apply(arm, {k: v[2] for k, v in extra.items()})
+    arm = fit.apply(arm, {k.replace("sections.#.", "sections.*.", 1): v[2]
+                          for k, v in extra.items()})
     pulls, train = (data.read(cfg, w, arm.length) for w in ("pulls", "train"))
     problem, _, _ = fit.stage1(frame, sim, arm, cfg.pointing, MARKER, pulls.pull, pulls.tip,
-                               pulls.label, measure_angles=False)
+                               pulls.label, measure_angles=False,
+                               gravity=gravity)
     params = dict(cfg.parameters)
     params.update({k: v[:2] for k, v in extra.items()})
     problem.keys = fit.expand(arm, params)

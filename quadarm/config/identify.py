@@ -4,6 +4,7 @@ to search. Units as the key names say; the procedure is in ``docs/identify.md``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Dict, List  # noqa: UP035 - OmegaConf reads these
 
@@ -17,6 +18,7 @@ from quadarm.config.checks import (
 
 UNITS = {"m": 1.0, "mm": 1e-3}
 POINTINGS = ("up", "down")
+GRAVITIES = ("arm_axis", "tracking_frame")
 
 
 @dataclass
@@ -30,13 +32,20 @@ class IdentifyConfig:
 
     ``parameters``: arm keys (dotted; ``sections.*.x``: one value for every section,
     ``sections.#.x``: one per section) or the replay's own ``marker_offset`` (m),
-    ``registration.rx|ry|rz`` (rad, small rotations on top of stage 1's) and
+    ``registration.rx|ry|rz`` (rad, small rotations on top of stage 1's),
+    ``gravity.tilt_x|tilt_y`` (rad, gravity turned by Ry(tilt_y) Rx(tilt_x) in the arm's
+    frame) and
     ``sections.<j>.tendons.rotate_deg`` (deg, turns section j's tendons from their stage-1
     angles) and ``sections.<j>.tendons.travel_scales.<i>`` (tendon i's spool; ``.#``: every
     tendon of the section), each mapped to its [low, high] bounds. ``starts`` starts of
     scipy's bounded least squares (the first at the nominal values, the others drawn in the bounds,
     seeded), at most ``max_nfev`` residual evaluations each (not counting the Jacobian's),
     in ``workers`` processes, on every ``train_stride``-th train row.
+
+    ``gravity``: ``arm_axis`` (along the arm's base axis, down or up as ``pointing`` says)
+    or ``tracking_frame`` (along -``vertical``, the tracking frame's up direction, carried
+    into the arm's frame by the registered rotation: a base mounted off the vertical).
+    ``vertical`` (3,): the tracking frame's up, any length but zero.
     """
 
     data_dir: str = ""
@@ -60,6 +69,8 @@ class IdentifyConfig:
     name: str = "ftdcr_v4_calibrated"
     out: str = "outputs/identify"
     seed: int = 0
+    gravity: str = "arm_axis"
+    vertical: List[float] = field(default_factory=lambda: [0.0, 0.0, 1.0])  # noqa: UP006
 
     def __post_init__(self) -> None:
         _choice("command_unit", self.command_unit, tuple(UNITS))
@@ -80,3 +91,10 @@ class IdentifyConfig:
                 raise ConfigError(f"parameters.{key}", list(bounds),
                                   "must be [low, high] with low < high")
         _positive("max_nfev", self.max_nfev)
+        _choice("gravity", self.gravity, GRAVITIES)
+        if (len(self.vertical) != 3
+                or not all(isinstance(v, int | float) and math.isfinite(v)
+                           for v in self.vertical)
+                or not any(v != 0 for v in self.vertical)):
+            raise ConfigError("vertical", list(self.vertical),
+                              "must be 3 finite numbers, not all zero (the tracking frame's up)")

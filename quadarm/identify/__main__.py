@@ -118,7 +118,8 @@ def run(overrides: list[str]) -> dict[str, float]:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     problem, ch, s1 = fit.stage1(frame, sim, arm, cfg.pointing, cfg.marker_offset,
-                                 recs["pulls"].pull, recs["pulls"].tip, recs["pulls"].label)
+                                 recs["pulls"].pull, recs["pulls"].tip, recs["pulls"].label,
+                                 gravity=cfg.gravity, vertical=tuple(cfg.vertical))
     t1 = time.perf_counter()
     print(f"stage 1: channel map {[cfg.channels[c] for c in ch.tendon_channel]} "
           f"(from {s1['map_from']}), pull RMSE {s1['pull_rmse_m'] * 1e3:.2f} mm "

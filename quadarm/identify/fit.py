@@ -32,7 +32,8 @@ from quadarm.config.sections import SectionArmConfig
 from quadarm.identify import register
 from quadarm.identify.replay import Bench
 
-REPLAY_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registration.rz")
+REPLAY_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registration.rz",
+               "gravity.tilt_x", "gravity.tilt_y")
 
 
 def expand(arm: SectionArmConfig, parameters: dict[str, list[float]]
@@ -122,7 +123,10 @@ def aligned_rmse(sim: np.ndarray, meas: np.ndarray) -> float:
 class Problem:
     """Everything a worker process needs to replay a parameter set: the arm and its bench
     (``frame``, ``sim``, ``pointing``), stage 1's map (``tendon_channel``), rotation and
-    translation (arm base frame -> tracking frame)."""
+    translation (arm base frame -> tracking frame). ``gravity``: ``arm_axis`` (along the
+    arm's base axis, as ``pointing`` says) or ``tracking_frame`` (along -``vertical``, the
+    tracking frame's up, carried into the arm's frame by the registered rotation, the fitted
+    ``registration.r*`` included: an arm mounted off the vertical sags towards its lean)."""
 
     frame: AirframeConfig
     sim: SimConfig
@@ -133,6 +137,25 @@ class Problem:
     rotation: np.ndarray
     translation: np.ndarray
     keys: list[tuple[str, float, float]] = field(default_factory=list)
+    gravity: str = "arm_axis"
+    vertical: tuple[float, ...] = (0.0, 0.0, 1.0)
+
+    def down(self, rot: np.ndarray, tilt: tuple[float, float] = (0.0, 0.0)
+             ) -> np.ndarray | None:
+        """Gravity's unit direction (3,) in the arm's base frame for the rotation ``rot``
+        (3, 3) base -> tracking frame: R^T (-up / |up|); None along the arm's axis. ``tilt``
+        (rad): the fitted ``gravity.tilt_x``/``tilt_y``, turning that direction (or the arm
+        axis's, +-z as ``pointing`` says) by Ry(tilt_y) Rx(tilt_x) in the arm's frame."""
+        if self.gravity == "arm_axis":
+            if tilt == (0.0, 0.0):
+                return None
+            base = np.array([0.0, 0.0, 1.0 if self.pointing == "up" else -1.0])
+        else:
+            up = np.asarray(self.vertical, dtype=float)
+            base = -(rot.T @ up) / float(np.linalg.norm(up))
+        if tilt == (0.0, 0.0):
+            return base
+        return register.rotation(tilt[0], tilt[1], 0.0) @ base
 
     def values(self, x: np.ndarray) -> dict[str, float]:
         """The physical values of the normalised vector ``x`` in [0, 1]^n."""
@@ -149,7 +172,7 @@ class Problem:
         for k, lo, hi in self.keys:
             if k == "marker_offset":
                 v = self.marker_offset
-            elif k.startswith("registration.") or k.endswith(ROTATE):
+            elif k.startswith(("registration.", "gravity.")) or k.endswith(ROTATE):
                 v = 0.0
             elif SCALES in k:
                 sec, _, index = k.partition(SCALES)
@@ -166,8 +189,13 @@ class Problem:
         (K_all, n_channels) m, at ``rows`` (all when None; the history of every row drives
         the friction and backlash play)."""
         arm = apply(self.arm, values)
+        rot = self.rotation @ register.rotation(values.get("registration.rx", 0.0),
+                                                values.get("registration.ry", 0.0),
+                                                values.get("registration.rz", 0.0))
         bench = Bench(self.frame, arm, self.sim, self.pointing,
-                      values.get("marker_offset", self.marker_offset))
+                      values.get("marker_offset", self.marker_offset),
+                      self.down(rot, (values.get("gravity.tilt_x", 0.0),
+                                      values.get("gravity.tilt_y", 0.0))))
         tendon_pull = pull[:, list(self.tendon_channel)]
         ctrl = bench.commands(tendon_pull)
         way = bench.directions(tendon_pull)
@@ -176,15 +204,13 @@ class Problem:
         out = np.empty((len(idx), 3))
         for n, i in enumerate(idx):
             out[n] = bench.settle(ctrl[i], direction=way[i])[0]
-        rot = self.rotation @ register.rotation(values.get("registration.rx", 0.0),
-                                                values.get("registration.ry", 0.0),
-                                                values.get("registration.rz", 0.0))
         return out @ rot.T + self.translation
 
 
 def _replay_rows(problem: Problem, arm: SectionArmConfig, pull_model: np.ndarray
                  ) -> np.ndarray:
-    bench = Bench(problem.frame, arm, problem.sim, problem.pointing, problem.marker_offset)
+    bench = Bench(problem.frame, arm, problem.sim, problem.pointing, problem.marker_offset,
+                  problem.down(problem.rotation))
     return bench.replay(pull_model)
 
 
@@ -210,20 +236,24 @@ def labelled_tendons(labels: np.ndarray, pull: np.ndarray, per_section: list[int
 
 def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointing: str,
            marker_offset: float, pull: np.ndarray, tip: np.ndarray,
-           labels: np.ndarray | None = None, measure_angles: bool = True
+           labels: np.ndarray | None = None, measure_angles: bool = True,
+           gravity: str = "arm_axis", vertical: tuple[float, ...] = (0.0, 0.0, 1.0)
            ) -> tuple[Problem, register.Channels, dict[str, Any]]:
     """Stage 1 (see the module docstring); returns the problem with the registration, the
     channel map and a summary (the section cost matrix, the transform, the pull RMSE).
     ``labels``: the pull rows' labels; when they name the pulled tendon
     (:func:`labelled_tendons`) they fix each channel's section and place in it, else the
     sections come from replaying each channel's pulls as each section's tendon.
-    ``measure_angles`` false keeps the arm's own tendon angles (a calibrated arm's)."""
+    ``measure_angles`` false keeps the arm's own tendon angles (a calibrated arm's).
+    ``gravity``/``vertical``: :class:`Problem`'s; with ``tracking_frame`` the registration is
+    iterated (replay with the gravity of the last rotation, Kabsch again) until the rotation
+    moves by less than 1e-9, at most 10 times."""
     per_section = [s.tendons.count for s in arm.sections]
     first = register.channels(pull, tip, per_section)
     act = register.active_channel(pull)
     named = None if labels is None else labelled_tendons(labels, pull, per_section)
     base = Problem(frame, sim, arm, pointing, marker_offset, tuple(range(pull.shape[1])),
-                   first.axes, np.zeros(3))
+                   first.axes, np.zeros(3), gravity=gravity, vertical=tuple(vertical))
     rest_model = _replay_rows(base, arm, np.zeros((1, arm.n_tendons)))[0]
     n = pull.shape[1]
     cost = np.zeros((n, len(per_section)))
@@ -260,10 +290,18 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
                 for s, a in zip(arm.sections, ch.angles_deg, strict=True)]
     registered = replace(arm, sections=sections) if measure_angles else arm
     problem = Problem(frame, sim, registered, pointing, marker_offset, ch.tendon_channel,
-                      ch.axes, np.zeros(3))
+                      ch.axes, np.zeros(3), gravity=gravity, vertical=tuple(vertical))
     sim_pull = _replay_rows(problem, registered, pull[:, list(ch.tendon_channel)])
     rot, trans = register.kabsch(sim_pull, tip)
     problem.rotation, problem.translation = rot, trans
+    for _ in range(10 if gravity == "tracking_frame" else 0):
+        # The gravity follows the registration, which the gravity moves: a fixed point.
+        sim_pull = _replay_rows(problem, registered, pull[:, list(ch.tendon_channel)])
+        rot, trans = register.kabsch(sim_pull, tip)
+        moved = float(np.max(np.abs(rot - problem.rotation)))
+        problem.rotation, problem.translation = rot, trans
+        if moved < 1e-9:
+            break
     fitted = sim_pull @ rot.T + trans
     summary = {"section_cost_m": cost, "section_of_channel": section_of,
                "map_from": "labels" if named is not None else "pulls",

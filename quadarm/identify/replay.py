@@ -48,10 +48,14 @@ class Bench:
     """A sectioned arm on a fixed base (the airframe welded to the world), pointing ``down``
     (hanging, as under a vehicle) or ``up`` (gravity reversed in the arm's frame, which is the
     arm standing on a bench). ``marker_offset`` (m): the tracked point's distance beyond the
-    tip ball's centre along the distal link's axis."""
+    tip ball's centre along the distal link's axis. ``down`` (3,): gravity's direction in the
+    arm's base frame (z from the tip towards the base, the arm hanging along -z), a unit
+    vector that replaces ``pointing``'s (0, 0, +-1) when given (``identify.gravity =
+    tracking_frame``: an arm mounted off the vertical); the magnitude stays ``sim.gravity``'s."""
 
     def __init__(self, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
-                 pointing: str = "up", marker_offset: float = 0.0) -> None:
+                 pointing: str = "up", marker_offset: float = 0.0,
+                 down: np.ndarray | None = None) -> None:
         if arm.actuation != "displacement":
             raise ValueError("the replay drives tendon displacements: arm.actuation must be "
                              "displacement")
@@ -59,7 +63,10 @@ class Bench:
         self.built = build(frame, arm, sim, fixed_base=True)
         m = self.built.model
         self.model, self.data = m, mujoco.MjData(m)
-        if pointing == "up":
+        if down is not None:
+            unit = np.asarray(down, dtype=float) / float(np.linalg.norm(down))
+            m.opt.gravity[:] = float(np.linalg.norm(m.opt.gravity)) * unit
+        elif pointing == "up":
             m.opt.gravity[:] = -np.asarray(m.opt.gravity)
         self.marker_offset = marker_offset
         self.acts = self.built.tendon_actuators
