@@ -68,7 +68,9 @@ def main(argv: list[str]) -> None:
     out = {"tag": tag, "rows": [len(fit_rows), len(score_rows)], "start": start,
            "fit": (score(res.x, fit_rows), score(res.x, score_rows)), "nfev": int(res.nfev),
            "wall_s": time.time() - t0,
-           "new": {k: values[k] for k in values if k in extra}}
+           "new": {k: values[k] for k in values if k in extra or any(
+               e.startswith("sections.#.") and k.startswith("sections.")
+               and k.split(".", 2)[2] == e.split(".", 2)[2] for e in extra)}}
     print(json.dumps(out))
     with open(f"{tag}.json", "w") as fh:
         json.dump({**out, "values": values}, fh, indent=1)

@@ -98,6 +98,19 @@ class SectionConfig:
     # (bend_scale mu, beta + bend_offset_deg) (quadarm.control.sections, docs/arm.md).
     bend_scale: float = 1.0
     bend_offset_deg: float = 0.0  # deg
+    # Direction-dependent bending stiffness (a backbone with spacers, tendons and a wire that
+    # is not round): each link's hinge pair turned by bend_axis_deg about the link's axis,
+    # stiffness (and damping) EI (1 + bend_anisotropy) about the turned x, EI (1 -
+    # bend_anisotropy) about the turned y (quadarm.model.sections, docs/arm.md). 0, 0: isotropic,
+    # the hinges about the link's own x and y.
+    bend_anisotropy: float = 0.0
+    bend_axis_deg: float = 0.0  # deg
+
+    @property
+    def anisotropic(self) -> bool:
+        """Whether the hinge pair is turned or its stiffnesses differ (the keys off their
+        defaults)."""
+        return self.bend_anisotropy != 0.0 or self.bend_axis_deg != 0.0
 
     @property
     def ei(self) -> float:
@@ -120,6 +133,8 @@ class SectionConfig:
         _in_range("bend_scale", self.bend_scale, -10.0, 10.0)
         if not _real(self.bend_offset_deg):
             raise ConfigError("bend_offset_deg", self.bend_offset_deg, "must be a finite number")
+        _in_range("bend_anisotropy", self.bend_anisotropy, -0.9, 0.9)
+        _in_range("bend_axis_deg", self.bend_axis_deg, -180.0, 180.0)
 
 
 @dataclass

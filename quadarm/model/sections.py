@@ -6,8 +6,10 @@ the other (body origin at the proximal end, the link along its local -z, as the 
 arm's). Each link is hinged to its parent by two orthogonal spring-damper hinges of
 stiffness EI_j / l_j and damping D_j / l_j (each hinge stands for the curvature of its link,
 ``docs/arm.md``); odd links take them in the order y, x so that the small twist of a pair of
-finite rotations cancels pairwise. ``torsion`` adds a third hinge about the link's axis,
-stiffness GJ_j / l_j.
+finite rotations cancels pairwise. A section with ``bend_anisotropy`` a or ``bend_axis_deg``
+phi off 0 turns the pair by phi about the link's axis, stiffness and damping (1 + a) times
+about the turned x, (1 - a) times about the turned y (:func:`bend_axes`). ``torsion`` adds a
+third hinge about the link's axis, stiffness GJ_j / l_j.
 
 Tendons: tendon t of section j is anchored on the airframe at the flange, passes a via site at
 the distal end of every link of sections 0..j (at its offset and angle) and ends at the last
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from quadarm.config.sections import SectionArmConfig
+from quadarm.config.sections import SectionArmConfig, SectionConfig
 from quadarm.model import names
 
 # Collision bitmasks as quadarm.model.builder's (the arm touches the ground and the frame).
@@ -101,17 +103,27 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
         rng = None if sec.curvature_range is None else min(sec.curvature_range * ell, math.pi)
         limit = (dict(limited=mujoco.mjtLimited.mjLIMITED_FALSE) if rng is None else
                  dict(limited=mujoco.mjtLimited.mjLIMITED_TRUE, range=[-rng, rng]))
-        axes = [("x", [1, 0, 0]), ("y", [0, 1, 0])]
+        axes: list[tuple[str, list[float]]] = [("x", [1, 0, 0]), ("y", [0, 1, 0])]
+        stiff = [sec.ei / ell] * 2
+        damp = [sec.damping / ell] * 2
+        if sec.anisotropic:
+            # The principal axes: x and y turned by phi about the link's axis, EI (1 +- a).
+            (cx, sx), a = bend_axes(sec), sec.bend_anisotropy
+            axes = [("x", [cx, sx, 0.0]), ("y", [-sx, cx, 0.0])]
+            stiff = [sec.ei * (1.0 + a) / ell, sec.ei * (1.0 - a) / ell]
+            damp = [sec.damping * (1.0 + a) / ell, sec.damping * (1.0 - a) / ell]
         if k % 2:
             axes.reverse()
-        stiff = [sec.ei / ell] * 2
+            stiff.reverse()
+            damp.reverse()
         if arm.torsion:
             axes.append(("z", [0, 0, 1]))
             stiff.append(sec.ei / (1.0 + arm.poisson_ratio) / ell)
-        for (axis, vec), kk in zip(axes, stiff, strict=True):
+            damp.append(sec.damping / ell)
+        for (axis, vec), kk, dd in zip(axes, stiff, damp, strict=True):
             name = names.link_joint(k, axis)
             link.add_joint(name=name, type=mujoco.mjtJoint.mjJNT_HINGE, axis=vec,
-                           stiffness=[kk, 0, 0], damping=sec.damping / ell, springref=0.0,
+                           stiffness=[kk, 0, 0], damping=dd, springref=0.0,
                            frictionloss=arm.joint_friction, **limit)
             if arm.joint_friction > 0:
                 link.joints[-1].solimp_friction = [0.9999, 0.9999, 0.001, 0.5, 2.0]
@@ -156,10 +168,18 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
         # link's cross-section along the backbone by y a (about y: -x a); the tendon on
         # that side shortens by as much, so the length's coefficient is -y (x); the
         # straight length is the section's distance from the flange (springlength-free).
+        # Hinges turned by phi (bend_axis_deg): about (c, s) the coefficient is s x - c y,
+        # about (-s, c) it is c x + s y (the same rule, u x p's z component).
         for k in range(n):
             if lay.section_of_link[k] > lay.section_of_tendon[i]:
                 break
             x, y = pts[i] if lay.section_of_link[k] == lay.section_of_tendon[i] else through[i]
+            sec = arm.sections[lay.section_of_link[k]]
+            if sec.anisotropic:
+                c, s = bend_axes(sec)
+                t.wrap_joint(names.link_joint(k, "x"), s * x - c * y)
+                t.wrap_joint(names.link_joint(k, "y"), c * x + s * y)
+                continue
             t.wrap_joint(names.link_joint(k, "x"), -y)
             t.wrap_joint(names.link_joint(k, "y"), x)
     # No contact between the airframe and the first links (their caps sit in the flange).
@@ -171,6 +191,14 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
         if depth >= arm.segment_radius:
             break
     return joints
+
+
+def bend_axes(sec: SectionConfig) -> tuple[float, float]:
+    """(cos phi, sin phi) of the section's principal bending axis, phi its
+    ``bend_axis_deg``: the link's ``_bend_x`` hinge turns about (cos phi, sin phi, 0), its
+    ``_bend_y`` hinge about (-sin phi, cos phi, 0), in the link's frame."""
+    phi = math.radians(sec.bend_axis_deg)
+    return math.cos(phi), math.sin(phi)
 
 
 def add_actuators(spec: mujoco.MjSpec, arm: SectionArmConfig) -> None:

@@ -97,6 +97,15 @@ def check(cfg: Config) -> None:
                           arm.sections[j].tendons.pass_scale, "must be 1 in flight: the bend "
                           "plan allocates tensions for tendons whose moment arm is their offset "
                           "in every section they pass (the bench replay takes any value)")
+    turned = [j for j, s in enumerate(arm.sections) if s.anisotropic]
+    if turned:
+        j = turned[0]
+        sec = arm.sections[j]
+        name = "bend_anisotropy" if sec.bend_anisotropy != 0.0 else "bend_axis_deg"
+        raise ConfigError(f"arm.sections.{j}.{name}", getattr(sec, name), "must be 0 in "
+                          "flight: the bend plan allocates tensions for an isotropic section "
+                          "whose hinges are the links' own x and y (the bench replay takes any "
+                          "value)")
     c = cfg.control
     # The com feed-forward's first moment holds for any chain of two-hinge links
     # (tests/model/test_arm_terms.py); the wrench reads three tendons' anchors.
