@@ -6,6 +6,7 @@ reproduces the command line, the vector environment row for row, Gymnasium's che
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -55,17 +56,25 @@ def _gap(info, cli):
     return ref, got
 
 
-def test_controller_action_reproduces_the_command_line():
-    """Lengths, play and low-pass: the command line's metrics to 1e-9, as in tension mode
-    (the action's round trip through [-1, 1] and the play's inverse differ from the command
-    line's lengths in the last bit: 1e-18 m)."""
-    env = QuadArmEnv(overrides=BEND)
+def _as_the_command_line(env: QuadArmEnv) -> tuple[dict, np.ndarray, Any]:
+    """Fly ``env`` by controller_action() and the command line on its config: both ok, every
+    metric equal to 1e-9 (as in tension mode). Returns the command line's metrics, the env's
+    tendon actions and the command line's episode."""
     info, tendons = _flown(env)
     cli = run_episode(env.cfg)
     assert cli.status == "ok" and info["status"] == "ok"
     ref, got = _gap(info, cli)
     for k, v in ref.items():
         assert got[k] == pytest.approx(v, rel=1e-9, abs=1e-12, nan_ok=True), k
+    return ref, tendons, cli
+
+
+def test_controller_action_reproduces_the_command_line():
+    """Lengths, play and low-pass: the command line's metrics to 1e-9, as in tension mode
+    (the action's round trip through [-1, 1] and the play's inverse differ from the command
+    line's lengths in the last bit: 1e-18 m)."""
+    env = QuadArmEnv(overrides=BEND)
+    ref, tendons, cli = _as_the_command_line(env)
     assert abs(ref[("final", "tip_lateral_cm")]) > 5.0  # the plan bent the arm
     # The controller's commands lie inside the range (not clipped), and use most of it.
     assert np.abs(tendons).max() < 1.0 and np.abs(tendons).max() > 0.9
@@ -232,13 +241,7 @@ def test_every_term_flies_with_servos_as_the_command_line(term):
     overrides = _servo_trial(term)
     if overrides is None:
         pytest.skip(f"{term.name}: refused with a multi-section arm")
-    env = QuadArmEnv(overrides=overrides)
-    info, tendons = _flown(env)
-    cli = run_episode(env.cfg)
-    assert cli.status == "ok" and info["status"] == "ok"
-    ref, got = _gap(info, cli)
-    for k, v in ref.items():
-        assert got[k] == pytest.approx(v, rel=1e-9, abs=1e-12, nan_ok=True), k
+    _, tendons, _ = _as_the_command_line(QuadArmEnv(overrides=overrides))
     assert np.abs(tendons).max() < 1.0
 
 

@@ -12,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import DictConfig, OmegaConf
-from test_validation import BAD, FILES, GOOD
+from test_validation import BAD, FILES, GOOD  # noqa: F401 - FILES: the conf_dir fixture's
 
 from quadarm.config import CONF_DIR, composer
 from quadarm.preflight import jobs
@@ -29,16 +29,6 @@ MORE = [
     "+bogus.key=1", "airframe=neg_mass airframe.kappa=0.02",
     "runner.n_jobs=3 hydra.job.chdir=true seed=1",
 ]
-
-
-@pytest.fixture(scope="module")
-def conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("user_conf")
-    for name, text in FILES.items():
-        path = root / f"{name}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
 
 
 def _lines() -> list[str]:

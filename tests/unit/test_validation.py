@@ -206,16 +206,6 @@ GOOD = [
 ]
 
 
-@pytest.fixture(scope="module")
-def conf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("user_conf")
-    for name, text in FILES.items():
-        path = root / f"{name}.yaml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 def _args(case: str, conf_dir: Path) -> list[str]:
     return ["--config-dir", str(conf_dir), *case.split()]
 
