@@ -42,9 +42,10 @@ over every bend mu in [0, 1], beta in [0, 360) deg, with each section's ``bend_s
 ``bend_offset_deg``), +1 -> the longest length a tendon takes at those bends (where it holds
 no tension: slack), each end widened by the servo's ``backlash``. So -1 pulls and +1
 releases: the opposite sense to a tension action. With ``arm.backlash`` > 0 the environments
-put every tendon action through the servo's play (:func:`servo_play`, as the command line's
-plan does to its rows, :func:`quadarm.model.sections.play`): the tendon follows the command
-once the command has moved ``backlash`` / 2 past it, and then lags it by ``backlash`` / 2.
+put every tendon action through the servo's play (:func:`quadarm.model.sections.play_step`,
+the step of :func:`quadarm.model.sections.play`, which the command line's plan applies to its
+rows): the tendon follows the command once the command has moved ``backlash`` / 2 past it,
+and then lags it by ``backlash`` / 2.
 
 Reward of the step from sample k to k + 1: ``-(|p - p_d|(t_{k+1}) / 1 cm)^2 / (n + 1)``, the
 sample's share of the episode's mean squared position error, so that an episode that starts on
@@ -207,7 +208,7 @@ def servo_commands(prepared: Any) -> np.ndarray:
     """The scenario's tendon length commands (n + 1, n_t) m before the servo's backlash: the
     plan's rows (:mod:`quadarm.scenarios.drive`), planned again without the play when
     ``arm.backlash`` > 0 (the play is the servo's, which the environments apply to the
-    actions: :func:`servo_play`)."""
+    actions: :func:`quadarm.model.sections.play_step`)."""
     from dataclasses import replace
 
     cfg, plan = prepared.cfg, prepared.plan
@@ -217,17 +218,10 @@ def servo_commands(prepared: Any) -> np.ndarray:
     return np.asarray(plan.tensions, dtype=float)
 
 
-def servo_play(y: np.ndarray, u: np.ndarray, h: Any) -> np.ndarray:
-    """The servo's backlash on the tendon commands u (m), (..., n_t): the tendon's new
-    commands from its last ones ``y`` (same shape) for a play of half-width ``h`` (m, a scalar
-    or broadcasting), the step of :func:`quadarm.model.sections.play` (same operations)."""
-    return np.minimum(np.maximum(y, u - h), u + h)
-
-
 def servo_unplay(c: np.ndarray, y: np.ndarray, h: Any) -> np.ndarray:
-    """The command whose play (:func:`servo_play`) from ``y`` gives ``c`` (m, (..., n_t)): the
-    play's input moves ``h`` ahead of its output, and an output that stays is its own input
-    (up to rounding: (c + h) - h may differ from c in the last bit)."""
+    """The command whose play (:func:`quadarm.model.sections.play_step`) from ``y`` gives
+    ``c`` (m, (..., n_t)): the play's input moves ``h`` ahead of its output, and an output that
+    stays is its own input (up to rounding: (c + h) - h may differ from c in the last bit)."""
     return np.where(c > y, c + h, np.where(c < y, c - h, c))
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from quadarm.config import Config
 from quadarm.envs import core, sensed
+from quadarm.model.sections import play_step
 from quadarm.runner import step
 from quadarm.runner.lifecycle import (
     UNSTABLE,
@@ -109,7 +110,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._shape = (ids.size,)
         self._lo, self._half, self._n = task.lo.tolist(), task.half.tolist(), task.n
         self._nr = task.built.rotor_actuators.size
-        # The servos' backlash (core.servo_play): the tendon commands the play let through.
+        # The servos' backlash (sections.play_step): the tendon commands the play let through.
         self._play = np.zeros(ids.size - self._nr) if task.play > 0.0 else None
         ref = task.plan.ref
         self._ref_p, self._ref_v = ref.p, ref.v
@@ -203,7 +204,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             nr = self._nr
             cmd = np.array(u[nr:])
             y = self._play
-            y[:] = cmd if k == 0 else core.servo_play(y, cmd, task.play)
+            y[:] = cmd if k == 0 else play_step(y, cmd, task.play)
             u[nr:] = y.tolist()
         # The controller runs at every sample, whatever the actions, so that its memory
         # follows the flown states and controller_action() is the command line's command.
@@ -277,7 +278,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         states flown so far, as ``python -m quadarm`` runs it. Stepping with it flies the
         command line's closed loop (the sensing term aside: the controller reads the simulated
         state, see :data:`quadarm.terms.TERMS`). With servo-driven tendons and a backlash the
-        tendon entries are the commands whose play (:func:`quadarm.envs.core.servo_play`)
+        tendon entries are the commands whose play (:func:`quadarm.model.sections.play_step`)
         gives the controller's lengths (:func:`quadarm.envs.core.servo_unplay`)."""
         k = self._k
         if k < 0:

@@ -52,6 +52,7 @@ from quadarm import terms
 from quadarm.config import Config
 from quadarm.envs import core, sensed
 from quadarm.envs.batches import Batches
+from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import UNSTABLE, divergence, outcome_log
 from quadarm.scenarios.common import Log
@@ -158,7 +159,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._ended = np.zeros(self.num_envs, dtype=bool)
         self._all = np.arange(self.num_envs)
         self._rows = np.zeros(self.num_envs, dtype=bool)
-        # The tendon commands each environment's servo play let through (core.servo_play),
+        # The tendon commands each environment's servo play let through (sections.play_step),
         # (num_envs, n_t) m: kept across model rebuilds, for the rows mid-episode.
         self._play = np.zeros((self.num_envs, task.built.tendon_actuators.size))
         self._compiled = jit.use(self.cfg.runner.compiled)
@@ -216,7 +217,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             self._TA = stack(lambda t: t.tendon_action)
         self._lo = np.array([t.lo for t in tasks])
         self._half = np.array([t.half for t in tasks])
-        # The servos' backlash per environment (core.servo_play; 0: none).
+        # The servos' backlash per environment (sections.play_step; 0: none).
         self._h = np.array([t.play for t in tasks])
         self._played = self._h > 0.0
         self._start = np.array([t.start for t in tasks])
@@ -533,7 +534,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         y = self._play
         y[act[first]] = cmd[first]
         ids = act[rest]
-        y[ids] = core.servo_play(y[ids], cmd[rest], self._h[ids][:, None])
+        y[ids] = play_step(y[ids], cmd[rest], self._h[ids][:, None])
         cmd[on] = y[act[on]]
 
     def _restart_sensing(self, ids: np.ndarray) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -251,6 +252,13 @@ def displacement_ctrl(model: mujoco.MjModel, actuators: np.ndarray, arm: Section
     return rest - scale * np.asarray(pull, dtype=float) - pretension(arm) / tendon_stiffness(arm)
 
 
+def play_step(y: np.ndarray, u: np.ndarray, h: Any) -> np.ndarray:
+    """One step of the backlash (play) operator: the output after the input ``u`` from the last
+    output ``y`` (m, same shape) for a play of half-width ``h`` (m, a scalar or broadcasting):
+    it moves only when ``u`` is more than ``h`` away, and then stays ``h`` behind it."""
+    return np.minimum(np.maximum(y, u - h), u + h)
+
+
 def play(commands: np.ndarray, width: float) -> np.ndarray:
     """The backlash (play) operator of total width ``width`` (m) applied along the first axis
     of ``commands`` (K, n): the output follows the input only once the input has moved
@@ -263,7 +271,7 @@ def play(commands: np.ndarray, width: float) -> np.ndarray:
     out = np.empty_like(x)
     y = x[0].copy()
     for k in range(len(x)):
-        y = np.minimum(np.maximum(y, x[k] - h), x[k] + h)
+        y = play_step(y, x[k], h)
         out[k] = y
     return out
 
