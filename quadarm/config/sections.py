@@ -258,3 +258,10 @@ class SectionArmConfig:
         if not (_real(self.bend_yield_ratio) and 0.0 < self.bend_yield_ratio <= 4.0):
             raise ConfigError("bend_yield_ratio", self.bend_yield_ratio,
                               "must be a number in (0, 4]")
+
+
+def servo_driven(arm: object) -> bool:
+    """Whether ``arm``'s tendons are servo-driven (``actuation: displacement``: position
+    actuators commanded in metres); the one-section arms' (no ``actuation`` key) are
+    force-driven."""
+    return getattr(arm, "actuation", "tension") == "displacement"

@@ -68,6 +68,7 @@ import numpy as np
 from quadarm import terms
 from quadarm.api import compose  # noqa: F401 - the envs compose through the front door
 from quadarm.config import Config
+from quadarm.config.sections import servo_driven
 from quadarm.model import BuiltModel
 from quadarm.scenarios.common import Plan, Scenario
 from quadarm.scenarios.tasks import TASKS
@@ -146,7 +147,7 @@ def make_task(cfg: Config) -> Task:
                 else np.asarray(plan.tensions, dtype=float))
     nr = built.rotor_actuators.size
     play = 0.0
-    if servo_driven(cfg):
+    if servo_driven(cfg.arm):  # the tendon actions are length commands, m
         # Lengths (m): the range from the geometry, and the plan's commands before the play
         # (the servo's input, which the actions are).
         tensions = servo_commands(prepared)
@@ -159,12 +160,6 @@ def make_task(cfg: Config) -> Task:
     return Task(cfg, built, plan, module, list(ctl.params), list(ctl.mix_flat), act, lo, half,
                 prepared, ff, tendon_action, pulses, np.asarray(plan.start, dtype=float),
                 float(cfg.sim.max_distance), play)
-
-
-def servo_driven(cfg: Config) -> bool:
-    """Whether ``cfg``'s tendons are servo-driven (``arm.actuation=displacement``: the tendon
-    actions are length commands, m)."""
-    return getattr(cfg.arm, "actuation", "tension") == "displacement"
 
 
 # The bend commands servo_range evaluates the plan at: mu in [0, 1] (every scenario's range,

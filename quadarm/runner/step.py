@@ -58,6 +58,7 @@ from typing import Any, NamedTuple
 import mujoco
 import numpy as np
 
+from quadarm.config.sections import servo_driven
 from quadarm.control import arm as arm_control
 from quadarm.control import geometric, tipfeedback
 from quadarm.model import aero
@@ -611,8 +612,7 @@ def _tendon(preps: Sequence[Prepared], big: int) -> Tendon:
         tensions=tensions,
         lowpass=np.array([lowpass_coefficient(p.cfg.control.tendon_tau,
                                               p.built.model.opt.timestep) for p in preps]),
-        servo=np.array([getattr(p.cfg.arm, "actuation", "tension") == "displacement"
-                        for p in preps]))
+        servo=np.array([servo_driven(p.cfg.arm) for p in preps]))
 
 
 def _tip(preps: Sequence[Prepared], big: int, held: bool) -> Tip:

@@ -16,6 +16,7 @@ gym = pytest.importorskip("gymnasium")
 from helpers import assert_rows_follow_singles  # noqa: E402
 
 import quadarm.envs  # noqa: E402,F401 - registers the ids
+from quadarm.config.sections import servo_driven  # noqa: E402
 from quadarm.envs import core  # noqa: E402
 from quadarm.envs.single import QuadArmEnv  # noqa: E402
 from quadarm.envs.vector import QuadArmVectorEnv  # noqa: E402
@@ -176,7 +177,7 @@ def test_check_env_passes_without_warnings():
     env = gym.make("quadarm/QuadArm-v0",
                    overrides=[*V4, "scenario=hover", "scenario.duration=0.04",
                               "arm.backlash=1e-4"]).unwrapped
-    assert core.servo_driven(env.cfg) and env.task.play > 0.0
+    assert servo_driven(env.cfg.arm) and env.task.play > 0.0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         check_env(env)
