@@ -75,12 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env = Env.of()
     docs = args.docs if args.docs and Path(args.docs).is_file() else None
+    names = args.tasks or tasks()
     try:
-        runs, report = commands(args.tasks or tasks(), env, shlex.split(args.args), docs)
+        runs, report = commands(names, env, shlex.split(args.args), docs)
     except ValueError as err:
         print(f"quadarm.suite: error: {err}", file=sys.stderr)
         return 2
-    for cmd in runs:
+    for name, cmd in zip(names, runs, strict=True):
         print("+ " + shlex.join(cmd), file=sys.stderr, flush=True)
         if args.dry_run:
             continue
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         rc = subprocess.run(cmd, check=False).returncode
         if rc not in (0, DIVERGED):
             return rc
-        print(f"tasks: {cmd[4].split('=', 1)[1]} took {time.monotonic() - start:.0f} s",
+        print(f"tasks: {name} took {time.monotonic() - start:.0f} s",
               file=sys.stderr, flush=True)
     print("+ " + shlex.join(report), file=sys.stderr, flush=True)
     return 0 if args.dry_run else subprocess.run(report, check=False).returncode
