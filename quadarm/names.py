@@ -231,7 +231,7 @@ def tension_column(i: int) -> str:
     """The tension (N) of tendon ``i``: the command of a force-driven tendon, the logged
     tension of a servo-driven one (0, 1, 2 -> a, b, c; a multi-section arm's
     up to 26 tendons go on to z)."""
-    return f"tension_{'abcdefghijklmnopqrstuvwxyz'[i]}_n"
+    return f"tension_{TENDON_LETTERS[i]}_n"
 
 
 def length_command_column(i: int) -> str:
