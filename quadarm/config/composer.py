@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import copy
 import os
+import typing
 from collections import OrderedDict
+from dataclasses import fields
 from pathlib import Path
 
 from hydra import compose
@@ -35,8 +37,17 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig, open_dict
 
-# Root keys of the schema that are values, not groups (every other root key is a group).
-_ROOT_VALUES = frozenset({"seed"})
+from quadarm.config.schemas import Config
+
+
+def _root_values() -> frozenset[str]:
+    """The root schema's keys that hold a plain value (``seed``), not a node: every other root
+    key is a config group or a node, which a dot-less override replaces as a whole."""
+    hints = typing.get_type_hints(Config)
+    return frozenset(f.name for f in fields(Config) if hints[f.name] in (bool, int, float, str))
+
+
+_ROOT_VALUES = _root_values()
 _MAX_CACHED = 64  # compositions kept per process (each about 0.3 MB)
 _cache: OrderedDict[tuple[object, ...], DictConfig] = OrderedDict()
 
