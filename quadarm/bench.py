@@ -14,9 +14,12 @@ medians:
   switch). ``bare_c``: the commands replayed in MuJoCo's own C loop (``mujoco.rollout``);
 - ``closed``: the closed-loop mission (:func:`quadarm.runner.episode.fly`: controller, reference,
   tendon commands, logging, divergence checks), compiled (numba) and in plain Python;
-- ``batch``: the batched engine (:mod:`quadarm.runner.batch`) on ``--nsim`` trials of the
+- ``batch``: the batched engine (:func:`quadarm.runner.engine.fly_threads`: each thread flies
+  whole trials through the compiled one-trial loop) on ``--nsim`` trials of the
   bending-workspace sweep, on 1 and 2 threads, per simulated step, and the bare single-thread
-  replay of the same trials for comparison;
+  replay of the same trials for comparison; on 2 threads also its lock-step option
+  (:func:`quadarm.runner.batch.fly_batch`, a ``mujoco.batch.Batch`` per thread) and one
+  ``Batch`` on both threads;
 - ``air``: the mission with motor lag, gusts and downwash on (``AIR``), closed loop against a
   bare replay of the same model;
 - MuJoCo's own timers for the bare step (``mjTIMER_*``), the real-time factors and the ratios the
@@ -57,7 +60,7 @@ from mujoco import rollout
 
 from quadarm import terms
 from quadarm.api import compose
-from quadarm.runner import batch, episode, jit, lifecycle
+from quadarm.runner import batch, engine, episode, jit, lifecycle
 from quadarm.runner.lifecycle import Outcome, Prepared
 from quadarm.scenarios import tasks
 from quadarm.scenarios.common import Log
@@ -228,9 +231,11 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
                                                                              strict=True))
         samples["batch_bare"].append(wall / batch_steps * 1e6)
         for t in threads:
-            wall = _timed(partial(batch.fly_batch, preps, t))
+            wall = _timed(partial(engine.fly_threads, preps, t))
             samples[f"batch_{t}"].append(wall / batch_steps * 1e6)
             if t > 1:
+                wall = _timed(partial(batch.fly_batch, preps, t))
+                samples.setdefault(f"batch_{t}_lockstep", []).append(wall / batch_steps * 1e6)
                 wall = _timed(partial(batch.fly_batch, preps, t, split=False))
                 samples.setdefault(f"batch_{t}_pool", []).append(wall / batch_steps * 1e6)
         print(f"  {label}: repeat {r + 1}/{repeat} done", file=sys.stderr)
@@ -256,9 +261,10 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     for t in threads:
         # Simulated steps per second of the batch over those of one bare loop.
         out[f"batch_{t}thread_speedup_vs_bare"] = med["batch_bare"] / med[f"batch_{t}"]
-        if f"batch_{t}_pool" in med:
-            pool = med[f"batch_{t}_pool"]
-            out[f"batch_{t}thread_pool_speedup_vs_bare"] = med["batch_bare"] / pool
+        for mode in ("lockstep", "pool"):
+            if f"batch_{t}_{mode}" in med:
+                out[f"batch_{t}thread_{mode}_speedup_vs_bare"] = (
+                    med["batch_bare"] / med[f"batch_{t}_{mode}"])
     return out
 
 
@@ -303,8 +309,10 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
     wprep = lifecycle.prepare(wcfg)
     if not isinstance(wprep, Prepared):
         raise RuntimeError(f"the workspace trial failed: {wprep.message}")
-    preps = [wprep] * nenv
-    batch.fly_batch(preps[:2], 1)  # warm-up
+    # A trial each (the engine's threads fly them at once: none shares a model or a task).
+    preps = [wprep] + [p for p in (lifecycle.prepare(wcfg) for _ in range(nenv - 1))
+                       if isinstance(p, Prepared)]
+    engine.fly_threads(preps[:2], 1)  # warm-up
 
     def vector() -> float:
         venv.reset(seed=0)
@@ -320,7 +328,7 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
     for _ in range(repeat):
         samples["bare"].append(bare_replay(prep.built.model, prep.plan, ctrl)[0] / n * 1e6)
         samples["env_single"].append(single() / n * 1e6)
-        samples["engine"].append(_timed(lambda: batch.fly_batch(preps, nthread))
+        samples["engine"].append(_timed(lambda: engine.fly_threads(preps, nthread))
                                  / (steps * nenv) * 1e6)
         samples["env_vector"].append(vector() / (steps * nenv) * 1e6)
         for key, run_once in reach.items():
@@ -584,8 +592,9 @@ def table(results: dict[str, Any]) -> str:
     first = results["presets"][labels[0]]
     rows += [(f"batched engine, {t} thread(s)", f"batch_{t}")
              for t in (1, 2) if f"batch_{t}" in first["us_per_step"]]
-    if "batch_2_pool" in first["us_per_step"]:
-        rows += [("batched engine, 2 threads in one Batch", "batch_2_pool")]
+    rows += [(label, key) for label, key in (
+        ("  lock-step: a Batch per thread, 2 threads", "batch_2_lockstep"),
+        ("  lock-step: one Batch on 2 threads", "batch_2_pool")) if key in first["us_per_step"]]
     head = f"{'us per simulated step (median)':42s}" + "".join(
         f"{lab:>16s}{'x real time':>13s}" for lab in labels)
     lines = [head, "-" * len(head)]
@@ -600,7 +609,8 @@ def table(results: dict[str, Any]) -> str:
               ("closed, pure Python / bare", "ratio_closed_python_over_bare"),
               ("batch 1 thread: steps/s vs bare", "batch_1thread_speedup_vs_bare"),
               ("batch 2 threads: steps/s vs bare (>= 1.8)", "batch_2thread_speedup_vs_bare"),
-              ("  the same, one Batch on 2 threads", "batch_2thread_pool_speedup_vs_bare")]
+              ("  lock-step, a Batch per thread", "batch_2thread_lockstep_speedup_vs_bare"),
+              ("  lock-step, one Batch on 2 threads", "batch_2thread_pool_speedup_vs_bare")]
     for text, key in ratios:
         if key in first:
             lines.append(f"{text:42s}" + "".join(f"{results['presets'][lab][key]:16.2f}{'':13s}"

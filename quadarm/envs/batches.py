@@ -1,5 +1,5 @@
 """The vector environment's simulations: ``mujoco.batch.Batch`` split in parts stepped from
-Python threads, as the batched engine does (:func:`quadarm.runner.batch.fly_batch`).
+Python threads, as the lock-step flight does (:func:`quadarm.runner.batch.fly_batch`).
 
 Simulations 0..n-1 are dealt in contiguous parts to ``nthread`` single-threaded batches, each
 stepped by its own Python thread (``Batch.step`` releases the GIL): the parts never wait for

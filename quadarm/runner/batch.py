@@ -1,16 +1,22 @@
-"""Batched engine: many trials stepped together in one ``mujoco.batch.Batch``.
+"""Lock-step flight: many trials stepped together, sample by sample, in ``mujoco.batch.Batch``.
 
 Monte-Carlo and grid studies run the same model over and over with a few parameters changed.
-Here the trials of a job are stepped together, on ``runner.batch_threads`` threads, inside one
-``mujoco.batch.Batch`` (MuJoCo 4: the state of every simulation is a row of a live (nsim, ...)
-array; the batch's steps are bit-identical to a loop over one ``MjData`` per simulation at any
-thread count). Per-trial model parameters (arm stiffness, masses, gains' effect on nothing in
-the model, a different altitude's keyframe, ...) go in through ``Batch.expand``: each trial's
-model is compiled from its own config exactly as the one-trial path compiles it, and every
-model field in which it differs from the first trial's is expanded and given its value, so each
-simulation runs exactly its own model. Trials whose models differ in structure (``arm.segments``,
-the number of rotors, ...) cannot share a batch; they are grouped by structure and a group of one
-runs on the one-trial path (the grouping is :mod:`quadarm.runner.engine`'s).
+Here trials are stepped together, on ``nthread`` threads, inside ``mujoco.batch.Batch`` (MuJoCo
+4: the state of every simulation is a row of a live (nsim, ...) array; the batch's steps are
+bit-identical to a loop over one ``MjData`` per simulation at any thread count). Per-trial model
+parameters (arm stiffness, masses, gains' effect on nothing in the model, a different altitude's
+keyframe, ...) go in through ``Batch.expand``: each trial's model is compiled from its own
+config exactly as the one-trial path compiles it, and every model field in which it differs from
+the first trial's is expanded and given its value, so each simulation runs exactly its own
+model. Trials whose models differ in structure (``arm.segments``, the number of rotors, ...)
+cannot share a batch; they are grouped by structure and a group of one runs on the one-trial
+path (the grouping is :mod:`quadarm.runner.engine`'s).
+
+The batched engine's trials fly whole on threads by default
+(:func:`quadarm.runner.engine.fly_threads`, faster on a CPU: each trial's data stays in its
+core's cache); this lock-step flight is its ``lockstep`` option, and its seam
+(:func:`quadarm.runner.step.batch_rows`) is the vector environment's, which needs every
+simulation at one sample.
 
 Every sample runs the step seam (:mod:`quadarm.runner.step`) on each live simulation's row:
 :func:`quadarm.runner.step.batch_rows` calls the one-trial per-step function row by row,
@@ -124,8 +130,8 @@ def make_batch(models: Sequence[mujoco.MjModel], nthread: int) -> mujoco.batch.B
 
 
 def fly_batch(preps: Sequence[Prepared], nthread: int, split: bool = True) -> list[Outcome]:
-    """Fly ``preps`` (same model structure) together on ``nthread`` threads; the batched twin
-    of :func:`quadarm.runner.episode.fly`. Raises :class:`Incompatible` before any step if
+    """Fly ``preps`` (same model structure) together on ``nthread`` threads; the lock-step
+    twin of :func:`quadarm.runner.episode.fly`. Raises :class:`Incompatible` before any step if
     their models cannot share a batch.
 
     With ``split`` (the default) the trials are dealt to ``nthread`` Python threads, each

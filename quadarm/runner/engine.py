@@ -1,12 +1,19 @@
 """Where the trials of a job run: the one place that chooses the engine and the backend.
 
 - **Engine** (``runner.engine``): ``serial`` flies every trial on its own
-  (:mod:`quadarm.runner.episode`); ``batch`` steps every runnable trial in
-  ``mujoco.batch.Batch`` groups (:mod:`quadarm.runner.batch`); ``auto`` batches the trials of
-  each model structure that has at least ``runner.batch_min_trials`` of them, unless they go to
-  a Dask cluster.
+  (:mod:`quadarm.runner.episode`), through the backend below; ``batch`` flies every runnable
+  trial in this process, in batches of one model structure on ``runner.batch_threads``
+  threads (:func:`fly_threads`); ``auto`` batches the trials of each model structure that has
+  at least ``runner.batch_min_trials`` of them, unless they go to a Dask cluster.
 - **Backend** (``runner.backend``, ``runner.n_jobs``): the trials that are not batched run in
   this process, in joblib worker processes or threads, or on Dask workers.
+
+Each thread of a batch takes the next trial and flies it whole through the compiled one-trial
+loop, whose kernel steps MuJoCo with the GIL released: a trial's ``MjData`` stays in its core's
+cache for all its steps. That is faster than stepping the batch in lock-step in
+``mujoco.batch.Batch`` (:func:`quadarm.runner.batch.fly_batch`, ``lockstep=True`` here), where
+every sample walks all the batch's simulations (docs/performance.md has the measurements); the
+lock-step seam stays the vector environment's, which needs every simulation at one sample.
 
 Batches are bounded twice: by the memory their logs take (``MEMORY_BUDGET``) and by their
 expected duration (``runner.batch_seconds``, from a short timing of the model's step), because a
@@ -21,6 +28,7 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import mujoco
@@ -28,8 +36,8 @@ import mujoco
 from quadarm.config import Config, RunnerConfig
 from quadarm.runner import quiet
 from quadarm.runner.batch import Incompatible, fly_batch, sizes
-from quadarm.runner.episode import fly_and_score
-from quadarm.runner.lifecycle import Episode, Prepared, grounded, prepare, reset, score
+from quadarm.runner.episode import fly_and_score, fly_recorded
+from quadarm.runner.lifecycle import Episode, Outcome, Prepared, grounded, prepare, reset, score
 from quadarm.runner.trials import Trial
 
 log = logging.getLogger(__name__)
@@ -128,13 +136,29 @@ def per_batch(preps: Sequence[Prepared], nthread: int, budget: int = MEMORY_BUDG
     return size
 
 
+def fly_threads(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
+    """The outcomes of flying ``preps`` on ``nthread`` threads, in their order: each thread
+    takes the next trial not yet taken and flies it whole through the one-trial loop
+    (:func:`quadarm.runner.episode.fly_recorded`: its compiled kernel releases the GIL while
+    it steps). Every trial owns its model and data, so each outcome is that trial's flown
+    alone, bit for bit, whatever the threads; an error raised while flying one is its
+    outcome's ``error``, and the others fly on."""
+    if nthread <= 1 or len(preps) <= 1:
+        return [fly_recorded(p) for p in preps]
+    with ThreadPoolExecutor(min(nthread, len(preps))) as pool:
+        return list(pool.map(fly_recorded, preps))
+
+
 def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_BUDGET,
-                 seconds: float = 0.0) -> Iterator[tuple[int, Episode]]:
+                 seconds: float = 0.0, lockstep: bool = False) -> Iterator[tuple[int, Episode]]:
     """Run ``cfgs`` with the batched engine; yields ``(index, episode)`` as batches finish.
 
-    Trials are grouped by model structure and split into batches (see :func:`per_batch`); a
-    batch of one, or one whose models turn out not to fit one batch, flies its prepared trials
-    one by one. ``wall_s`` of a batched episode is its batch's time divided by its size.
+    Trials are grouped by model structure and split into batches (see :func:`per_batch`),
+    each flown by :func:`fly_threads`; with ``lockstep``, in one ``mujoco.batch.Batch`` on
+    ``nthread`` threads instead (:func:`quadarm.runner.batch.fly_batch`: the same numbers,
+    what the tests of the vector environment's seam compare), where a batch whose models turn
+    out not to fit one ``Batch`` flies its trials one by one. ``wall_s`` of a batched episode
+    is its batch's time divided by its size.
     """
     nthread = threads(nthread)
     groups: dict[tuple[int, ...], list[tuple[int, Prepared]]] = defaultdict(list)
@@ -155,7 +179,8 @@ def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_
                 t0 = time.perf_counter()
                 try:
                     with quiet.collapsed():
-                        outcomes = fly_batch([p for _, p in chunk], nthread)
+                        outcomes = (fly_batch([p for _, p in chunk], nthread) if lockstep
+                                    else fly_threads([p for _, p in chunk], nthread))
                 except Incompatible as err:
                     log.warning("batched engine: %s; running %d trials one by one", err,
                                 len(chunk))
@@ -171,10 +196,10 @@ def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_
 
 
 def run_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_BUDGET,
-                seconds: float = 0.0) -> list[Episode]:
+                seconds: float = 0.0, lockstep: bool = False) -> list[Episode]:
     """:func:`iter_batched`, collected in the order of ``cfgs``."""
     out: list[Episode | None] = [None] * len(cfgs)
-    for i, ep in iter_batched(cfgs, nthread, budget, seconds):
+    for i, ep in iter_batched(cfgs, nthread, budget, seconds, lockstep):
         out[i] = ep
     return out  # type: ignore[return-value]
 

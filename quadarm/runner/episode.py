@@ -184,10 +184,17 @@ def fly_and_score(p: Prepared) -> Episode:
     """:func:`fly` an already prepared trial and score it; ``wall_s`` counts preparing too,
     not the kernels' compile (``compile_s``)."""
     t0 = time.perf_counter()
-    try:
-        with quiet.collapsed():  # MuJoCo's repeated warnings: one line each, with a count
-            outcome = fly(p)
-    except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
-        outcome = Outcome(None, None, f"{type(err).__name__}: {err}")
+    outcome = fly_recorded(p)
     wall = time.perf_counter() - t0 - outcome.compile_s
     return score(p, outcome, p.prepare_s + wall)
+
+
+def fly_recorded(p: Prepared) -> Outcome:
+    """:func:`fly`, with an error raised while flying recorded in the outcome (a trial's
+    error is data, not a crash) and MuJoCo's repeated warnings collapsed (one line each,
+    with a count: :func:`quadarm.runner.quiet.collapsed`, which any thread may enter)."""
+    try:
+        with quiet.collapsed():
+            return fly(p)
+    except Exception as err:  # noqa: BLE001
+        return Outcome(None, None, f"{type(err).__name__}: {err}")

@@ -3,7 +3,7 @@
 - **prepare** (:func:`prepare`): compile the model from the config, plan what to fly (the
   scenario's reference, tendon commands, force pulses). A failure here is an ``error`` episode.
 - **fly**: step the closed loop. The one-trial stepping is :func:`quadarm.runner.episode.fly`,
-  the batched one :func:`quadarm.runner.batch.fly_batch`; both start from :func:`reset`, follow
+  the lock-step one :func:`quadarm.runner.batch.fly_batch`; both start from :func:`reset`, follow
   the schedule of :func:`chunk_edges` / :func:`checked` and return an :class:`Outcome` per trial.
 - **check** (:func:`divergence`): one vectorised test of n states (a single trial is n = 1) for
   MuJoCo's instability warnings, non-finite values and the bounding box; :func:`onset` dates a

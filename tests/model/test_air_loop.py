@@ -108,7 +108,7 @@ def test_batched_equals_one_trial(serial, native, monkeypatch):
         pytest.skip("numba is not installed")
     monkeypatch.setenv("QUADARM_NUMBA", "1" if native else "0")
     cfgs, eps = serial
-    for a, b in zip(engine.run_batched(cfgs, nthread=1), eps, strict=True):
+    for a, b in zip(engine.run_batched(cfgs, nthread=1, lockstep=True), eps, strict=True):
         _same(a, b)
 
 

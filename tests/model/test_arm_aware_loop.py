@@ -121,7 +121,7 @@ def test_batched_engine_is_bit_identical_with_switches_on(native, monkeypatch):
     monkeypatch.setenv("QUADARM_NUMBA", "1" if native else "0")
     cfgs = [_push(0.6, **c) for c in SWITCHED_ON] + [_bend(0.6, **c) for c in SWITCHED_ON[:3]]
     cfgs.append(_push(0.6))  # a switched-off trial in the same batch as switched-on ones
-    batched = engine.run_batched(cfgs, nthread=1)
+    batched = engine.run_batched(cfgs, nthread=1, lockstep=True)
     for cfg, ep in zip(cfgs, batched, strict=True):
         one = episode.run_episode(cfg)
         assert ep.status == one.status == "ok", (ep.message, one.message)

@@ -132,7 +132,7 @@ def test_rod_arms_batch_like_the_one_trial_path():
             for b, ei in ((0, 0.0024), (100, 0.003))]
     cfgs.append(cfg_of(*args[:3], "scenario=statics", "scenario.duration=0.3",
                        "sim.gravity=[0,0,0]"))
-    batched = engine.run_batched(cfgs, nthread=1)
+    batched = engine.run_batched(cfgs, nthread=1, lockstep=True)
     for c, b in zip(cfgs, batched, strict=True):
         a = run_episode(c)
         assert a.status == b.status == "ok", (a.message, b.message)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -54,7 +56,7 @@ def test_batched_metrics_equal_the_one_trial_path(workspace_trials, native, monk
         pytest.skip("numba is not installed")
     monkeypatch.setenv("QUADARM_NUMBA", "1" if native else "0")
     cfgs, serial = workspace_trials
-    eps = engine.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1, lockstep=True)
     for a, b in zip(eps, serial, strict=True):
         assert a.status == "ok"
         # MuJoCo's batch steps are bit-identical to mj_step, and the batched law repeats the
@@ -78,12 +80,39 @@ def test_stiffness_goes_in_per_simulation(workspace_trials):
 def test_threads_and_thread_modes_give_identical_results(workspace_trials):
     cfgs, serial = workspace_trials
     preps = [lifecycle.prepare(c) for c in cfgs]
-    for split in (True, False):
-        outs = batch.fly_batch(preps, 2, split=split)
+    for fly in (partial(engine.fly_threads, nthread=2), partial(batch.fly_batch, nthread=2),
+                partial(batch.fly_batch, nthread=2, split=False)):
+        outs = fly(preps)
         for o, s in zip(outs, serial, strict=True):
             assert o.failure is None and not o.error
             assert np.array_equal(o.log.qpos, s.log.qpos)
             assert np.array_equal(o.log.tip, s.log.tip)
+
+
+def test_the_engine_flies_trials_at_once_on_its_threads(monkeypatch):
+    """Each of the engine's threads flies whole trials: two threads fly two at the same time
+    (each waits at a barrier for the other: one after the other, it would time out), and an
+    error raised by one trial's flight is that trial's outcome, the others' unchanged."""
+    cfgs = [_workspace(beta, duration=0.2) for beta in (0.0, 90.0, 180.0)]
+    preps = [lifecycle.prepare(c) for c in cfgs]
+    alone = [episode.fly(p) for p in preps]
+    meet, flown = threading.Barrier(2, timeout=30.0), []
+    fly = episode.fly
+
+    def flight(p):
+        if p is preps[1]:
+            raise FloatingPointError("a broken trial")
+        if p is preps[0] or p is preps[2]:
+            meet.wait()
+        flown.append(threading.get_ident())
+        return fly(p)
+
+    monkeypatch.setattr(episode, "fly", flight)
+    outs = engine.fly_threads(preps, 2)
+    assert len(set(flown)) == 2
+    assert outs[1].log is None and outs[1].error == "FloatingPointError: a broken trial"
+    for i in (0, 2):
+        assert not outs[i].error and np.array_equal(outs[i].log.qpos, alone[i].log.qpos)
 
 
 def test_different_durations_pulses_tendons_and_masses_share_a_batch():
@@ -95,7 +124,7 @@ def test_different_durations_pulses_tendons_and_masses_share_a_batch():
     ]
     preps = [lifecycle.prepare(c) for c in cfgs]
     assert "body_mass" in batch.differing_fields([p.built.model for p in preps])
-    eps = engine.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1, lockstep=True)
     assert [e.steps for e in eps] == [600, 500, 300, 450]
     for c, e in zip(cfgs, eps, strict=True):
         _same_episode(e, episode.run_episode(c))
@@ -105,7 +134,7 @@ def test_a_diverging_trial_stops_alone():
     push = nominal(scenario=DisturbanceScenario(duration=1.0, start=0.2))
     tight = replace(push, sim=replace(push.sim, max_distance=0.005))
     cfgs = [tight, push]
-    eps = engine.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1, lockstep=True)
     assert [e.status for e in eps] == ["diverged", "ok"]
     assert "box" in eps[0].message and eps[0].steps < eps[1].steps
     for c, e in zip(cfgs, eps, strict=True):
@@ -118,7 +147,7 @@ def test_models_of_different_structure_fall_back_to_the_one_trial_path():
     models = [lifecycle.prepare(c).built.model for c in cfgs]
     with pytest.raises(batch.Incompatible):
         batch.differing_fields(models)
-    eps = engine.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1, lockstep=True)
     assert [e.status for e in eps] == ["ok"] * 3
     assert eps[2].built.model.nq == 7 + 2 * 8
     for c, e in zip(cfgs, eps, strict=True):
@@ -176,7 +205,7 @@ def test_blow_ups_are_dated_and_caught_at_the_last_step_as_on_the_one_trial_path
     rk4 = replace(base, sim=replace(base.sim, integrator="RK4", timestep=0.02))
     push = nominal(scenario=DisturbanceScenario(duration=0.4, start=0.1, force=1.0e4))
     cfgs = [rk4, push, nominal(scenario=HoverScenario(duration=0.4))]
-    eps = engine.run_batched(cfgs, nthread=1)
+    eps = engine.run_batched(cfgs, nthread=1, lockstep=True)
     assert [e.status for e in eps] == ["diverged", "diverged", "ok"]
     assert eps[0].steps <= 50
     for c, e in zip(cfgs, eps, strict=True):

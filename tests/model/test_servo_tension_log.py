@@ -118,7 +118,7 @@ def test_batched_equals_one_trial_with_servos(monkeypatch):
     monkeypatch.setenv("QUADARM_NUMBA", "0")
     cfgs = [compose([*V4_HELD, "scenario.duration=0.4", f"scenario.beta_deg={b}"])
             for b in (0, 90)]
-    batched = engine.run_batched(cfgs, nthread=1)
+    batched = engine.run_batched(cfgs, nthread=1, lockstep=True)
     for ep, cfg in zip(batched, cfgs, strict=True):
         assert ep.status == "ok", ep.message
         _tension_logs_equal(ep, episode.run_episode(cfg))

@@ -72,7 +72,7 @@ def test_compiled_plain_and_batched_agree_exactly(monkeypatch):
         for name in ("qpos", "qvel", "tip", "ctrl"):
             assert np.array_equal(getattr(a, name), getattr(b, name)), name
     monkeypatch.setenv("QUADARM_NUMBA", "1")
-    for ep, cfg in zip(engine.run_batched(cfgs, nthread=1), cfgs, strict=True):
+    for ep, cfg in zip(engine.run_batched(cfgs, nthread=1, lockstep=True), cfgs, strict=True):
         one = episode.run_episode(cfg)
         assert ep.status == one.status == "ok"
         for name in ("qpos", "qvel", "tip", "ctrl"):

@@ -101,7 +101,7 @@ def test_batched_touch_equals_the_one_trial_path(native: bool, monkeypatch) -> N
                    f"scenario.approach_speed={v}")
             for v in (0.1, 0.25)]
     serial = [episode.run_episode(c) for c in cfgs]
-    batched = engine.run_batched(cfgs, nthread=1)
+    batched = engine.run_batched(cfgs, nthread=1, lockstep=True)
     for a, b in zip(batched, serial, strict=True):
         assert a.status == b.status == "ok"
         for name in ("qpos", "qvel", "tip", "ctrl", "contact", "force"):
