@@ -23,6 +23,7 @@ most one batch of work.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -34,7 +35,7 @@ from typing import Any
 import mujoco
 
 from quadarm.config import Config, RunnerConfig
-from quadarm.runner import quiet
+from quadarm.runner import progress, quiet
 from quadarm.runner.batch import Incompatible, fly_batch, sizes
 from quadarm.runner.episode import fly_and_score, fly_recorded
 from quadarm.runner.lifecycle import Episode, Outcome, Prepared, grounded, prepare, reset, score
@@ -143,10 +144,21 @@ def fly_threads(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     it steps). Every trial owns its model and data, so each outcome is that trial's flown
     alone, bit for bit, whatever the threads; an error raised while flying one is its
     outcome's ``error``, and the others fly on."""
-    if nthread <= 1 or len(preps) <= 1:
-        return [fly_recorded(p) for p in preps]
-    with ThreadPoolExecutor(min(nthread, len(preps))) as pool:
-        return list(pool.map(fly_recorded, preps))
+    key, finished = id(preps), itertools.count(1)
+
+    def one(p: Prepared) -> Outcome:
+        outcome = fly_recorded(p)
+        # The terminal's bar keeps the batch's finished trials until the engine yields them.
+        progress.METER.credit(key, next(finished))
+        return outcome
+
+    try:
+        if nthread <= 1 or len(preps) <= 1:
+            return [one(p) for p in preps]
+        with ThreadPoolExecutor(min(nthread, len(preps))) as pool:
+            return list(pool.map(one, preps))
+    finally:
+        progress.METER.end(key)
 
 
 def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_BUDGET,

@@ -85,6 +85,17 @@ class Meter:
                              f"about {left:.0f} s left ")
                 quiet.write_terminal(self.line)
 
+    def credit(self, key: int, units: float) -> None:
+        """The piece of work ``key`` has finished ``units`` trials, not yet counted by
+        :meth:`done` (a batch's finished trials, until the engine hands them over)."""
+        if not self.enabled:
+            return
+        with self.lock:
+            self.partial[key] = units
+            if self.bar is not None:
+                self.bar.n = min(float(self.bar.total), self.finished + sum(self.partial.values()))
+                self.bar.refresh()
+
     def end(self, key: int) -> None:
         """The piece of work ``key`` finished (its trials are counted by :meth:`done`)."""
         if not self.enabled:

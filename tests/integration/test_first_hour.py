@@ -10,6 +10,7 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ from quadarm.preflight import preflight
 from quadarm.results import io
 from quadarm.runner import compiling, progress, quiet
 from quadarm.runner.batch import fly_batch
+from quadarm.runner.engine import fly_threads
 from quadarm.runner.episode import fly_and_score, run_episode
 from quadarm.runner.lifecycle import Prepared, prepare
 
@@ -222,7 +224,8 @@ class _Bar:
         self.seen.append(self.n)
 
 
-def test_a_batch_moves_the_bar_while_it_flies(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("fly", [fly_batch, fly_threads], ids=["lockstep", "threads"])
+def test_a_batch_moves_the_bar_while_it_flies(fly: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(quiet, "terminal", lambda: True)
     monkeypatch.setattr(progress, "EVERY_S", 0.0)
     monkeypatch.setenv("QUADARM_NUMBA", "0")
@@ -231,11 +234,12 @@ def test_a_batch_moves_the_bar_while_it_flies(monkeypatch: pytest.MonkeyPatch) -
     bar = _Bar()
     progress.METER.attach(bar, True)
     try:
-        fly_batch(preps, 1)  # type: ignore[arg-type]
+        fly(preps, 1)
     finally:
         progress.METER.detach()
     inside = [n for n in bar.seen if 0.0 < n < 4.0]
     assert len(inside) >= 3 and inside == sorted(inside)  # it moves, and only forwards
+    assert max(inside) >= 2.0  # counting the trials that finished before the batch ends
 
 
 def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
