@@ -55,9 +55,7 @@ class Meter:
         """``n`` trials finished (the bar's count moves by them)."""
         with self.lock:
             self.finished += n
-            if self.bar is not None:
-                self.bar.n = min(float(self.bar.total), self.finished + sum(self.partial.values()))
-                self.bar.refresh()
+            self._redraw()
 
     def tick(self, key: int, units: float, sim_t: float, sim_total: float,
              started: float) -> None:
@@ -72,9 +70,7 @@ class Meter:
         with self.lock:
             self.last = now
             self.partial[key] = units
-            if self.bar is not None:
-                self.bar.n = min(float(self.bar.total), self.finished + sum(self.partial.values()))
-                self.bar.refresh()
+            if self._redraw():
                 return
             elapsed = now - started
             if elapsed < FIRST_S or sim_t <= 0:
@@ -92,9 +88,7 @@ class Meter:
             return
         with self.lock:
             self.partial[key] = units
-            if self.bar is not None:
-                self.bar.n = min(float(self.bar.total), self.finished + sum(self.partial.values()))
-                self.bar.refresh()
+            self._redraw()
 
     def end(self, key: int) -> None:
         """The piece of work ``key`` finished (its trials are counted by :meth:`done`)."""
@@ -103,6 +97,15 @@ class Meter:
         with self.lock:
             self.partial.pop(key, None)
             self._clear_line()
+
+    def _redraw(self) -> bool:
+        """Move the job's bar (if any) to the trials finished and in flight (lock held);
+        whether there is a bar."""
+        if self.bar is None:
+            return False
+        self.bar.n = min(float(self.bar.total), self.finished + sum(self.partial.values()))
+        self.bar.refresh()
+        return True
 
     def _clear_line(self) -> None:
         if self.line:
