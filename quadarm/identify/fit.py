@@ -5,7 +5,9 @@
   channel's pulls as a tendon of each section on the nominal arm.
 - :func:`stage2`: scipy's bounded least squares (trust-region reflective, finite-difference
   Jacobian) on the aligned tip errors of the train rows, from ``starts`` starts (the nominal
-  values and seeded draws in the bounds) in ``workers`` processes; the best start wins.
+  values and seeded draws in the bounds) in ``workers`` processes; the best start wins (the
+  lowest train cost, or with ``select=holdout`` the lowest error on held-out train rows;
+  an optional ridge towards the nominal values).
 - :func:`evaluate`: the metrics of a parameter set on a recording, the aligned RMSE exactly
   as OpenCR-MuJoCo's sysid objective computes it (subtract the mean of simulated minus
   measured, then the root mean square of the pointwise Euclidean error), the unaligned one
