@@ -19,6 +19,7 @@ from quadarm.config.checks import (
 UNITS = {"m": 1.0, "mm": 1e-3}
 POINTINGS = ("up", "down")
 GRAVITIES = ("arm_axis", "tracking_frame")
+SELECTS = ("cost", "holdout")
 
 
 @dataclass
@@ -46,6 +47,17 @@ class IdentifyConfig:
     or ``tracking_frame`` (along -``vertical``, the tracking frame's up direction, carried
     into the arm's frame by the registered rotation: a base mounted off the vertical).
     ``vertical`` (3,): the tracking frame's up, any length but zero.
+
+    How stage 2 chooses its result, on train rows only (``docs/identify.md``, "Fifth round"):
+    ``select``: ``cost`` (the start with the lowest train cost) or ``holdout`` (every
+    candidate, a start with a ridge weight, is fitted on the train rows whose pattern label
+    contains none of the ``holdout`` substrings, every ``train_stride``-th; the candidate with
+    the lowest aligned RMSE on every held-out row wins, then it is refitted on every
+    ``train_stride``-th train row with at most ``refit_nfev`` evaluations, 0: kept as is).
+    ``ridge`` (mm, >= 0): a pull of the normalised variables towards the nominal values, as
+    extra residuals ridge sqrt(rows) (x - x_nominal), so that it adds ridge^2 |x - x_nominal|^2
+    to the squared RMSE (mm^2); 0 appends nothing. ``ridge_grid``: with ``holdout``, the
+    ridge weights tried with every start (empty: ``ridge`` alone).
     """
 
     data_dir: str = ""
@@ -71,6 +83,11 @@ class IdentifyConfig:
     seed: int = 0
     gravity: str = "arm_axis"
     vertical: List[float] = field(default_factory=lambda: [0.0, 0.0, 1.0])  # noqa: UP006
+    select: str = "cost"
+    holdout: List[str] = field(default_factory=list)  # noqa: UP006
+    ridge: float = 0.0  # mm per normalised unit
+    ridge_grid: List[float] = field(default_factory=list)  # noqa: UP006
+    refit_nfev: int = 0
 
     def __post_init__(self) -> None:
         _choice("command_unit", self.command_unit, tuple(UNITS))
@@ -98,3 +115,20 @@ class IdentifyConfig:
                 or not any(v != 0 for v in self.vertical)):
             raise ConfigError("vertical", list(self.vertical),
                               "must be 3 finite numbers, not all zero (the tracking frame's up)")
+        _choice("select", self.select, SELECTS)
+        for i, w in enumerate([self.ridge, *self.ridge_grid]):
+            if not (isinstance(w, int | float) and math.isfinite(w) and w >= 0):
+                raise ConfigError("ridge" if i == 0 else f"ridge_grid.{i - 1}", w,
+                                  "must be a finite number >= 0 (mm)")
+        _integer("refit_nfev", self.refit_nfev, 0)
+        if any(not isinstance(p, str) or not p for p in self.holdout):
+            raise ConfigError("holdout", list(self.holdout),
+                              "must be non-empty pattern-label substrings")
+        if self.select == "holdout" and not self.holdout:
+            raise ConfigError("holdout", [], "must name at least one pattern-label substring "
+                              "with select=holdout (e.g. [pair23_])")
+        if self.select == "cost":
+            for key in ("holdout", "ridge_grid", "refit_nfev"):
+                if getattr(self, key):
+                    raise ConfigError(key, getattr(self, key),
+                                      "applies with select=holdout only (select is cost)")

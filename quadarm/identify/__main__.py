@@ -114,6 +114,14 @@ def run(overrides: list[str]) -> dict[str, float]:
             raise ConfigError("identify.channels", len(cfg.channels),
                               f"{which}: one column per tendon, the arm has {arm.n_tendons}")
     keys = fit.expand(arm, dict(cfg.parameters))
+    held = None
+    if cfg.select == "holdout":
+        # The train rows stage 2 holds out to choose its result (never val's).
+        held = fit.holdout_rows(recs["train"].label, list(cfg.holdout))
+        if held.all() or not held.any():
+            raise ConfigError("identify.holdout", list(cfg.holdout),
+                              f"must match some but not all of the {len(held)} train rows' "
+                              f"'{cfg.pattern}' labels (it matches {int(held.sum())})")
     out = Path(cfg.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -144,8 +152,18 @@ def run(overrides: list[str]) -> dict[str, float]:
                   flush=True)
         else:
             s2 = fit.stage2(problem, recs["train"].pull, recs["train"].tip, cfg.train_stride,
-                            cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed)
+                            cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed,
+                            select=cfg.select, held=held, ridge=cfg.ridge,
+                            ridge_grid=list(cfg.ridge_grid), refit_nfev=cfg.refit_nfev)
             _cache_write(cached, s2)
+        if "select" in s2:
+            sel = s2["select"]
+            print("stage 2: held-out RMSE (mm) per [start, ridge]: " + ", ".join(
+                f"{c} {h:.3f}" for c, h in zip(sel["candidates"], sel["holdout_mm"],
+                                               strict=True))
+                  + f"; chose {sel['candidates'][sel['chosen']]} "
+                  f"(fitted on {sel['fold_rows']} rows, scored on {sel['held_rows']}), "
+                  f"refit {sel['refit_nfev']} evaluations", flush=True)
     t2 = time.perf_counter()
     for which in ("train", "val"):
         sims[which], scores[which] = fit.evaluate(problem, s2["values"], recs[which].pull,
@@ -179,6 +197,7 @@ def run(overrides: list[str]) -> dict[str, float]:
     record = {"metrics": metrics, "values": s2["values"], "stderr": s2["stderr"],
               "costs": s2["costs"], "nfev": s2["nfev"], "fit_rows": s2["rows"],
               "at_bound": s2["at_bound"],
+              **({"select": s2["select"]} if "select" in s2 else {}),
               "channel_map": [cfg.channels[c] for c in ch.tendon_channel],
               "map_from": s1["map_from"], "angles_deg": [list(a) for a in ch.angles_deg],
               "rotation": problem.rotation.tolist(),
@@ -187,6 +206,10 @@ def run(overrides: list[str]) -> dict[str, float]:
     report.write(out, cfg, recs, sims, record)
     print(f"wrote {out} ({t3 - t0:.0f} s in all)")
     return metrics
+
+
+# The identify keys added with the holdout selection (docs/identify.md, "Fifth round").
+SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev")
 
 
 def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
@@ -205,6 +228,12 @@ def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: Si
     job = dataclasses.asdict(cfg)
     for key in ("out", "name", "workers"):
         job.pop(key, None)
+    default = IdentifyConfig()
+    for key in SELECTION_KEYS:
+        # Stage 2's choice keys enter the hash only when set, so that a default job keeps
+        # the hash it had before they existed.
+        if job[key] == getattr(default, key):
+            job.pop(key)
     h = hashlib.sha256(fingerprint().encode())
     h.update(json.dumps([dataclasses.asdict(frame), dataclasses.asdict(arm),
                          dataclasses.asdict(sim), job], sort_keys=True, default=str).encode())

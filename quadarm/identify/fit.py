@@ -5,7 +5,9 @@
   channel's pulls as a tendon of each section on the nominal arm.
 - :func:`stage2`: scipy's bounded least squares (trust-region reflective, finite-difference
   Jacobian) on the aligned tip errors of the train rows, from ``starts`` starts (the nominal
-  values and seeded draws in the bounds) in ``workers`` processes; the best start wins.
+  values and seeded draws in the bounds) in ``workers`` processes; the best start wins (the
+  lowest train cost, or with ``select=holdout`` the lowest error on held-out train rows;
+  an optional ridge towards the nominal values).
 - :func:`evaluate`: the metrics of a parameter set on a recording, the aligned RMSE exactly
   as OpenCR-MuJoCo's sysid objective computes it (subtract the mean of simulated minus
   measured, then the root mean square of the pointwise Euclidean error), the unaligned one
@@ -326,11 +328,26 @@ def _unshare() -> None:
 
 
 def _residuals(x: np.ndarray, problem: Problem, pull: np.ndarray, rows: np.ndarray,
-               meas: np.ndarray) -> np.ndarray:
+               meas: np.ndarray, ridge: float = 0.0, prior: np.ndarray | None = None
+               ) -> np.ndarray:
+    """The aligned tip errors (3 K,) mm of ``rows``; with ``ridge`` > 0 followed by the
+    ridge's n residuals ridge sqrt(K) (x - prior) (mm), which add ridge^2 |x - prior|^2 to
+    the squared RMSE."""
     sim = problem.simulate(problem.values(x), pull, rows)
     err = sim - np.mean(sim - meas, axis=0) - meas
+    if ridge > 0.0:
+        assert prior is not None
+        pen = ridge * math.sqrt(len(rows)) * (x - prior)
+        if not np.all(np.isfinite(err)):
+            return np.concatenate([np.full(err.size, 1.0), pen])
+        return np.concatenate([_tip_errors(err), pen])
     if not np.all(np.isfinite(err)):
         return np.full(err.size, 1.0)
+    return _tip_errors(err)
+
+
+def _tip_errors(err: np.ndarray) -> np.ndarray:
+    """The errors (K, 3) m as residuals (3 K,) mm, counted by the progress bar."""
     if _SHARED is not None:  # the progress bar's figures; no effect on the fit
         best, count = _SHARED
         rmse = float(np.sqrt(np.mean(np.sum(err * err, axis=1)))) * 1e3
@@ -341,26 +358,63 @@ def _residuals(x: np.ndarray, problem: Problem, pull: np.ndarray, rows: np.ndarr
     return err.ravel() * 1e3  # mm
 
 
-def _start(args: tuple[Problem, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]
-           ) -> dict[str, Any]:
-    problem, x0, pull, rows, meas, max_nfev = args
-    res = least_squares(_residuals, x0, bounds=(0.0, 1.0), args=(problem, pull, rows, meas),
+def _start(args: tuple[Any, ...]) -> dict[str, Any]:
+    """One start of stage 2: bounded least squares from ``x0`` on ``rows``; with a ridge
+    weight > 0 the ridge's residuals towards ``prior``; with ``score`` (held-out rows (H,)
+    and their measured tips (H, 3) m) the fitted point's aligned RMSE on them, mm."""
+    problem, x0, pull, rows, meas, max_nfev, *more = args
+    ridge, prior, score = more if more else (0.0, None, None)
+    extra = (ridge, prior) if ridge > 0.0 else ()
+    res = least_squares(_residuals, x0, bounds=(0.0, 1.0),
+                        args=(problem, pull, rows, meas, *extra),
                         diff_step=1e-3, max_nfev=max_nfev, x_scale="jac")
-    return {"x": res.x, "cost": float(res.cost), "jac": res.jac, "fun": res.fun,
-            "nfev": int(res.nfev), "x0": x0}
+    out = {"x": res.x, "cost": float(res.cost), "jac": res.jac, "fun": res.fun,
+           "nfev": int(res.nfev), "x0": x0}
+    if score is not None:
+        held, held_tip = score
+        sim = problem.simulate(problem.values(res.x), pull, held)
+        out["holdout_mm"] = aligned_rmse(sim, held_tip) * 1e3
+    return out
 
 
 def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, starts: int,
-           workers: int, max_nfev: int, seed: int) -> dict[str, Any]:
+           workers: int, max_nfev: int, seed: int, select: str = "cost",
+           held: np.ndarray | None = None, ridge: float = 0.0,
+           ridge_grid: list[float] | tuple[float, ...] = (), refit_nfev: int = 0
+           ) -> dict[str, Any]:
     """Fit ``problem.keys`` on every ``stride``-th row (see the module docstring); returns
-    the best start's values, their standard errors from the Jacobian
-    (s^2 (J^T J)^-1, s^2 = residual sum of squares / (m - n)), the starts' costs."""
+    the chosen start's values, their standard errors from the Jacobian
+    (s^2 (J^T J)^-1, s^2 = residual sum of squares / (m - n), the ridge's rows included),
+    the starts' costs.
+
+    ``select``: ``cost`` (the lowest cost wins) or ``holdout``: ``held`` (K,) bool marks the
+    held-out rows; every start is fitted with every weight of ``ridge_grid`` (or ``ridge``)
+    on every ``stride``-th row not held out, scored on every held-out row, the lowest
+    held-out RMSE wins and is refitted on every ``stride``-th row with at most
+    ``refit_nfev`` evaluations (0: kept). ``ridge`` (mm): see :func:`_residuals`; the prior
+    is the nominal values."""
     rows = np.arange(0, len(pull), stride)
     meas = tip[rows]
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     x_nom = problem.normalised(problem.nominal())
     x0s = [x_nom] + [rng.uniform(0.1, 0.9, len(problem.keys)) for _ in range(starts - 1)]
-    jobs = [(problem, x0, pull, rows, meas, max_nfev) for x0 in x0s]
+    jobs: list[tuple[Any, ...]]
+    weights: list[float] = [ridge]
+    if select == "holdout":
+        assert held is not None and held.shape == (len(pull),)
+        fold = np.flatnonzero(~held)[::stride]
+        score = np.flatnonzero(held)
+        if len(fold) == 0 or len(score) == 0:
+            raise ConfigError("identify.holdout", None, "must hold out some train rows "
+                              "and leave some to fit")
+        weights = [float(w) for w in ridge_grid] or [ridge]
+        cands = [(x0, w) for x0 in x0s for w in weights]
+        jobs = [(problem, x0, pull, fold, tip[fold], max_nfev, w, x_nom,
+                 (score, tip[score])) for x0, w in cands]
+    elif ridge > 0.0:
+        jobs = [(problem, x0, pull, rows, meas, max_nfev, ridge, x_nom, None) for x0 in x0s]
+    else:
+        jobs = [(problem, x0, pull, rows, meas, max_nfev) for x0 in x0s]
     ctx = multiprocessing.get_context()
     best_rmse, count = ctx.Value("d", math.inf), ctx.Value("l", 0)
     pool: Executor
@@ -379,7 +433,24 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
             results = [f.result() for f in futures]
     finally:
         _unshare()
-    best = min(results, key=lambda r: r["cost"])
+    chosen: dict[str, Any] = {}
+    if select == "holdout":
+        pick = select_holdout(results)
+        best = results[pick]
+        chosen = {"holdout_mm": [r["holdout_mm"] for r in results],
+                  "candidates": [[n // len(weights), w] for n, (_, w) in enumerate(cands)],
+                  "chosen": pick, "fold_rows": int(len(fold)), "held_rows": int(len(score)),
+                  "values": [problem.values(r["x"]) for r in results],
+                  "refit_nfev": 0}
+        if refit_nfev > 0:
+            # The chosen point refitted on every stride-th train row, held-out ones included.
+            w = weights[pick % len(weights)]
+            best = _start((problem, best["x"], pull, rows, meas, refit_nfev, w, x_nom, None))
+            chosen["refit_nfev"] = best["nfev"]
+        else:
+            rows = fold
+    else:
+        best = min(results, key=lambda r: r["cost"])
     m, n = best["fun"].size, len(problem.keys)
     s2 = 2.0 * best["cost"] / max(m - n, 1)
     jac = best["jac"]
@@ -390,13 +461,27 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
         se_norm = np.full(n, math.inf)
     span = np.array([hi - lo for _, lo, hi in problem.keys])
     names = [k for k, _, _ in problem.keys]
-    return {"values": problem.values(best["x"]), "stderr": dict(zip(names, se_norm * span,
-                                                                      strict=True)),
-        "costs": [r["cost"] for r in results], "nfev": [r["nfev"] for r in results],
-        "rows": int(len(rows)), "at_bound": [k for k, v in zip(names, best["x"], strict=True)
-                                             if v < 1e-3 or v > 1 - 1e-3]}
+    out = {"values": problem.values(best["x"]), "stderr": dict(zip(names, se_norm * span,
+                                                                     strict=True)),
+           "costs": [r["cost"] for r in results], "nfev": [r["nfev"] for r in results],
+           "rows": int(len(rows)), "at_bound": [k for k, v in zip(names, best["x"], strict=True)
+                                                if v < 1e-3 or v > 1 - 1e-3]}
+    if chosen:
+        out["select"] = chosen
+    return out
 
 
+def holdout_rows(labels: np.ndarray, patterns: list[str] | tuple[str, ...]) -> np.ndarray:
+    """Whether each row (K,) is held out: its label contains one of ``patterns``."""
+    return np.array([any(p in str(label) for p in patterns) for label in labels], dtype=bool)
+
+
+def select_holdout(results: list[dict[str, Any]]) -> int:
+    """The index of the candidate with the lowest held-out aligned RMSE (the first of
+    equals); a non-finite score never wins over a finite one."""
+    scores = [r["holdout_mm"] if math.isfinite(r["holdout_mm"]) else math.inf
+              for r in results]
+    return int(np.argmin(scores))
 def evaluate(problem: Problem, values: dict[str, float], pull: np.ndarray, tip: np.ndarray
              ) -> tuple[np.ndarray, dict[str, float]]:
     """The simulated markers (K, 3) m of every row and the metrics (mm)."""

@@ -94,6 +94,16 @@ def write(out: Path, cfg: IdentifyConfig, recs: dict[str, Any], sims: dict[str, 
              "errors from the Jacobian, s^2 (J^T J)^-1: consecutive rows are correlated, so "
              "they are lower bounds.", "",
              "| key | nominal | fitted | std. error | at a bound |", "|---|---|---|---|---|"]
+    if "select" in record:
+        sel = record["select"]
+        lines[-3:-3] = [
+            f"Held-out selection (`identify.select=holdout`, patterns {list(cfg.holdout)}): "
+            f"each [start, ridge (mm)] fitted on {sel['fold_rows']} train rows, scored on "
+            f"{sel['held_rows']} held-out train rows (aligned RMSE, mm): "
+            + ", ".join(f"{c} {h:.3f}" for c, h in zip(sel["candidates"], sel["holdout_mm"],
+                                                       strict=True))
+            + f"; chosen {sel['candidates'][sel['chosen']]}, then refitted on every "
+            f"{cfg.train_stride}-th train row for {sel['refit_nfev']} evaluations.", ""]
     for k, v in record["values"].items():
         lines.append(f"| {k} | {record['nominal'].get(k, float('nan')):.6g} | {v:.6g} | "
                      f"{record['stderr'].get(k, float('nan')):.3g} | "
