@@ -482,6 +482,8 @@ def select_holdout(results: list[dict[str, Any]]) -> int:
     scores = [r["holdout_mm"] if math.isfinite(r["holdout_mm"]) else math.inf
               for r in results]
     return int(np.argmin(scores))
+
+
 def evaluate(problem: Problem, values: dict[str, float], pull: np.ndarray, tip: np.ndarray
              ) -> tuple[np.ndarray, dict[str, float]]:
     """The simulated markers (K, 3) m of every row and the metrics (mm)."""
