@@ -121,6 +121,18 @@ def aligned_rmse(sim: np.ndarray, meas: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.sum((meas - shifted) ** 2, axis=1))))
 
 
+def values_of(keys: list[tuple[str, float, float]], x: np.ndarray) -> dict[str, float]:
+    """The physical values of the normalised vector ``x`` (n,) in [0, 1]^n, for ``keys``
+    ``(name, low, high)``."""
+    return {k: lo + float(v) * (hi - lo) for (k, lo, hi), v in zip(keys, x, strict=True)}
+
+
+def normalised_of(keys: list[tuple[str, float, float]], values: dict[str, float]
+                  ) -> np.ndarray:
+    """:func:`values_of`'s inverse: the normalised vector (n,) of ``values``."""
+    return np.array([(values[k] - lo) / (hi - lo) for k, lo, hi in keys])
+
+
 @dataclass
 class Problem:
     """Everything a worker process needs to replay a parameter set: the arm and its bench
@@ -161,11 +173,10 @@ class Problem:
 
     def values(self, x: np.ndarray) -> dict[str, float]:
         """The physical values of the normalised vector ``x`` in [0, 1]^n."""
-        return {k: lo + float(v) * (hi - lo) for (k, lo, hi), v in zip(self.keys, x,
-                                                                            strict=True)}
+        return values_of(self.keys, x)
 
     def normalised(self, values: dict[str, float]) -> np.ndarray:
-        return np.array([(values[k] - lo) / (hi - lo) for k, lo, hi in self.keys])
+        return normalised_of(self.keys, values)
 
     def nominal(self) -> dict[str, float]:
         """The fitted keys' values in the given arm (clipped into their bounds)."""

@@ -36,11 +36,10 @@ class Valley:
         self.y_gain = y_gain
 
     def values(self, x: np.ndarray) -> dict[str, float]:
-        return {k: lo + float(v) * (hi - lo) for (k, lo, hi), v in zip(self.keys, x,
-                                                                            strict=True)}
+        return fit.values_of(self.keys, x)
 
     def normalised(self, values: dict[str, float]) -> np.ndarray:
-        return np.array([(values[k] - lo) / (hi - lo) for k, lo, hi in self.keys])
+        return fit.normalised_of(self.keys, values)
 
     def nominal(self) -> dict[str, float]:
         return {"a": 0.3, "b": 0.0}
