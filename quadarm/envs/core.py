@@ -70,6 +70,7 @@ from quadarm.api import compose  # noqa: F401 - the envs compose through the fro
 from quadarm.config import Config
 from quadarm.config.sections import servo_driven
 from quadarm.model import BuiltModel
+from quadarm.runner import jit, step
 from quadarm.scenarios.common import Plan, Scenario
 from quadarm.scenarios.tasks import TASKS
 
@@ -356,3 +357,28 @@ def metrics_dict(values: list[tuple[str, str, float]]) -> dict[str, dict[str, fl
     for phase, name, value in values:
         out.setdefault(phase, {})[name] = float(value)
     return out
+
+
+def control_rows(ks: np.ndarray, p: step.Params, s: step.State, lg: step.Log,
+                 rows: np.ndarray) -> None:
+    """The step seam's whole controller (:func:`quadarm.runner.step.control`, records in mode
+    ``FLY``) of sample ``ks[i]`` (nsim,) for the simulations flagged in ``rows`` (nsim,) bool,
+    on their simulated states."""
+    for i in range(rows.shape[0]):
+        if rows[i]:
+            d = s.data
+            step.control(ks[i], p, s, lg, i, d.qpos[i], d.qvel[i], d.sensordata[i])
+
+
+_CONTROL: Any = None
+
+
+def control_kernel(compiled: bool) -> Any:
+    """:func:`control_rows`, compiled (lazily; cached on disk with the seam's kernels) or
+    plain."""
+    global _CONTROL
+    if not compiled or not jit.AVAILABLE:
+        return control_rows
+    if _CONTROL is None:
+        _CONTROL = jit.kernel(control_rows)
+    return _CONTROL

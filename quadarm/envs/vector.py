@@ -71,31 +71,6 @@ def _no_weld() -> Any:
     raise RuntimeError("the vector environment flies no weld events")
 
 
-def control_rows(ks: np.ndarray, p: step.Params, s: step.State, lg: step.Log,
-                 rows: np.ndarray) -> None:
-    """The step seam's whole controller (:func:`quadarm.runner.step.control`, records in mode
-    ``FLY``) of sample ``ks[i]`` (nsim,) for the simulations flagged in ``rows`` (nsim,) bool,
-    on their simulated states."""
-    for i in range(rows.shape[0]):
-        if rows[i]:
-            d = s.data
-            step.control(ks[i], p, s, lg, i, d.qpos[i], d.qvel[i], d.sensordata[i])
-
-
-_CONTROL: Any = None
-
-
-def control_kernel(compiled: bool) -> Any:
-    """:func:`control_rows`, compiled (lazily; cached on disk with the seam's kernels) or
-    plain."""
-    global _CONTROL
-    if not compiled or not jit.AVAILABLE:
-        return control_rows
-    if _CONTROL is None:
-        _CONTROL = jit.kernel(control_rows)
-    return _CONTROL
-
-
 class QuadArmVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` copies of :class:`~quadarm.envs.single.QuadArmEnv` on ``mujoco.batch.Batch``,
     dealt to ``nthread`` single-threaded batches stepped in parallel (0: one per core; see
@@ -187,7 +162,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         for j, part in enumerate(self.sims.parts):  # the controller's too
             args = (self._k[part.start:part.stop], *self._ctls[j],
                     self._rows[part.start:part.stop])
-            self._ctl_entries[j] = jit.entry(control_kernel(self._compiled), *args)
+            self._ctl_entries[j] = jit.entry(core.control_kernel(self._compiled), *args)
 
     # ---------------------------------------------------------------------------------------
 
@@ -269,8 +244,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                     ) -> tuple[step.Params, step.State, step.Log]:
         """The command line's whole controller for part j of the batch, as
         :class:`~quadarm.envs.single.QuadArmEnv`'s: the step seam's records in mode ``FLY``
-        (:func:`control_rows`, compiled when the seam is) over the part's live views, but with
-        a ``ctrl`` of its own (num_local, nu) that it writes its commands into.
+        (:func:`quadarm.envs.core.control_rows`, compiled when the seam is) over the part's
+        live views, but with a ``ctrl`` of its own (num_local, nu) that it writes its commands
+        into.
         ``old``: the part's previous records, whose memory (scratch, force log) of the local
         simulations ``keep`` (mid-episode) is kept."""
         part = self.sims.parts[j]
@@ -302,7 +278,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         if not rows.any():
             return
         done[rows] = ks[rows]
-        kernel = control_kernel(self._compiled)
+        kernel = core.control_kernel(self._compiled)
         for j, (part, ctl) in enumerate(zip(self.sims.parts, self._ctls, strict=True)):
             mine = rows[part.start:part.stop]
             if not mine.any():
