@@ -370,15 +370,7 @@ def control_rows(ks: np.ndarray, p: step.Params, s: step.State, lg: step.Log,
             step.control(ks[i], p, s, lg, i, d.qpos[i], d.qvel[i], d.sensordata[i])
 
 
-_CONTROL: Any = None
-
-
 def control_kernel(compiled: bool) -> Any:
     """:func:`control_rows`, compiled (lazily; cached on disk with the seam's kernels) or
     plain."""
-    global _CONTROL
-    if not compiled or not jit.AVAILABLE:
-        return control_rows
-    if _CONTROL is None:
-        _CONTROL = jit.kernel(control_rows)
-    return _CONTROL
+    return jit.kernel_of(control_rows, compiled)

@@ -61,17 +61,9 @@ def sense_rows(ks: np.ndarray, p: step.Params, s: step.State, lg: step.Log,
             step.sense(k, p, s, lg, i)
 
 
-_COMPILED: Any = None
-
-
 def kernel(compiled: bool) -> Any:
     """:func:`sense_rows`, compiled (lazily; cached on disk with the seam's kernels) or plain."""
-    global _COMPILED
-    if not compiled or not jit.AVAILABLE:
-        return sense_rows
-    if _COMPILED is None:
-        _COMPILED = jit.kernel(sense_rows)
-    return _COMPILED
+    return jit.kernel_of(sense_rows, compiled)
 
 
 # Sense's fields that hold one row per simulation (the others describe the model).

@@ -176,6 +176,19 @@ def kernel(fn: Callable[..., Any]) -> Any:
     return numba.njit(cache=True, nogil=True, _nrt=False)(fn)
 
 
+_KERNELS: dict[Callable[..., Any], Any] = {}
+
+
+def kernel_of(fn: Callable[..., Any], compiled: bool) -> Any:
+    """``fn`` as a loop: its :func:`kernel` (made once per process, on first use) when
+    ``compiled`` and numba is installed, else ``fn`` itself."""
+    if not compiled or numba is None:
+        return fn
+    if fn not in _KERNELS:
+        _KERNELS[fn] = kernel(fn)
+    return _KERNELS[fn]
+
+
 def entry(fn: Any, *args: Any) -> Callable[..., Any]:
     """What to call for many calls of ``fn`` with arguments of the types of ``args``: the
     compiled kernel's machine-code entry for those types (compiled, or loaded from the cache,
