@@ -136,8 +136,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._ctl_ctrl = np.zeros((1, m.nu))
         self._ctl_state = self._controller_state()
         self._ctl_log = step.log(self._ctl, m.nq, m.nv, m.nu)
-        self._ctl_k = -1  # the last sample the controller ran at
-        self._ctl_ks = np.zeros(1, dtype=np.int64)
+        self._ctl_ks = np.full(1, -1, dtype=np.int64)  # the last sample the controller ran at
         self._ctl_call = jit.entry(core.control_kernel(compiled), self._ctl_ks, self._ctl,
                                    self._ctl_state, self._ctl_log, _ONE)
         self._sim = (lambda: (m, d))  # noqa: E731 - the scenario events' model and data
@@ -187,7 +186,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         # phase, the law's live parameter row), its commands the start's.
         self._ctl_state = self._controller_state()
         self._ctl_ctrl[0] = self._ctrl
-        self._ctl_k = -1
+        self._ctl_ks[0] = -1
         info: dict[str, Any] = {"drawn": dict(self.drawn)} if self.randomizer else {}
         return self._observe(0), info
 
@@ -308,9 +307,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
 
     def _control(self, k: int) -> None:
         """Run the controller at sample k once (its commands into its own ctrl)."""
-        if self._ctl_k == k:
+        if self._ctl_ks[0] == k:
             return
-        self._ctl_k = k
         self._ctl_ks[0] = k
         self._ctl_call(self._ctl_ks, self._ctl, self._ctl_state, self._ctl_log, _ONE)
 

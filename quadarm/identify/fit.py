@@ -373,11 +373,9 @@ def _start(args: tuple[Any, ...]) -> dict[str, Any]:
     """One start of stage 2: bounded least squares from ``x0`` on ``rows``; with a ridge
     weight > 0 the ridge's residuals towards ``prior``; with ``score`` (held-out rows (H,)
     and their measured tips (H, 3) m) the fitted point's aligned RMSE on them, mm."""
-    problem, x0, pull, rows, meas, max_nfev, *more = args
-    ridge, prior, score = more if more else (0.0, None, None)
-    extra = (ridge, prior) if ridge > 0.0 else ()
+    problem, x0, pull, rows, meas, max_nfev, ridge, prior, score = args
     res = least_squares(_residuals, x0, bounds=(0.0, 1.0),
-                        args=(problem, pull, rows, meas, *extra),
+                        args=(problem, pull, rows, meas, ridge, prior),
                         diff_step=1e-3, max_nfev=max_nfev, x_scale="jac")
     out = {"x": res.x, "cost": float(res.cost), "jac": res.jac, "fun": res.fun,
            "nfev": int(res.nfev), "x0": x0}
@@ -422,10 +420,8 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
         cands = [(x0, w) for x0 in x0s for w in weights]
         jobs = [(problem, x0, pull, fold, tip[fold], max_nfev, w, x_nom,
                  (score, tip[score])) for x0, w in cands]
-    elif ridge > 0.0:
+    else:  # ridge 0 appends no residual (_residuals)
         jobs = [(problem, x0, pull, rows, meas, max_nfev, ridge, x_nom, None) for x0 in x0s]
-    else:
-        jobs = [(problem, x0, pull, rows, meas, max_nfev) for x0 in x0s]
     ctx = multiprocessing.get_context()
     best_rmse, count = ctx.Value("d", math.inf), ctx.Value("l", 0)
     pool: Executor

@@ -166,8 +166,9 @@ def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_
     """Run ``cfgs`` with the batched engine; yields ``(index, episode)`` as batches finish.
 
     Trials are grouped by model structure and split into batches (see :func:`per_batch`),
-    each flown by :func:`fly_threads`; with ``lockstep``, in one ``mujoco.batch.Batch`` on
-    ``nthread`` threads instead (:func:`quadarm.runner.batch.fly_batch`: the same numbers,
+    each flown by :func:`fly_threads`; with ``lockstep``, in lock-step in
+    ``mujoco.batch.Batch`` on ``nthread`` threads instead
+    (:func:`quadarm.runner.batch.fly_batch`, a ``Batch`` per thread: the same numbers,
     what the tests of the vector environment's seam compare), where a batch whose models turn
     out not to fit one ``Batch`` flies its trials one by one. ``wall_s`` of a batched episode
     is its batch's time divided by its size.
@@ -191,8 +192,8 @@ def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_
                 t0 = time.perf_counter()
                 try:
                     with quiet.collapsed():
-                        outcomes = (fly_batch([p for _, p in chunk], nthread) if lockstep
-                                    else fly_threads([p for _, p in chunk], nthread))
+                        fly = fly_batch if lockstep else fly_threads
+                        outcomes = fly([p for _, p in chunk], nthread)
                 except Incompatible as err:
                     log.warning("batched engine: %s; running %d trials one by one", err,
                                 len(chunk))

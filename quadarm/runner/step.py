@@ -504,7 +504,6 @@ class Kernels(NamedTuple):
 
 
 PLAIN = Kernels(fly_chunk=fly_chunk, batch_rows=batch_rows, after_rows=after_rows, compiled=False)
-_COMPILED: Kernels | None = None
 
 
 class CompiledFilters:
@@ -516,13 +515,11 @@ class CompiledFilters:
 
 def kernels(compiled: bool) -> Kernels:
     """The loops, compiled (numba, compiled lazily on first use and cached on disk) or plain."""
-    global _COMPILED
     if not compiled:
         return PLAIN
-    if _COMPILED is None:
-        _COMPILED = Kernels(fly_chunk=jit.kernel(fly_chunk), batch_rows=jit.kernel(batch_rows),
-                            after_rows=jit.kernel(after_rows), compiled=True)
-    return _COMPILED
+    return Kernels(fly_chunk=jit.kernel_of(fly_chunk, True),
+                   batch_rows=jit.kernel_of(batch_rows, True),
+                   after_rows=jit.kernel_of(after_rows, True), compiled=True)
 
 
 def warm(compiled: bool) -> None:
