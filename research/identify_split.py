@@ -5,13 +5,17 @@ any extra keys, on every eighth train row without the ``pair23_*`` patterns, and
 held-out ``pair23_*`` rows (aligned tip RMSE, mm). Val is never read.
 
     .venv/bin/python research/identify_split.py TAG ['{"key": [lo, hi, start], ...}'] [NFEV] [all]
-        [gravity=tracking_frame]
+        [gravity=tracking_frame] [arm.KEY=VALUE ...]
+        [jitter=SEED:SIGMA]
 
 ``all``: fit every eighth row of every pattern and score all train rows instead. Prints one
 JSON line (rows, the start's and the fit's RMSE on the fitted / scored rows, the extra keys'
 values) and writes the whole result to ``TAG.json`` in the current folder.
-``gravity=tracking_frame``: gravity along the tracking frame's -z through the registration
-(``identify.gravity``), stage 1 registered the same way.
+``arm.KEY=VALUE``: a fixed override of the calibrated arm (``arm.torsion=true``). NFEV 0 scores
+the start only. ``jitter=SEED:SIGMA``: start from the calibration moved by a seeded N(0, SIGMA)
+in the normalised variables (each bound range is 1). ``gravity=tracking_frame``: gravity along
+the tracking frame's -z through the registration (``identify.gravity``), stage 1 registered the
+same way.
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ MARKER = 0.0033933
 
 def main(argv: list[str]) -> None:
     gravity = "arm_axis"
+    # arm.<key>=<value>: a fixed override of the calibrated arm (e.g. arm.torsion=true).
+    fixed = [a for a in argv if a.startswith("arm.")]
+    argv = [a for a in argv if a not in fixed]
+    # jitter=SEED:SIGMA: start from the calibration moved by N(0, SIGMA) in the normalised
+    # variables (each bound range is 1), seeded, clipped to the bounds.
+    jitter = [a for a in argv if a.startswith("jitter=")]
+    argv = [a for a in argv if a not in jitter]
     for a in [a for a in argv if a.startswith("gravity=")]:
         gravity = a.partition("=")[2]
         argv = [b for b in argv if b != a]
@@ -39,7 +50,7 @@ def main(argv: list[str]) -> None:
     extra = json.loads(argv[1]) if len(argv) > 1 else {}
     nfev = int(argv[2]) if len(argv) > 2 else 6
     frame, arm, sim, cfg, _ = compose(["+experiment=identify_ftdcr_v4",
-                                       "arm=ftdcr_v4_calibrated"])
+                                       "arm=ftdcr_v4_calibrated", *fixed])
     arm = fit.apply(arm, {k.replace("sections.#.", "sections.*.", 1): v[2]
                           for k, v in extra.items()})
     pulls, train = (data.read(cfg, w, arm.length) for w in ("pulls", "train"))
@@ -59,8 +70,16 @@ def main(argv: list[str]) -> None:
         return fit.aligned_rmse(sim_, train.tip[rows]) * 1e3
 
     x0 = problem.normalised(problem.nominal())
+    if jitter:
+        seed, _, sigma = jitter[0].partition("=")[2].partition(":")
+        rng = np.random.default_rng(int(seed))
+        x0 = np.clip(x0 + rng.normal(0.0, float(sigma), x0.shape), 0.0, 1.0)
     t0 = time.time()
     start = (score(x0, fit_rows), score(x0, score_rows))
+    if nfev == 0:  # score the start only
+        print(json.dumps({"tag": tag, "rows": [len(fit_rows), len(score_rows)], "start": start,
+                          "wall_s": time.time() - t0}))
+        return
     res = least_squares(fit._residuals, x0, bounds=(0.0, 1.0),
                         args=(problem, train.pull, fit_rows, train.tip[fit_rows]),
                         diff_step=1e-3, max_nfev=nfev, x_scale="jac")

@@ -39,9 +39,11 @@ class IdentifyConfig:
     ``sections.<j>.tendons.rotate_deg`` (deg, turns section j's tendons from their stage-1
     angles) and ``sections.<j>.tendons.travel_scales.<i>`` (tendon i's spool; ``.#``: every
     tendon of the section), each mapped to its [low, high] bounds. ``starts`` starts of
-    scipy's bounded least squares (the first at the nominal values, the others drawn in the bounds,
-    seeded), at most ``max_nfev`` residual evaluations each (not counting the Jacobian's),
-    in ``workers`` processes, on every ``train_stride``-th train row.
+    scipy's bounded least squares (the first at the nominal values, the others drawn, seeded:
+    uniformly in the middle 80 % of every bound range, or with ``start_spread`` s > 0 around
+    the nominal values, N(0, s) in the variables normalised to their bounds (each range is 1),
+    clipped to the bounds), at most ``max_nfev`` residual evaluations each (not counting the
+    Jacobian's), in ``workers`` processes, on every ``train_stride``-th train row.
 
     ``gravity``: ``arm_axis`` (along the arm's base axis, down or up as ``pointing`` says)
     or ``tracking_frame`` (along -``vertical``, the tracking frame's up direction, carried
@@ -88,6 +90,7 @@ class IdentifyConfig:
     ridge: float = 0.0  # mm per normalised unit
     ridge_grid: List[float] = field(default_factory=list)  # noqa: UP006
     refit_nfev: int = 0
+    start_spread: float = 0.0  # normalised units (each bound range is 1); 0: uniform draws
 
     def __post_init__(self) -> None:
         _choice("command_unit", self.command_unit, tuple(UNITS))
@@ -121,6 +124,10 @@ class IdentifyConfig:
                 raise ConfigError("ridge" if i == 0 else f"ridge_grid.{i - 1}", w,
                                   "must be a finite number >= 0 (mm)")
         _integer("refit_nfev", self.refit_nfev, 0)
+        if not (isinstance(self.start_spread, int | float) and 0 <= self.start_spread <= 1):
+            raise ConfigError("start_spread", self.start_spread,
+                              "must be in [0, 1] (a fraction of each bound range; 0 draws "
+                              "uniformly in the bounds)")
         if any(not isinstance(p, str) or not p for p in self.holdout):
             raise ConfigError("holdout", list(self.holdout),
                               "must be non-empty pattern-label substrings")

@@ -154,7 +154,8 @@ def run(overrides: list[str]) -> dict[str, float]:
             s2 = fit.stage2(problem, recs["train"].pull, recs["train"].tip, cfg.train_stride,
                             cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed,
                             select=cfg.select, held=held, ridge=cfg.ridge,
-                            ridge_grid=list(cfg.ridge_grid), refit_nfev=cfg.refit_nfev)
+                            ridge_grid=list(cfg.ridge_grid), refit_nfev=cfg.refit_nfev,
+                            start_spread=cfg.start_spread)
             _cache_write(cached, s2)
         if "select" in s2:
             sel = s2["select"]
@@ -208,8 +209,9 @@ def run(overrides: list[str]) -> dict[str, float]:
     return metrics
 
 
-# The identify keys added with the holdout selection (docs/identify.md, "Fifth round").
-SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev")
+# The identify keys added with the holdout selection and the starts' spread (docs/identify.md,
+# "Fifth round", "Sixth round").
+SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "start_spread")
 
 
 def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,

@@ -386,11 +386,26 @@ def _start(args: tuple[Any, ...]) -> dict[str, Any]:
     return out
 
 
+def start_points(x_nom: np.ndarray, starts: int, seed: int, spread: float = 0.0
+                 ) -> list[np.ndarray]:
+    """Stage 2's ``starts`` starting points in the normalised variables (n,), each bound range
+    [0, 1]: the nominal values ``x_nom`` first, then seeded draws, uniform in [0.1, 0.9] with
+    ``spread`` 0, else ``x_nom`` + N(0, spread) clipped to [0, 1]: starts near the nominal
+    values that descend into different points of a flat valley (docs/identify.md, "Sixth
+    round")."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    n = len(x_nom)
+    if spread > 0:
+        return [x_nom] + [np.clip(x_nom + rng.normal(0.0, spread, n), 0.0, 1.0)
+                          for _ in range(starts - 1)]
+    return [x_nom] + [rng.uniform(0.1, 0.9, n) for _ in range(starts - 1)]
+
+
 def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, starts: int,
            workers: int, max_nfev: int, seed: int, select: str = "cost",
            held: np.ndarray | None = None, ridge: float = 0.0,
-           ridge_grid: list[float] | tuple[float, ...] = (), refit_nfev: int = 0
-           ) -> dict[str, Any]:
+           ridge_grid: list[float] | tuple[float, ...] = (), refit_nfev: int = 0,
+           start_spread: float = 0.0) -> dict[str, Any]:
     """Fit ``problem.keys`` on every ``stride``-th row (see the module docstring); returns
     the chosen start's values, their standard errors from the Jacobian
     (s^2 (J^T J)^-1, s^2 = residual sum of squares / (m - n), the ridge's rows included),
@@ -401,12 +416,11 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
     on every ``stride``-th row not held out, scored on every held-out row, the lowest
     held-out RMSE wins and is refitted on every ``stride``-th row with at most
     ``refit_nfev`` evaluations (0: kept). ``ridge`` (mm): see :func:`_residuals`; the prior
-    is the nominal values."""
+    is the nominal values. ``start_spread``: see :func:`start_points`."""
     rows = np.arange(0, len(pull), stride)
     meas = tip[rows]
-    rng = np.random.default_rng(np.random.SeedSequence(seed))
     x_nom = problem.normalised(problem.nominal())
-    x0s = [x_nom] + [rng.uniform(0.1, 0.9, len(problem.keys)) for _ in range(starts - 1)]
+    x0s = start_points(x_nom, starts, seed, start_spread)
     jobs: list[tuple[Any, ...]]
     weights: list[float] = [ridge]
     if select == "holdout":

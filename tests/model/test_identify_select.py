@@ -146,6 +146,8 @@ def test_the_default_is_scipys_plain_fit_from_the_nominal_start():
     ("identify.select=holdout", "holdout"),
     ("identify.holdout=[pair23_]", "holdout"),
     ("identify.ridge_grid=[0,1]", "ridge_grid"),
+    ("identify.start_spread=1.5", "start_spread"),
+    ("identify.start_spread=-0.1", "start_spread"),
 ])
 def test_bad_selection_keys_are_refused_in_one_line(tmp_path, capsys, override, key):
     out = tmp_path / "run"
@@ -191,10 +193,34 @@ def test_the_trial_store_hash_of_a_default_job_is_unchanged(tmp_path):
     want = default_store(out) / "identify" / f"{h.hexdigest()[:16]}.json"
     assert _cache_path(out, frame, arm, sim, cfg, recs) == want
     seen = {want}
-    for change in ({"select": "holdout", "holdout": ["pair23_"]}, {"ridge": 0.5}):
+    for change in ({"select": "holdout", "holdout": ["pair23_"]}, {"ridge": 0.5},
+                   {"start_spread": 0.1}):
         other = dataclasses.replace(cfg, **change)
         seen.add(_cache_path(out, frame, arm, sim, other, recs))
-    assert len(seen) == 3
+    assert len(seen) == 4
+
+
+def test_the_starts_spread_around_the_nominal_values():
+    """start_spread 0 keeps the uniform draws in [0.1, 0.9] (the same numbers as before the
+    key existed, from the same seed); s > 0 draws x_nom + N(0, s), clipped to the bounds:
+    the draws' mean and spread match, seeded."""
+    x_nom = np.linspace(0.3, 0.7, 29)
+    rng = np.random.default_rng(np.random.SeedSequence(7))
+    uniform = fit.start_points(x_nom, 3, 7)
+    assert np.array_equal(uniform[0], x_nom)
+    for x in uniform[1:]:
+        assert np.array_equal(x, rng.uniform(0.1, 0.9, 29))
+    near = fit.start_points(x_nom, 201, 7, 0.05)
+    assert np.array_equal(near[0], x_nom) and len(near) == 201
+    dev = np.array(near[1:]) - x_nom  # 200 x 29, 0.3 from a bound is 6 s: no clipping
+    assert np.all((np.array(near) >= 0) & (np.array(near) <= 1))
+    # 5800 draws: the mean within 4 standard errors, the spread within 4 % (chi-square).
+    assert abs(dev.mean()) < 4 * 0.05 / np.sqrt(dev.size)
+    assert abs(dev.std() / 0.05 - 1) < 0.04
+    assert all(np.array_equal(a, b) for a, b in zip(near, fit.start_points(x_nom, 201, 7, 0.05),
+                                                    strict=True))
+    clipped = fit.start_points(np.zeros(29), 50, 1, 0.5)
+    assert min(x.min() for x in clipped) == 0.0 and max(x.max() for x in clipped) <= 1.0
 
 
 def test_settled_poses_do_not_fix_the_scale_of_the_forces():
