@@ -19,7 +19,6 @@ loops. :meth:`QuadArmEnv.controller_action` is the step seam's whole controller.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -103,7 +102,6 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._qpos, self._qvel, self._ctrl = d.qpos, d.qvel, d.ctrl
         self._xfrc, self._site_xpos = d.xfrc_applied, d.site_xpos
         self._contact = core.contact_addresses(m)  # world objects' arm sensors
-        self._warnings = [d.warning[int(w)] for w in UNSTABLE]
         ids = task.act_ids
         contiguous = np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
         self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
@@ -118,12 +116,28 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             self._renderer.close()
             self._renderer = None
         # The step seam (quadarm.runner.step) with the actions as the commands: it logs and
-        # applies the air terms (gusts, downwash) exactly as the runner's loop does.
+        # applies the air terms (gusts, downwash) exactly as the runner's loop does. One sample
+        # is one call of the one-trial loop (step.fly_chunk over k..k+1: the seam's before,
+        # mj_step, its after, and the divergence test of the state after the step), compiled
+        # when the seam is, through its machine-code entry (jit.entry): the same numbers as the
+        # three calls from Python, about 20 us cheaper a step (docs/interfaces.md).
+        compiled = jit.use(task.cfg.runner.compiled)
+        step.warm(compiled)  # the gust recursions, which step.params may run
         self._wind = m.opt.wind  # live view: gusts are written into it before each step
-        self._seam, airs = step.params([task.prepared], step.EXTERNAL, self.record)
+        self._seam, airs = step.params([task.prepared], step.EXTERNAL, self.record,
+                                       compiled=compiled)
         self._gusty = airs[0] is not None and airs[0].gusty
         self._state = step.one_state(d, self._wind, self._seam)
         self._logs = step.log(self._seam, m.nq, m.nv, m.nu)
+        # Every step's state is tested (every=1), as lifecycle.divergence tests it: an unstable
+        # warning, a non-finite qpos or qvel, or the hub beyond max_distance of the start.
+        self._check = step.Check(every=1, warn=d.warning.number,
+                                 unstable=np.array([int(w) for w in UNSTABLE], dtype=np.int64),
+                                 start=np.asarray(task.start, dtype=float),
+                                 box=float(task.max_distance), boxed=True)
+        self._mp, self._dp = step.address(m, compiled), step.address(d, compiled)
+        self._fly = jit.entry(step.kernels(compiled).fly_chunk, self._mp, self._dp, 0, 0,
+                              self._seam, self._state, self._logs, self._check)
         # The command line's whole controller (the seam's step.control in FLY mode: feed-forward,
         # tendon terms, tip feedback, force loop) on the same MjData, writing its commands into
         # a ctrl of its own: controller_action() reads them; its memory (integral, filters,
@@ -131,7 +145,6 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         # It runs at every sample: compiled when the seam is (core.control_rows, one row),
         # through its machine-code entry for these records (jit.entry), about a quarter of its
         # plain-Python cost; the same numbers either way.
-        compiled = jit.use(task.cfg.runner.compiled)
         self._ctl, _ = step.params([task.prepared], step.FLY, record=False, compiled=compiled)
         self._ctl_ctrl = np.zeros((1, m.nu))
         self._ctl_state = self._controller_state()
@@ -181,7 +194,6 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                                 sensed.episode_seed(self.np_random), self.task.n,
                                 self.model.opt.timestep)
             sensed.restart_rows(self._seam, self._state, [0])
-        self._pos = self._qpos[:3].tolist()
         # The controller afresh: its scratch and memory new (the integral, filters, force-loop
         # phase, the law's live parameter row), its commands the start's.
         self._ctl_state = self._controller_state()
@@ -217,26 +229,21 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._control(k)
         ctrl = self._ctrl
         ctrl[self._act] = u
-        seam, st, lg = self._seam, self._state, self._logs
-        step.before(k, seam, st, lg, 0)  # log, and the air terms before the step
+        # Log, the air terms, mj_step (at the last sample: the kinematics, no step), the tip's
+        # log; negative when the state after the step is flagged.
+        flagged = self._fly(self._mp, self._dp, k, k + 1, self._seam, self._state,
+                            self._logs, self._check) < 0
         if k == n:
-            # The last sample: record the command and the kinematics, do not integrate.
-            mujoco.mj_kinematics(self.model, self.data)
-            step.after(k, seam, st, lg, 0)
             self._k = -1
             return self._observe(k), 0.0, False, True, self._final(n + 1, "")
-        mujoco.mj_step(self.model, self.data)
-        step.after(k, seam, st, lg, 0)  # mj_step computed state k's kinematics first
         k += 1
         self._k = k
         self._events(k)
         obs = self._observe(k)
         ex, ey, ez = obs[0], obs[1], obs[2]
         r = -(ex * ex + ey * ey + ez * ez) * (core.CM2 / (n + 1))
-        self._pos = self._qpos[:3].tolist()
         reason = ""
-        if (not math.isfinite(obs.sum()) or self._warnings[0].number or self._warnings[1].number
-                or self._warnings[2].number or self._away()):
+        if flagged:  # the full test names the reason
             reason = divergence(warning_counts(self.data), self._qpos[None], self._qvel[None],
                                 task.start[None], np.array([task.max_distance]))[0]
         if reason:
@@ -245,12 +252,6 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             return (obs, core.penalty(k - 1, n, task.max_distance), True, False,
                     self._final(k, f"diverged at t={self.data.time:.3f} s: {reason}"))
         return obs, float(r), False, False, {}
-
-    def _away(self) -> bool:
-        x, y, z = self._pos
-        s = self.task.start
-        md = self.task.max_distance
-        return not (abs(x - s[0]) <= md and abs(y - s[1]) <= md and abs(z - s[2]) <= md)
 
     def _final(self, rows: int, message: str) -> dict[str, Any]:
         """The info of an episode's last step: status, message and metrics."""
