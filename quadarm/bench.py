@@ -268,17 +268,14 @@ def measure(label: str, repeat: int, nsim: int, threads: tuple[int, ...] = (1, 2
     return out
 
 
-def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
-                 duration: float = 1.0) -> dict[str, Any] | None:
-    """The Gymnasium environments' step costs for one preset (None without gymnasium)."""
-    try:
-        from quadarm.envs import core
-        from quadarm.envs.single import QuadArmEnv
-        from quadarm.envs.vector import QuadArmVectorEnv
-    except ImportError:
-        return None
-    # Single: the nominal mission's commands, flown once in closed loop, replayed as actions.
-    cfg = compose([f"sim={PRESETS[label]}"])
+def env_replay(sim: str) -> tuple[Prepared, np.ndarray, Callable[[], float]]:
+    """The single environment (``sim=<sim>``) replaying the nominal mission's commands, flown
+    once in closed loop, as actions: the prepared mission, its commands (n, nu) and a function
+    that times one episode of ``QuadArmEnv.step`` (s). Needs gymnasium."""
+    from quadarm.envs import core
+    from quadarm.envs.single import QuadArmEnv
+
+    cfg = compose([f"sim={sim}"])
     prep = lifecycle.prepare(cfg)
     if not isinstance(prep, Prepared):
         raise RuntimeError(f"the nominal mission failed: {prep.message}")
@@ -296,6 +293,18 @@ def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
             step(a)
         return time.perf_counter() - t0
 
+    return prep, ctrl, single
+
+
+def measure_envs(label: str, repeat: int, nenv: int = 64, nthread: int = 2,
+                 duration: float = 1.0) -> dict[str, Any] | None:
+    """The Gymnasium environments' step costs for one preset (None without gymnasium)."""
+    try:
+        from quadarm.envs.vector import QuadArmVectorEnv
+    except ImportError:
+        return None
+    prep, ctrl, single = env_replay(PRESETS[label])
+    n = prep.plan.steps
     # Vector: nenv copies of a short workspace hover (a bend ramped in: the vehicle moves), the
     # controller's actions recorded once and replayed; the engine flies the same trials.
     wcfg = compose([f"sim={PRESETS[label]}", "scenario=workspace", f"scenario.duration={duration}"])

@@ -11,38 +11,15 @@ Run it alternately from two checkouts (``PYTHONPATH`` at each) to compare them.
 from __future__ import annotations
 
 import sys
-import time
 
 from quadarm import bench
-from quadarm.api import compose
-from quadarm.envs import core
-from quadarm.envs.single import QuadArmEnv
-from quadarm.runner import episode, lifecycle
-from quadarm.runner.lifecycle import Prepared
 
 ROUNDS = 3
 
 
 def main(preset: str) -> None:
-    cfg = compose([f"sim={preset}"])
-    prep = lifecycle.prepare(cfg)
-    if not isinstance(prep, Prepared):
-        raise SystemExit(f"the nominal mission failed: {prep.message}")
+    prep, ctrl, single = bench.env_replay(preset)
     n = prep.plan.steps
-    log = episode.fly(prep).log
-    assert log is not None
-    ctrl = log.ctrl[:n].copy()
-    env = QuadArmEnv(config=cfg)
-    actions = core.normalise(ctrl[:, env.task.act_ids], env.task.lo, env.task.half)
-
-    def single() -> float:
-        env.reset(seed=0)
-        step = env.step
-        t0 = time.perf_counter()
-        for a in actions:
-            step(a)
-        return time.perf_counter() - t0
-
     single()  # warm
     rounds = []
     for _ in range(ROUNDS):
