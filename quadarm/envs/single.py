@@ -120,7 +120,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         # is one call of the one-trial loop (step.fly_chunk over k..k+1: the seam's before,
         # mj_step, its after, and the divergence test of the state after the step), compiled
         # when the seam is, through its machine-code entry (jit.entry): the same numbers as the
-        # three calls from Python, about 20 us cheaper a step (docs/interfaces.md).
+        # three calls from Python, about 9 us cheaper a step (docs/interfaces.md).
         compiled = jit.use(task.cfg.runner.compiled)
         step.warm(compiled)  # the gust recursions, which step.params may run
         self._wind = m.opt.wind  # live view: gusts are written into it before each step
