@@ -23,9 +23,11 @@ from quadarm.runner import study
 from quadarm.runner.trials import expand
 
 SEEDS = list(range(10))
-# Ten hover trials of 10 s (0.3-1 s each on one core: long enough that a kill after the first
-# two lands while the others still run), distinct through their seed.
-COMMAND = ["scenario=hover", "scenario.duration=10.0", "runner.progress=false",
+# Ten hover trials of 30 s (about 1-3 s each on one core), distinct through their seed: the
+# eight left after the first two take seconds on two workers, so that a kill sent when two are
+# stored lands while the others still run even when the test's own process waits a second or
+# two for a core (at 10 s a trial, a loaded machine once let the whole study finish first).
+COMMAND = ["scenario=hover", "scenario.duration=30.0", "runner.progress=false",
            "runner.engine=serial", f"++runner.grid={{seed:{SEEDS}}}".replace(" ", "")]
 
 
