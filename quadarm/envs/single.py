@@ -31,7 +31,6 @@ from quadarm.envs import core, sensed
 from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import (
-    UNSTABLE,
     divergence,
     outcome_log,
     reset,
@@ -131,10 +130,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._logs = step.log(self._seam, m.nq, m.nv, m.nu)
         # Every step's state is tested (every=1), as lifecycle.divergence tests it: an unstable
         # warning, a non-finite qpos or qvel, or the hub beyond max_distance of the start.
-        self._check = step.Check(every=1, warn=d.warning.number,
-                                 unstable=np.array([int(w) for w in UNSTABLE], dtype=np.int64),
-                                 start=np.asarray(task.start, dtype=float),
-                                 box=float(task.max_distance), boxed=True)
+        self._check = step.live_check(d, task.start, task.max_distance, every=1)
         self._mp, self._dp = step.address(m, compiled), step.address(d, compiled)
         self._fly = jit.entry(step.kernels(compiled).fly_chunk, self._mp, self._dp, 0, 0,
                               self._seam, self._state, self._logs, self._check)

@@ -24,7 +24,6 @@ from quadarm.config import Config
 from quadarm.runner import jit, progress, quiet, step
 from quadarm.runner.lifecycle import (
     CHECK_EVERY,
-    UNSTABLE,
     Diverged,
     Episode,
     Outcome,
@@ -121,10 +120,7 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
         lg.qpos[:, 0, 3] = 1.0
     kern = step.kernels(native)
     mp, dp = step.address(m, native), step.address(d, native)
-    chk = step.Check(every=CHECK_EVERY, warn=d.warning.number,
-                     unstable=np.array([int(w) for w in UNSTABLE], dtype=np.int64),
-                     start=np.asarray(plan.start, dtype=float), box=float(cfg.sim.max_distance),
-                     boxed=not held)
+    chk = step.live_check(d, plan.start, cfg.sim.max_distance, CHECK_EVERY, boxed=not held)
     # Compile (or load from numba's cache) before the timed part, and call the machine-code
     # entry for these records from then on (no type resolution of the records at each call,
     # jit.entry).

@@ -66,7 +66,7 @@ from quadarm.runner import air as air_setup
 from quadarm.runner import arm_aware, contact, jit, memory
 from quadarm.runner import sense as sensing
 from quadarm.runner.jit import mj_kinematics, mj_step
-from quadarm.runner.lifecycle import Prepared, make_controller
+from quadarm.runner.lifecycle import UNSTABLE, Prepared, make_controller
 from quadarm.runner.memory import Memory
 
 FLY, EXTERNAL, HELD = 0, 1, 2  # Params.mode: who writes the commands
@@ -424,6 +424,17 @@ class Check(NamedTuple):
     start: np.ndarray  # (3,) float, m: the centre of the box
     box: float  # m: its half-size
     boxed: bool  # whether qpos[:3] is the free joint's position (False: a grounded trial)
+
+
+def live_check(d: mujoco.MjData, start: Any, box: float, every: int,
+               boxed: bool = True) -> Check:
+    """The :class:`Check` of a trial flown on ``d``: its live warning counts, the warnings of
+    :data:`quadarm.runner.lifecycle.UNSTABLE`, the box of half-size ``box`` (m) around
+    ``start`` (3,) m (tested when ``boxed``), the state tested after every ``every``-th
+    step."""
+    return Check(every=every, warn=d.warning.number,
+                 unstable=np.array([int(w) for w in UNSTABLE], dtype=np.int64),
+                 start=np.asarray(start, dtype=float), box=float(box), boxed=boxed)
 
 
 @jit.inline
