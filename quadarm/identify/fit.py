@@ -346,15 +346,11 @@ def _residuals(x: np.ndarray, problem: Problem, pull: np.ndarray, rows: np.ndarr
     the squared RMSE."""
     sim = problem.simulate(problem.values(x), pull, rows)
     err = sim - np.mean(sim - meas, axis=0) - meas
+    res = _tip_errors(err) if np.all(np.isfinite(err)) else np.full(err.size, 1.0)
     if ridge > 0.0:
         assert prior is not None
-        pen = ridge * math.sqrt(len(rows)) * (x - prior)
-        if not np.all(np.isfinite(err)):
-            return np.concatenate([np.full(err.size, 1.0), pen])
-        return np.concatenate([_tip_errors(err), pen])
-    if not np.all(np.isfinite(err)):
-        return np.full(err.size, 1.0)
-    return _tip_errors(err)
+        return np.concatenate([res, ridge * math.sqrt(len(rows)) * (x - prior)])
+    return res
 
 
 def _tip_errors(err: np.ndarray) -> np.ndarray:
