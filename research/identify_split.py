@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -32,6 +33,25 @@ from quadarm.identify.__main__ import compose
 
 # The shipped calibration's tracked point (m beyond the tip ball): its file's comment.
 MARKER = 0.0033933
+
+
+def split_problem(fixed: list[str], extra: dict[str, list[float]],
+                  gravity: str = "arm_axis") -> tuple[fit.Problem, Any]:
+    """The shipped calibration with the fixed arm overrides ``fixed`` and the ``extra`` keys
+    at their starts (``{"key": [lo, hi, start]}``), registered by stage 1 from the pulls (its
+    tracked point :data:`MARKER`, the shipped angles), fitting the experiment's keys and
+    ``extra``'s; and the job's identify config."""
+    frame, arm, sim, cfg, _ = compose(["+experiment=identify_ftdcr_v4",
+                                       "arm=ftdcr_v4_calibrated", *fixed])
+    arm = fit.apply(arm, {k.replace("sections.#.", "sections.*.", 1): v[2]
+                          for k, v in extra.items()})
+    pulls = data.read(cfg, "pulls", arm.length)
+    problem, _, _ = fit.stage1(frame, sim, arm, cfg.pointing, MARKER, pulls.pull, pulls.tip,
+                               pulls.label, measure_angles=False, gravity=gravity)
+    params = dict(cfg.parameters)
+    params.update({k: v[:2] for k, v in extra.items()})
+    problem.keys = fit.expand(arm, params)
+    return problem, cfg
 
 
 def main(argv: list[str]) -> None:
@@ -49,17 +69,8 @@ def main(argv: list[str]) -> None:
     tag = argv[0]
     extra = json.loads(argv[1]) if len(argv) > 1 else {}
     nfev = int(argv[2]) if len(argv) > 2 else 6
-    frame, arm, sim, cfg, _ = compose(["+experiment=identify_ftdcr_v4",
-                                       "arm=ftdcr_v4_calibrated", *fixed])
-    arm = fit.apply(arm, {k.replace("sections.#.", "sections.*.", 1): v[2]
-                          for k, v in extra.items()})
-    pulls, train = (data.read(cfg, w, arm.length) for w in ("pulls", "train"))
-    problem, _, _ = fit.stage1(frame, sim, arm, cfg.pointing, MARKER, pulls.pull, pulls.tip,
-                               pulls.label, measure_angles=False,
-                               gravity=gravity)
-    params = dict(cfg.parameters)
-    params.update({k: v[:2] for k, v in extra.items()})
-    problem.keys = fit.expand(arm, params)
+    problem, cfg = split_problem(fixed, extra, gravity)
+    train = data.read(cfg, "train", problem.arm.length)
     held = np.array(["pair23_" in str(label) for label in train.label])
     fit_rows, score_rows = np.flatnonzero(~held)[::8], np.flatnonzero(held)
     if len(argv) > 3 and argv[3] == "all":

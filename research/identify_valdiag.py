@@ -1,8 +1,9 @@
 """A diagnostic, never a choice: score candidates that ``research/identify_split.py`` wrote
 (``TAG.json`` in the current folder) on all train rows and on val (aligned tip RMSE, mm), with
-the split's stage 1 (the shipped calibration's arm and tracked point). docs/identify.md,
-"Sixth round", uses it once, after the round's rule had decided, to ask whether the held-out
-``pair23_*`` score ranks candidates as val does; nothing it scores is shipped.
+the split's stage 1 (``identify_split.split_problem``: the shipped calibration's arm and
+tracked point). docs/identify.md, "Sixth round", uses it once, after the round's rule had
+decided, to ask whether the held-out ``pair23_*`` score ranks candidates as val does; nothing
+it scores is shipped.
 
     .venv/bin/python research/identify_valdiag.py TAG [TAG ...]
 """
@@ -12,20 +13,14 @@ from __future__ import annotations
 import json
 import sys
 
-from quadarm.identify import data, fit
-from quadarm.identify.__main__ import compose
+from identify_split import split_problem
 
-# The shipped calibration's tracked point (m beyond the tip ball), as identify_split.py's.
-MARKER = 0.0033933
+from quadarm.identify import data, fit
 
 
 def main(tags: list[str]) -> None:
-    frame, arm, sim, cfg, _ = compose(["+experiment=identify_ftdcr_v4",
-                                       "arm=ftdcr_v4_calibrated"])
-    recs = {w: data.read(cfg, w, arm.length) for w in ("pulls", "train", "val")}
-    problem, _, _ = fit.stage1(frame, sim, arm, cfg.pointing, MARKER, recs["pulls"].pull,
-                               recs["pulls"].tip, recs["pulls"].label, measure_angles=False)
-    problem.keys = fit.expand(arm, dict(cfg.parameters))
+    problem, cfg = split_problem([], {})
+    recs = {w: data.read(cfg, w, problem.arm.length) for w in ("train", "val")}
     for tag in tags:
         with open(f"{tag}.json") as fh:
             values = json.load(fh)["values"]
