@@ -343,14 +343,34 @@ def _residuals(x: np.ndarray, problem: Problem, pull: np.ndarray, rows: np.ndarr
                ) -> np.ndarray:
     """The aligned tip errors (3 K,) mm of ``rows``; with ``ridge`` > 0 followed by the
     ridge's n residuals ridge sqrt(K) (x - prior) (mm), which add ridge^2 |x - prior|^2 to
-    the squared RMSE."""
-    sim = problem.simulate(problem.values(x), pull, rows)
+    the squared RMSE. A replay that diverges (a non-finite marker) scores
+    :func:`failed_residual` on every component: worse than any replay that settles."""
+    values = problem.values(x)
+    sim = problem.simulate(values, pull, rows)
     err = sim - np.mean(sim - meas, axis=0) - meas
-    res = _tip_errors(err) if np.all(np.isfinite(err)) else np.full(err.size, 1.0)
+    res = (_tip_errors(err) if np.all(np.isfinite(err)) else
+           np.full(err.size, failed_residual(apply(problem.arm, values).length,
+                                             values.get("marker_offset",
+                                                        problem.marker_offset), meas)))
     if ridge > 0.0:
         assert prior is not None
         return np.concatenate([res, ridge * math.sqrt(len(rows)) * (x - prior)])
     return res
+
+
+def failed_residual(length: float, marker_offset: float, meas: np.ndarray) -> float:
+    """The stand-in residual (mm) of each component of a replay that diverged: the arm's
+    ``length`` (m) plus the ``marker_offset`` (m) plus the measured tips' RMS spread about
+    their mean (``meas`` (K, 3) m). Why it exceeds any real residual: a settled replay's
+    markers lie within the reach R of the base (the length, the marker offset and the tip
+    ball's radius b), so their RMS spread about their own mean is at most R, and the aligned
+    RMSE, the RMS of (sim - mean sim) - (meas - mean meas), is at most R + that spread (the
+    triangle inequality). The stand-in's error per row, sqrt(3) times this value, is larger
+    whenever b is under 0.73 times this value (a ball a few millimetres across on an arm tens
+    of centimetres long): so a region where the replay diverges is never a minimum of the
+    objective (``tests/model/test_identify.py``)."""
+    spread = float(np.sqrt(np.mean(np.sum((meas - meas.mean(axis=0)) ** 2, axis=1))))
+    return 1e3 * (float(length) + abs(float(marker_offset)) + spread)
 
 
 def _tip_errors(err: np.ndarray) -> np.ndarray:

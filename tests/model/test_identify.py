@@ -162,3 +162,46 @@ def test_a_rerun_of_the_same_fit_reads_it_from_the_trial_store(tmp_path, capsys,
     a, b = runs[0][1], runs[1][1]
     keep = a["metric"] != "wall_s"
     assert a[keep]["value"].tolist() == b[keep]["value"].tolist()
+
+
+def test_a_diverging_replay_scores_worse_than_any_real_replay(monkeypatch):
+    """A replay that diverges (non-finite markers) must cost more than every replay that
+    settles, however far its parameters are from the data's: here the small arm's markers
+    from far-off stiffnesses, pretensions, marker offsets and registrations up to 3 rad, and
+    markers placed anywhere within the arm's reach of the base (the bound the stand-in is
+    derived from)."""
+    arm = _small_arm()
+    problem = _problem(arm)
+    problem.keys = fit.expand(arm, {"sections.#.youngs_modulus": [1e9, 2e11],
+                                    "sections.*.tendons.pretension": [0.0, 5.0],
+                                    "sections.*.tendons.stiffness": [200.0, 50000.0],
+                                    "marker_offset": [0.0, 0.03],
+                                    "registration.rx": [-3.0, 3.0],
+                                    "registration.ry": [-3.0, 3.0],
+                                    "registration.rz": [-3.0, 3.0]})
+    pull = _pulls(arm.n_tendons, 24, 5)
+    rows = np.arange(len(pull))
+    rng = np.random.default_rng(11)
+    truth = problem.values(np.full(len(problem.keys), 0.5))
+    meas = problem.simulate(truth, pull) + rng.normal(scale=3e-4, size=(len(pull), 3))
+
+    def cost(res: np.ndarray) -> float:
+        return float(np.sum(res ** 2))
+
+    real = [cost(fit._residuals(x, problem, pull, rows, meas))
+            for x in [*rng.uniform(0.0, 1.0, (12, len(problem.keys))),
+                      np.zeros(len(problem.keys)), np.ones(len(problem.keys))]]
+    assert all(np.isfinite(real))
+    monkeypatch.setattr(problem, "simulate",
+                        lambda values, pull, rows=None: np.full((len(rows), 3), np.nan))
+    failed = [cost(fit._residuals(x, problem, pull, rows, meas))
+              for x in (np.zeros(len(problem.keys)), np.ones(len(problem.keys)))]
+    assert min(failed) > max(real), (failed, max(real))
+    # Any settled markers lie within the reach (the rest marker's distance from the base, the
+    # straight arm being the longest): even the worst such placement costs less.
+    reach = 0.03 + float(np.linalg.norm(_problem(arm).simulate({}, np.zeros((1, arm.n_tendons)))))
+    for _ in range(200):
+        way = rng.normal(size=(len(pull), 3))
+        sim = reach * way / np.linalg.norm(way, axis=1, keepdims=True)
+        err = sim - np.mean(sim - meas, axis=0) - meas
+        assert cost(err.ravel() * 1e3) < min(failed)
