@@ -219,7 +219,9 @@ def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: Si
     """Where stage 2's result for this job lives in the trial store (``trials/identify/``
     beside the runs, :func:`quadarm.config.default_store`): keyed by a hash of everything that
     fixes it, the arm, frame, sim and identify config (but its output folder, name and
-    worker count), the recordings' bytes and the code's fingerprint
+    worker count), the order of its ``parameters`` (the hashed JSON sorts a mapping's keys,
+    but stage 2 draws its random starts by position, so a reordered list fits from other
+    starts), the recordings' bytes and the code's fingerprint
     (:func:`quadarm.runner.store.fingerprint`, so other code never reads it)."""
     import dataclasses
     import hashlib
@@ -239,6 +241,7 @@ def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: Si
     h = hashlib.sha256(fingerprint().encode())
     h.update(json.dumps([dataclasses.asdict(frame), dataclasses.asdict(arm),
                          dataclasses.asdict(sim), job], sort_keys=True, default=str).encode())
+    h.update(json.dumps(list(cfg.parameters)).encode())
     for which in ("pulls", "train", "val"):
         h.update(Path(recs[which].path).read_bytes())
     return default_store(out) / "identify" / f"{h.hexdigest()[:16]}.json"

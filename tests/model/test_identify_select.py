@@ -175,7 +175,8 @@ def test_the_config_range_checks():
 
 def test_the_trial_store_hash_of_a_default_job_is_unchanged(tmp_path):
     """The selection keys at their defaults do not enter the hash (so a default job keeps
-    the hash it had before they existed: computed here as it was then); set, each does."""
+    the hash it had before they existed: computed here as it was then, plus the parameters'
+    order, hashed since issue 38); set, each does."""
     from quadarm.config import default_store
     from quadarm.identify import data
     from quadarm.runner.store import fingerprint
@@ -187,6 +188,7 @@ def test_the_trial_store_hash_of_a_default_job_is_unchanged(tmp_path):
     h = hashlib.sha256(fingerprint().encode())
     h.update(json.dumps([dataclasses.asdict(frame), dataclasses.asdict(arm),
                          dataclasses.asdict(sim), job], sort_keys=True, default=str).encode())
+    h.update(json.dumps(list(cfg.parameters)).encode())  # the keys' order (issue 38)
     for which in ("pulls", "train", "val"):
         h.update(Path(recs[which].path).read_bytes())
     out = tmp_path / "run"
@@ -262,3 +264,27 @@ def test_settled_poses_do_not_fix_the_scale_of_the_forces():
     # and not with the end cap's mass held: the factor is then fixed
     held = replace(scaled, tip_mass=arm.tip_mass)
     assert np.max(np.linalg.norm(a - replace(prob, arm=held).simulate({}, pull), axis=1)) > 1e-6
+
+
+def test_a_reordered_parameter_list_is_another_fit_in_the_trial_store(tmp_path):
+    """Stage 2 draws its random starts by position: the same keys listed in another order
+    start from other values of each key, so the trial store must not return one order's
+    result for the other (the same order: the same entry)."""
+    frame, arm, sim, cfg, _ = compose(["+experiment=identify_ftdcr_v4"])
+    from quadarm.identify import data
+
+    recs = {w: data.read(cfg, w, arm.length) for w in ("pulls", "train", "val")}
+    names = list(cfg.parameters)
+    flipped = dataclasses.replace(cfg, parameters={k: cfg.parameters[k] for k in names[::-1]})
+    again = dataclasses.replace(cfg, parameters=dict(cfg.parameters))
+    # Why it matters: the second start's value of each key depends on the order.
+    keys = fit.expand(arm, dict(cfg.parameters))
+    keys_flipped = fit.expand(arm, dict(flipped.parameters))
+    assert sorted(keys) == sorted(keys_flipped) and keys != keys_flipped
+    x = fit.start_points(np.full(len(keys), 0.5), 2, cfg.seed)[1]  # the same draw
+    first, second = fit.values_of(keys, x), fit.values_of(keys_flipped, x)
+    assert any(first[k] != second[k] for k in first)
+    out = tmp_path / "run"
+    path = _cache_path(out, frame, arm, sim, cfg, recs)
+    assert _cache_path(out, frame, arm, sim, again, recs) == path
+    assert _cache_path(out, frame, arm, sim, flipped, recs) != path
