@@ -14,9 +14,16 @@ results table may also carry its own ``baseline`` column (the learned policy's r
 :mod:`quadarm.learn`), which wins.
 
 Leaderboard row (per baseline x sensing preset): the trials, how many succeeded, the ranking
-metric's mean and worst over the draw, and the means of the also-reported metrics; rows are
-sorted by success rate, then by the metric's mean. A diverged or failed trial counts as a
-failure and has no metrics.
+metric's mean and worst over the draw, and the means of the also-reported metrics. A diverged
+or failed trial counts as a failure and has no metrics. A trial without a value of a metric
+(it diverged, or never reached what the metric times: a recovery that never came back within
+the band is NaN) is a failure, never left out: the row's mean and worst of that metric are
+then not a number (NaN and +inf in the frame, ``n/a (k of n never)`` and ``never`` in the
+page) and ``<metric> never`` counts such trials. Rows are ranked by the task's ranking metric
+(:attr:`TaskSpec.rank_by_success` false): fewer trials without it first, then the lower mean
+(so any trial that never reached the criterion ranks below every row whose trials all did),
+then the higher success rate; with ``rank_by_success`` (pick and place, whose headline
+docs/tasks.md names as the success rate) by success rate first, then as above.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from quadarm.analysis.figures import save
 from quadarm.analysis.markdown import markdown_table, write
 from quadarm.analysis.pooling import Grouping, per_setup
 from quadarm.analysis.select import column, metric_frame, vector
-from quadarm.analysis.table import Table, checks_frame
+from quadarm.analysis.table import Table, checks_frame, fmt
 
 START = "<!-- tasks:start -->"
 END = "<!-- tasks:end -->"
@@ -85,7 +92,7 @@ class TaskSpec:
     passes: Callable[[Values], bool]
     case: Callable[[pd.DataFrame], pd.Series]
     keep: Callable[[pd.DataFrame], pd.Series] | None = None
-    rank_by_success: bool = False  # the headline is the success rate (pick and place)
+    rank_by_success: bool = False  # rank by success rate first (pick and place), else by metric
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -344,27 +351,46 @@ def per_trial(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
     return out
 
 
+NEVER = " never"  # suffix of a leaderboard's count of trials without a metric's value
+
+
+def _summary(v: pd.Series) -> tuple[float, float, int]:
+    """The mean and worst (max) of one metric over a row's trials (n,) and the count of
+    trials without a value: mean NaN and worst +inf when that count is not zero (such a trial
+    failed: it is never dropped from the mean or the worst)."""
+    never = int(v.isna().sum())
+    if never or v.empty:
+        return math.nan, math.inf if never else math.nan, never
+    return float(v.mean()), float(v.max()), 0
+
+
 def leaderboard(spec: TaskSpec, trials: pd.DataFrame) -> pd.DataFrame:
     """One row per (baseline, sensing): trials, successes, success rate, the metric's mean
-    and worst, the also-reported metrics' means; best first."""
+    and worst and its count of trials without a value (``<metric> never``), the
+    also-reported metrics' means and counts; best first (see the module docstring)."""
     m = spec.metric.label
     rows = []
     for (base, sensing), g in trials.groupby(["baseline", "sensing"], sort=False):
-        vals = g[m].astype(float)
+        mean, worst, never = _summary(g[m].astype(float))
         row = {"baseline": base, "sensing": sensing, "trials": len(g),
                "ok": int((g["status"] == "ok").sum()), "success": int(g["success"].sum()),
                "success rate": float(g["success"].mean()),
-               f"{m} mean": float(vals.mean()) if vals.notna().any() else math.nan,
-               f"{m} worst": float(vals.max()) if vals.notna().any() else math.nan}
+               f"{m} mean": mean, f"{m} worst": worst}
         for c in spec.also:
-            v = g[c.label].astype(float)
-            row[f"{c.label} mean"] = float(v.mean()) if v.notna().any() else math.nan
+            row[f"{c.label} mean"] = _summary(g[c.label].astype(float))[0]
+        row[f"{m}{NEVER}"] = never
+        # The mean of the trials that have a value: a tie-break between rows with as many
+        # trials without it, never shown as the row's mean.
+        row["_reached"] = float(g[m].astype(float).mean()) if never < len(g) else math.inf
+        for c in spec.also:
+            row[f"{c.label}{NEVER}"] = int(g[c.label].astype(float).isna().sum())
         rows.append(row)
     board = pd.DataFrame(rows)
-    key = f"{m} mean"
-    board["_m"] = board[key].fillna(math.inf)
-    board = board.sort_values(["success rate", "_m"], ascending=[False, True], kind="stable")
-    return board.drop(columns="_m").reset_index(drop=True)
+    board["_rate"] = -board["success rate"]
+    by = ["_rate", f"{m}{NEVER}", "_reached"] if spec.rank_by_success else \
+        [f"{m}{NEVER}", "_reached", "_rate"]
+    board = board.sort_values(by, kind="stable")
+    return board.drop(columns=["_rate", "_reached"]).reset_index(drop=True)
 
 
 def table(name: str, runs: pd.DataFrame, metrics: pd.DataFrame,
@@ -391,8 +417,11 @@ def _table(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
     trials = per_trial(spec, runs, metrics, specs)
     board = leaderboard(spec, trials)
     cases = trials["case"].nunique()
+    rank = ("success rate, then " if spec.rank_by_success else "") + spec.metric.label
     notes = [f"Metric: {spec.metric.label} (lower is better; mean and worst over the "
-             f"{cases} case(s) of the draw). Success: {spec.criterion}.",
+             f"{cases} case(s) of the draw; a trial that never reached it, or failed, is "
+             f"counted, never dropped: n/a (k of n never)). Ranked by {rank}. "
+             f"Success: {spec.criterion}.",
              *spec.notes]
     return Table(name, spec.title, {"leaderboard": board, "trials": trials},
                  checks_frame([]), notes)
@@ -415,14 +444,19 @@ def figure(tab: Table, path: Path | str) -> Path:
         xs = x + (j - (len(presets) - 1) / 2) * width
         mean = sub[f"{m} mean"].astype(float).to_numpy()
         worst = sub[f"{m} worst"].astype(float).to_numpy()
+        never = sub[f"{m}{NEVER}"].fillna(0).astype(int).to_numpy()
         ax.bar(xs, np.nan_to_num(mean, nan=0.0), width, label=f"sensing={preset}")
-        ax.plot(xs, worst, "k_", ms=10)
-        for xi, mi, rate in zip(xs, mean, sub["success rate"].astype(float), strict=True):
+        ax.plot(xs, np.where(np.isfinite(worst), worst, np.nan), "k_", ms=10)
+        for xi, mi, rate, k in zip(xs, mean, sub["success rate"].astype(float), never,
+                                   strict=True):
             if math.isfinite(rate):
-                ax.annotate(f"{rate:.0%}", (xi, 0.0 if not math.isfinite(mi) else mi),
+                # A row with trials that never reached the metric has no bar: say so.
+                text = f"{rate:.0%}" + (f"\n{k} never" if k else "")
+                ax.annotate(text, (xi, 0.0 if not math.isfinite(mi) else mi),
                             textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7)
     ax.set_xticks(x, bases, rotation=20, fontsize=8)
-    ax.set_ylabel(f"{m}, mean (bar) and worst (tick)", fontsize=8)
+    ax.set_ylabel(f"{m}, mean (bar) and worst (tick)\n(none where a trial never reached it)",
+                  fontsize=8)
     ax.set_title(f"{spec.title}: success rate above the bars", fontsize=9)
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=7)
@@ -453,15 +487,33 @@ def block(tables: Iterable[Table], source: str, figure_dir: str,
     parts = [f"_Generated by `python -m quadarm.analysis.tasks` from the Parquet files of "
              f"{source}._", ""]
     for tab in tables:
-        board = tab.data["leaderboard"].copy()
-        board["success rate"] = board["success rate"].map(
-            lambda r: f"{r:.0%}" if math.isfinite(r) else "—")
+        board = page_board(tab.data["leaderboard"])
         parts += [f"### {tab.title} (`{tab.name}`)", "", *(f"_{n}_" for n in tab.notes), "",
                   markdown_table(board), "",
                   *(f"![{tab.name}]({figure_dir}/{path.name})" for _, path
                     in per_setup(tab, Path(f"{tab.name}.png"))), ""]
     parts += list(extra)
     return "\n".join(parts).rstrip() + "\n"
+
+
+def page_board(board: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard as the page shows it: the success rate in per cent; a metric some
+    trials never reached shows its mean as ``n/a (k of n never)`` and its worst as
+    ``never``; the counts' columns folded into those cells."""
+    out = board.copy()
+    out["success rate"] = out["success rate"].map(
+        lambda r: f"{r:.0%}" if math.isfinite(r) else "—")
+    for count in [c for c in board.columns if c.endswith(NEVER)]:
+        label = count[: -len(NEVER)]
+        k = board[count].astype(int)
+        for col in (f"{label} mean", f"{label} worst"):
+            if col in out and bool((k > 0).any()):
+                worst = col.endswith(" worst")
+                out[col] = [("never" if worst else f"n/a ({n} of {t} never)") if n else
+                            fmt(v, 2) for v, n, t in zip(board[col], k, board["trials"],
+                                                          strict=True)]
+        out = out.drop(columns=count)
+    return out
 
 
 def load(roots: Iterable[Path | str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -536,8 +588,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["TASKS", "TaskSpec", "baseline", "baseline_specs", "figure", "leaderboard", "main",
-           "per_trial", "table"]
+__all__ = ["NEVER", "TASKS", "TaskSpec", "baseline", "baseline_specs", "figure", "leaderboard",
+           "main", "page_board", "per_trial", "table"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
