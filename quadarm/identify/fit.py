@@ -4,7 +4,8 @@
   (:mod:`quadarm.identify.register`), the sections of the channels chosen by replaying each
   channel's pulls as a tendon of each section on the nominal arm.
 - :func:`stage2`: scipy's bounded least squares (trust-region reflective, finite-difference
-  Jacobian) on the aligned tip errors of the train rows, from ``starts`` starts (the nominal
+  Jacobian) on the aligned tip errors of the train rows (every recorded row replayed for the
+  history, the strided ones scored), from ``starts`` starts (the nominal
   values and seeded draws in the bounds) in ``workers`` processes; the best start wins (the
   lowest train cost, or with ``select=holdout`` the lowest error on held-out train rows;
   an optional ridge towards the nominal values).
@@ -199,8 +200,11 @@ class Problem:
     def simulate(self, values: dict[str, float], pull: np.ndarray,
                  rows: np.ndarray | None = None) -> np.ndarray:
         """The markers (K, 3) m in the tracking frame for the channel commands ``pull``
-        (K_all, n_channels) m, at ``rows`` (all when None; the history of every row drives
-        the friction and backlash play)."""
+        (K_all, n_channels) m, at ``rows`` (indices (K,); all when None). Every recorded
+        row up to the last of ``rows`` is replayed, each from the previous recorded row's
+        pose, and only ``rows`` are returned: the history drives the tendon friction's and
+        backlash's play and the hinge friction (which holds each hinge where the previous
+        row left it), so the markers at ``rows`` are those of the full replay, bit for bit."""
         arm = apply(self.arm, values)
         rot = self.rotation @ register.rotation(values.get("registration.rx", 0.0),
                                                 values.get("registration.ry", 0.0),
@@ -212,11 +216,13 @@ class Problem:
         tendon_pull = pull[:, list(self.tendon_channel)]
         ctrl = bench.commands(tendon_pull)
         way = bench.directions(tendon_pull)
-        idx = np.arange(len(ctrl)) if rows is None else rows
+        last = len(ctrl) if rows is None else (int(np.max(rows)) + 1 if len(rows) else 0)
         bench.data.qpos[:] = bench.model.qpos0
-        out = np.empty((len(idx), 3))
-        for n, i in enumerate(idx):
-            out[n] = bench.settle(ctrl[i], direction=way[i])[0]
+        out = np.empty((last, 3))
+        for i in range(last):
+            out[i] = bench.settle(ctrl[i], direction=way[i])[0]
+        if rows is not None:
+            out = out[np.asarray(rows, dtype=int)]
         return out @ rot.T + self.translation
 
 
