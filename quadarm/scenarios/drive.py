@@ -54,8 +54,10 @@ def slack_rows(cfg: Config, built: BuiltModel, n: int) -> np.ndarray | None:
 
 
 # The scenarios that fly (or hold) a multi-section arm: their plans bend it through
-# bend_rows/slack_rows. The others need the one-section arm's tip map, payload or contact.
-SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics")
+# bend_rows/slack_rows (touch: its buckling load from the chain of links and servos,
+# quadarm.model.buckling.arm_buckling_load). The others need the one-section arm's tip map.
+SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics",
+                     "touch")
 
 
 def check(cfg: Config) -> None:
@@ -77,7 +79,7 @@ def check(cfg: Config) -> None:
     if kind not in SECTION_SCENARIOS:
         raise ConfigError("scenario", kind, f"{what} flies scenario="
                           f"{'|'.join(SECTION_SCENARIOS)} only (the others read the "
-                          "one-section arm's tip map, payload or contact)")
+                          "one-section arm's tip map)")
     if kind == "statics" and arm.actuation == "displacement":
         raise ConfigError("arm.actuation", arm.actuation, "scenario=statics reports tendon "
                           "tensions: use actuation=tension, or python -m quadarm.identify's "
