@@ -54,8 +54,11 @@ def slack_rows(cfg: Config, built: BuiltModel, n: int) -> np.ndarray | None:
 
 
 # The scenarios that fly (or hold) a multi-section arm: their plans bend it through
-# bend_rows/slack_rows. The others need the one-section arm's tip map, payload or contact.
-SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics")
+# bend_rows/slack_rows (touch: its buckling load from the chain of links and servos,
+# quadarm.model.buckling.arm_buckling_load; payload: the servos' hold,
+# quadarm.scenarios.payload.check). The others need the one-section arm's tip map.
+SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics",
+                     "touch", "payload")
 
 
 def check(cfg: Config) -> None:
@@ -63,10 +66,8 @@ def check(cfg: Config) -> None:
     :data:`SECTION_SCENARIOS`, and the terms written for one section of three tendons (the
     wrench feed-forward, and the com one with torsion hinges; active tendon damping and bias,
     the tip feedback and its bend correction, the sensing's arm-shape fit, the legacy tendon
-    map); in displacement mode the
-    ``statics`` scenario (its metrics report tensions; the bench replay is
-    ``python -m quadarm.identify``), and a capstan friction (``arm.tendon_capstan_mu``, modelled
-    by the bench replay only). Also each section's tendons must bend it every way."""
+    map), and a capstan friction (``arm.tendon_capstan_mu``, modelled by the bench replay
+    only). Also each section's tendons must bend it every way."""
     from quadarm.config.checks import ConfigError
 
     arm = cfg.arm
@@ -77,11 +78,7 @@ def check(cfg: Config) -> None:
     if kind not in SECTION_SCENARIOS:
         raise ConfigError("scenario", kind, f"{what} flies scenario="
                           f"{'|'.join(SECTION_SCENARIOS)} only (the others read the "
-                          "one-section arm's tip map, payload or contact)")
-    if kind == "statics" and arm.actuation == "displacement":
-        raise ConfigError("arm.actuation", arm.actuation, "scenario=statics reports tendon "
-                          "tensions: use actuation=tension, or python -m quadarm.identify's "
-                          "bench replay for servo-driven tendons")
+                          "one-section arm's tip map)")
     if arm.tendon_capstan_mu > 0:
         raise ConfigError("arm.tendon_capstan_mu", arm.tendon_capstan_mu, "must be 0 in flight: "
                           "the capstan friction is the bench replay's (python -m "

@@ -2,7 +2,9 @@
 level, bent by a command (mu, beta) ramped in and held until it settles. The tip is read in the
 body frame at the end, as the workspace study reads it, and how far it still moved over the last
 second tells whether it had settled. The tendon tensions held at the end are reported too, so
-that a reference model can be solved for exactly the loads the arm carried."""
+that a reference model can be solved for exactly the loads the arm carried: the commands of
+force-driven tendons, the position actuators' forces (N) of servo-driven ones
+(:meth:`quadarm.scenarios.common.Log.tensions`)."""
 
 from __future__ import annotations
 
@@ -32,5 +34,5 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
         ("final", "tip_lateral_cm", float(np.hypot(tip[0], tip[1]))),
         ("final", "tip_depth_cm", float(-tip[2])),
         ("final", "settle_cm", float(motion)),
-    ] + [("final", names.tension_column(i), float(log.ctrl[-1, a]))
-         for i, a in enumerate(log.tendon_ids)]
+    ] + [("final", names.tension_column(i), float(tension))
+         for i, tension in enumerate(log.tensions()[-1])]

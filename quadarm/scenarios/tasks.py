@@ -176,6 +176,11 @@ class Payload(Task):
         sc = cfg.scenario
         return {"payload": (sc.payload_mass, sc.payload_radius)}
 
+    def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
+        from quadarm.scenarios.payload import check
+
+        check(cfg)
+
 
 @dataclass(frozen=True)
 class Reach(Task):

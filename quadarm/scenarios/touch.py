@@ -31,15 +31,15 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config, ConfigError, WorldObject
-from quadarm.control.tendons import tensions as allocate
-from quadarm.control.tipspace import bent_pose
+from quadarm.config.sections import SectionArmConfig
+from quadarm.control.tipspace import GRID_MU, bent_pose, equilibrium
 from quadarm.control.trajectory import Reference, sigma
-from quadarm.model import BuiltModel
+from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import total_mass
-from quadarm.model.buckling import buckling_load
-from quadarm.model.chain import chain_of
+from quadarm.model.buckling import arm_buckling_load
 from quadarm.model.world import normal_of, target
 from quadarm.names import WHOLE
+from quadarm.scenarios import drive
 from quadarm.scenarios.common import Log, Metric, Plan, times
 
 IMPACT_WINDOW = 0.5  # s after the first contact in which the impact peak is taken
@@ -73,12 +73,12 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
         v = -np.outer(moving * sc.approach_speed, n)
     else:
         p, v = _shaped(cfg, t, start, n, mu)
-    tension = None
+    # Any arm's tendon rows (quadarm.scenarios.drive): the one-section arm's allocation, each
+    # section's plan, servo commands; unbent, servos hold their pretension.
+    tension = drive.slack_rows(cfg, built, len(t))
     if mu > 0:
         level = sigma(t / sc.ramp) if sc.ramp > 0 else np.ones_like(t)
-        tension = allocate(mu * level, np.radians(sc.beta_deg),
-                           np.radians(cfg.arm.tendon_angles_deg), cfg.arm.tension_max,
-                           cfg.control.tendon_map)
+        tension = drive.bend_rows(cfg, built, mu * level, np.radians(sc.beta_deg))
     return Plan(t=t, ref=Reference(p=p, v=v, a=np.zeros_like(p)), start=start,
                 tensions=tension, phases={WHOLE: (0.0, float(sc.duration))})
 
@@ -100,8 +100,7 @@ def expected_gap(cfg: Config, start: np.ndarray, mu: float) -> float:
     capsules and the tip ball, the least height above the face along the normal n of the
     point of each nearest the face (a capsule's nearer end less its radius, the ball's centre
     less its radius)."""
-    built, data = bent_pose(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map, mu,
-                            float(np.radians(cfg.scenario.beta_deg)))
+    built, data = _at_rest(cfg, mu)
     m = built.model
     obj = target(cfg.world, cfg.scenario.target)
     n = normal_of(obj)
@@ -121,6 +120,28 @@ def expected_gap(cfg: Config, start: np.ndarray, mu: float) -> float:
             height = float(centre @ n)
         gap = min(gap, height - radius - face)
     return float(gap)
+
+
+def _at_rest(cfg: Config, mu: float) -> tuple[BuiltModel, mujoco.MjData]:
+    """The fixed-base (level) unloaded arm at rest under the touch's bend: the tip map's
+    :func:`~quadarm.control.tipspace.bent_pose` for a one-section arm; for a multi-section
+    arm the same continuation in mu (its steps) on the plan's own commands
+    (:func:`quadarm.scenarios.drive.bend_rows`: each section's plan, the servos' commands)."""
+    beta = float(np.radians(cfg.scenario.beta_deg))
+    if not isinstance(cfg.arm, SectionArmConfig):
+        return bent_pose(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map, mu, beta)
+    built = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
+    data = mujoco.MjData(built.model)
+    levels = np.linspace(0.0, mu, GRID_MU)
+    rows = drive.bend_rows(cfg, built, levels, np.full_like(levels, beta))
+    q = built.model.qpos0.copy()
+    for row in rows:
+        data.ctrl[:] = 0.0
+        data.ctrl[built.tendon_actuators] = row
+        q = equilibrium(built.model, data, q)
+    data.qpos[:] = q
+    mujoco.mj_forward(built.model, data)
+    return built, data
 
 
 def _shaped(cfg: Config, t: np.ndarray, start: np.ndarray, n: np.ndarray,
@@ -165,10 +186,10 @@ def axial_press(cfg: Config) -> bool:
 
 def buckling_bound(cfg: Config) -> float:
     """The straight arm's buckling load (N) under the tip force, the hub clamped and the tip
-    held sideways by the surface's friction (:func:`quadarm.model.buckling.buckling_load`,
-    docs/contact.md)."""
+    held by the surface's friction, for any arm
+    (:func:`quadarm.model.buckling.arm_buckling_load`, docs/contact.md)."""
     g = float(np.linalg.norm(cfg.sim.gravity))
-    return buckling_load(chain_of(cfg.arm), g, pinned=True)
+    return arm_buckling_load(cfg.arm, g, pinned=True)
 
 
 def check_buckling(cfg: Config) -> None:

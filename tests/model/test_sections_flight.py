@@ -17,6 +17,7 @@ from quadarm.config.sections import SectionArmConfig, SectionConfig, TendonSetCo
 from quadarm.control import sections as plan_sections
 from quadarm.model import names
 from quadarm.model.builder import build
+from quadarm.names import tension_column as names_of
 from quadarm.scenarios.drive import bend_rows
 
 EI, LENGTH, LINKS, R = 2e-3, 0.05, 4, 0.005
@@ -116,10 +117,36 @@ def test_what_a_multi_section_arm_cannot_fly_is_refused_in_one_line(override, ke
     assert msg.startswith(key) and "\n" not in msg
 
 
-def test_statics_in_displacement_mode_is_refused():
-    with pytest.raises(ConfigError, match="^arm.actuation=displacement"):
-        api.compose(["arm=ftdcr_v4", "scenario=statics"])
-    api.compose(["arm=ftdcr_v4", "arm.actuation=tension", "scenario=statics"])
+def test_statics_with_servos_reports_the_tensions_they_hold():
+    """scenario=statics with servo-driven tendons (refused before issue 35): each tendon's
+    reported tension is its position actuator's force, the closed form
+    clip(k (L - u), 0, tension_max) of the settled tendon length L and the command u, in N
+    (not the command, a length); and the tensions hold the bend: some tendon carries more than
+    its pretension."""
+    from quadarm.runner import episode
+    from quadarm.runner.lifecycle import Prepared, prepare
+
+    cfg = api.compose(["scenario=statics", "scenario.duration=3", "sim.timestep=0.002"])
+    cfg.arm = _arm("displacement")
+    p = prepare(cfg)
+    assert isinstance(p, Prepared)
+    ep = episode.fly_and_score(p)
+    assert ep.status == "ok", ep.message
+    got = {name: value for _, name, value in ep.metrics}
+    m, d = p.built.model, mujoco.MjData(p.built.model)
+    log = ep.log
+    # The held loop's log carries the fixed hub pose in its first 7 columns, the arm after.
+    assert log.qpos.shape[1] == m.nq + 7
+    d.qpos[:] = log.qpos[-1, 7:]
+    mujoco.mj_forward(m, d)
+    tendon = m.actuator_trnid[p.built.tendon_actuators, 0]
+    k = m.actuator_gainprm[p.built.tendon_actuators, 0]
+    u = log.ctrl[-1, p.built.tendon_actuators]
+    expected = np.clip(k * (d.ten_length[tendon] - u), 0.0, cfg.arm.tension_max)
+    reported = np.array([got[names_of(i)] for i in range(len(tendon))])
+    assert np.allclose(reported, expected, atol=0.01 * cfg.arm.sections[0].tendons.pretension
+                       + 1e-3), (reported, expected)
+    assert reported.max() > 0.5 + 0.1
 
 
 def test_a_plan_that_bends_nothing_holds_the_servos_pretension():
