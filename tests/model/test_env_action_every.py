@@ -21,6 +21,10 @@ PUSH = ["scenario=disturbance", "scenario.duration=0.2", "scenario.start=0.05",
         "scenario.length=0.02", "scenario.force=3"]
 REACH = ["scenario.targets=[[0.03,0.0,1.07]]", "scenario.move_time=0.3", "scenario.dwell=0.1"]
 GUSTS = ["airframe.motor_tau=0.025", "aero=gusty", "aero.downwash=true"]
+# The servo-driven two-section arm holding a bend, with a 0.1 mm backlash: the held tendon
+# commands pass the servo's play once per action (test_env_servo.py's BEND, shortened).
+SERVO = ["arm=ftdcr_v4", "scenario=workspace", "scenario.duration=0.12", "scenario.ramp=0.05",
+         "scenario.beta_deg=30", "arm.backlash=1e-4"]
 
 
 def make(env_id: str, overrides: list[str], **kw):
@@ -76,6 +80,7 @@ def wobbly(env, i: int) -> np.ndarray:
     (ENV_ID, PUSH, 7),
     (ENV_ID, [*PUSH, *GUSTS], 10),
     (REACH_ENV_ID, REACH, 10),
+    (ENV_ID, SERVO, 8),
 ])
 def test_a_held_step_is_m_steps_with_the_same_action(env_id, overrides, m):
     steps = held_against_single(env_id, overrides, m, wobbly)
@@ -221,4 +226,25 @@ def test_vector_rows_are_held_single_envs(mode):
             assert r == rew[i], (n, i, r, rew[i])
             assert (te, tr) == (term[i], trunc[i]), (n, i)
     assert ended["ok"] >= 4 and ended["diverged"] >= 2 and len(lengths) == 2, (ended, lengths)
+    venv.close()
+
+
+def test_sensed_vector_rows_are_held_single_envs():
+    """observe="sensed" on the reach task, action_every = 4: each row's sensing term runs at
+    every held sample, so row i is the single environment seeded s + i, bit for bit."""
+    kw = dict(overrides=[*REACH, "sensing=realistic"], observe="sensed", action_every=4)
+    venv = gym.make_vec(REACH_ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
+                        **kw).unwrapped
+    singles = [make(REACH_ENV_ID, **kw) for _ in range(2)]
+    obs, _ = venv.reset(seed=5)
+    for i, env in enumerate(singles):
+        assert np.array_equal(env.reset(seed=5 + i)[0], obs[i])
+    for n in range(-(-(singles[0].task.n + 1) // 4)):
+        actions = venv.controller_action() + np.random.default_rng(n).normal(0, 0.05, (2, 7))
+        obs, rew, term, trunc, _ = venv.step(actions)
+        for i, env in enumerate(singles):
+            o, r, te, tr, _ = env.step(actions[i])
+            assert np.array_equal(o, obs[i]) and r == rew[i], (n, i)
+            assert (te, tr) == (term[i], trunc[i])
+    assert trunc.all()
     venv.close()
