@@ -94,7 +94,7 @@ def main() -> None:
     print(f"seed {args.seed}: return untrained {before[0]:.4g} +- {before[1]:.3g}, "
           f"after {model.num_timesteps} steps {after[0]:.4g} +- {after[1]:.3g} "
           f"({EPISODES} episodes each); training {wall:.0f} s, "
-          f"{model.num_timesteps / wall:.0f} env-steps/s")
+          f"{model.num_timesteps / wall:.0f} training steps/s")
     print("training episodes' mean return per rollout: "
           + ", ".join(f"{n}: {r:.4g}" for n, r in curve.points))
 

@@ -15,13 +15,22 @@ rotor thrusts from scratch at 500 Hz does not get off the ground in minutes of C
 ``--observe sensed`` (sensing=realistic) the policy sees the sensing term's estimates
 (``observe="sensed"``) while its base controller still reads the exact state.
 
-Training draws the target of each episode from the task's 16 targets (``choice``); evaluation
-flies each target once, deterministically, and reports the environment's end-of-episode
-metrics (the scenario's, the same function as ``python -m quadarm``'s). Writes into ``--out``:
-``runs.parquet``/``metrics.parquet`` (column ``baseline`` = ``ppo_residual``),
-``curve.parquet`` (mean training-episode return against environment steps), ``policy.zip``
-and ``vecnormalize.pkl`` (the trained weights and the observation normaliser) and
-``learn.json`` (the command, seed, versions, env-steps per second, wall time).
+Training draws the target of each episode from the task's 16 targets (``choice``), so the
+task's own draw is in-sample; evaluation flies each of them once, deterministically, and
+reports the environment's end-of-episode metrics (the scenario's, the same function as
+``python -m quadarm``'s). It then flies ``--held-out`` further targets that training never
+drew (:func:`held_out_targets`: the same annulus and heights as the task's, at azimuths and
+radii drawn from a generator seeded apart from training) and reports them beside the task's.
+Writes into ``--out``:
+``runs.parquet``/``metrics.parquet`` (column ``baseline`` = ``ppo_residual``, the task's draw:
+what the leaderboard ranks), ``held_out_metrics.parquet`` (the held-out targets: one row per
+target, phase and metric; a name the leaderboard does not collect), ``curve.parquet`` (mean
+training-episode return against environment steps), ``policy.zip`` and ``vecnormalize.pkl``
+(the trained weights and the observation normaliser) and ``learn.json`` (the command, seed,
+versions, wall time and the rates: ``training_steps_per_s``, environment steps over the whole
+training wall time, PPO's updates and the set-up included; ``env_own_steps_per_s``,
+environment steps over the time spent inside the environment's own calls, the controller's
+action and the step, i.e. the environment's rate with the learner taken out).
 """
 
 from __future__ import annotations
@@ -41,6 +50,8 @@ import pandas as pd
 
 BASELINE = "ppo_residual"
 TASK_SCENARIO = {"task_reach": "reach"}
+HELD_OUT = 16  # targets the policy never trained on, flown after the task's draw
+HELD_OUT_SEED = 1_000_003  # mixed with --seed: the held-out draw's own stream
 
 
 def task_overrides(task: str) -> tuple[list[str], list[list[list[float]]]]:
@@ -61,9 +72,35 @@ def task_overrides(task: str) -> tuple[list[str], list[list[list[float]]]]:
     return over, draw
 
 
+def held_out_targets(draw: list[list[list[float]]], n: int, seed: int
+                     ) -> list[list[list[float]]]:
+    """``n`` single-target lists (m, world) from the region the task's ``draw`` spans but not
+    on its points: the radius r from the hub's axis (the task's targets are centred on
+    x = y = 0) uniform between the draw's smallest and largest, the azimuth uniform all round,
+    and the height interpolated linearly in r between the heights of the draw's innermost and
+    outermost targets (reach: 10 cm at 1.074 m, 20 cm at 1.124 m). Drawn from
+    ``np.random.default_rng([HELD_OUT_SEED, seed])``, a stream of its own, so the same ``seed``
+    gives the same held-out targets whatever training drew."""
+    pts = np.array([t[0] for t in draw], dtype=float)  # each trial's first target
+    r = np.hypot(pts[:, 0], pts[:, 1])
+    lo, hi = int(np.argmin(r)), int(np.argmax(r))
+    rng = np.random.default_rng([HELD_OUT_SEED, seed])
+    radius = rng.uniform(r[lo], r[hi], n)
+    azimuth = rng.uniform(0.0, 2.0 * np.pi, n)
+    span = r[hi] - r[lo]
+    frac = (radius - r[lo]) / span if span > 0 else np.zeros(n)
+    z = pts[lo, 2] + frac * (pts[hi, 2] - pts[lo, 2])
+    return [[[float(round(x, 4)), float(round(y, 4)), float(round(h, 4))]]
+            for x, y, h in zip(radius * np.cos(azimuth), radius * np.sin(azimuth), z,
+                               strict=True)]
+
+
 class Residual:
     """An SB3 ``VecEnvWrapper`` factory (SB3 imported lazily): the policy's action in
-    [-1, 1] is added, times ``scale``, to the paper's controller's action."""
+    [-1, 1] is added, times ``scale``, to the paper's controller's action. The wrapper's
+    ``env_s`` accumulates the wall time (s) spent inside the environment below it (the
+    controller's action, ``step_async`` and ``step_wait``): the environment's own cost,
+    without the learner's."""
 
     @staticmethod
     def wrap(venv: Any, scale: float) -> Any:
@@ -76,17 +113,23 @@ class Residual:
                 self.engine = inner  # the batched env under SB3's wrappers
                 while not hasattr(self.engine, "controller_action"):
                     self.engine = self.engine.venv
+                self.env_s = 0.0  # s inside the environment (controller action and step)
 
             def reset(self) -> Any:
                 return self.venv.reset()
 
             def step_async(self, actions: np.ndarray) -> None:
+                t0 = time.perf_counter()
                 base = self.engine.controller_action()
                 act = np.clip(base + self.scale * np.asarray(actions, dtype=float), -1.0, 1.0)
                 self.venv.step_async(act.astype(np.float32))
+                self.env_s += time.perf_counter() - t0
 
             def step_wait(self) -> Any:
-                return self.venv.step_wait()
+                t0 = time.perf_counter()
+                out = self.venv.step_wait()
+                self.env_s += time.perf_counter() - t0
+                return out
 
         return _Residual(venv)
 
@@ -131,10 +174,12 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
 
 def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path,
           scale: float = 0.1, n_steps: int = 256, evaluate: bool = True,
-          extra: Sequence[str] = (), draw: list[Any] | None = None) -> dict[str, Any]:
+          extra: Sequence[str] = (), draw: list[Any] | None = None,
+          held_out: int = HELD_OUT) -> dict[str, Any]:
     """Train ``steps`` environment steps on ``n_envs`` environments, evaluate on the task's
-    draw (or ``draw``), write the outputs into ``out``; returns the summary. ``extra``:
-    overrides after the task's (the tests shorten the episode)."""
+    draw (or ``draw``) and on ``held_out`` targets training never drew
+    (:func:`held_out_targets`), write the outputs into ``out``; returns the summary.
+    ``extra``: overrides after the task's (the tests shorten the episode)."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -144,8 +189,8 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     out.mkdir(parents=True, exist_ok=True)
     draw = task_overrides(task)[1] if draw is None else draw
     base, over = make_env(task, observe, n_envs, draw, extra=extra)
-    venv = VecNormalize(Residual.wrap(VecMonitor(base), scale), norm_obs=True, norm_reward=True,
-                        gamma=0.99)
+    residual = Residual.wrap(VecMonitor(base), scale)
+    venv = VecNormalize(residual, norm_obs=True, norm_reward=True, gamma=0.99)
     venv.seed(seed)
     curve: list[dict[str, Any]] = []
     t0 = time.perf_counter()
@@ -183,11 +228,21 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
         "command": "python -m quadarm.learn " + " ".join(sys.argv[1:]),
         "task": task, "observe": observe, "seed": seed, "env_steps": done_steps,
         "n_envs": n_envs, "residual_scale": scale, "wall_s": wall,
-        "env_steps_per_s": done_steps / wall if wall > 0 else np.nan,
+        # The training throughput: every step over the whole training wall time (PPO's
+        # updates, the rollouts' policy evaluations and the set-up included) ...
+        "training_steps_per_s": done_steps / wall if wall > 0 else np.nan,
+        # ... and the environment's own rate: the steps over the time inside its calls.
+        "env_s": residual.env_s,
+        "env_own_steps_per_s": done_steps / residual.env_s if residual.env_s > 0 else np.nan,
         "overrides": over, "versions": versions()}
     if evaluate:
         summary["eval"] = evaluate_policy_on_draw(model, venv, task, observe, draw, seed, out,
                                                   extra)
+        if held_out > 0:  # targets training never drew: out of sample
+            targets = held_out_targets(draw, held_out, seed)
+            summary["eval_held_out"] = evaluate_policy_on_draw(
+                model, venv, task, observe, targets, seed, out, extra, tables=False)
+            summary["eval_held_out"]["targets"] = targets
     (out / "learn.json").write_text(json.dumps(summary, indent=2, default=str))
     venv.close()
     return summary
@@ -195,9 +250,11 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
 
 def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
                             draw: list[Any], seed: int, out: Path,
-                            extra: Sequence[str] = ()) -> dict[str, Any]:
+                            extra: Sequence[str] = (), tables: bool = True) -> dict[str, Any]:
     """Fly each target of the draw once with the deterministic policy (the training
-    normaliser frozen); write the metrics as the runner's tables."""
+    normaliser frozen); write the metrics as the runner's tables (``tables``) or, for the
+    held-out targets, as ``held_out_metrics.parquet`` (trial, target, phase, metric, value),
+    which the leaderboard does not collect."""
     from stable_baselines3.common.vec_env import VecNormalize
 
     from quadarm.config.compose import flatten
@@ -235,9 +292,15 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
             tidy += [(row["run_id"], phase, m, float(v)) for m, v in values.items()]
         env.close()
     meta = {"quadarm_learn": json.dumps({"task": task, "observe": observe, "seed": seed})}
-    io.write_table(out / io.RUNS, pd.DataFrame(runs), meta)
-    io.write_table(out / io.METRICS, pd.DataFrame(tidy, columns=["run_id", "phase", "metric",
-                                                                 "value"]), meta)
+    frame = pd.DataFrame(tidy, columns=["run_id", "phase", "metric", "value"])
+    if tables:
+        io.write_table(out / io.RUNS, pd.DataFrame(runs), meta)
+        io.write_table(out / io.METRICS, frame, meta)
+    else:
+        trial = {r["run_id"]: (r["trial"], r["scenario.targets"]) for r in runs}
+        frame.insert(1, "trial", [trial[r][0] for r in frame["run_id"]])
+        frame.insert(2, "targets", [trial[r][1] for r in frame["run_id"]])
+        io.write_table(out / "held_out_metrics.parquet", frame, meta)
     errs = [v for r, p, m, v in tidy if m == "tip_err_cm"]
     return {"trials": len(runs), "tip_err_cm_mean": float(np.mean(errs)) if errs else np.nan,
             "wall_s": time.perf_counter() - t0}
@@ -253,8 +316,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scale", type=float, default=0.1,
                         help="the residual's share of each actuator's half range")
+    parser.add_argument("--held-out", type=int, default=HELD_OUT,
+                        help="targets training never drew, flown after the task's draw")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.held_out < 0:
+        print(f"quadarm.learn: --held-out must be >= 0, got {args.held_out}", file=sys.stderr)
+        return 2
     for key in ("steps", "envs"):
         if getattr(args, key) < 1:
             print(f"quadarm.learn: --{key} must be >= 1, got {getattr(args, key)}",
@@ -270,12 +338,15 @@ def main(argv: list[str] | None = None) -> int:
         print("quadarm.learn: needs stable-baselines3 and torch (pip install 'quadarm[rl]')",
               file=sys.stderr)
         return 2
-    s = train(args.task, args.observe, args.steps, args.envs, args.seed, args.out, args.scale)
-    ev = s.get("eval", {})
+    s = train(args.task, args.observe, args.steps, args.envs, args.seed, args.out, args.scale,
+              held_out=args.held_out)
+    ev, ho = s.get("eval", {}), s.get("eval_held_out", {})
     print(f"{args.task} observe={args.observe}: {s['env_steps']} env steps in "
-          f"{s['wall_s']:.1f} s ({s['env_steps_per_s']:.0f} steps/s); final tip error "
-          f"{ev.get('tip_err_cm_mean', float('nan')):.3f} cm over {ev.get('trials', 0)} "
-          f"targets -> {args.out}")
+          f"{s['wall_s']:.1f} s (training {s['training_steps_per_s']:.0f} steps/s, the "
+          f"environment alone {s['env_own_steps_per_s']:.0f} steps/s); final tip error "
+          f"{ev.get('tip_err_cm_mean', float('nan')):.3f} cm over the task's "
+          f"{ev.get('trials', 0)} targets, {ho.get('tip_err_cm_mean', float('nan')):.3f} cm "
+          f"over {ho.get('trials', 0)} held-out targets -> {args.out}")
     return 0
 
 

@@ -245,6 +245,15 @@ def refuse_scenario(cfg: Config) -> None:
                          f"{', '.join(UNSUPPORTED_SCENARIOS)}")
 
 
+def checked_action_every(value: Any) -> int:
+    """The environments' ``action_every`` (physics steps per action) as an int; ValueError
+    (one line naming the keyword and its range) unless it is an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"action_every={value!r}: must be an integer >= 1 (physics steps "
+                         "per action)")
+    return int(value)
+
+
 def normalise(u: np.ndarray, lo: np.ndarray, half: np.ndarray) -> np.ndarray:
     """Actuator commands (N), (..., na) -> actions in [-1, 1]; inverse of :func:`denormalise`
     up to rounding (exact for ranges whose half-width is a power of two, e.g. 8 N)."""

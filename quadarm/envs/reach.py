@@ -93,10 +93,21 @@ class QuadArmReachEnv(QuadArmEnv):
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, r, terminated, truncated, info = super().step(action)
-        if not (terminated or truncated):
+        if self.action_every == 1 and not (terminated or truncated):
             err = self._tip_target[self._k] - self._site_xpos[self._tip_site]
             r = float(core.tip_reward(err[None], self.task.n)[0])
         return obs, r, terminated, truncated, info
+
+
+    def _span_reward(self, j0: int, j1: int, obs: np.ndarray | None, total: float) -> float:
+        """``total`` plus the tip rewards of the steps that arrived at samples j0..j1, added
+        in sample order (:meth:`step`'s, held actions): the tip of the step into sample j is
+        the one its ``mj_step`` computed, the seam's logged tip of sample j - 1."""
+        n, tip, target = self._n, self._logs.tip, self._tip_target
+        for j in range(j0, j1 + 1):
+            err = target[j] - tip[j - 1, 0]
+            total += float(core.tip_reward(err[None], n)[0])
+        return total
 
 
 class QuadArmReachVectorEnv(QuadArmVectorEnv):

@@ -15,6 +15,23 @@ Every scenario of the command line flies here: the scenario's events between the
 pulses, the payload's grasp and release, pick and place's captures) are its task's
 (:meth:`quadarm.scenarios.tasks.Task.events`), run when their sample begins, as in the runner's
 loops. :meth:`QuadArmEnv.controller_action` is the step seam's whole controller.
+
+``action_every`` = m > 1 gives the policy a control rate of its own: one step applies the
+action at sample t_k, holds it (the rotor and tendon commands unchanged in ``ctrl``; the
+servos' play, fed the same command, lets through what it let through at t_k) and advances
+the physics m samples, to t_{k+m}, in one call of the compiled one-trial loop
+(``step.fly_chunk`` over k..k+m: the seam's logging and air terms, ``mj_step`` and the
+divergence test at every sample), returning to Python only at a scenario event's sample, at
+a flagged state or, with ``observe="sensed"``, at every sample (the sensing term of the
+environment runs from Python). The step's reward is the sum of the m one-sample rewards, in
+sample order, from the logged states (the seam logs whatever ``record`` is: the rewards need
+the samples in between), so the step equals m steps of ``action_every=1`` given the same
+action, bit for bit: the observation, the summed reward, the termination, the metrics. An
+episode's last step covers what is left (fewer than m samples, and the final record-only
+sample). The controller of :meth:`controller_action` runs at the action samples only (its
+memory, the position integral and the filters, then advances once per action: a
+zero-order hold of the 500 Hz controller, not the command line's loop, which only
+``action_every=1`` reproduces).
 """
 
 from __future__ import annotations
@@ -64,6 +81,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             entries are the sensing term's estimates (:mod:`quadarm.envs.sensed`; needs a
             ``sensing`` preset other than ``exact``), with noise drawn per episode from
             ``np_random``. Rewards, terminations and metrics still read the simulated state.
+        action_every: physics steps (``sim.timestep`` each) per action, an integer >= 1
+            (default 1: one step per action, as before): the action is held in between (see
+            the module docstring), e.g. 10 for 50 Hz at the default 2 ms.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
@@ -71,9 +91,11 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
     def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
                  randomize: Mapping[str, Any] | None = None, render_mode: str | None = None,
                  width: int = 480, height: int = 480, record: bool = True,
-                 dtype: str = "float64", observe: str = "exact") -> None:
+                 dtype: str = "float64", observe: str = "exact",
+                 action_every: int = 1) -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r}: must be None or 'rgb_array'")
+        self.action_every = core.checked_action_every(action_every)
         self._dtype = core.space_dtype(dtype)
         self.cfg = config if config is not None else core.compose(overrides)
         self.observe = sensed.checked_observe(observe, self.cfg)
@@ -123,8 +145,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         compiled = jit.use(task.cfg.runner.compiled)
         step.warm(compiled)  # the gust recursions, which step.params may run
         self._wind = m.opt.wind  # live view: gusts are written into it before each step
-        self._seam, airs = step.params([task.prepared], step.EXTERNAL, self.record,
-                                       compiled=compiled)
+        # Held actions (action_every > 1) read the samples in between from the log.
+        self._seam, airs = step.params([task.prepared], step.EXTERNAL,
+                                       self.record or self.action_every > 1, compiled=compiled)
         self._gusty = airs[0] is not None and airs[0].gusty
         self._state = step.one_state(d, self._wind, self._seam)
         self._logs = step.log(self._seam, m.nq, m.nv, m.nu)
@@ -225,6 +248,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._control(k)
         ctrl = self._ctrl
         ctrl[self._act] = u
+        if self.action_every > 1:
+            return self._held(k)
         # Log, the air terms, mj_step (at the last sample: the kinematics, no step), the tip's
         # log; negative when the state after the step is flagged.
         flagged = self._fly(self._mp, self._dp, k, k + 1, self._seam, self._state,
@@ -248,6 +273,65 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             return (obs, core.penalty(k - 1, n, task.max_distance), True, False,
                     self._final(k, f"diverged at t={self.data.time:.3f} s: {reason}"))
         return obs, float(r), False, False, {}
+
+    def _held(self, k: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """The commands in ``ctrl`` held from sample k for ``action_every`` samples (or to the
+        episode's end): what ``action_every`` steps of one sample would return, summed
+        rewards, in one compiled call between Python's stops (events, flagged states and,
+        observing the sensors, every sample)."""
+        task, n = self.task, self._n
+        stop = min(k + self.action_every, n + 1)
+        edges = sorted(e for e in task.pulse_steps if k < e < stop)
+        total = 0.0
+        while True:
+            nxt = k + 1 if self.observe == "sensed" else stop
+            for e in edges:  # Python runs the scenario's events when their sample begins
+                if k < e < nxt:
+                    nxt = e
+                    break
+            ret = self._fly(self._mp, self._dp, k, nxt, self._seam, self._state, self._logs,
+                            self._check)
+            if nxt == n + 1 and ret >= 0:  # flew through the final, record-only sample
+                total = self._span_reward(k + 1, n, None, total)  # every sample logged
+                self._k = -1
+                return self._observe(n), total, False, True, self._final(n + 1, "")
+            arrived = nxt if ret >= 0 else -ret
+            self._k = arrived
+            self._events(arrived)
+            obs = self._observe(arrived)
+            reason = ""
+            if ret < 0:  # the state after step arrived - 1 is flagged: the full test's reason
+                reason = divergence(warning_counts(self.data), self._qpos[None],
+                                    self._qvel[None], task.start[None],
+                                    np.array([task.max_distance]))[0]
+            if reason:
+                total = self._span_reward(k + 1, arrived - 1, None, total)
+                self._k = -1
+                obs = np.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
+                return (obs, total + core.penalty(arrived - 1, n, task.max_distance), True,
+                        False, self._final(arrived, f"diverged at t={self.data.time:.3f} s: "
+                                                    f"{reason}"))
+            total = self._span_reward(k + 1, arrived, obs, total)
+            k = arrived
+            if k == stop:
+                return obs, total, False, False, {}
+
+    def _span_reward(self, j0: int, j1: int, obs: np.ndarray | None, total: float) -> float:
+        """``total`` plus the one-sample rewards of the steps that arrived at samples
+        j0..j1, added one by one in sample order (the order a sum of one-sample steps takes),
+        each as :meth:`step` computes it: the hub's error at sample j from the seam's log
+        (flown in the compiled loop: exact observations only, where the observation's error
+        is the logged state's), or from ``obs``, the observation of sample j1, for j1 when
+        given."""
+        n = self._n
+        ref_p, q = self._ref_p, self._logs.qpos
+        for j in range(j0, j1 + 1):
+            if j < j1 or obs is None:
+                ex, ey, ez = (q[j, 0, c] - ref_p[j][c] for c in range(3))
+            else:
+                ex, ey, ez = obs[0], obs[1], obs[2]
+            total += float(-(ex * ex + ey * ey + ez * ez) * (core.CM2 / (n + 1)))
+        return total
 
     def _final(self, rows: int, message: str) -> dict[str, Any]:
         """The info of an episode's last step: status, message and metrics."""

@@ -78,7 +78,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
 
     The other arguments are the single environment's (``overrides``, ``config``,
     ``randomize``, ``record``, ``dtype``, ``observe``: with ``"sensed"`` each row runs the
-    sensing term of its sample compiled with the seam, :mod:`quadarm.envs.sensed`).
+    sensing term of its sample compiled with the seam, :mod:`quadarm.envs.sensed`;
+    ``action_every``: each action held for that many physics steps, row i equal to a single
+    environment's held step bit for bit. The batch's rows step together, so the held samples
+    are a loop of ``Batch.step`` calls from Python, one per physics step for all the rows,
+    each row's rewards summed in sample order and its episode ending at its own sample).
     ``record`` keeps every environment's log (memory: about ``num_envs * (duration / dt) *
     570`` bytes for the paper's arm).
     """
@@ -90,7 +94,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                  record: bool = True, nthread: int = 0,
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
                  render_mode: str | None = None, max_episode_steps: int | None = None,
-                 dtype: str = "float64", observe: str = "exact") -> None:
+                 dtype: str = "float64", observe: str = "exact",
+                 action_every: int = 1) -> None:
+        self.action_every = core.checked_action_every(action_every)
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
             raise ValueError(f"num_envs={num_envs!r}: must be an integer >= 1")
@@ -421,67 +427,83 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         ks = self._k
         sel = slice(None) if live is None else act
         kx = ks[sel]
-        qpos, qvel, sims = self._qpos, self._qvel, self.sims
-        if self._pulsed:  # the scenario tasks' events (pulses: weld switches are refused)
-            for i in act:
-                t = self.tasks[i]
-                if int(ks[i]) in t.pulse_steps:
-                    t.prepared.task.events(int(ks[i]), t.plan, sims.row("xfrc_applied", int(i)),
-                                           _no_weld)
+        sims = self.sims
+        if self._pulsed:
+            self._pulses(act)
         u = self._lo[sel] + (a[sel] + 1.0) * self._half[sel]
         if self._played.any():  # the servos' play, from each episode's first command
             self._servo(u, act, kx)
         sims.write("ctrl", None if live is None else act, self._act, u)
         # The controller runs at every sample, whatever the actions, so that its memory
-        # follows the flown states (as QuadArmEnv.step's).
+        # follows the flown states (as QuadArmEnv.step's); held actions: at the action's.
         self._control(act)
         rows = self._rows
-        rows[:] = False
-        rows[sel] = True
-        if self.record or self._air:  # else the seam has nothing to do
-            self._seam_rows(self._before, ks, rows)  # log, and the air terms before the step
-        final = kx == self._n[sel]
-        done_ids = self._all[sel][final]
-        stepping = self._all[sel][~final]
-        if len(done_ids):
-            # The last sample: kinematics only, as the single environment's mj_kinematics.
-            sims.forward(done_ids, stage=mujoco.mjtStage.mjSTAGE_POS)
-        if len(stepping):
-            sims.step(None if len(stepping) == self.num_envs else stepping)
-        if self.record:  # the tip: mj_step computed state k's kinematics first
-            self._seam_rows(self._after, ks, rows)
-        self._refresh()
-        qpos, qvel = self._qpos, self._qvel
-        self._k[stepping] += 1
-        if self._sensing and len(stepping):  # the sensors of the samples arrived at
-            rows[:] = False
-            rows[stepping] = True
-            self._seam_rows(self._sense, self._k, rows)
-        obs = self._observe()
         rewards = np.zeros(self.num_envs)
         terminated = np.zeros(self.num_envs, dtype=bool)
         truncated = np.zeros(self.num_envs, dtype=bool)
-        if len(stepping):
-            o = obs[stepping]
-            rewards[stepping] = self._rewards(o, stepping)
-            warn = sims.warnings(stepping, [int(w) for w in UNSTABLE])
-            with np.errstate(invalid="ignore"):
-                bad = (warn > 0).any(axis=1) | ~np.isfinite(o).all(axis=1)
-                bad |= ~(np.abs(qpos[stepping, :3] - self._start[stepping])
-                         <= self._md[stepping, None]).all(axis=1)
-            flagged = stepping[bad]
-            reasons = divergence(warn[bad], qpos[flagged], qvel[flagged], self._start[flagged],
-                                 self._md[flagged]) if len(flagged) else []
-            for i, reason in zip(flagged, reasons, strict=True):
-                t = self.tasks[i]
-                terminated[i] = True
-                rewards[i] = core.penalty(int(self._k[i]) - 1, t.n, t.max_distance)
-                obs[i] = np.nan_to_num(obs[i], nan=0.0, posinf=0.0, neginf=0.0)
-                msg = f"diverged at t={sims.time(int(i)):.3f} s: {reason}"
-                infos = self._add_info(infos, self._final(int(i), int(self._k[i]), msg), int(i))
-        for i in done_ids:
-            truncated[i] = True
-            infos = self._add_info(infos, self._final(int(i), int(self._n[i]) + 1, ""), int(i))
+        going = np.zeros(self.num_envs, dtype=bool)  # the rows still flying this step
+        going[act] = True
+        # action_every samples with the commands held (one for the default): each row's
+        # rewards added in sample order, as its single environment's held step adds them.
+        for sub in range(self.action_every):
+            if sub:
+                if not going.any():
+                    break
+                if self._pulsed:  # the events of the samples the rows arrived at
+                    self._pulses(np.flatnonzero(going))
+            rows[:] = going
+            if self.record or self._air:  # else the seam has nothing to do
+                self._seam_rows(self._before, ks, rows)  # log, the air terms before the step
+            gone = self._all[going]
+            final = ks[gone] == self._n[gone]
+            done_ids = gone[final]
+            stepping = gone[~final]
+            if len(done_ids):
+                # The last sample: kinematics only, as the single environment's mj_kinematics.
+                sims.forward(done_ids, stage=mujoco.mjtStage.mjSTAGE_POS)
+            if len(stepping):
+                sims.step(None if len(stepping) == self.num_envs else stepping)
+            if self.record:  # the tip: mj_step computed state k's kinematics first
+                self._seam_rows(self._after, ks, rows)
+            self._refresh()
+            qpos, qvel = self._qpos, self._qvel
+            ks[stepping] += 1
+            if self._sensing and len(stepping):  # the sensors of the samples arrived at
+                rows[:] = False
+                rows[stepping] = True
+                self._seam_rows(self._sense, ks, rows)
+            obs = self._observe()
+            if len(stepping):
+                o = obs[stepping]
+                before = rewards[stepping]
+                if sub:
+                    rewards[stepping] = before + self._rewards(o, stepping)
+                else:
+                    rewards[stepping] = self._rewards(o, stepping)
+                warn = sims.warnings(stepping, [int(w) for w in UNSTABLE])
+                with np.errstate(invalid="ignore"):
+                    bad = (warn > 0).any(axis=1) | ~np.isfinite(o).all(axis=1)
+                    bad |= ~(np.abs(qpos[stepping, :3] - self._start[stepping])
+                             <= self._md[stepping, None]).all(axis=1)
+                flagged = stepping[bad]
+                reasons = divergence(warn[bad], qpos[flagged], qvel[flagged],
+                                     self._start[flagged], self._md[flagged]
+                                     ) if len(flagged) else []
+                for i, prior, reason in zip(flagged, before[bad], reasons, strict=True):
+                    t = self.tasks[i]
+                    terminated[i] = True
+                    going[i] = False
+                    fine = core.penalty(int(ks[i]) - 1, t.n, t.max_distance)
+                    rewards[i] = prior + fine if sub else fine
+                    msg = f"diverged at t={sims.time(int(i)):.3f} s: {reason}"
+                    infos = self._add_info(infos, self._final(int(i), int(ks[i]), msg), int(i))
+            for i in done_ids:
+                truncated[i] = True
+                going[i] = False
+                infos = self._add_info(infos, self._final(int(i), int(self._n[i]) + 1, ""),
+                                       int(i))
+        for i in np.flatnonzero(terminated):
+            obs[i] = np.nan_to_num(obs[i], nan=0.0, posinf=0.0, neginf=0.0)
         ended = terminated | truncated
         self._ended[:] = ended
         self._k[ended] = -1
@@ -496,6 +518,17 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             obs[ids] = self._observe(ids)
             self._ended[ids] = False
         return obs, rewards, terminated, truncated, infos
+
+    def _pulses(self, ids: np.ndarray) -> None:
+        """The scenario tasks' events of environments ``ids`` at their current samples
+        (pulses: weld switches are refused), as the single environment runs them when a
+        sample begins."""
+        sims, ks = self.sims, self._k
+        for i in ids:
+            t = self.tasks[i]
+            if int(ks[i]) in t.pulse_steps:
+                t.prepared.task.events(int(ks[i]), t.plan, sims.row("xfrc_applied", int(i)),
+                                       _no_weld)
 
     def _servo(self, u: np.ndarray, act: np.ndarray, ks: np.ndarray) -> None:
         """Put the tendon commands of ``u`` (len(act), n_actions) m, those of environments

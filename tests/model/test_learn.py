@@ -42,8 +42,13 @@ def test_a_zero_residual_flies_the_nominal_controller(tmp_path: Path) -> None:
     target = draw[3]
     out = tmp_path / "rl"
     summary = learn.train("task_reach", "exact", 1024, 2, 0, out, scale=0.0, n_steps=128,
-                          extra=SHORT, draw=[target])
-    assert summary["env_steps"] >= 1024 and summary["env_steps_per_s"] > 0
+                          extra=SHORT, draw=[target], held_out=1)
+    # the environment's own rate is the steps over a part of the training wall time
+    assert 0 < summary["env_s"] < summary["wall_s"]
+    assert summary["env_own_steps_per_s"] > summary["training_steps_per_s"] > 0
+    held = pd.read_parquet(out / "held_out_metrics.parquet")
+    assert summary["eval_held_out"]["trials"] == 1
+    assert json.loads(held["targets"].iloc[0]) not in [target]
     curve = pd.read_parquet(out / "curve.parquet")
     assert len(curve) >= 2 and curve["env_steps"].is_monotonic_increasing
     runs = pd.read_parquet(out / "runs.parquet")
