@@ -241,6 +241,18 @@ def length_command_column(i: int) -> str:
     return f"length_cmd_{TENDON_LETTERS[i]}_m"
 
 
+def servo_travel_column(i: int) -> str:
+    """The travel (m) of tendon ``i``'s servo with the servo model (``arm.servo``): its horn's
+    pull, spool radius x horn angle, in the unit of the length commands' pulls (0 -> a)."""
+    return f"servo_{TENDON_LETTERS[i]}_travel_m"
+
+
+def servo_torque_column(i: int) -> str:
+    """The torque (N m) on tendon ``i``'s servo horn with the servo model (``arm.servo``): the
+    tension times the spool's lever (travel scale x spool radius) (0 -> a)."""
+    return f"servo_{TENDON_LETTERS[i]}_torque_nm"
+
+
 def joint_velocity_column(joint: str) -> str:
     """The velocity column (rad/s) of an arm joint; the joint's own name holds its angle
     (rad)."""

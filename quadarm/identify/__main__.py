@@ -81,6 +81,9 @@ def compose(overrides: list[str]) -> tuple[AirframeConfig, SectionArmConfig, Sim
     if parts["arm"].actuation != "displacement":
         raise ConfigError("arm.actuation", parts["arm"].actuation,
                           "identify replays servo displacements: must be displacement")
+    if parts["arm"].servo is not None:
+        raise ConfigError("arm.servo", "set", "identify replays settled poses of ideal servos: "
+                          "must be null (the servo model is flight's, docs/arm.md)")
     return (parts["airframe"], parts["arm"], parts["sim"], parts["identify"],
             OmegaConf.to_yaml(cfg))
 

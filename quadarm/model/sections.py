@@ -22,6 +22,13 @@ position actuator per tendon on the tendon's length L with gain k (the section's
 [-tension_max, 0] so that the tendon only pulls and goes slack when released; the command u
 for a pull d (m, positive shortens) is u = L0 - d - T0 / k (:func:`displacement_ctrl`), so the
 tension is T0 at zero pull on the straight arm.
+
+Servo model (``arm.servo``, :class:`quadarm.config.sections.ServoConfig`): the same actuator
+with MuJoCo's integrator dynamics, so that its activation is the horn's position (as the
+command u it holds: act = L0 - s r theta - T0 / k for the horn angle theta, spool radius r,
+travel scale s) and its control is the horn's speed (d act/dt = ctrl, m/s), which the step
+seam's servo term (:mod:`quadarm.model.servo`) sets from the command each step; the force
+limit is the stall tension min(``tension_max``, stall torque / (s r)).
 """
 
 from __future__ import annotations
@@ -221,6 +228,13 @@ def add_actuators(spec: mujoco.MjSpec, arm: SectionArmConfig) -> None:
         act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
         act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
         act.forcerange = [-arm.tension_max, 0.0]
+        servo = arm.servo_of(j)
+        if servo is not None:
+            # The horn: force = k (act - L) - k_v dL/dt on MuJoCo's integrator state act.
+            act.dyntype = mujoco.mjtDyn.mjDYN_INTEGRATOR
+            act.actlimited = mujoco.mjtLimited.mjLIMITED_FALSE
+            lever = servo.spool_radius * float(travel_scales(arm)[i])
+            act.forcerange = [-min(arm.tension_max, servo.stall_torque / lever), 0.0]
 
 
 def tendon_stiffness(arm: SectionArmConfig) -> np.ndarray:
