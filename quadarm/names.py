@@ -300,6 +300,11 @@ def link_body(k: int) -> str:
     return f"link{k}"
 
 
+def disk_geom(j: int, k: int) -> str:
+    """Spacer disk ``k`` of section ``j`` (``sections.<j>.disks``)."""
+    return f"section{j}_disk{k}"
+
+
 BASE_PIECE = "link_base"
 
 

@@ -64,6 +64,29 @@ class ServoConfig:
 
 
 @dataclass
+class DiskSetConfig:
+    """A section's spacer disks (``sections.<j>.disks``): ``count`` thin solid disks of
+    ``mass`` (kg) each and ``radius`` (m), disk k (0-based) at the arc length
+    (k + 1) L_j / ``count`` from the section's base (the last one at its end, where its
+    tendons end), on the backbone's axis, each with a thin disk's own inertia (m R^2 / 2 about
+    the axis, m R^2 / 4 across). They add to the section's uniform ``mass``; count 0: none."""
+
+    count: int = 0
+    mass: float = 0.0  # kg, each
+    radius: float = 0.0055  # m
+
+    def __post_init__(self) -> None:
+        _integer("count", self.count, 0)
+        _non_negative("mass", self.mass)
+        _positive("radius", self.radius)
+
+    @property
+    def total(self) -> float:
+        """The disks' mass (kg)."""
+        return self.count * self.mass
+
+
+@dataclass
 class TendonSetConfig:
     """The tendons of one section: ``count`` tendons ``offset`` (m) from the backbone at
     ``angles_deg`` (empty: evenly spaced from ``angle0_deg``), each driven with stiffness
@@ -126,6 +149,8 @@ class SectionConfig:
     damping: float = 1e-4  # N m^2 s, bending moment per unit curvature rate
     curvature_range: Optional[float] = None  # noqa: UP045 - 1/m, symmetric; null: unlimited
     tendons: TendonSetConfig = field(default_factory=TendonSetConfig)
+    # Spacer disks: point masses with their own inertia along the section (DiskSetConfig).
+    disks: DiskSetConfig = field(default_factory=DiskSetConfig)
     # This section's servos (every one of its tendons'), replacing arm.servo's for them;
     # null: arm.servo's. Needs arm.servo set (the switch of the servo model).
     # (Typed Any for OmegaConf, which cannot merge a mapping into a null typed node:
@@ -267,8 +292,8 @@ class SectionArmConfig:
 
     @property
     def total_mass(self) -> float:
-        """Everything the arm hangs on the flange (kg): links and tip."""
-        return sum(s.mass for s in self.sections) + self.tip_mass
+        """Everything the arm hangs on the flange (kg): links, spacer disks and tip."""
+        return sum(s.mass + s.disks.total for s in self.sections) + self.tip_mass
 
     @property
     def n_tendons(self) -> int:

@@ -101,6 +101,7 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
     vias: list[list[str]] = [[] for _ in range(nt)]
     parent, pos = quad, [mx, my, z0]
     joints: list[str] = []
+    disks = disk_places(arm)
     n = len(lay.link_lengths)
     ell = 0.0
     for k in range(n):
@@ -136,6 +137,14 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
             if arm.joint_friction > 0:
                 link.joints[-1].solimp_friction = [0.9999, 0.9999, 0.001, 0.5, 2.0]
             joints.append(name)
+        for name, z in disks.get(k, ()):
+            # A thin solid disk (a cylinder 0.2 mm thick: its own inertia is the thin disk's,
+            # m R^2 / 2 about the axis, m R^2 / 4 across, to 4e-4 for R >= 1 mm) at its arc
+            # length; mass only, no contact (the link's capsule is the spacers' shape).
+            link.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_CYLINDER, pos=[0.0, 0.0, z],
+                          size=[sec.disks.radius, DISK_HALF_THICKNESS, 0],
+                          mass=sec.disks.mass, contype=0, conaffinity=0,
+                          rgba=[0.7, 0.7, 0.75, 0.6])
         shade = 0.3 + 0.6 * j / max(len(arm.sections) - 1, 1)
         # A massless link would have no inertia of its own: a floor keeps the chain's mass
         # matrix positive definite (1e-6 kg, far below any real spacer).
@@ -199,6 +208,30 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
         if depth >= arm.segment_radius:
             break
     return joints
+
+
+DISK_HALF_THICKNESS = 1e-4  # m: a spacer disk's cylinder (thin: see add_arm)
+
+
+def disk_places(arm: SectionArmConfig) -> dict[int, list[tuple[str, float]]]:
+    """Where the spacer disks sit: for each link (index over the whole arm) the (geom name,
+    z in the link's frame, m, <= 0) of the disks it carries. Disk k of section j's ``count``
+    is at the arc length (k + 1) L_j / count from the section's base; a disk on a joint
+    between two links belongs to the proximal one (at its distal end, z = -l). Sections
+    whose disks have no mass or count 0 carry none."""
+    out: dict[int, list[tuple[str, float]]] = {}
+    first = 0
+    for j, sec in enumerate(arm.sections):
+        dk = sec.disks
+        if dk.count > 0 and dk.mass > 0:
+            ell = sec.length / sec.links
+            for k in range(dk.count):
+                frac = (k + 1) * sec.links / dk.count  # in links, from the section's base
+                idx = min(max(math.ceil(frac - 1e-9) - 1, 0), sec.links - 1)
+                out.setdefault(first + idx, []).append(
+                    (names.disk_geom(j, k), -(frac - idx) * ell))
+        first += sec.links
+    return out
 
 
 def bend_axes(sec: SectionConfig) -> tuple[float, float]:
