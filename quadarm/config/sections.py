@@ -105,6 +105,10 @@ class TendonSetConfig:
     travel_scale: float = 1.0  # tendon travel per unit of servo command (spool calibration)
     # One scale per tendon (its own spool); empty: travel_scale for every tendon.
     travel_scales: List[float] = field(default_factory=list)  # noqa: UP006
+    # Antagonistic pairs: tendon i and its opposite i + count/2 (i < count/2) share one servo,
+    # whose positive travel pulls tendon i and pays out its opposite by as much (each from
+    # its pretension; one goes slack past it). Needs an even count.
+    pairs: bool = False
     # The moment arm of these tendons in the links of the sections before their own, as a
     # multiple of ``offset`` (a pass-through channel at another radius, or a coupling the
     # spacers loosen); 1: the same offset all along.
@@ -122,6 +126,9 @@ class TendonSetConfig:
         _positive("stiffness", self.stiffness)
         _non_negative("pretension", self.pretension)
         _positive("travel_scale", self.travel_scale)
+        if self.pairs and self.count % 2:
+            raise ConfigError("pairs", self.pairs, f"needs an even tendon count (tendon i's "
+                              f"opposite is i + count/2); count={self.count}")
         if not (_real(self.pass_scale) and 0.0 < self.pass_scale <= 2.0):
             raise ConfigError("pass_scale", self.pass_scale, "must be a number in (0, 2]")
         if self.travel_scales and (len(self.travel_scales) != self.count or not all(
@@ -334,6 +341,10 @@ class SectionArmConfig:
         if self.servo is not None and self.actuation != "displacement":
             raise ConfigError("servo", "set", "needs actuation=displacement (a servo winds "
                               "the tendon to a commanded travel); null for actuation=tension")
+        paired = [j for j, s in enumerate(self.sections) if s.tendons.pairs]
+        if paired and self.actuation != "displacement":
+            raise ConfigError(f"sections.{paired[0]}.tendons.pairs", True, "needs "
+                              "actuation=displacement (a pair shares one servo's travel)")
         for j, s in enumerate(self.sections):
             if s.servo is not None and self.servo is None:
                 raise ConfigError(f"sections.{j}.servo", "set", "needs arm.servo set too "

@@ -84,6 +84,10 @@ def compose(overrides: list[str]) -> tuple[AirframeConfig, SectionArmConfig, Sim
     if parts["arm"].servo is not None:
         raise ConfigError("arm.servo", "set", "identify replays settled poses of ideal servos: "
                           "must be null (the servo model is flight's, docs/arm.md)")
+    paired = [j for j, s in enumerate(parts["arm"].sections) if s.tendons.pairs]
+    if paired:
+        raise ConfigError(f"arm.sections.{paired[0]}.tendons.pairs", True, "identify maps "
+                          "one command column to each tendon: must be false")
     return (parts["airframe"], parts["arm"], parts["sim"], parts["identify"],
             OmegaConf.to_yaml(cfg))
 

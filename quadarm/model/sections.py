@@ -267,7 +267,23 @@ def add_actuators(spec: mujoco.MjSpec, arm: SectionArmConfig) -> None:
             act.dyntype = mujoco.mjtDyn.mjDYN_INTEGRATOR
             act.actlimited = mujoco.mjtLimited.mjLIMITED_FALSE
             lever = servo.spool_radius * float(travel_scales(arm)[i])
-            act.forcerange = [-min(arm.tension_max, servo.stall_torque / lever), 0.0]
+            if not arm.sections[j].tendons.pairs:
+                # A paired servo stalls on the difference of its two tensions (the term's
+                # speed law), so only an unpaired one has its stall as a tension limit.
+                act.forcerange = [-min(arm.tension_max, servo.stall_torque / lever), 0.0]
+
+
+def pairs(arm: SectionArmConfig) -> list[tuple[int, int]]:
+    """The antagonistic pairs (``sections.<j>.tendons.pairs``) as (tendon, its opposite)
+    indices over the whole arm, the first of each pair the one a positive travel pulls."""
+    out: list[tuple[int, int]] = []
+    first = 0
+    for sec in arm.sections:
+        n = sec.tendons.count
+        if sec.tendons.pairs:
+            out += [(first + i, first + i + n // 2) for i in range(n // 2)]
+        first += n
+    return out
 
 
 def tendon_stiffness(arm: SectionArmConfig) -> np.ndarray:

@@ -23,6 +23,11 @@ is scaled by (1 - exp(-h lam)) / (h lam): the exact step of that linear approach
 the equilibria and the saturated branch, the no-load speed, are unchanged).
 
 At sample 0 the horn starts at rest at its command (act = u_c, no speed).
+
+Antagonistic pairs (``sections.<j>.tendons.pairs``): one servo winds tendon i and unwinds its
+opposite o: the first's command drives it, the load is lever_i T_i - lever_o T_o, and o's
+activation moves opposite to i's (d act_o/dt = +lever_o omega), so o is paid out as far as i is
+pulled; the loop's rate counts both tendons' stiffness.
 """
 
 from __future__ import annotations
@@ -41,11 +46,14 @@ S_KP = 6  # N m/rad: the position loop's stiffness
 S_KD = 7  # N m s/rad: its damping
 S_BAND = 8  # rad: the dead band's half-width
 S_STIFF = 9  # N/m: the tendon's stiffness k (the loop's rate, see the module docstring)
-N_SERVO = 10
+S_PARTNER = 10  # an antagonistic pair's other tendon (index over the arm's tendons), -1: none
+S_LEAD = 11  # 1: this tendon's command drives the servo (unpaired, or a pair's first); 0: the
+#              pair's second, paid out by the first's servo (its own command is not read)
+N_SERVO = 12
 
 # The columns of a servo's log row (Log.servo[k, i, tendon]).
 L_TRAVEL = 0  # m: the servo's travel r theta (the command's unit: the pull)
-L_TORQUE = 1  # N m: the load torque on the horn, lever x tension
+L_TORQUE = 1  # N m: the load torque on the horn, lever x tension (a pair: less the other's)
 N_SERVO_LOG = 2
 
 
@@ -81,13 +89,20 @@ def servo_term(k: int, i: int, prm: Any, h: float, ctrl: Any, act: Any, force: A
             continue
         a, x = actuators[j], adr[j]
         lever = s[S_LEVER]
-        if k == 0:
+        o = int(s[S_PARTNER])
+        if k == 0 and s[S_LEAD] != 0.0:
             act[x] = ctrl[a]  # the horn starts at rest at its first command
+            if o >= 0:
+                act[adr[o]] = ctrl[actuators[o]]
         theta = (s[S_REST] - act[x]) / lever
         if record:
             log[k, i, j, L_TRAVEL] = s[S_RADIUS] * theta
+        if s[S_LEAD] == 0.0:
+            continue  # a pair's second: its activation is the first's servo's
         if k == 0:
             ctrl[a] = 0.0
+            if o >= 0:
+                ctrl[actuators[o]] = 0.0
             continue
         e = (s[S_REST] - ctrl[a]) / lever - theta
         band = s[S_BAND]
@@ -98,6 +113,14 @@ def servo_term(k: int, i: int, prm: Any, h: float, ctrl: Any, act: Any, force: A
         else:
             e = 0.0
         load = lever * max(0.0 - force[a], 0.0)
+        stiff = lever * lever * s[S_STIFF]
+        if o >= 0:
+            po = prm[o]
+            load = load - po[S_LEVER] * max(0.0 - force[actuators[o]], 0.0)
+            stiff = stiff + po[S_LEVER] * po[S_LEVER] * po[S_STIFF]
         stall, speed, kp, kd = s[S_STALL], s[S_SPEED], s[S_KP], s[S_KD]
-        rate_h = h * speed * (kp + lever * lever * s[S_STIFF]) / (stall + speed * kd)
-        ctrl[a] = 0.0 - lever * horn_speed(e, load, stall, speed, kp, kd, rate_h)
+        rate_h = h * speed * (kp + stiff) / (stall + speed * kd)
+        w = horn_speed(e, load, stall, speed, kp, kd, rate_h)
+        ctrl[a] = 0.0 - lever * w
+        if o >= 0:
+            ctrl[actuators[o]] = prm[o, S_LEVER] * w

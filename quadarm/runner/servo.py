@@ -38,6 +38,11 @@ def rows(p: Prepared) -> np.ndarray:
             - model_sections.pretension(arm) / model_sections.tendon_stiffness(arm))
     scale = model_sections.travel_scales(arm)
     stiff = model_sections.tendon_stiffness(arm)
+    out[:, model_servo.S_PARTNER] = -1.0
+    out[:, model_servo.S_LEAD] = 1.0
+    for i, o in model_sections.pairs(arm):
+        out[i, model_servo.S_PARTNER], out[o, model_servo.S_PARTNER] = o, i
+        out[o, model_servo.S_LEAD] = 0.0
     for i, j in enumerate(model_sections.layout(arm).section_of_tendon):
         sv = arm.servo_of(j)
         if sv is None:

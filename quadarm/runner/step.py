@@ -426,7 +426,11 @@ def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
         if lg.servo.shape[0] > 0:  # arm.servo: the load torque on each horn, N m
             prm = p.servo.prm[i]
             for j in range(tendons.shape[0]):
-                lg.servo[k, i, j, model_servo.L_TORQUE] = prm[j, model_servo.S_LEVER] * row[j]
+                torque = prm[j, model_servo.S_LEVER] * row[j]
+                o = int(prm[j, model_servo.S_PARTNER])
+                if o >= 0:  # a pair's servo: the other tendon unwinds from the same spool
+                    torque = torque - prm[o, model_servo.S_LEVER] * row[o]
+                lg.servo[k, i, j, model_servo.L_TORQUE] = torque
     if lg.contact.shape[0] > 0:
         contact.log_contact(k, d.sensordata[i], p.contact.wsens, p.last[i], lg.contact[:, i])
 
