@@ -131,6 +131,13 @@ METRICS: dict[str, tuple[str, str]] = {
     "shape_tip_rms_pct": ("RMS arm-shape tip error", "% L"),
     "shape_tip_max_pct": ("max arm-shape tip error", "% L"),
     "shape_arm_max_pct": ("max arm-shape error along the arm", "% L"),
+    # replay (docs/replay.md): per measured column (the phase is the column's quantity name),
+    # simulated against measured, in the column's own unit (its name's suffix)
+    "replay_rmse": ("RMSE, simulated against measured (the column's unit)", "1"),
+    "replay_rmse_shifted": ("RMSE after the best constant time shift (the column's unit)", "1"),
+    "replay_shift_s": ("that best time shift: the simulation lags the log by it", "s"),
+    "replay_rmse_centered": ("RMSE after removing the mean offset (the column's unit)", "1"),
+    "replay_max": ("max |simulated - measured| (the column's unit)", "1"),
 }
 # Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.
 _DRIFT = re.compile(r"^drift_(.+)s_cm$")

@@ -84,7 +84,8 @@ def slack_rows(cfg: Config, built: BuiltModel, n: int) -> np.ndarray | None:
 
 # The scenarios that fly (or hold) a multi-section arm: their plans bend it through
 # bend_rows/slack_rows. The others need the one-section arm's tip map, payload or contact.
-SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics")
+SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics",
+                     "replay")
 
 
 def check(cfg: Config) -> None:
