@@ -118,3 +118,16 @@ def test_the_command_line_refuses_a_bad_log_before_writing(tmp_path):
     assert "missing command column(s) tension_b_n" in done.stderr
     assert len([ln for ln in done.stderr.splitlines() if ln.strip()]) == 1
     assert not (out / "runs.parquet").exists()
+
+
+def test_the_trial_id_follows_the_log_s_content(tmp_path, monkeypatch):
+    """A replay's trial (and its reuse from the trial store) is keyed by the log's bytes: the
+    same file name with other numbers is another trial."""
+    from quadarm.runner.trials import trial_id
+
+    path = _bad(tmp_path, "none")
+    first = trial_id(compose(["scenario=replay", f"scenario.log={path}"]))
+    frame = pd.read_csv(path)
+    frame[names.tension_column(0)] = 2.0
+    frame.to_csv(path, index=False)
+    assert trial_id(compose(["scenario=replay", f"scenario.log={path}"])) != first

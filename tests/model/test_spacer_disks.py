@@ -125,3 +125,23 @@ def test_disks_in_a_config_file_and_a_bad_count_is_refused():
     assert cfg.arm.total_mass == pytest.approx(compose(["arm=ftdcr_v4"]).arm.total_mass + 0.004)
     with pytest.raises(ConfigError, match="count=-1: must be an integer >= 0"):
         compose(["arm=ftdcr_v4", "arm.sections.0.disks={count:-1}"])
+
+
+def test_trial_ids_stay_without_the_new_keys_and_follow_them():
+    """The sectioned arm's new keys at their defaults (no disks, no servo, no pairs) leave a
+    trial's id as it was before they existed (the keys are dropped from its hash); set, they
+    change it."""
+    import json
+
+    from quadarm.runner.trials import _sections_before_their_new_keys, trial_id
+
+    base = compose(["arm=ftdcr_v4", "scenario=hover"])
+    text = json.dumps([{"length": 0.06, "tendons": {"count": 3, "pairs": False}, "servo": None,
+                        "disks": {"count": 0, "mass": 0.0, "radius": 0.0055}}])
+    assert json.loads(_sections_before_their_new_keys(text)) == [
+        {"length": 0.06, "tendons": {"count": 3}}]
+    ids = {trial_id(base)}
+    for extra in ("arm.sections.0.disks={count:2,mass:0.001}", "arm.servo={kp:5}",
+                  "arm.sections.0.tendons.count=4"):
+        ids.add(trial_id(compose(["arm=ftdcr_v4", "scenario=hover", extra])))
+    assert len(ids) == 4
