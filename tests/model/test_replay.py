@@ -131,3 +131,22 @@ def test_the_trial_id_follows_the_log_s_content(tmp_path, monkeypatch):
     frame[names.tension_column(0)] = 2.0
     frame.to_csv(path, index=False)
     assert trial_id(compose(["scenario=replay", f"scenario.log={path}"])) != first
+
+
+def test_the_quick_look_draws_simulated_against_measured(tmp_path, monkeypatch):
+    """``python -m quadarm.analysis`` on a replay run: its quick-look table (the tip_z
+    comparison) and figure (the log's measured tip beside the simulated one)."""
+    from quadarm.analysis import quicklook
+    from quadarm.results.result import Results
+
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    _, path = _record(tmp_path, ())
+    out = tmp_path / "run"
+    done = subprocess.run([sys.executable, "-m", "quadarm", "scenario=replay",
+                           f"scenario.log={path}", f"hydra.run.dir={out}",
+                           "runner.compiled=false"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    files = {f.name for f in quicklook.write(Results.load([out]), tmp_path / "look")}
+    assert {"quicklook_replay.md", "quicklook_replay.png"} <= files
+    table = pd.read_csv(tmp_path / "look" / "quicklook_replay.csv")
+    assert table["replay_rmse"].iloc[0] < 1e-9 and table["status"].iloc[0] == "ok"
