@@ -158,8 +158,9 @@ class SectionConfig:
     tendons: TendonSetConfig = field(default_factory=TendonSetConfig)
     # Spacer disks: point masses with their own inertia along the section (DiskSetConfig).
     disks: DiskSetConfig = field(default_factory=DiskSetConfig)
-    # This section's servos (every one of its tendons'), replacing arm.servo's for them;
-    # null: arm.servo's. Needs arm.servo set (the switch of the servo model).
+    # This section's servos, replacing arm.servo's for them: a mapping (every one of its
+    # tendons'), or a list of ``tendons.count`` mappings or nulls (each tendon's own; null:
+    # arm.servo's); null: arm.servo's. Needs arm.servo set (the switch of the servo model).
     # (Typed Any for OmegaConf, which cannot merge a mapping into a null typed node:
     # ``arm.sections.<j>.servo={stall_torque: 0.5}``; read as a ServoConfig, see servo_config.)
     servo: Any = None
@@ -204,7 +205,13 @@ class SectionConfig:
             raise ConfigError("bend_offset_deg", self.bend_offset_deg, "must be a finite number")
         _in_range("bend_anisotropy", self.bend_anisotropy, -0.9, 0.9)
         _in_range("bend_axis_deg", self.bend_axis_deg, -180.0, 180.0)
-        self.servo = servo_config("servo", self.servo)
+        if isinstance(self.servo, list | tuple):
+            if len(self.servo) != self.tendons.count:
+                raise ConfigError("servo", list(self.servo), f"a list must have one entry per "
+                                  f"tendon (count={self.tendons.count}), each a servo or null")
+            self.servo = [servo_config(f"servo.{i}", v) for i, v in enumerate(self.servo)]
+        else:
+            self.servo = servo_config("servo", self.servo)
 
 
 @dataclass
@@ -269,10 +276,15 @@ class SectionArmConfig:
     # (Typed Any: see SectionConfig.servo; set as ``arm.servo={stall_torque: 0.5, ...}``.)
     servo: Any = None
 
-    def servo_of(self, j: int) -> ServoConfig | None:
-        """The servo of section ``j``'s tendons: its own, else ``servo``; None: ideal."""
-        own = self.sections[j].servo
-        return own if own is not None else self.servo
+    def servos(self) -> list[ServoConfig | None]:
+        """Each tendon's servo (n_tendons,), section-major: its section's own (the one of a
+        list that is its, or the section's mapping), else ``servo``; None: ideal."""
+        out: list[ServoConfig | None] = []
+        for sec in self.sections:
+            for i in range(sec.tendons.count):
+                own = sec.servo[i] if isinstance(sec.servo, list) else sec.servo
+                out.append(own if own is not None else self.servo)
+        return out
 
     @property
     def kind(self) -> str:

@@ -261,7 +261,7 @@ def add_actuators(spec: mujoco.MjSpec, arm: SectionArmConfig) -> None:
         act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
         act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
         act.forcerange = [-arm.tension_max, 0.0]
-        servo = arm.servo_of(j)
+        servo = arm.servos()[i]
         if servo is not None:
             # The horn: force = k (act - L) - k_v dL/dt on MuJoCo's integrator state act.
             act.dyntype = mujoco.mjtDyn.mjDYN_INTEGRATOR

@@ -55,7 +55,7 @@ def structure(cfg: Config) -> tuple[Any, ...]:
     # Motor lag and the servo model add actuator states (na > 0); midpoint chains have a base
     # piece; grounded trials have no free joint.
     servos = getattr(cfg.arm, "servo", None) is not None and tuple(
-        cfg.arm.servo_of(j) is not None for j in range(len(cfg.arm.sections)))
+        sv is not None for sv in cfg.arm.servos())
     return (cfg.arm.segments, cfg.arm.joint_placement, len(cfg.airframe.rotors),
             len(cfg.arm.tendon_angles_deg), cfg.airframe.motor_tau > 0, grounded(cfg), servos)
 

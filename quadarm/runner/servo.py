@@ -43,8 +43,7 @@ def rows(p: Prepared) -> np.ndarray:
     for i, o in model_sections.pairs(arm):
         out[i, model_servo.S_PARTNER], out[o, model_servo.S_PARTNER] = o, i
         out[o, model_servo.S_LEAD] = 0.0
-    for i, j in enumerate(model_sections.layout(arm).section_of_tendon):
-        sv = arm.servo_of(j)
+    for i, sv in enumerate(arm.servos()):
         if sv is None:
             continue
         r = out[i]

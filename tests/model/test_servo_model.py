@@ -148,3 +148,21 @@ def test_a_bad_servo_is_refused_in_one_line(overrides, key):
     with pytest.raises(ConfigError) as err:
         compose(["arm=ftdcr_v4", *overrides])
     assert key in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_servo_per_section_and_per_tendon():
+    """``sections.<j>.servo``: a mapping for the section's tendons, or a list with one entry
+    per tendon (null: arm.servo's); each tendon's stall tension follows its own servo."""
+    cfg = compose(["arm=ftdcr_v4", "arm.servo={stall_torque:0.3}",
+                   "arm.sections.0.servo=[{stall_torque:0.1},null,{stall_torque:0.2}]",
+                   "arm.sections.2.servo={stall_torque:0.05}"])
+    stalls = [sv.stall_torque for sv in cfg.arm.servos()]
+    assert stalls == [0.1, 0.3, 0.2, 0.3, 0.3, 0.3, 0.05, 0.05, 0.05]
+    built = lifecycle.build_model(cfg)
+    lim = -built.model.actuator_forcerange[np.asarray(built.tendon_actuators), 0]
+    lever = 0.01 * model_sections.travel_scales(cfg.arm)
+    np.testing.assert_allclose(lim, np.minimum(30.0, np.array(stalls) / lever))
+    from quadarm.config.checks import ConfigError
+
+    with pytest.raises(ConfigError, match="one entry per tendon"):
+        compose(["arm=ftdcr_v4", "arm.servo={}", "arm.sections.0.servo=[{kp:3}]"])
