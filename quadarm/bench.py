@@ -92,6 +92,11 @@ class Replay:
     state at sample n, (nq,), which the replay must reach exactly."""
 
     def __init__(self, prep: Prepared, what: str = "a benchmark flight") -> None:
+        if getattr(prep.cfg.arm, "servo", None) is not None:
+            # The seam sets each servo's horn (MuJoCo's activation) at the first command and
+            # its speed per step from the state: not a command sequence a bare loop can replay.
+            raise RuntimeError("arm.servo: the bare loop replays logged commands; the servo "
+                               "model's horns are the seam's, benchmark without arm.servo")
         out = episode.fly(prep, applied=True)
         log = _log(out, what)
         n = prep.plan.steps

@@ -131,6 +131,13 @@ METRICS: dict[str, tuple[str, str]] = {
     "shape_tip_rms_pct": ("RMS arm-shape tip error", "% L"),
     "shape_tip_max_pct": ("max arm-shape tip error", "% L"),
     "shape_arm_max_pct": ("max arm-shape error along the arm", "% L"),
+    # replay (docs/replay.md): per measured column (the phase is the column's quantity name),
+    # simulated against measured, in the column's own unit (its name's suffix)
+    "replay_rmse": ("RMSE, simulated against measured (the column's unit)", "1"),
+    "replay_rmse_shifted": ("RMSE after the best constant time shift (the column's unit)", "1"),
+    "replay_shift_s": ("that best time shift: the simulation lags the log by it", "s"),
+    "replay_rmse_centered": ("RMSE after removing the mean offset (the column's unit)", "1"),
+    "replay_max": ("max |simulated - measured| (the column's unit)", "1"),
 }
 # Metrics whose name carries a parameter: held-bend drift at t seconds, statics tensions.
 _DRIFT = re.compile(r"^drift_(.+)s_cm$")
@@ -241,6 +248,18 @@ def length_command_column(i: int) -> str:
     return f"length_cmd_{TENDON_LETTERS[i]}_m"
 
 
+def servo_travel_column(i: int) -> str:
+    """The travel (m) of tendon ``i``'s servo with the servo model (``arm.servo``): its horn's
+    pull, spool radius x horn angle, in the unit of the length commands' pulls (0 -> a)."""
+    return f"servo_{TENDON_LETTERS[i]}_travel_m"
+
+
+def servo_torque_column(i: int) -> str:
+    """The torque (N m) on tendon ``i``'s servo horn with the servo model (``arm.servo``): the
+    tension times the spool's lever (travel scale x spool radius) (0 -> a)."""
+    return f"servo_{TENDON_LETTERS[i]}_torque_nm"
+
+
 def joint_velocity_column(joint: str) -> str:
     """The velocity column (rad/s) of an arm joint; the joint's own name holds its angle
     (rad)."""
@@ -286,6 +305,11 @@ def prop_geom(j: int) -> str:
 
 def link_body(k: int) -> str:
     return f"link{k}"
+
+
+def disk_geom(j: int, k: int) -> str:
+    """Spacer disk ``k`` of section ``j`` (``sections.<j>.disks``)."""
+    return f"section{j}_disk{k}"
 
 
 BASE_PIECE = "link_base"

@@ -32,6 +32,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from quadarm.config.studies import Study, studies
 
@@ -126,6 +127,24 @@ def about(target: str, env: Env, registry: Mapping[str, Study] | None = None) ->
     return f"{text} -> " + ", ".join(f"{env.out}/{f}" for f in folders)
 
 
+def with_config_dir(commands: list[list[str]], config_dir: str) -> list[list[str]]:
+    """``commands`` with ``--config-dir <config_dir>`` (made absolute) given to every run of
+    ``python -m quadarm`` (the main CLI's own flag: Hydra searches that folder's groups before
+    the package's), the analyses' commands as they are; an empty ``config_dir`` leaves them
+    all as they are. ValueError when the folder does not exist."""
+    if not config_dir:
+        return commands
+    folder = Path(config_dir).expanduser().resolve()
+    if not folder.is_dir():
+        raise ValueError(f"--config-dir {config_dir}: no such folder")
+    out = []
+    for cmd in commands:
+        if cmd[1:3] == ["-m", "quadarm"]:
+            cmd = [*cmd[:3], "--config-dir", str(folder), *cmd[3:]]
+        out.append(cmd)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m quadarm.studies", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -134,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", action="store_true", help="print every target")
     parser.add_argument("--list", action="store_true", help="print the target's studies")
     parser.add_argument("--help-lines", action="store_true", help="make help's target lines")
+    parser.add_argument("--config-dir", default="", help="a config folder of your own (arm/, "
+                        "airframe/, experiment/ ...), given to every run as the main command "
+                        "line's --config-dir")
     args = parser.parse_args(argv)
     env = Env.of()
     try:
@@ -149,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.list:
             print("\n".join(s.name for s in of_target(args.target)))
             return 0
-        commands = plan(args.target, env)
+        commands = with_config_dir(plan(args.target, env), args.config_dir)
     except ValueError as err:
         print(f"quadarm.studies: error: {err}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ Hydra multirun, then one leaderboard and one figure per task::
     python -m quadarm.suite                          # every study of `make tasks`
     python -m quadarm.suite task_reach task_push     # a subset
     python -m quadarm.suite task_reach --args "+baseline=nominal sensing=exact"  # a reduced run
+    python -m quadarm.suite --config-dir my_conf --args "arm=my_arm"  # a lab's own config
 
 For each task (``conf/experiment/task_*.yaml``: every baseline of ``conf/baseline`` x sensing
 exact/realistic, the task's fixed draw as each job's grid): ``python -m quadarm -m
@@ -31,7 +32,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from quadarm.studies import Env, of_target
+from quadarm.studies import Env, of_target, with_config_dir
 
 DIVERGED = 3  # the CLI's status when some trials diverged or failed (their rows are kept)
 DOCS = "docs/tasks.md"
@@ -71,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", default=os.environ.get("DOCS", DOCS),
                         help=f"the page whose generated block is refreshed (default {DOCS}, "
                              "when it exists; '' for none)")
+    parser.add_argument("--config-dir", default=os.environ.get("CONFIG_DIR", ""),
+                        help="a config folder of your own (arm/, airframe/, baseline/ ...), "
+                             "given to every task's run as the main command line's "
+                             "--config-dir (default: $CONFIG_DIR)")
     parser.add_argument("-n", "--dry-run", action="store_true", help="print, do not run")
     args = parser.parse_args(argv)
     env = Env.of()
@@ -78,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     names = args.tasks or tasks()
     try:
         runs, report = commands(names, env, shlex.split(args.args), docs)
+        runs = with_config_dir(runs, args.config_dir)
     except ValueError as err:
         print(f"quadarm.suite: error: {err}", file=sys.stderr)
         return 2

@@ -120,6 +120,12 @@ TERMS: tuple[Term, ...] = (
          ("scenario=reach", "control.tip_gain=0.5", "control.tip_bend=true",
           "scenario.targets=[[0.08,0.0,1.074]]", "scenario.move_time=0.2",
           "scenario.dwell=0.1")),
+    Term("servo", (("arm.servo.stall_torque", None),), SHAPING, ("model/servo.py",),
+         ("servo_step", "servo_term"),
+         ("Params.servo", "Log.servo"), "servo", ("docs/arm.md", "Servo model"),
+         ("arm=ftdcr_v4", "arm.servo={stall_torque:0.3,speed:4.0}", "scenario=held_bend",
+          "scenario.duration=0.3", "scenario.ramp=0.2", "scenario.report_times=[0.3]"),
+         settings=("arm.sections",)),
     Term("motor_lag", (("airframe.motor_tau", 0.0),), FORCE, (), (), (), "lag",
          ("docs/aero.md", "Motor lag"),
          ("airframe.motor_tau=0.02", "scenario=disturbance", "scenario.duration=0.3",
@@ -210,12 +216,16 @@ def is_off(value: Any, off: Any) -> bool:
 
 
 def get(cfg: Any, key: str) -> Any:
-    """The value of dotted ``key`` in a config object (attributes) or a flat mapping."""
+    """The value of dotted ``key`` in a config object (attributes) or a flat mapping; None
+    where an object has no such attribute or a node on the way is null (``arm.servo.
+    stall_torque`` of an arm whose ``servo`` is null, or of a one-section arm)."""
     if isinstance(cfg, Mapping):
         return cfg.get(key)
     node = cfg
     for part in key.split("."):
-        node = getattr(node, part)
+        node = getattr(node, part, None)
+        if node is None:
+            return None
     return node
 
 

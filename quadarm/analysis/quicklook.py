@@ -12,7 +12,10 @@ that vary across them (:func:`quadarm.analysis.select.varying`) and its ``whole`
 - reach, trace: the tip's path (m, top and side views) against the targets (reach) or the
   path's centre and, for a circle, the circle (trace);
 - pick_place: the object's path (m, top and side views) with its place, and the tip's;
-- payload: the dip, the hub's altitude below its reference (cm), with grasp and release.
+- payload: the dip, the hub's altitude below its reference (cm), with grasp and release;
+- replay: the tip's x, y, z (m) over time, simulated against the log's measured ones (read
+  from ``scenario.log`` through ``scenario.columns``, when the log is still there); its table
+  shows the tip_z phase's comparison (docs/replay.md).
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from quadarm.analysis.select import varying
 from quadarm.names import CONTACT_NORMAL, PAYLOAD_POSITION, TIME, TIP, WHOLE
 from quadarm.results.result import Results
 
-KINDS = ("touch", "reach", "trace", "pick_place", "payload")
-PHASE = {"payload": "carry"}  # the phase whose metrics the table shows (else whole)
+KINDS = ("touch", "reach", "trace", "pick_place", "payload", "replay")
+# The phase whose metrics the table shows (else whole): a replay's phases are its columns.
+PHASE = {"payload": "carry", "replay": TIP[2]}
 MAX_TRIALS = 4  # trials drawn in one figure
 PAYLOAD = PAYLOAD_POSITION  # the object's centre, m (timeseries)
 
@@ -72,7 +76,7 @@ def figure(res: Results, kind: str, frame: pd.DataFrame, path: Path) -> Path | N
     if not ids:
         return None
     draw = {"touch": _touch, "reach": _tip_path, "trace": _tip_path,
-            "pick_place": _pick_place, "payload": _payload}[kind]
+            "pick_place": _pick_place, "payload": _payload, "replay": _replay}[kind]
     fig = Figure(figsize=(9.0, 3.8), layout="constrained")
     draw(fig, res, ids, frame)
     fig.suptitle(f"{kind}: quick look ({len(ids)} of {len(frame)} trial(s))", fontsize=10)
@@ -171,6 +175,35 @@ def _payload(fig: Figure, res: Results, ids: list[str], frame: pd.DataFrame) -> 
     ax.set_ylabel("dip: z_ref - z [cm]")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")
+
+
+def _replay(fig: Figure, res: Results, ids: list[str], frame: pd.DataFrame) -> None:
+    axes = fig.subplots(1, 3)
+    for i, r in enumerate(ids):
+        ts = res.timeseries(r, list(TIP))
+        run = res.run(r)
+        log = Path(str(run.get("scenario.log", "")))
+        meas = None
+        if log.is_file():
+            meas = pd.read_parquet(log) if log.suffix.lower() in (".parquet", ".pq") \
+                else pd.read_csv(log)
+            if "run_id" in meas and isinstance(run.get("scenario.run_id"), str) \
+                    and run["scenario.run_id"]:
+                meas = meas[meas["run_id"].astype(str) == run["scenario.run_id"]]
+        col = {q: str(run.get(f"scenario.columns.{q}", q)) if isinstance(
+            run.get(f"scenario.columns.{q}"), str) else q for q in (TIME, *TIP)}
+        for ax, q in zip(axes, TIP, strict=True):
+            line = ax.plot(ts[TIME], ts[q], lw=1.0,
+                           label=f"simulated, {_label(frame, r)}" if q == TIP[0] else None)[0]
+            if meas is not None and col[q] in meas and col[TIME] in meas:
+                t = meas[col[TIME]].to_numpy(float)
+                ax.plot(t - t[0], meas[col[q]], ls="--", lw=1.0, color=line.get_color(),
+                        label="measured" if q == TIP[0] and i == 0 else None)
+    for ax, q in zip(axes, TIP, strict=True):
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel(f"{q} [m]")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, loc="best")
 
 
 def write(res: Results, out_dir: Path) -> list[Path]:

@@ -18,8 +18,46 @@ from quadarm.config.checks import (
 
 UNITS = {"m": 1.0, "mm": 1e-3}
 POINTINGS = ("up", "down")
-GRAVITIES = ("arm_axis", "tracking_frame")
+GRAVITIES = ("arm_axis", "tracking_frame", "none")
 SELECTS = ("cost", "holdout")
+
+# Every key of the identify node, with what it is in one line: ``python -m quadarm.identify
+# --help`` prints them with their defaults, docs/identify.md ("Every key") lists them (a test
+# ties the three to the schema's fields).
+KEYS = {
+    "data_dir": "folder of the recordings ('': the FTDCR v4 ones shipped in quadarm/data)",
+    "pulls": "stage 1's file: single-tendon pulls (CSV or Parquet, in data_dir)",
+    "train": "stage 2's file: the poses the fit sees",
+    "val": "stage 3's file: the poses it never sees, scored at the end",
+    "channels": "the servo command columns, one per tendon, any order (stage 1 maps them)",
+    "tip": "the tracked point's x, y, z columns",
+    "pattern": "the column of each row's pattern label (per-pattern errors, holdout)",
+    "command_unit": "m | mm: the commands' unit",
+    "position_unit": "m | mm: the tracked point's unit",
+    "command_sign": "1 | -1: +1 when a positive command pulls",
+    "pointing": "up (the arm stands on the bench) | down (it hangs)",
+    "marker_offset": "m: the tracked point beyond the tip ball's centre, along the last link",
+    "parameters": "{key: [low, high]}: the arm keys (and registration.*, gravity.tilt_*, "
+                  "marker_offset) to fit, with their bounds",
+    "starts": "starts of the bounded least squares (the first at the nominal values)",
+    "max_nfev": "residual evaluations per start, at most",
+    "workers": "processes for the starts",
+    "train_stride": "fit every n-th train row",
+    "name": "the calibrated arm's name (<name>.yaml, a conf/arm file)",
+    "out": "the run folder",
+    "seed": "seeds the drawn starts",
+    "gravity": "arm_axis | tracking_frame | none: where the replay's gravity points (none: "
+               "a bench model without gravity)",
+    "vertical": "the tracking frame's up (3,), for gravity=tracking_frame and the warnings",
+    "select": "cost | holdout: how stage 2 chooses among its starts",
+    "holdout": "pattern-label substrings of the train rows held out (select=holdout)",
+    "ridge": "mm: a pull of the normalised values towards the nominal ones",
+    "ridge_grid": "ridge weights tried with every start (select=holdout)",
+    "refit_nfev": "evaluations of the chosen candidate's refit on every train row "
+                  "(select=holdout; 0: none)",
+    "start_spread": "0: starts drawn uniformly in the bounds; s > 0: N(0, s) around the "
+                    "nominal values, in units of each bound range",
+}
 
 
 @dataclass
@@ -45,9 +83,10 @@ class IdentifyConfig:
     clipped to the bounds), at most ``max_nfev`` residual evaluations each (not counting the
     Jacobian's), in ``workers`` processes, on every ``train_stride``-th train row.
 
-    ``gravity``: ``arm_axis`` (along the arm's base axis, down or up as ``pointing`` says)
-    or ``tracking_frame`` (along -``vertical``, the tracking frame's up direction, carried
-    into the arm's frame by the registered rotation: a base mounted off the vertical).
+    ``gravity``: ``arm_axis`` (along the arm's base axis, down or up as ``pointing`` says),
+    ``tracking_frame`` (along -``vertical``, the tracking frame's up direction, carried
+    into the arm's frame by the registered rotation: a base mounted off the vertical) or
+    ``none`` (the replay without gravity: a bench model that leaves it out).
     ``vertical`` (3,): the tracking frame's up, any length but zero.
 
     How stage 2 chooses its result, on train rows only (``docs/identify.md``, "Fifth round"):
@@ -112,6 +151,10 @@ class IdentifyConfig:
                                   "must be [low, high] with low < high")
         _positive("max_nfev", self.max_nfev)
         _choice("gravity", self.gravity, GRAVITIES)
+        tilts = [k for k in self.parameters if k.startswith("gravity.")]
+        if self.gravity == "none" and tilts:
+            raise ConfigError(f"parameters.{tilts[0]}", list(self.parameters[tilts[0]]),
+                              "turns gravity, which gravity=none leaves out: drop it")
         if (len(self.vertical) != 3
                 or not all(isinstance(v, int | float) and math.isfinite(v)
                            for v in self.vertical)

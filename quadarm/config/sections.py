@@ -12,8 +12,9 @@ section j. The bending stiffness is ``bending_stiffness`` (EI, N m^2) or, when t
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import List, Optional  # noqa: UP035 - OmegaConf reads these
+from typing import Any, List, Optional  # noqa: UP035 - OmegaConf reads these
 
 from quadarm.config.checks import (
     ConfigError,
@@ -26,9 +27,63 @@ from quadarm.config.checks import (
 )
 
 ACTUATIONS = ("tension", "displacement")
+SERVO_KEYS = ("stall_torque", "spool_radius", "speed", "kp", "kd", "deadband")
 ROUTINGS = ("joints", "sites")
 SECTIONS_MAX = 8
 LINKS_MAX = 200  # every link of every section; the builder's arena is sized for fewer
+
+
+@dataclass
+class ServoConfig:
+    """A servo that winds a tendon on its spool (``arm.servo``, ``sections.<j>.servo``;
+    ``actuation=displacement`` only; ``docs/arm.md``, "Servo model"). Its horn angle theta
+    (rad) pulls the tendon by ``spool_radius`` theta (m, times the tendon's travel scale); the
+    command is the same pull in metres, so theta_c = pull / ``spool_radius``.
+
+    The motor follows a DC motor's torque-speed line at a duty cycle set by the position loop:
+    duty = clip((``kp`` e - ``kd`` omega) / ``stall_torque``, -1, 1) for the angle error e
+    (rad, outside the ``deadband``, which the loop does not see), and the horn turns at
+    omega = ``speed`` (duty - tau / ``stall_torque``) under the load torque tau = spool radius
+    x tension (N m). So an unloaded servo turns at most at its no-load ``speed``, it stalls
+    where the tension's torque reaches ``stall_torque`` (the tension limit
+    ``stall_torque`` / spool radius, MuJoCo's force limit on the tendon), and at rest it holds
+    the load with the loop stiffness ``kp`` (N m/rad)."""
+
+    stall_torque: float = 1.0  # N m
+    spool_radius: float = 0.01  # m
+    speed: float = 6.0  # rad/s, no-load
+    kp: float = 20.0  # N m/rad, the position loop's stiffness
+    kd: float = 0.0  # N m s/rad, its damping
+    deadband: float = 0.0  # rad, the error the loop ignores (half-width)
+
+    def __post_init__(self) -> None:
+        for key in ("stall_torque", "spool_radius", "speed", "kp"):
+            _positive(key, getattr(self, key))
+        _non_negative("kd", self.kd)
+        _in_range("deadband", self.deadband, 0.0, math.pi)
+
+
+@dataclass
+class DiskSetConfig:
+    """A section's spacer disks (``sections.<j>.disks``): ``count`` thin solid disks of
+    ``mass`` (kg) each and ``radius`` (m), disk k (0-based) at the arc length
+    (k + 1) L_j / ``count`` from the section's base (the last one at its end, where its
+    tendons end), on the backbone's axis, each with a thin disk's own inertia (m R^2 / 2 about
+    the axis, m R^2 / 4 across). They add to the section's uniform ``mass``; count 0: none."""
+
+    count: int = 0
+    mass: float = 0.0  # kg, each
+    radius: float = 0.0055  # m
+
+    def __post_init__(self) -> None:
+        _integer("count", self.count, 0)
+        _non_negative("mass", self.mass)
+        _positive("radius", self.radius)
+
+    @property
+    def total(self) -> float:
+        """The disks' mass (kg)."""
+        return self.count * self.mass
 
 
 @dataclass
@@ -50,6 +105,10 @@ class TendonSetConfig:
     travel_scale: float = 1.0  # tendon travel per unit of servo command (spool calibration)
     # One scale per tendon (its own spool); empty: travel_scale for every tendon.
     travel_scales: List[float] = field(default_factory=list)  # noqa: UP006
+    # Antagonistic pairs: tendon i and its opposite i + count/2 (i < count/2) share one servo,
+    # whose positive travel pulls tendon i and pays out its opposite by as much (each from
+    # its pretension; one goes slack past it). Needs an even count.
+    pairs: bool = False
     # The moment arm of these tendons in the links of the sections before their own, as a
     # multiple of ``offset`` (a pass-through channel at another radius, or a coupling the
     # spacers loosen); 1: the same offset all along.
@@ -67,6 +126,9 @@ class TendonSetConfig:
         _positive("stiffness", self.stiffness)
         _non_negative("pretension", self.pretension)
         _positive("travel_scale", self.travel_scale)
+        if self.pairs and self.count % 2:
+            raise ConfigError("pairs", self.pairs, f"needs an even tendon count (tendon i's "
+                              f"opposite is i + count/2); count={self.count}")
         if not (_real(self.pass_scale) and 0.0 < self.pass_scale <= 2.0):
             raise ConfigError("pass_scale", self.pass_scale, "must be a number in (0, 2]")
         if self.travel_scales and (len(self.travel_scales) != self.count or not all(
@@ -94,6 +156,14 @@ class SectionConfig:
     damping: float = 1e-4  # N m^2 s, bending moment per unit curvature rate
     curvature_range: Optional[float] = None  # noqa: UP045 - 1/m, symmetric; null: unlimited
     tendons: TendonSetConfig = field(default_factory=TendonSetConfig)
+    # Spacer disks: point masses with their own inertia along the section (DiskSetConfig).
+    disks: DiskSetConfig = field(default_factory=DiskSetConfig)
+    # This section's servos, replacing arm.servo's for them: a mapping (every one of its
+    # tendons'), or a list of ``tendons.count`` mappings or nulls (each tendon's own; null:
+    # arm.servo's); null: arm.servo's. Needs arm.servo set (the switch of the servo model).
+    # (Typed Any for OmegaConf, which cannot merge a mapping into a null typed node:
+    # ``arm.sections.<j>.servo={stall_torque: 0.5}``; read as a ServoConfig, see servo_config.)
+    servo: Any = None
     # How this section follows a flight scenario's bend command (mu, beta): its own bend is
     # (bend_scale mu, beta + bend_offset_deg) (quadarm.control.sections, docs/arm.md).
     bend_scale: float = 1.0
@@ -135,6 +205,13 @@ class SectionConfig:
             raise ConfigError("bend_offset_deg", self.bend_offset_deg, "must be a finite number")
         _in_range("bend_anisotropy", self.bend_anisotropy, -0.9, 0.9)
         _in_range("bend_axis_deg", self.bend_axis_deg, -180.0, 180.0)
+        if isinstance(self.servo, list | tuple):
+            if len(self.servo) != self.tendons.count:
+                raise ConfigError("servo", list(self.servo), f"a list must have one entry per "
+                                  f"tendon (count={self.tendons.count}), each a servo or null")
+            self.servo = [servo_config(f"servo.{i}", v) for i, v in enumerate(self.servo)]
+        else:
+            self.servo = servo_config("servo", self.servo)
 
 
 @dataclass
@@ -194,6 +271,20 @@ class SectionArmConfig:
     # of EI; the bench replay's only (quadarm.identify.replay), flight refuses it. 0: linear.
     bend_yield_curvature: float = 0.0
     bend_yield_ratio: float = 1.0
+    # The servo model of every tendon (ServoConfig; a section's own ``servo`` replaces it for
+    # that section); null: the ideal servo, the tendon's length follows its command at once.
+    # (Typed Any: see SectionConfig.servo; set as ``arm.servo={stall_torque: 0.5, ...}``.)
+    servo: Any = None
+
+    def servos(self) -> list[ServoConfig | None]:
+        """Each tendon's servo (n_tendons,), section-major: its section's own (the one of a
+        list that is its, or the section's mapping), else ``servo``; None: ideal."""
+        out: list[ServoConfig | None] = []
+        for sec in self.sections:
+            for i in range(sec.tendons.count):
+                own = sec.servo[i] if isinstance(sec.servo, list) else sec.servo
+                out.append(own if own is not None else self.servo)
+        return out
 
     @property
     def kind(self) -> str:
@@ -220,8 +311,8 @@ class SectionArmConfig:
 
     @property
     def total_mass(self) -> float:
-        """Everything the arm hangs on the flange (kg): links and tip."""
-        return sum(s.mass for s in self.sections) + self.tip_mass
+        """Everything the arm hangs on the flange (kg): links, spacer disks and tip."""
+        return sum(s.mass + s.disks.total for s in self.sections) + self.tip_mass
 
     @property
     def n_tendons(self) -> int:
@@ -258,6 +349,35 @@ class SectionArmConfig:
         if not (_real(self.bend_yield_ratio) and 0.0 < self.bend_yield_ratio <= 4.0):
             raise ConfigError("bend_yield_ratio", self.bend_yield_ratio,
                               "must be a number in (0, 4]")
+        self.servo = servo_config("servo", self.servo)
+        if self.servo is not None and self.actuation != "displacement":
+            raise ConfigError("servo", "set", "needs actuation=displacement (a servo winds "
+                              "the tendon to a commanded travel); null for actuation=tension")
+        paired = [j for j, s in enumerate(self.sections) if s.tendons.pairs]
+        if paired and self.actuation != "displacement":
+            raise ConfigError(f"sections.{paired[0]}.tendons.pairs", True, "needs "
+                              "actuation=displacement (a pair shares one servo's travel)")
+        for j, s in enumerate(self.sections):
+            if s.servo is not None and self.servo is None:
+                raise ConfigError(f"sections.{j}.servo", "set", "needs arm.servo set too "
+                                  "(the servo of the other sections, and the model's switch)")
+
+
+def servo_config(key: str, value: Any) -> ServoConfig | None:
+    """``value`` (None, a :class:`ServoConfig` or a mapping of its keys) as a ServoConfig or
+    None; a key that is not one of :data:`SERVO_KEYS` is refused, naming it."""
+    if value is None or isinstance(value, ServoConfig):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, value, f"must be null or a mapping of {', '.join(SERVO_KEYS)}")
+    unknown = [str(k) for k in value if k not in SERVO_KEYS]
+    if unknown:
+        raise ConfigError(f"{key}.{unknown[0]}", value[unknown[0]],
+                          f"is not a servo key ({', '.join(SERVO_KEYS)})")
+    try:
+        return ServoConfig(**{str(k): v for k, v in value.items()})
+    except ConfigError as err:
+        raise err.prefixed(key) from None
 
 
 def servo_driven(arm: object) -> bool:

@@ -14,6 +14,7 @@ before anything is simulated or written. The run folder (``identify.out``) recei
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -81,6 +82,13 @@ def compose(overrides: list[str]) -> tuple[AirframeConfig, SectionArmConfig, Sim
     if parts["arm"].actuation != "displacement":
         raise ConfigError("arm.actuation", parts["arm"].actuation,
                           "identify replays servo displacements: must be displacement")
+    if parts["arm"].servo is not None:
+        raise ConfigError("arm.servo", "set", "identify replays settled poses of ideal servos: "
+                          "must be null (the servo model is flight's, docs/arm.md)")
+    paired = [j for j, s in enumerate(parts["arm"].sections) if s.tendons.pairs]
+    if paired:
+        raise ConfigError(f"arm.sections.{paired[0]}.tendons.pairs", True, "identify maps "
+                          "one command column to each tendon: must be false")
     return (parts["airframe"], parts["arm"], parts["sim"], parts["identify"],
             OmegaConf.to_yaml(cfg))
 
@@ -104,9 +112,12 @@ def arm_yaml(arm: SectionArmConfig, values: dict[str, float], source: str,
 
 def run(overrides: list[str]) -> dict[str, float]:
     """The whole job (see the module docstring); returns the headline metrics."""
-    from quadarm.identify import data, fit, report
+    from quadarm.identify import data, fit, report, trust
 
     frame, arm, sim, cfg, yaml_text = compose(overrides)
+    if cfg.gravity == "none":  # the bench model without gravity: the replay's sim has none
+        sim = dataclasses.replace(sim, gravity=[0.0, 0.0, 0.0])
+    warned: list[str] = []
     length = arm.length
     recs = {w: data.read(cfg, w, length) for w in ("pulls", "train", "val")}
     for which, rec in recs.items():
@@ -127,11 +138,16 @@ def run(overrides: list[str]) -> dict[str, float]:
     t0 = time.perf_counter()
     problem, ch, s1 = fit.stage1(frame, sim, arm, cfg.pointing, cfg.marker_offset,
                                  recs["pulls"].pull, recs["pulls"].tip, recs["pulls"].label,
-                                 gravity=cfg.gravity, vertical=tuple(cfg.vertical))
+                                 gravity=("arm_axis" if cfg.gravity == "none" else cfg.gravity),
+                                 vertical=tuple(cfg.vertical))
     t1 = time.perf_counter()
     print(f"stage 1: channel map {[cfg.channels[c] for c in ch.tendon_channel]} "
           f"(from {s1['map_from']}), pull RMSE {s1['pull_rmse_m'] * 1e3:.2f} mm "
           f"({t1 - t0:.0f} s)", flush=True)
+    s1["sag_m"] = trust.sag(problem)
+    s1["axis_deg"] = trust.axis_against(problem.rotation, cfg.pointing, cfg.vertical)
+    warned += _warn(trust.stage1_lines(s1["sag_m"], s1["pull_rmse_m"], length,
+                                       s1["axis_deg"], cfg.pointing))
     nominal = problem.nominal() if keys else {}
     problem.keys = keys
     nominal = problem.nominal()
@@ -142,6 +158,8 @@ def run(overrides: list[str]) -> dict[str, float]:
                                                     recs[which].tip)
     print(f"nominal (stage 1 only): train {scores['nominal_train']['rmse_mm']:.2f} mm, "
           f"val {scores['nominal_val']['rmse_mm']:.2f} mm", flush=True)
+    warned += _warn(trust.nominal_lines(scores["nominal_val"]["rmse_mm"],
+                                        scores["nominal_val"]["mean_predictor_mm"]))
     s2: dict[str, Any] = {"values": nominal, "stderr": {k: 0.0 for k in nominal},
                           "costs": [], "nfev": [], "rows": 0, "at_bound": []}
     if keys:
@@ -173,6 +191,10 @@ def run(overrides: list[str]) -> dict[str, float]:
     print(f"stage 2 ({t2 - t1:.0f} s): train {scores['train']['rmse_mm']:.2f} mm; stage 3: "
           f"val {scores['val']['rmse_mm']:.2f} mm aligned, "
           f"{scores['val']['rmse_unaligned_mm']:.2f} mm unaligned", flush=True)
+    warned += _warn(trust.fit_lines(
+        scores["val"]["rmse_mm"], scores["val"]["rmse_unaligned_mm"],
+        {k: v for k, v in s2["values"].items() if any(k == n for n, _, _ in keys)},
+        s2["stderr"], {k: (lo, hi) for k, lo, hi in keys}, s2.get("correlation")))
     metrics = {"train_rmse_mm": scores["train"]["rmse_mm"],
                "val_rmse_mm": scores["val"]["rmse_mm"],
                "val_rmse_unaligned_mm": scores["val"]["rmse_unaligned_mm"],
@@ -189,10 +211,13 @@ def run(overrides: list[str]) -> dict[str, float]:
                           "metric": list(metrics), "value": [float(v) for v in
                                                              metrics.values()]})
     write_table(out / METRICS, table, provenance(yaml_text))
-    bench_side = (f"pointing={cfg.pointing}, marker_offset="
-                  f"{s2['values'].get('marker_offset', cfg.marker_offset):.5g} m, "
-                  "registration rx/ry/rz="
-                  f"{[round(s2['values'].get(f'registration.r{a}', 0.0), 5) for a in 'xyz']} rad")
+    bench = _bench(problem, cfg, sim, s2["values"])
+    bench_side = (f"pointing={cfg.pointing}, gravity={cfg.gravity} "
+                  f"({[round(g, 5) for g in bench['gravity_arm_frame']]} m/s^2 in the arm's "
+                  f"frame), marker_offset={bench['marker_offset']:.5g} m, registration rx/ry/rz="
+                  f"{[round(s2['values'].get(f'registration.r{a}', 0.0), 5) for a in 'xyz']} rad"
+                  f" on stage 1's rotation {np.round(problem.rotation, 5).tolist()}, "
+                  f"translation {np.round(problem.translation, 6).tolist()} m")
     write_text(out / f"{cfg.name}.yaml", arm_yaml(problem.arm, s2["values"], "stage 1 angles "
                                                   "and stage 2 fit", bench_side))
     record = {"metrics": metrics, "values": s2["values"], "stderr": s2["stderr"],
@@ -202,11 +227,44 @@ def run(overrides: list[str]) -> dict[str, float]:
               "channel_map": [cfg.channels[c] for c in ch.tendon_channel],
               "map_from": s1["map_from"], "angles_deg": [list(a) for a in ch.angles_deg],
               "rotation": problem.rotation.tolist(),
-              "translation_m": problem.translation.tolist(), "nominal": nominal}
+              "translation_m": problem.translation.tolist(), "nominal": nominal,
+              "bench": bench, "warnings": warned,
+              "stage1": {"sag_mm": s1["sag_m"] * 1e3, "axis_deg": s1["axis_deg"],
+                         "pull_rmse_mm": s1["pull_rmse_m"] * 1e3}}
     write_text(out / "fit.json", json.dumps(record, indent=1))
     report.write(out, cfg, recs, sims, record)
     print(f"wrote {out} ({t3 - t0:.0f} s in all)")
     return metrics
+
+
+def _warn(lines: list[str]) -> list[str]:
+    """Print each warning on its own line (stdout, with the job's progress) and return them."""
+    for line in lines:
+        print(f"warning: {line}", flush=True)
+    return lines
+
+
+def _bench(problem: Any, cfg: IdentifyConfig, sim: SimConfig, values: dict[str, float]
+           ) -> dict[str, Any]:
+    """How the fit saw the bench, for ``fit.json`` and the calibrated file: ``pointing``,
+    gravity's mode and vector (m/s^2, the replay's, in the arm's base frame: zero for
+    ``none``), the marker offset (m), the registration (stage 1's rotation (3, 3) and
+    translation (3,) m, arm base frame -> tracking frame, and the fitted corrections, rad)."""
+    from quadarm.identify import register
+
+    corr = [values.get(f"registration.r{a}", 0.0) for a in "xyz"]
+    rot = problem.rotation @ register.rotation(*corr)
+    down = problem.down(rot, (values.get("gravity.tilt_x", 0.0),
+                              values.get("gravity.tilt_y", 0.0)))
+    if down is None:  # along the arm's axis: towards the base standing up, the tip hanging
+        down = np.array([0.0, 0.0, 1.0 if cfg.pointing == "up" else -1.0])
+    g = float(np.linalg.norm(sim.gravity)) * np.asarray(down, dtype=float)
+    return {"pointing": cfg.pointing, "gravity": cfg.gravity,
+            "gravity_arm_frame": [float(v) for v in g],
+            "marker_offset": float(values.get("marker_offset", cfg.marker_offset)),
+            "registration": {"rotation": problem.rotation.tolist(),
+                             "translation_m": problem.translation.tolist(),
+                             "rx": corr[0], "ry": corr[1], "rz": corr[2]}}
 
 
 # The identify keys added with the holdout selection and the starts' spread (docs/identify.md,
@@ -255,12 +313,42 @@ def _cache_write(path: Path, s2: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def usage() -> str:
+    """``--help``: the module's docstring, then every ``identify`` key with its default."""
+    from quadarm.config.identify import KEYS
+
+    default = IdentifyConfig()
+    lines = [__doc__.rstrip(), "", "Options: --cfg job (print the composed job and exit), "
+             "-h/--help.", "", "Keys of the identify node (identify.<key>=VALUE; "
+             "docs/identify.md, 'Every key'):"]
+    for key, what in KEYS.items():
+        lines.append(f"  {key} = {getattr(default, key)!r}\n      {what}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in args):
-        print(__doc__)
+        print(usage())
         return 0
+    cfg_job = False
+    for flag in ("--cfg=job", "-c=job"):
+        if flag in args:
+            args.remove(flag)
+            cfg_job = True
+    for flag in ("--cfg", "-c"):
+        while flag in args:  # Hydra's form, as the main CLI takes it: --cfg job
+            i = args.index(flag)
+            if args[i + 1:i + 2] != ["job"]:
+                print(f"error: {flag}: identify prints the job only (--cfg job)",
+                      file=sys.stderr)
+                return 2
+            del args[i:i + 2]
+            cfg_job = True
     try:
+        if cfg_job:
+            print(compose(args)[4], end="")
+            return 0
         run(args)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -497,9 +497,12 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
     m, n = best["fun"].size, len(problem.keys)
     s2 = 2.0 * best["cost"] / max(m - n, 1)
     jac = best["jac"]
+    corr = None  # the parameters' correlation matrix (n, n), for the report's warnings
     try:
         cov = np.linalg.inv(jac.T @ jac) * s2
         se_norm = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            corr = (cov / np.outer(se_norm, se_norm)).tolist()
     except np.linalg.LinAlgError:
         se_norm = np.full(n, math.inf)
     span = np.array([hi - lo for _, lo, hi in problem.keys])
@@ -509,6 +512,8 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
            "costs": [r["cost"] for r in results], "nfev": [r["nfev"] for r in results],
            "rows": int(len(rows)), "at_bound": [k for k, v in zip(names, best["x"], strict=True)
                                                 if v < 1e-3 or v > 1 - 1e-3]}
+    if corr is not None:
+        out["correlation"] = corr
     if chosen:
         out["select"] = chosen
     return out

@@ -59,6 +59,9 @@ class Bench:
         if arm.actuation != "displacement":
             raise ValueError("the replay drives tendon displacements: arm.actuation must be "
                              "displacement")
+        if arm.servo is not None:
+            raise ValueError("the replay solves settled poses of ideal servos: arm.servo must "
+                             "be null")
         self.arm = arm
         self.built = build(frame, arm, sim, fixed_base=True)
         m = self.built.model

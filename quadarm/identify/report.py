@@ -69,6 +69,29 @@ def _figures(out: Path, recs: dict[str, Any], sims: dict[str, np.ndarray]) -> li
     return names
 
 
+def _warnings(record: dict[str, Any]) -> list[str]:
+    """The section of the fit's warnings (quadarm.identify.trust), none when there are none."""
+    lines = record.get("warnings", [])
+    if not lines:
+        return []
+    return ["## Warnings", "", *[f"- {w}" for w in lines], ""]
+
+
+def _bench(record: dict[str, Any]) -> list[str]:
+    """How the fit saw the bench (pointing, gravity, marker, registration)."""
+    b = record.get("bench")
+    if not b:
+        return []
+    s1 = record.get("stage1", {})
+    return [f"Bench: pointing {b['pointing']}, gravity {b['gravity']} "
+            f"({[round(g, 4) for g in b['gravity_arm_frame']]} m/s^2 in the arm's frame), "
+            f"marker offset {b['marker_offset'] * 1e3:.2f} mm, registration corrections "
+            f"rx/ry/rz {[round(b['registration'][a], 5) for a in ('rx', 'ry', 'rz')]} rad. "
+            f"Stage 1: the nominal arm sags {s1.get('sag_mm', float('nan')):.1f} mm with no "
+            f"pull; the registered axis is {s1.get('axis_deg', float('nan')):.0f} deg from "
+            "pointing's.", ""]
+
+
 def write(out: Path, cfg: IdentifyConfig, recs: dict[str, Any], sims: dict[str, np.ndarray],
           record: dict[str, Any]) -> Path:
     """Write ``report.md`` and its figures into ``out``."""
@@ -88,6 +111,8 @@ def write(out: Path, cfg: IdentifyConfig, recs: dict[str, Any], sims: dict[str, 
              f"Stage 1: channel map (tendon order, section-major) {record['channel_map']} "
              f"(sections from {record['map_from']}); tendon angles (deg) "
              f"{[[round(a, 1) for a in s] for s in record['angles_deg']]}.", "",
+             *_warnings(record),
+             *_bench(record),
              "## Fitted values", "",
              f"Starts' final costs {[round(c, 1) for c in record['costs']]}, residual "
              f"evaluations {record['nfev']}, on {record['fit_rows']} train rows. Standard "

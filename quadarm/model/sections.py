@@ -22,6 +22,13 @@ position actuator per tendon on the tendon's length L with gain k (the section's
 [-tension_max, 0] so that the tendon only pulls and goes slack when released; the command u
 for a pull d (m, positive shortens) is u = L0 - d - T0 / k (:func:`displacement_ctrl`), so the
 tension is T0 at zero pull on the straight arm.
+
+Servo model (``arm.servo``, :class:`quadarm.config.sections.ServoConfig`): the same actuator
+with MuJoCo's integrator dynamics, so that its activation is the horn's position (as the
+command u it holds: act = L0 - s r theta - T0 / k for the horn angle theta, spool radius r,
+travel scale s) and its control is the horn's speed (d act/dt = ctrl, m/s), which the step
+seam's servo term (:mod:`quadarm.model.servo`) sets from the command each step; the force
+limit is the stall tension min(``tension_max``, stall torque / (s r)).
 """
 
 from __future__ import annotations
@@ -94,6 +101,7 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
     vias: list[list[str]] = [[] for _ in range(nt)]
     parent, pos = quad, [mx, my, z0]
     joints: list[str] = []
+    disks = disk_places(arm)
     n = len(lay.link_lengths)
     ell = 0.0
     for k in range(n):
@@ -129,6 +137,14 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
             if arm.joint_friction > 0:
                 link.joints[-1].solimp_friction = [0.9999, 0.9999, 0.001, 0.5, 2.0]
             joints.append(name)
+        for name, z in disks.get(k, ()):
+            # A thin solid disk (a cylinder 0.2 mm thick: its own inertia is the thin disk's,
+            # m R^2 / 2 about the axis, m R^2 / 4 across, to 4e-4 for R >= 1 mm) at its arc
+            # length; mass only, no contact (the link's capsule is the spacers' shape).
+            link.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_CYLINDER, pos=[0.0, 0.0, z],
+                          size=[sec.disks.radius, DISK_HALF_THICKNESS, 0],
+                          mass=sec.disks.mass, contype=0, conaffinity=0,
+                          rgba=[0.7, 0.7, 0.75, 0.6])
         shade = 0.3 + 0.6 * j / max(len(arm.sections) - 1, 1)
         # A massless link would have no inertia of its own: a floor keeps the chain's mass
         # matrix positive definite (1e-6 kg, far below any real spacer).
@@ -194,6 +210,30 @@ def add_arm(spec: mujoco.MjSpec, quad: mujoco.MjsBody, mount: list[float],
     return joints
 
 
+DISK_HALF_THICKNESS = 1e-4  # m: a spacer disk's cylinder (thin: see add_arm)
+
+
+def disk_places(arm: SectionArmConfig) -> dict[int, list[tuple[str, float]]]:
+    """Where the spacer disks sit: for each link (index over the whole arm) the (geom name,
+    z in the link's frame, m, <= 0) of the disks it carries. Disk k of section j's ``count``
+    is at the arc length (k + 1) L_j / count from the section's base; a disk on a joint
+    between two links belongs to the proximal one (at its distal end, z = -l). Sections
+    whose disks have no mass or count 0 carry none."""
+    out: dict[int, list[tuple[str, float]]] = {}
+    first = 0
+    for j, sec in enumerate(arm.sections):
+        dk = sec.disks
+        if dk.count > 0 and dk.mass > 0:
+            ell = sec.length / sec.links
+            for k in range(dk.count):
+                frac = (k + 1) * sec.links / dk.count  # in links, from the section's base
+                idx = min(max(math.ceil(frac - 1e-9) - 1, 0), sec.links - 1)
+                out.setdefault(first + idx, []).append(
+                    (names.disk_geom(j, k), -(frac - idx) * ell))
+        first += sec.links
+    return out
+
+
 def bend_axes(sec: SectionConfig) -> tuple[float, float]:
     """(cos phi, sin phi) of the section's principal bending axis, phi its
     ``bend_axis_deg``: the link's ``_bend_x`` hinge turns about (cos phi, sin phi, 0), its
@@ -221,6 +261,29 @@ def add_actuators(spec: mujoco.MjSpec, arm: SectionArmConfig) -> None:
         act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
         act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
         act.forcerange = [-arm.tension_max, 0.0]
+        servo = arm.servos()[i]
+        if servo is not None:
+            # The horn: force = k (act - L) - k_v dL/dt on MuJoCo's integrator state act.
+            act.dyntype = mujoco.mjtDyn.mjDYN_INTEGRATOR
+            act.actlimited = mujoco.mjtLimited.mjLIMITED_FALSE
+            lever = servo.spool_radius * float(travel_scales(arm)[i])
+            if not arm.sections[j].tendons.pairs:
+                # A paired servo stalls on the difference of its two tensions (the term's
+                # speed law), so only an unpaired one has its stall as a tension limit.
+                act.forcerange = [-min(arm.tension_max, servo.stall_torque / lever), 0.0]
+
+
+def pairs(arm: SectionArmConfig) -> list[tuple[int, int]]:
+    """The antagonistic pairs (``sections.<j>.tendons.pairs``) as (tendon, its opposite)
+    indices over the whole arm, the first of each pair the one a positive travel pulls."""
+    out: list[tuple[int, int]] = []
+    first = 0
+    for sec in arm.sections:
+        n = sec.tendons.count
+        if sec.tendons.pairs:
+            out += [(first + i, first + i + n // 2) for i in range(n // 2)]
+        first += n
+    return out
 
 
 def tendon_stiffness(arm: SectionArmConfig) -> np.ndarray:

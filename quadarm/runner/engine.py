@@ -52,10 +52,12 @@ Todo = list[tuple[Trial, bool]]  # trials to run, with whether each keeps its ti
 def structure(cfg: Config) -> tuple[Any, ...]:
     """The config values that fix a model's layout (sizes of everything MjData holds): trials
     with different values cannot share a batch."""
-    # Motor lag adds actuator states (na > 0); midpoint chains have a base piece; grounded
-    # trials have no free joint.
+    # Motor lag and the servo model add actuator states (na > 0); midpoint chains have a base
+    # piece; grounded trials have no free joint.
+    servos = getattr(cfg.arm, "servo", None) is not None and tuple(
+        sv is not None for sv in cfg.arm.servos())
     return (cfg.arm.segments, cfg.arm.joint_placement, len(cfg.airframe.rotors),
-            len(cfg.arm.tendon_angles_deg), cfg.airframe.motor_tau > 0, grounded(cfg))
+            len(cfg.arm.tendon_angles_deg), cfg.airframe.motor_tau > 0, grounded(cfg), servos)
 
 
 def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bool]:

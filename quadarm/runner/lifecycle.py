@@ -192,7 +192,8 @@ def outcome_log(lg: Any, i: int, rows: int, t: np.ndarray, built: BuiltModel,
     :class:`~quadarm.scenarios.common.Log` (copies, (rows, ...) each), at the plan's times
     ``t`` (s): the one conversion of every loop (one trial, batched, the environments). The
     contact and force-loop columns when the log has them; the estimates when it has them and
-    ``est``; the servo-driven tendons' tensions when it has them."""
+    ``est``; the servo-driven tendons' tensions, and the servo model's travels and torques,
+    when it has them."""
     def own(x: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(x[:rows, i])
 
@@ -201,7 +202,8 @@ def outcome_log(lg: Any, i: int, rows: int, t: np.ndarray, built: BuiltModel,
                own(lg.contact) if lg.contact.shape[0] else None,
                own(lg.force) if lg.force.shape[0] else None,
                own(lg.est) if lg.est.shape[0] > 0 and est else None,
-               own(lg.tension) if lg.tension.shape[0] > 0 else None)
+               own(lg.tension) if lg.tension.shape[0] > 0 else None,
+               own(lg.servo) if lg.servo.shape[0] > 0 else None)
 
 
 # --------------------------------------------------------------------------------------------

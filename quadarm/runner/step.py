@@ -62,9 +62,11 @@ from quadarm.config.sections import servo_driven
 from quadarm.control import arm as arm_control
 from quadarm.control import geometric, tipfeedback
 from quadarm.model import aero
+from quadarm.model import servo as model_servo
 from quadarm.runner import air as air_setup
 from quadarm.runner import arm_aware, contact, jit, memory
 from quadarm.runner import sense as sensing
+from quadarm.runner import servo as servo_setup
 from quadarm.runner.jit import mj_kinematics, mj_step
 from quadarm.runner.lifecycle import UNSTABLE, Prepared, make_controller
 from quadarm.runner.memory import Memory
@@ -79,6 +81,8 @@ jit.inline(aero.downwash_forces)
 air_terms = jit.inline(air_setup.terms)
 tip_feedback = jit.inline(tipfeedback.tip_feedback)
 tip_bend_feedback = jit.inline(tipfeedback.tip_bend_feedback)
+jit.inline(model_servo.horn_speed)
+servo_term = jit.inline(model_servo.servo_term)
 
 
 class Law(NamedTuple):
@@ -162,6 +166,7 @@ class Params(NamedTuple):
     contact: contact.Contact  # the contact log and the force loop (quadarm.runner.contact)
     tip: Tip  # the tip feedback (this module)
     sn: sensing.Sense  # the sensing term (quadarm.runner.sense; inert for exact)
+    servo: servo_setup.Servo  # the servo model (quadarm.runner.servo; inert without arm.servo)
 
 
 class Data(NamedTuple):
@@ -237,6 +242,9 @@ class Log(NamedTuple):
     tension: np.ndarray  # (K + 1, nsim, n_tendons) N: with servo-driven tendons, the tension
     #                      each holds (-actuator_force, >= 0) during step k; the last sample,
     #                      not stepped, repeats the last step's
+    servo: np.ndarray  # (K + 1, nsim, n_tendons, N_SERVO_LOG): with arm.servo, each servo's
+    #                    travel (m, at state k) and load torque (N m, during step k; the last
+    #                    sample repeats the last step's) (quadarm.model.servo's L_*)
 
 
 VIEWS = tuple(f for f in Data._fields if f != "wind")  # the MjData arrays of Data
@@ -284,6 +292,16 @@ def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
         tendon_lowpass(k, p, s, i, t)
     for j in range(tendons.shape[0]):
         ctrl[tendons[j]] = t[j]
+
+
+@jit.inline
+def servo_step(k: int, p: Params, s: State, lg: Log, i: int) -> None:
+    """``arm.servo``: the servos of sample k (:func:`quadarm.model.servo.servo_term`): each
+    modelled servo's length command in ``ctrl`` becomes its horn's speed (m/s), which MuJoCo's
+    integrator dynamics of its actuator integrate; their travels into ``lg.servo``."""
+    d, sv = s.data, p.servo
+    servo_term(k, i, sv.prm[i], sv.h[i], d.ctrl[i], d.act[i], d.actuator_force[i],
+               p.tendon.actuators, sv.adr, lg.servo)
 
 
 @jit.inline
@@ -379,6 +397,8 @@ def before(k: int, p: Params, s: State, lg: Log, i: int) -> None:
         control(k, p, s, lg, i, qpos, qvel, d.sensordata[i])
     if p.record:
         jit.copyto(lg.ctrl[k, i], ctrl)
+    if p.servo.on[i]:  # after the log: ctrl keeps the commands, the servos turn them to speeds
+        servo_step(k, p, s, lg, i)
     if k < p.last[i]:
         air_term(k, p, s, i)
     if lg.wind.shape[0] > 0:
@@ -403,6 +423,14 @@ def after(k: int, p: Params, s: State, lg: Log, i: int) -> None:
             # The last sample is not stepped (no actuation computed): it repeats the last step's.
             row[j] = (lg.tension[k - 1, i, j] if k == p.last[i] and k > 0
                       else 0.0 - force[tendons[j]])  # pulls: force <= 0 (0.0, not -0.0)
+        if lg.servo.shape[0] > 0:  # arm.servo: the load torque on each horn, N m
+            prm = p.servo.prm[i]
+            for j in range(tendons.shape[0]):
+                torque = prm[j, model_servo.S_LEVER] * row[j]
+                o = int(prm[j, model_servo.S_PARTNER])
+                if o >= 0:  # a pair's servo: the other tendon unwinds from the same spool
+                    torque = torque - prm[o, model_servo.S_LEVER] * row[o]
+                lg.servo[k, i, j, model_servo.L_TORQUE] = torque
     if lg.contact.shape[0] > 0:
         contact.log_contact(k, d.sensordata[i], p.contact.wsens, p.last[i], lg.contact[:, i])
 
@@ -585,7 +613,7 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
                   tip_site=int(b0.tip_site), law=_law(preps, big, held, compiled),
                   tendon=_tendon(preps, big), arm=arm_aware.records(preps, held), air=air,
                   contact=contact.records(preps, held), tip=_tip(preps, big, held),
-                  sn=sensing.records(preps, held)), airs
+                  sn=sensing.records(preps, held), servo=servo_setup.records(preps)), airs
 
 
 def _law(preps: Sequence[Prepared], big: int, held: bool, compiled: bool) -> Law:
@@ -705,4 +733,6 @@ def log(p: Params, nq: int, nv: int, nu: int, nbody: int = 0, applied: bool = Fa
                contact=np.zeros((rows if n_obj else 0, ns, n_obj, contact.CONTACT_COLUMNS)),
                force=np.zeros((forced, ns, contact.N_FCLOG)),
                est=np.zeros((rows if p.sn.on.any() else 0, ns, sensing.log_width(p.sn))),
-               tension=np.zeros((rows if p.tendon.servo.any() else 0, ns, nt)))
+               tension=np.zeros((rows if p.tendon.servo.any() else 0, ns, nt)),
+               servo=np.zeros((rows if p.servo.on.any() else 0, ns, nt,
+                               model_servo.N_SERVO_LOG)))

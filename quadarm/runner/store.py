@@ -110,6 +110,10 @@ def timeseries_frame(ep: Episode, run_id: str, every: int,
     if log.tension is not None:  # servo-driven: the commands are lengths (m)
         for i, a in enumerate(log.tendon_ids):
             data[names.length_command_column(i)] = log.ctrl[rows, a]
+    if log.servo is not None:  # the servo model: each servo's travel (m) and torque (N m)
+        for i in range(len(log.tendon_ids)):
+            data[names.servo_travel_column(i)] = log.servo[rows, i, 0]
+            data[names.servo_torque_column(i)] = log.servo[rows, i, 1]
     data[names.ERROR_CM] = (((plan.ref.p[:n] - log.position) ** 2).sum(axis=1) ** 0.5)[rows] * 100
     data[names.TILT_DEG] = log.tilt_deg()[rows]
     data[names.TIP_LATERAL_CM] = log.tip_lateral()[rows] * 100

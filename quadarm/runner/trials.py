@@ -19,6 +19,7 @@ List-valued keys are drawn element-wise (``circle`` excepted).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -181,9 +182,38 @@ def trial_id(cfg: Config) -> str:
         skip += ("sensing.arm_imu.",)
     flat = {k: v for k, v in flatten(cfg).items()
             if not k.startswith(skip) and not (k == "world.payload" and v is None)
-            and not (k == "sensing.uncertainty" and v is False)}
+            and not (k == "sensing.uncertainty" and v is False)
+            and not (k == "arm.servo" and v is None)}
+    if isinstance(flat.get("arm.sections"), str):
+        flat["arm.sections"] = _sections_before_their_new_keys(flat["arm.sections"])
+    if cfg.scenario.kind == "replay":  # the log is the trial's input: its bytes, not its name
+        from pathlib import Path
+
+        log = Path(str(flat.get("scenario.log", ""))).expanduser()
+        flat["scenario.log_sha256"] = hashlib.sha256(log.read_bytes()).hexdigest() \
+            if log.is_file() else ""
     blob = json.dumps(flat, sort_keys=True, default=str).encode()
     return hashlib.sha1(blob).hexdigest()[:16]
+
+
+def _sections_before_their_new_keys(text: str) -> str:
+    """A sectioned arm's ``arm.sections`` (JSON, as :func:`flatten` writes it) without the
+    section keys added with the servo model, the spacer disks and the antagonistic pairs
+    while they hold their defaults (``servo`` null, ``disks`` none, ``tendons.pairs`` false),
+    so that the ids of the trials from before those keys stay the same."""
+    from quadarm.config.sections import DiskSetConfig
+
+    sections = json.loads(text)
+    none = dataclasses.asdict(DiskSetConfig())
+    for sec in sections:
+        if sec.get("servo", 0) is None:
+            del sec["servo"]
+        if sec.get("disks") == none:
+            del sec["disks"]
+        tendons = sec.get("tendons")
+        if isinstance(tendons, dict) and tendons.get("pairs") is False:
+            del tendons["pairs"]
+    return json.dumps(sections)
 
 
 def apply(node: DictConfig, overrides: dict[str, Any]) -> Config:

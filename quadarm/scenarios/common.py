@@ -91,6 +91,10 @@ class Log:
     # (the last row repeats the last step's). None with force-driven tendons (ctrl is the
     # tension).
     tension: np.ndarray | None = None
+    # With the servo model (arm.servo): (n+1, n_tendons, 2) each servo's travel (m, the pull
+    # r theta of its horn, the commands' unit) and the load torque on its horn (N m, spool
+    # lever x tension); quadarm.model.servo's L_TRAVEL, L_TORQUE. None otherwise.
+    servo: np.ndarray | None = None
 
     @property
     def position(self) -> np.ndarray:
@@ -128,7 +132,8 @@ class Log:
                    None if self.contact is None else self.contact[:rows],
                    None if self.force is None else self.force[:rows],
                    None if self.est is None else self.est[:rows],
-                   None if self.tension is None else self.tension[:rows])
+                   None if self.tension is None else self.tension[:rows],
+                   None if self.servo is None else self.servo[:rows])
 
 
 def quat_to_mat(q: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from quadarm.config.sections import SectionArmConfig
 from quadarm.control import sections as plan_sections
 from quadarm.control.tendons import tensions as allocate
 from quadarm.model import BuiltModel
-from quadarm.model.sections import play, pretension
+from quadarm.model.sections import pairs, play, pretension, tendon_stiffness
 
 
 def bend_rows(cfg: Config, built: BuiltModel, mu: np.ndarray | float,
@@ -39,7 +39,36 @@ def commands(cfg: Config, built: BuiltModel, t: np.ndarray) -> np.ndarray:
         return t
     m = built.model
     rest = m.tendon_length0[m.actuator_trnid[built.tendon_actuators, 0]]
-    return play(plan_sections.displacement_commands(t, arm, rest), arm.backlash)
+    u = plan_sections.displacement_commands(t, arm, rest)
+    if pairs(arm):
+        u = pair_commands(u, t, arm, rest)
+    return play(u, arm.backlash)
+
+
+def pair_commands(u: np.ndarray, t: np.ndarray, arm: SectionArmConfig,
+                  rest: np.ndarray) -> np.ndarray:
+    """The length commands ``u`` (n + 1, n_tendons) m with each antagonistic pair's
+    (``sections.<j>.tendons.pairs``) made one servo's: tendon i pulled by p and its opposite
+    o paid out by p from their pretensioned lengths (u = L0 - T0 / k -+ p), p chosen so that
+    the pair's net tension T_i - T_o is the plan's t_i - t_o (``t`` (n + 1, n_tendons) N
+    beyond the pretension) at the plan's zero-gravity bend, where tendon i has shortened by
+    s_i (:func:`quadarm.control.sections.shortening`): with both taut (|t_i - t_o| <= 2 T0),
+    k (p - s_i) = (t_i - t_o) / 2, each side moving by half; past that the side released goes
+    slack and the other carries it all, k (p - s_i) = sign (|t_i - t_o| - T0). So the pair
+    gives each section the plan's moment as two independent servos would. ``rest`` (n_tendons,)
+    m: each tendon's straight length L0."""
+    t = np.asarray(t, dtype=float)
+    out = np.array(u, dtype=float)
+    t0, k = pretension(arm), tendon_stiffness(arm)
+    s = plan_sections.shortening(t + t0, arm)
+    for i, o in pairs(arm):
+        delta = t[..., i] - t[..., o]
+        x = np.where(np.abs(delta) <= 2.0 * t0[i], 0.5 * delta,
+                     np.sign(delta) * (np.abs(delta) - t0[i]))
+        p = s[..., i] + x / k[i]
+        out[..., i] = rest[i] - t0[i] / k[i] - p
+        out[..., o] = rest[o] - t0[o] / k[o] + p
+    return out
 
 
 def slack_rows(cfg: Config, built: BuiltModel, n: int) -> np.ndarray | None:
@@ -56,9 +85,10 @@ def slack_rows(cfg: Config, built: BuiltModel, n: int) -> np.ndarray | None:
 # The scenarios that fly (or hold) a multi-section arm: their plans bend it through
 # bend_rows/slack_rows (touch: its buckling load from the chain of links and servos,
 # quadarm.model.buckling.arm_buckling_load; payload: the servos' hold,
-# quadarm.scenarios.payload.check). The others need the one-section arm's tip map.
+# quadarm.scenarios.payload.check; replay: the log's commands). The others need the
+# one-section arm's tip map.
 SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics",
-                     "touch", "payload")
+                     "touch", "payload", "replay")
 
 
 def check(cfg: Config) -> None:

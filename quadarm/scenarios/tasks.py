@@ -228,6 +228,7 @@ TASKS: dict[str, Task] = {
     "trace": Trace("trace"),
     "payload": Payload("payload"),
     "pick_place": PickPlace("pick_place"),
+    "replay": Task("replay"),
 }
 
 

@@ -74,6 +74,7 @@ from quadarm.config.schemas.scenarios import (  # noqa: F401
     PayloadScenario,
     PickPlaceScenario,
     ReachScenario,
+    ReplayScenario,
     ScenarioConfig,
     StaticsScenario,
     TouchScenario,

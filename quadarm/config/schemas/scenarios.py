@@ -572,6 +572,61 @@ class PickPlaceScenario(ScenarioConfig):
                                   f"{cfg.sim.max_distance:g} m of the start)")
 
 
+@dataclass
+class ReplayScenario(ScenarioConfig):
+    """A recorded experiment replayed (``docs/replay.md``): the log ``log`` (CSV or Parquet)
+    drives the arm's actuators with its commands, interpolated at the physics rate, and the
+    vehicle through the flight controller with its references when it has them (else it holds
+    its start); its measured columns are compared with the simulation. ``columns`` maps
+    quadarm's time-series names (the quantities, :mod:`quadarm.results.replaylog`) to the
+    log's columns (a name left out is looked up as it is: a quadarm ``timeseries.parquet``
+    needs no map); ``run_id`` picks one run of a log holding several. ``duration`` (s) is the
+    log's span (leave it unset, or give a shorter one); the vehicle starts at the log's first
+    position (else its first reference, else (0, 0, ``altitude``)); ``altitude`` (m) is the
+    log's first z (position, else reference) when unset, 1 without either (the model is
+    built there: a quadarm run's log then replays on its very model, bit for bit)."""
+
+    duration: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
+    altitude: Optional[float] = None  # type: ignore[assignment]  # noqa: UP045
+    log: str = ""
+    # {quantity: the log's column}; typed Any (null: {}) so that ``scenario.columns={t: time}``
+    # merges (OmegaConf refuses new keys in a typed empty mapping under Hydra's struct mode).
+    columns: Any = None
+    run_id: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "replay"
+
+    def __post_init__(self) -> None:
+        from quadarm.results import replaylog
+
+        if self.columns is None:
+            self.columns = {}
+        if not isinstance(self.columns, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.columns.items()):
+            raise ConfigError("columns", self.columns, "must map quantity names to the log's "
+                              "column names (strings)")
+        span, z0 = replaylog.head(self.log, dict(self.columns), self.run_id)
+        if self.altitude is None:
+            self.altitude = 1.0 if z0 is None else z0
+        if self.duration is None:
+            self.duration = span
+        elif not (_real(self.duration) and 0 < self.duration <= span + 1e-9):
+            raise ConfigError("duration", self.duration,
+                              f"must be in (0, {span:g}] (the log's span, s) or null")
+        super().__post_init__()
+
+    def check(self, cfg: Config) -> None:
+        """The whole log read and checked against the arm (its command columns)."""
+        from quadarm.config.sections import servo_driven
+        from quadarm.results import replaylog
+
+        arm = cfg.arm
+        n = arm.n_tendons if hasattr(arm, "n_tendons") else len(arm.tendon_angles_deg)
+        replaylog.read(self.log, dict(self.columns), n, servo_driven(arm), self.run_id)
+
+
 GROUNDED = ("statics",)
 """Scenarios that hold the airframe fixed (no flight controller)."""
 
@@ -587,6 +642,7 @@ SCENARIOS: dict[str, type[ScenarioConfig]] = {
     "trace": TraceScenario,
     "payload": PayloadScenario,
     "pick_place": PickPlaceScenario,
+    "replay": ReplayScenario,
 }
 EVENTS = ("payload", "pick_place")
 """Scenarios whose plans switch the payload weld during the flight (their tasks' ``weld``,

@@ -1,0 +1,184 @@
+"""A recorded experiment as ``scenario=replay``'s input (``docs/replay.md``): reading a CSV or
+Parquet log and checking it, SI out, one-line refusals (:class:`~quadarm.config.checks.
+ConfigError` naming ``scenario.log``), as ``python -m quadarm.identify`` refuses its
+recordings.
+
+The log's columns are named by the quantities they hold, quadarm's own time-series names
+(:mod:`quadarm.names`, each with its SI unit), through ``scenario.columns`` (a map from those
+names to the log's own; a quantity it leaves out is looked up under its own name), so that a
+quadarm ``timeseries.parquet`` replays as it is:
+
+- ``t`` (s): the time, strictly increasing;
+- the commands, one per tendon: ``tension_<x>_n`` (N) for force-driven tendons,
+  ``length_cmd_<x>_m`` (m) for servo-driven ones (``arm.actuation=displacement``);
+- optional, all three or none: the vehicle's references ``x_ref, y_ref, z_ref`` (m, world),
+  and its logged position ``x, y, z`` (m: where it starts);
+- optional, to compare: any of :func:`measured_names` (tip, hub, tensions, servo torques).
+
+A log with a ``run_id`` column holding several runs needs ``scenario.run_id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from quadarm import names
+from quadarm.config.checks import ConfigError
+
+KEY = "scenario.log"
+MAX_DT = 0.5  # s: a log's median step above it is not in seconds (wrong unit?)
+MAX_POSITION = 100.0  # m: a position beyond it is not in metres
+MAX_LENGTH = 10.0  # m: a tendon length command beyond it is not in metres
+MAX_TENSION = 1e4  # N
+
+
+@dataclass(frozen=True)
+class ReplayLog:
+    """A checked log: ``t`` (K,) s from 0, ``commands`` (K, n_tendons) in the commands' SI
+    unit, ``ref`` (K, 3) m or None, ``start`` (3,) m (the logged position at t = 0) or None,
+    ``measured`` {quantity: (K,)} in its SI unit, ``path``."""
+
+    t: np.ndarray
+    commands: np.ndarray
+    ref: np.ndarray | None
+    start: np.ndarray | None
+    measured: dict[str, np.ndarray]
+    path: str
+
+
+def command_names(n_tendons: int, servo: bool) -> list[str]:
+    """The command quantities of an arm of ``n_tendons`` tendons, servo-driven or not."""
+    col = names.length_command_column if servo else names.tension_column
+    return [col(i) for i in range(n_tendons)]
+
+
+def measured_names(n_tendons: int, servo: bool) -> list[str]:
+    """The quantities a log may carry to compare with the replay: the tip and the hub
+    (m, world), and for servo-driven tendons their tensions (N) and servo torques (N m)."""
+    out = [*names.TIP, *names.POSITION]
+    if servo:
+        out += [names.tension_column(i) for i in range(n_tendons)]
+        out += [names.servo_torque_column(i) for i in range(n_tendons)]
+    return out
+
+
+def _frame(path: str, run_id: str) -> pd.DataFrame:
+    p = Path(path).expanduser()
+    if not path:
+        raise ConfigError(KEY, "", "must name the log file (CSV or Parquet)")
+    if not p.is_file():
+        raise ConfigError(KEY, path, "no such file")
+    try:
+        frame = pd.read_parquet(p) if p.suffix.lower() in (".parquet", ".pq") \
+            else pd.read_csv(p)
+    except (ValueError, OSError, UnicodeDecodeError) as err:
+        raise ConfigError(KEY, path, f"not a readable CSV or Parquet file "
+                          f"({str(err).splitlines()[0]})") from None
+    if "run_id" in frame.columns:
+        runs = [str(r) for r in pd.unique(frame["run_id"])]
+        if run_id:
+            if run_id not in runs:
+                raise ConfigError("scenario.run_id", run_id, f"not in {path} (it has "
+                                  f"{', '.join(runs[:5])}{', ...' if len(runs) > 5 else ''})")
+            frame = frame[frame["run_id"].astype(str) == run_id]
+        elif len(runs) > 1:
+            raise ConfigError("scenario.run_id", "", f"{path} holds {len(runs)} runs: name one "
+                              f"({', '.join(runs[:5])}{', ...' if len(runs) > 5 else ''})")
+    if len(frame) < 2:
+        raise ConfigError(KEY, path, "must have at least 2 rows")
+    return frame
+
+
+def _numbers(frame: pd.DataFrame, cols: list[str], path: str) -> np.ndarray:
+    values = frame[cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values).all(axis=1)
+    if bad.any():
+        first = int(np.argmax(bad))
+        col = cols[int(np.argmax(~np.isfinite(values[first])))]
+        raise ConfigError(KEY, path, f"{int(bad.sum())} row(s) with a missing or non-finite "
+                          f"value, the first at data row {first + 1} (column {col})")
+    return values
+
+
+def head(path: str, columns: Mapping[str, str], run_id: str = "") -> tuple[float, float | None]:
+    """The log's duration (s: its last time less its first, the time column checked) and the
+    altitude it starts at (m: its first logged z, else its first reference z; None without
+    either)."""
+    frame = _frame(path, run_id)
+    t = _time(frame, columns, path)
+    z0 = None
+    for q in (names.POSITION[2], names.REFERENCE[2]):
+        col = columns.get(q, q)
+        if col in frame.columns:
+            z0 = float(_numbers(frame, [col], path)[0, 0])
+            break
+    return float(t[-1]), z0
+
+
+def _time(frame: pd.DataFrame, columns: Mapping[str, str], path: str) -> np.ndarray:
+    col = columns.get(names.TIME, names.TIME)
+    if col not in frame.columns:
+        raise ConfigError(KEY, path, f"missing the time column {col} (scenario.columns maps "
+                          f"{names.TIME} to the log's)")
+    t = _numbers(frame, [col], path)[:, 0]
+    step = np.diff(t)
+    if (step <= 0).any():
+        k = int(np.argmax(step <= 0))
+        raise ConfigError(KEY, path, f"time column {col} is not strictly increasing: "
+                          f"{t[k + 1]:g} after {t[k]:g} at data row {k + 2}")
+    if float(np.median(step)) > MAX_DT:
+        raise ConfigError(KEY, path, f"time column {col} steps by {float(np.median(step)):g} "
+                          f"(median): not seconds (wrong unit?)")
+    return t - t[0]
+
+
+def read(path: str, columns: Mapping[str, str], n_tendons: int, servo: bool,
+         run_id: str = "") -> ReplayLog:
+    """Read and check a log (see the module docstring) for an arm of ``n_tendons`` tendons,
+    servo-driven or not."""
+    frame = _frame(path, run_id)
+    t = _time(frame, columns, path)
+
+    def col(q: str) -> str:
+        return columns.get(q, q)
+
+    wanted = command_names(n_tendons, servo)
+    missing = [f"{col(q)}" + (f" ({q})" if col(q) != q else "") for q in wanted
+               if col(q) not in frame.columns]
+    if missing:
+        raise ConfigError(KEY, path, f"missing command column(s) {', '.join(missing)} "
+                          f"({'length commands, m' if servo else 'tensions, N'}: one per "
+                          f"tendon; scenario.columns maps them)")
+    commands = _numbers(frame, [col(q) for q in wanted], path)
+    if servo and np.abs(commands).max() > MAX_LENGTH:
+        raise ConfigError(KEY, path, f"length commands up to {np.abs(commands).max():g}: not "
+                          "metres (wrong unit?)")
+    if not servo and (commands.min() < -1e-9 or commands.max() > MAX_TENSION):
+        raise ConfigError(KEY, path, f"tensions from {commands.min():g} to "
+                          f"{commands.max():g}: not newtons of a pulling tendon (wrong unit?)")
+    triples: dict[str, np.ndarray | None] = {}
+    for what, qs in (("reference", names.REFERENCE), ("position", names.POSITION)):
+        have = [col(q) in frame.columns for q in qs]
+        if any(have) and not all(have):
+            raise ConfigError(KEY, path, f"has part of the {what} ({', '.join(qs)}): "
+                              "all three or none")
+        triples[what] = _numbers(frame, [col(q) for q in qs], path) if all(have) else None
+    measured = {q: _numbers(frame, [col(q)], path)[:, 0]
+                for q in measured_names(n_tendons, servo) if col(q) in frame.columns}
+    for q in [*names.TIP, *names.POSITION]:
+        v = measured.get(q)
+        if v is not None and np.abs(v).max() > MAX_POSITION:
+            raise ConfigError(KEY, path, f"column {col(q)} ({q}) reaches {np.abs(v).max():g}: "
+                              "not metres (wrong unit?)")
+    ref = triples["reference"]
+    if ref is not None and np.abs(ref).max() > MAX_POSITION:
+        raise ConfigError(KEY, path, f"the references reach {np.abs(ref).max():g}: not metres "
+                          "(wrong unit?)")
+    pos = triples["position"]
+    return ReplayLog(t=t, commands=commands, ref=ref, start=None if pos is None else pos[0],
+                     measured=measured, path=str(path))
