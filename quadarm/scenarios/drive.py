@@ -54,15 +54,17 @@ def slack_rows(cfg: Config, built: BuiltModel, n: int) -> np.ndarray | None:
 
 
 # The scenarios that fly (or hold) a multi-section arm: their plans bend it through
-# bend_rows/slack_rows. The others need the one-section arm's tip map, payload or contact.
-SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics")
+# bend_rows/slack_rows (reach, trace and pick_place through the tip map of any arm,
+# quadarm.control.tipspace.bend_command). The others need payload or contact.
+SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics",
+                     "reach", "trace", "pick_place")
 
 
 def check(cfg: Config) -> None:
     """Refuse, in one line, what a multi-section arm cannot fly: a scenario outside
     :data:`SECTION_SCENARIOS`, and the terms written for one section of three tendons (the
     wrench feed-forward, and the com one with torsion hinges; active tendon damping and bias,
-    the tip feedback and its bend correction, the sensing's arm-shape fit, the legacy tendon
+    the sensing's arm-shape fit, the legacy tendon
     map); in displacement mode the
     ``statics`` scenario (its metrics report tensions; the bench replay is
     ``python -m quadarm.identify``), and a capstan friction (``arm.tendon_capstan_mu``, modelled
@@ -77,7 +79,7 @@ def check(cfg: Config) -> None:
     if kind not in SECTION_SCENARIOS:
         raise ConfigError("scenario", kind, f"{what} flies scenario="
                           f"{'|'.join(SECTION_SCENARIOS)} only (the others read the "
-                          "one-section arm's tip map, payload or contact)")
+                          "one-section arm's payload or contact)")
     if kind == "statics" and arm.actuation == "displacement":
         raise ConfigError("arm.actuation", arm.actuation, "scenario=statics reports tendon "
                           "tensions: use actuation=tension, or python -m quadarm.identify's "
@@ -114,8 +116,6 @@ def check(cfg: Config) -> None:
         ("control.feedforward", c.feedforward, c.feedforward not in ff_ok, "|".join(ff_ok)),
         ("control.tendon_damping", c.tendon_damping, c.tendon_damping != 0.0, "0"),
         ("control.tendon_bias", c.tendon_bias, c.tendon_bias != 0.0, "0"),
-        ("control.tip_gain", c.tip_gain, c.tip_gain != 0.0, "0"),
-        ("control.tip_bend", c.tip_bend, bool(c.tip_bend), "false"),
         ("control.tendon_map", c.tendon_map, c.tendon_map != "balanced", "balanced"),
         ("sensing.preset", cfg.sensing.preset, not cfg.sensing.exact, "exact"),
     ]
