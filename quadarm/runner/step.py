@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 import mujoco
 import numpy as np
 
-from quadarm.config.sections import servo_driven
+from quadarm.config.sections import SectionArmConfig, servo_driven
 from quadarm.control import arm as arm_control
 from quadarm.control import geometric, tipfeedback
 from quadarm.model import aero
@@ -639,7 +639,7 @@ def _tip(preps: Sequence[Prepared], big: int, held: bool) -> Tip:
     for r, (p, b) in enumerate(zip(preps, bends, strict=True)):
         if b:
             c = p.cfg.control
-            sections = p.cfg.arm.kind == "sections"  # the first-order path (tipfeedback)
+            sections = isinstance(p.cfg.arm, SectionArmConfig)  # first-order path
             servo = servo_driven(p.cfg.arm)
             bend[r] = tipfeedback.bend_params(
                 tipfeedback.BEND_ONLY if c.tip_mode == "arm" else tipfeedback.SPLIT,

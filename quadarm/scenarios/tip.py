@@ -19,6 +19,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from quadarm.config import Config, TraceScenario
+from quadarm.config.sections import SectionArmConfig
 from quadarm.control.tipspace import (
     TipMap,
     apparent_gravity,
@@ -94,7 +95,7 @@ def command_rows(cfg: Config, built: BuiltModel, rows: np.ndarray) -> np.ndarray
     (:func:`quadarm.control.tipfeedback.linear_commands`) are the plan's to O(CMD_STEP^2)
     inside an allocation sector. A one-section arm's rows are returned as they are (its step
     allocates the corrected bend exactly)."""
-    if cfg.arm.kind != "sections":
+    if not isinstance(cfg.arm, SectionArmConfig):
         return rows
     command = bend_command(built, cfg.arm, cfg.control.tendon_map)
     u, v = rows[:, 0], rows[:, 1]
