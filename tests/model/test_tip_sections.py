@@ -235,3 +235,20 @@ def test_the_tip_space_jobs_are_accepted_with_any_arm(arm):
                 ["scenario=trace", "control.tip_gain=1"]):
         cfg = compose([*arm, *job])
         assert cfg.arm.kind == "sections"
+
+
+@pytest.mark.slow
+def test_pick_and_place_with_a_multi_section_arm(monkeypatch):
+    """``scenario=pick_place`` (the shipped legs on ``world=pedestal``) with the tension-driven
+    three-section arm carrying a 20 g cube: its carrying legs planned on the loaded arm's map
+    (built from the same section plan), it grasps the cube and sets it down within the
+    capture radius (1 cm) of the place."""
+    from quadarm.api import simulate
+
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    sim = simulate([*TENSION, "scenario=pick_place", "world=pedestal",
+                    "world.payload.mass=0.02"])
+    assert sim.status == "ok", sim.message
+    m = {k: v for k, v in zip(sim.metrics["metric"], sim.metrics["value"], strict=True)}
+    assert m["grasped"] == 1.0
+    assert m["place_err_cm"] < sim.cfg.scenario.capture_radius * 100.0
