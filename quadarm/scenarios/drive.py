@@ -64,9 +64,8 @@ def check(cfg: Config) -> None:
     """Refuse, in one line, what a multi-section arm cannot fly: a scenario outside
     :data:`SECTION_SCENARIOS`, and the terms written for one section of three tendons (the
     wrench feed-forward, and the com one with torsion hinges; active tendon damping and bias,
-    the sensing's arm-shape fit, the legacy tendon
-    map); in displacement mode the
-    ``statics`` scenario (its metrics report tensions; the bench replay is
+    the sensing's arm-shape fit, the legacy tendon map); in displacement mode the ``statics``
+    scenario (its metrics report tensions; the bench replay is
     ``python -m quadarm.identify``), and a capstan friction (``arm.tendon_capstan_mu``, modelled
     by the bench replay only). Also each section's tendons must bend it every way."""
     from quadarm.config.checks import ConfigError

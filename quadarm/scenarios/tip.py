@@ -45,7 +45,8 @@ class TipPlan:
     """A tip-space plan at the physics samples t (n,): ``ref`` the hub reference, ``tip`` (n, 3)
     the tip target (world, m), ``mu`` and ``beta`` (n,) the bend (rad), ``tensions``
     (n, n_tendons) the tendon commands (N, or m for servo-driven tendons: :func:`bend_tensions`),
-    ``bend`` (n, 8) the bend correction's rows (:func:`bend_rows`; None when it is off)."""
+    ``bend`` (n, 8), (n, 8 + 2 n_tendons) for a multi-section arm, the bend correction's rows
+    (:func:`bend_rows`, :func:`command_rows`; None when it is off)."""
 
     ref: Reference
     tip: np.ndarray
