@@ -264,6 +264,7 @@ def check_config(job_cfg: Config) -> None:
     # The scenario's own checks (its task's: a force setpoint the rotors can hold, targets in
     # reach, waypoints in the workspace).
     tasks.of(job_cfg).check(job_cfg, build)
+    check_plan(job_cfg, build)
     built = models[0] if models else None
     if not job_cfg.sensing.exact:
         check_sensed_model(job_cfg, built)
@@ -358,6 +359,37 @@ def check_bench(cfg: Config) -> None:
         raise ConfigError("airframe.bench", cfg.airframe.bench,
                           f"a bench mount holds the arm still: scenario must be "
                           f"{'|'.join(GROUNDED)}, or airframe.bench=none to fly")
+
+
+def check_plan(cfg: Config, build: typing.Callable[[], typing.Any]) -> None:
+    """Refuse, in one line naming the scenario's pace key (its task's ``pace``), a planned path
+    that needs more tilt than ``gains.tilt_max_deg``: the plan the trial would fly
+    (``Task.plan``, nothing simulated), whose hub reference's acceleration a the geometric
+    controller follows with its thrust along a - g, tilted atan(|a_xy| / (a_z - g_z)) from the
+    vertical (:func:`quadarm.scenarios.reach.tilt_deg`). For every scenario whose task has a
+    ``pace`` (the tip-space scenarios, for any arm); ``build()`` gives the trial's model."""
+    from quadarm.scenarios import tasks
+
+    task = tasks.of(cfg)
+    if not task.pace:
+        return
+    import numpy as np
+
+    plan = task.plan(cfg, build())
+    g = np.asarray(cfg.sim.gravity, dtype=float)
+    b3 = np.asarray(plan.ref.a, dtype=float) - g
+    tilt = np.degrees(np.arctan2(np.hypot(b3[:, 0], b3[:, 1]), b3[:, 2]))
+    k = int(np.argmax(tilt))
+    if tilt[k] > cfg.gains.tilt_max_deg:
+        key = task.pace
+        value: typing.Any = cfg
+        for part in key.split("."):
+            value = getattr(value, part)
+        raise ConfigError(key, value, f"the planned path needs {tilt[k]:.1f} deg of tilt at "
+                          f"t = {plan.t[k]:.2f} s (hub acceleration "
+                          f"{np.linalg.norm(plan.ref.a[k]):.2f} m/s^2), past "
+                          f"gains.tilt_max_deg={cfg.gains.tilt_max_deg:g}; slow the path "
+                          "down (or raise the tilt limit)")
 
 
 def check_sections(cfg: Config) -> None:

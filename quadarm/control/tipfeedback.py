@@ -19,8 +19,14 @@ correction is split like the plan: the arm takes the part it can by changing the
 the tip map's local Jacobian J = d tip / d(u, v) in the Cartesian command
 (u, v) = mu (cos beta, sin beta), computed at planning time per sample
 (:func:`quadarm.scenarios.tip.bend_rows`); the hub takes the rest (:func:`tip_bend_feedback`).
-The corrected bend's tendon tensions replace the plan's for that step, clamped to
-[0, T_max].
+The corrected bend's tendon commands replace the plan's for that step: for a one-section arm
+the paper's allocation of the corrected bend, clamped to [0, T_max]; for an arm of any number
+of sections and tendons (tension- or servo-driven) the plan's commands plus their first-order
+change, c_k + (dc/du) du + (dc/dv) dv, with dc/d(u, v) taken from the plan's own commands at
+planning time (:func:`quadarm.scenarios.tip.command_rows`; exact while the correction stays
+inside the allocation's sector, where the section plan is linear in (u, v)), clamped to the
+actuators' command range (tensions in [0, T_max]; a servo's length command is not clamped,
+its actuator's force range is).
 
 Scalar code on arrays with ``register_jitable``, so that plain Python and the compiled step
 seam (:mod:`quadarm.runner.step`) run the same source.
@@ -51,25 +57,33 @@ def tip_feedback(gain_dt: float, target, tip, ref, corr, out) -> None:  # noqa: 
 # Who carries the correction (the first slot of the bend vector, see bend_params).
 HUB_ONLY, SPLIT, BEND_ONLY = 0, 1, 2
 # Layout of the per-trial bend vector: the split's mode, the largest bend the correction may
-# command, the tension limit (N), the tendon map (1.0: legacy) and cos, sin of the tendon angles.
+# command, the tension limit (N), the tendon map (1.0: legacy), cos, sin of the tendon angles
+# (one-section arm), whether the commands follow the plan's first-order change (1.0: any arm
+# of kind sections), and that path's command range (lower, upper: N, or m for servos).
 B_MODE, B_MU_MAX, B_TMAX, B_LEGACY, B_COS, B_SIN = 0, 1, 2, 3, 4, 7
-N_BEND = 10
+B_LINEAR, B_LO, B_HI = 10, 11, 12
+N_BEND = 13
 # Layout of a plan row of the bend correction: the planned Cartesian bend (u, v) and the world
-# tip Jacobian d tip / d(u, v) (3 x 2, row-major, m).
-P_U, P_V, P_JAC = 0, 1, 2
+# tip Jacobian d tip / d(u, v) (3 x 2, row-major, m); on the first-order path then
+# d command / du of every tendon (n_tendons), then d command / dv (n_tendons).
+P_U, P_V, P_JAC, P_CMD = 0, 1, 2, 8
 N_BEND_PLAN = 8
 SQRT3 = 1.7320508075688772
 
 
 def bend_params(mode: int, mu_max: float, tension_max: float, legacy: bool,
-                tendon_angles: np.ndarray) -> np.ndarray:
+                tendon_angles: np.ndarray, linear: bool = False,
+                bounds: tuple[float, float] = (0.0, 0.0)) -> np.ndarray:
     """The vector :func:`tip_bend_feedback` reads, (N_BEND,): ``mode`` (:data:`HUB_ONLY`,
     :data:`SPLIT` or :data:`BEND_ONLY`), the largest bend ``mu_max`` the correction may
     command (the map's workspace edge), ``tension_max`` (N), the tendon map (``legacy`` or
-    balanced) and the tendon angles (3,) rad."""
-    phi = np.asarray(tendon_angles, dtype=float)
+    balanced) and the tendon angles (3,) rad of a one-section arm; ``linear``: the commands
+    follow the plan's first-order change instead (any multi-section arm,
+    :func:`linear_commands`), clamped to ``bounds`` (lower, upper; N, or m)."""
+    phi = np.asarray(tendon_angles, dtype=float)[:3]
     return np.array([float(mode), float(mu_max), float(tension_max), 1.0 if legacy else 0.0,
-                     *np.cos(phi), *np.sin(phi)])
+                     *np.cos(phi), *np.sin(phi), 1.0 if linear else 0.0, float(bounds[0]),
+                     float(bounds[1])])
 
 
 @register_jitable
@@ -96,8 +110,21 @@ def bend_tensions(bp, u: float, v: float, out) -> None:  # noqa: ANN001 - arrays
 
 
 @register_jitable
-def tip_bend_feedback(gain_dt: float, target, tip, ref, corr, bp, row, out,  # noqa: ANN001
-                      t_out) -> None:
+def linear_commands(bp, row, plan, du: float, dv: float, out) -> None:  # noqa: ANN001 - arrays
+    """The tendon commands of the bend (u0 + du, v0 + dv) into ``out`` (n_tendons,): the
+    plan's commands ``plan`` (n_tendons,) at (u0, v0) plus their first-order change, the
+    plan row's d command / d(u, v) (``row`` from :data:`P_CMD`), clamped to
+    [``bp[B_LO]``, ``bp[B_HI]``]."""
+    n = plan.shape[0]
+    lo, hi = bp[B_LO], bp[B_HI]
+    for j in range(n):
+        c = plan[j] + row[P_CMD + j] * du + row[P_CMD + n + j] * dv
+        out[j] = min(max(c, lo), hi)
+
+
+@register_jitable
+def tip_bend_feedback(gain_dt: float, target, tip, ref, corr, bp, row, plan,  # noqa: ANN001
+                      out, t_out) -> None:
     """One step of the tip feedback with bend correction.
 
     The integral c (``corr`` (3,) m, world) += ``gain_dt`` (k_tip dt) (``target`` - ``tip``)
@@ -107,7 +134,9 @@ def tip_bend_feedback(gain_dt: float, target, tip, ref, corr, bp, row, out,  # n
     projection: the arm's share saturates at the workspace edge); the hub takes the rest,
     ``out`` (3,) m = ``ref`` + c - J d. With :data:`BEND_ONLY` (``arm`` mode, the hub holds)
     ``out`` = ``ref`` and c is reset to J d, the part the arm carries (no wind-up of what it
-    cannot reach). ``t_out`` (3,) N: the corrected bend's tensions (:func:`bend_tensions`)."""
+    cannot reach). ``t_out`` (n_tendons,): the corrected bend's commands, from the allocation
+    (:func:`bend_tensions`, N) or, for a multi-section arm, from the plan's commands ``plan``
+    (n_tendons,) of this sample and their first-order change (:func:`linear_commands`)."""
     for j in range(3):
         corr[j] = corr[j] + gain_dt * (target[j] - tip[j])
     j00, j01 = row[P_JAC], row[P_JAC + 1]
@@ -141,4 +170,7 @@ def tip_bend_feedback(gain_dt: float, target, tip, ref, corr, bp, row, out,  # n
         out[0] = ref[0] + corr[0] - a0
         out[1] = ref[1] + corr[1] - a1
         out[2] = ref[2] + corr[2] - a2
+    if bp[B_LINEAR] != 0.0:
+        linear_commands(bp, row, plan, du, dv, t_out)
+        return
     bend_tensions(bp, u, v, t_out)

@@ -4,12 +4,21 @@ The derivation, the measured accuracy and the reasoning behind each choice are i
 ``docs/tipspace.md``. In short:
 
 - **The tip map** T(mu, beta; g_B) is where the quasi-static arm puts its tip, in the hub frame
-  (the vehicle body's frame, origin at the hub centre, m), for the bend command (mu, beta) of
-  :func:`quadarm.control.tendons.tensions` under the apparent gravity g_B (m/s^2, hub frame).
-  It is solved from the model itself: the fixed-base build (the airframe welded level to the
-  world) with the command's tendon tensions, brought to static equilibrium by Newton's method
-  on MuJoCo's own generalised-force balance (``qfrc_smooth + qfrc_constraint = 0`` at zero
-  velocity, joint limits included), on a (mu, beta) grid.
+  (the vehicle body's frame, origin at the hub centre, m), for the bend command (mu, beta)
+  under the apparent gravity g_B (m/s^2, hub frame). The command's tendon commands are the
+  flight plan's (:func:`bend_command`): the paper's three-tendon allocation
+  (:func:`quadarm.control.tendons.tensions`) for a one-section arm; for an arm of S sections
+  the section plan (:mod:`quadarm.control.sections`), which resolves the 2 S bend variables
+  into the two of (mu, beta) by one rule (docs/tipspace.md section 8): section j takes the
+  moment sqrt(3)/2 ``bend_scale_j`` mu T_b r_j towards beta + ``bend_offset_deg_j``, so by
+  default every section carries the same moment, the least-bending-energy way to turn the tip
+  by a given angle in zero gravity; in tensions (N) for tension-driven tendons, in the servos'
+  tendon-length commands (m) for servo-driven ones. It is solved from the model itself: the
+  fixed-base build (the airframe welded level to the world) with the command's tendon
+  commands, brought to static equilibrium by Newton's method on MuJoCo's own generalised-force
+  balance (``qfrc_smooth + qfrc_constraint = 0`` at zero velocity, joint limits and position
+  actuators included; dry friction, whose band has no single equilibrium, taken out), on a
+  (mu, beta) grid.
 - **Attitude**: the arm is taken as quasi-static under a uniform apparent gravity
   g_B = R^T (g - a) (R the hub's attitude, a its acceleration). The map stores, per grid point,
   the level-hover tip T0 and its exact first-order sensitivity G = dT/dg_B (3 x 3, from the
@@ -41,7 +50,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import mujoco
@@ -49,9 +58,14 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from quadarm.config import AirframeConfig, ArmConfig, RodArmConfig, SimConfig
+from quadarm.config.sections import SectionArmConfig
+from quadarm.control import sections as plan_sections
 from quadarm.control.tendons import tensions
 from quadarm.jitable import register_jitable
 from quadarm.model import BuiltModel, build, names
+from quadarm.model.sections import pretension
+
+AnyArm = ArmConfig | RodArmConfig | SectionArmConfig
 
 # The split law's modes (``control.tip_mode``), as the integers the compiled step takes.
 VEHICLE, ARM, COORDINATED = 0, 1, 2
@@ -64,6 +78,48 @@ GRID_BETA = 24  # beta = 0, 15, ..., 345 deg
 NEWTON_TOL = 1e-10  # N m: the largest generalised-force residual accepted as equilibrium
 CACHE_ENV = "QUADARM_TIPMAP_CACHE"  # overrides the cache folder (see cache_dir)
 MAP_VERSION = 1  # bump when the stored arrays change meaning (the source hash covers the rest)
+
+
+# ------------------------------------------------------------------------------------------
+# The bend command's tendon commands, for any arm
+# ------------------------------------------------------------------------------------------
+
+
+def bend_command(built: BuiltModel, arm: AnyArm, mapping: str) -> Callable[..., np.ndarray]:
+    """The tendon commands (..., n_tendons) of the bends (mu, beta rad; scalars or arrays of
+    one shape (...)) that the flight plan writes
+    to the tendon actuators of ``built`` (:func:`quadarm.scenarios.drive.bend_rows`): for a
+    one-section arm the tensions (N) of the tendon map ``mapping``; for a multi-section arm
+    each section's planned moment allocated to its tendons
+    (:func:`quadarm.control.sections.tensions`), as tensions (N) when they are
+    tension-driven, as the servos' tendon-length commands (m,
+    :func:`quadarm.control.sections.displacement_commands`, over the pretension) when they are
+    servo-driven. The servos' backlash is a play along the command's history, which a static
+    map cannot hold: the map is of the commanded travel (the play's centre)."""
+    if not isinstance(arm, SectionArmConfig):
+        phi = np.radians(np.asarray(arm.tendon_angles_deg, dtype=float))
+        t_max = float(arm.tension_max)
+        return lambda mu, beta: tensions(mu, beta, phi, t_max, mapping)
+    sec = arm
+    if sec.actuation == "tension":
+        return lambda mu, beta: plan_sections.tensions(mu, beta, sec)
+    m = built.model
+    rest = np.array(m.tendon_length0[m.actuator_trnid[built.tendon_actuators, 0]])
+    base = pretension(sec)
+    return lambda mu, beta: plan_sections.displacement_commands(
+        plan_sections.tensions(mu, beta, sec, base), sec, rest)
+
+
+def _frictionless(built: BuiltModel) -> BuiltModel:
+    """``built`` with the hinges' and tendons' dry friction taken out (in place, as a model
+    of its own): at rest, dry friction holds the arm anywhere in a band round the frictionless
+    equilibrium, so Newton's method on the force balance has no single root; the map is that
+    band's centre. A model without friction is returned as it is."""
+    m = built.model
+    if m.dof_frictionloss.any() or m.tendon_frictionloss.any():
+        m.dof_frictionloss[:] = 0.0
+        m.tendon_frictionloss[:] = 0.0
+    return built
 
 
 # ------------------------------------------------------------------------------------------
@@ -261,27 +317,39 @@ def cache_dir() -> Path:
     return Path(env) if env else Path(__file__).resolve().parent / "__pycache__" / "tipmap"
 
 
-def map_key(xml: str, mapping: str, n_mu: int, n_beta: int) -> str:
+def map_key(xml: str, mapping: str, n_mu: int, n_beta: int, plan: str = "") -> str:
     """The cache key: everything that changes the map. The fixed-base model's MJCF holds every
     length, mass, stiffness, range, tendon route, tension limit and the gravity; the tendon
-    map, the grid and this module's source (the algorithm) complete it."""
+    map, the grid, this module's source (the algorithm) and, for a multi-section arm, its bend
+    plan's inputs outside the MJCF (``plan``: :func:`plan_inputs`) complete it."""
     h = hashlib.sha256()
     h.update(xml.encode())
     h.update(json.dumps([mapping, n_mu, n_beta, MAP_VERSION]).encode())
+    if plan:
+        h.update(plan.encode())
     h.update(Path(__file__).read_bytes())
     return h.hexdigest()[:20]
 
 
-def solve_grid(built: BuiltModel, arm: ArmConfig | RodArmConfig, mapping: str, n_mu: int,
+def plan_inputs(arm: AnyArm) -> str:
+    """What a multi-section arm's bend plan reads besides its MJCF (every key of the arm:
+    the plan's tension scale, each section's ``bend_scale``/``bend_offset_deg``, the
+    pretensions), as text for :func:`map_key`; '' for a one-section arm (its tendon map reads
+    the MJCF's tension limit and tendon angles only)."""
+    if not isinstance(arm, SectionArmConfig):
+        return ""
+    return json.dumps(asdict(arm), sort_keys=True, default=str)
+
+
+def solve_grid(built: BuiltModel, arm: AnyArm, mapping: str, n_mu: int,
                n_beta: int) -> tuple[np.ndarray, np.ndarray]:
     """The grid of a fixed-base build: mu knots (n_mu,) and samples (n_mu, n_beta, 12).
 
     Each beta is swept from the straight arm up in mu, each equilibrium starting from the
     previous one (continuation keeps Newton on the branch the arm reaches by bending)."""
-    model = built.model
+    model = _frictionless(built).model
     data = mujoco.MjData(model)
-    phi = np.radians(np.asarray(arm.tendon_angles_deg, dtype=float))
-    t_max = float(arm.tension_max)
+    command = bend_command(built, arm, mapping)
     knots = np.linspace(0.0, 1.0, n_mu)
     betas = 2.0 * np.pi * np.arange(n_beta) / n_beta
     samples = np.empty((n_mu, n_beta, N_CHAN))
@@ -290,7 +358,7 @@ def solve_grid(built: BuiltModel, arm: ArmConfig | RodArmConfig, mapping: str, n
         q = model.qpos0.copy()
         for i, mu in enumerate(knots):
             data.ctrl[:] = 0.0
-            data.ctrl[built.tendon_actuators] = tensions(mu, beta, phi, t_max, mapping)
+            data.ctrl[built.tendon_actuators] = command(mu, beta)
             q = equilibrium(model, data, q)
             samples[i, j] = _tip_and_sensitivity(model, data, q, hub, built.tip_site)
     return knots, samples
@@ -320,30 +388,29 @@ def loaded(built: BuiltModel, mass: float, offset: np.ndarray) -> BuiltModel:
     return replace(built, model=built.spec.compile())
 
 
-def bent_pose(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+def bent_pose(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
               mapping: str, mu: float, beta: float, g_body: np.ndarray | None = None,
               steps: int = GRID_MU) -> tuple[BuiltModel, mujoco.MjData]:
     """The fixed-base (level) unloaded arm at its equilibrium for the bend (mu, beta rad)
     under ``g_body`` (m/s^2, hub frame; default ``sim.gravity``), reached by continuation from
     the straight arm in ``steps`` steps of mu (as :func:`solve_grid`); the data's kinematics
-    are of that pose."""
-    built = build(frame, arm, sim, fixed_base=True)
+    are of that pose (dry friction taken out, as in the map)."""
+    built = _frictionless(build(frame, arm, sim, fixed_base=True))
     model = built.model
     if g_body is not None:
         model.opt.gravity[:] = np.asarray(g_body, dtype=float)
     data = mujoco.MjData(model)
-    phi = np.radians(np.asarray(arm.tendon_angles_deg, dtype=float))
+    command = bend_command(built, arm, mapping)
     q = model.qpos0.copy()
     for level in np.linspace(0.0, mu, steps):
         data.ctrl[:] = 0.0
-        data.ctrl[built.tendon_actuators] = tensions(float(level), beta, phi,
-                                                     float(arm.tension_max), mapping)
+        data.ctrl[built.tendon_actuators] = command(float(level), beta)
         q = equilibrium(model, data, q)
     _residual(model, data, q)
     return built, data
 
 
-def tip_rotation(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+def tip_rotation(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
                  mapping: str, mu: float, beta: float) -> np.ndarray:
     """The tip body's attitude (3, 3, hub frame = world, level) at the unloaded arm's
     equilibrium for the bend (mu, beta rad) (:func:`bent_pose`)."""
@@ -351,7 +418,7 @@ def tip_rotation(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimC
     return np.array(data.xmat[built.model.site_bodyid[built.tip_site]].reshape(3, 3))
 
 
-def direct_tip(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+def direct_tip(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
                mapping: str, mu: float, beta: float, g_body: np.ndarray) -> np.ndarray:
     """The tip (m, (3,), hub frame) of the unloaded arm's equilibrium for the bend (mu, beta
     rad) under the apparent gravity ``g_body`` (m/s^2, hub frame), solved directly
@@ -361,7 +428,7 @@ def direct_tip(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimCon
     return np.array(data.site_xpos[built.tip_site] - data.xpos[built.quad_body])
 
 
-def tip_map(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig,
+def tip_map(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
             mapping: str = "balanced", n_mu: int = GRID_MU, n_beta: int = GRID_BETA,
             cache: bool = True, load: tuple[float, np.ndarray] | None = None,
             at_load: bool = False) -> TipMap:
@@ -375,7 +442,8 @@ def tip_map(frame: AirframeConfig, arm: ArmConfig | RodArmConfig, sim: SimConfig
         built = loaded(built, load[0], np.asarray(load[1], dtype=float))
         if at_load:
             built = replace(built, tip_site=built.model.site(LOAD_SITE).id)
-    key = map_key(built.xml(), mapping + ("@load" if at_load else ""), n_mu, n_beta)
+    key = map_key(built.xml(), mapping + ("@load" if at_load else ""), n_mu, n_beta,
+                  plan_inputs(arm))
     path = cache_dir() / f"tipmap-{key}.npz"
     if cache and path.exists():
         with np.load(path) as f:

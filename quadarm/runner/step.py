@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 import mujoco
 import numpy as np
 
-from quadarm.config.sections import servo_driven
+from quadarm.config.sections import SectionArmConfig, servo_driven
 from quadarm.control import arm as arm_control
 from quadarm.control import geometric, tipfeedback
 from quadarm.model import aero
@@ -134,8 +134,10 @@ class Tip(NamedTuple):
     target: np.ndarray  # (K + 1, nsim, 3) float, m, world: the plan's tip target
     #                     ((1, nsim, 3) zeros when no trial has it on)
     bend: np.ndarray  # (nsim, N_BEND) float: tipfeedback.bend_params (mode 0: the hub alone)
-    bend_plan: np.ndarray  # (K + 1, nsim, N_BEND_PLAN) float: the plan's bend (u, v) and
-    #                        world tip Jacobian ((1, nsim, N_BEND_PLAN) zeros: no trial bends)
+    bend_plan: np.ndarray  # (K + 1, nsim, >= N_BEND_PLAN) float: the plan's bend (u, v) and
+    #                        world tip Jacobian, then, for a multi-section arm, its commands'
+    #                        d/du and d/dv (2 n_tendons: N or m per unit command)
+    #                        ((1, nsim, N_BEND_PLAN) zeros: no trial bends)
 
 
 class TipState(NamedTuple):
@@ -143,7 +145,8 @@ class TipState(NamedTuple):
 
     corr: Memory[np.ndarray]  # (nsim, 3) float, m, world: the hub reference's correction
     ref: Memory[np.ndarray]  # (nsim, 3) float, m, world: the corrected reference
-    t: Memory[np.ndarray]  # (nsim, n_tendons) float, N: the bend-corrected tensions
+    t: Memory[np.ndarray]  # (nsim, n_tendons) float, N (m for servos): the bend-corrected
+    #                        tendon commands
 
 
 class Params(NamedTuple):
@@ -324,7 +327,7 @@ def tip_term(k: int, p: Params, s: State, i: int, ref: Any) -> None:
     tip = s.data.site_xpos[i, p.tip_site]
     if tp.bend[i, tipfeedback.B_MODE] != 0.0:
         tip_bend_feedback(tp.gain_dt[i], tp.target[k, i], tip, ref, ts.corr[i], tp.bend[i],
-                          tp.bend_plan[k, i], ts.ref[i], ts.t[i])
+                          tp.bend_plan[k, i], p.tendon.tensions[k, i], ts.ref[i], ts.t[i])
         return
     tip_feedback(tp.gain_dt[i], tp.target[k, i], tip, ref, ts.corr[i], ts.ref[i])
 
@@ -664,10 +667,13 @@ def _tip(preps: Sequence[Prepared], big: int, held: bool) -> Tip:
     for r, (p, b) in enumerate(zip(preps, bends, strict=True)):
         if b:
             c = p.cfg.control
+            sections = isinstance(p.cfg.arm, SectionArmConfig)  # first-order path
+            servo = servo_driven(p.cfg.arm)
             bend[r] = tipfeedback.bend_params(
                 tipfeedback.BEND_ONLY if c.tip_mode == "arm" else tipfeedback.SPLIT,
                 p.plan.bend_mu_max, p.cfg.arm.tension_max, c.tendon_map == "legacy",
-                np.radians(p.cfg.arm.tendon_angles_deg))
+                np.radians(p.cfg.arm.tendon_angles_deg), sections,
+                (-np.inf, np.inf) if servo else (0.0, float(p.cfg.arm.tension_max)))
     target = np.zeros((1, ns, 3))
     plan = np.zeros((1, ns, tipfeedback.N_BEND_PLAN))
     if any(on):
@@ -675,8 +681,14 @@ def _tip(preps: Sequence[Prepared], big: int, held: bool) -> Tip:
                               else np.zeros((big + 1, 3))
                               for p, o in zip(preps, on, strict=True)], axis=1))
     if any(bends):
-        plan = _c(np.stack([_pad(np.asarray(p.plan.bend, dtype=float), big + 1) if b
-                            else np.zeros((big + 1, tipfeedback.N_BEND_PLAN))
+        width = max(np.asarray(p.plan.bend).shape[1] for p, b in zip(preps, bends, strict=True)
+                    if b)
+
+        def _row(a: np.ndarray) -> np.ndarray:
+            return np.pad(a, ((0, 0), (0, width - a.shape[1])))
+
+        plan = _c(np.stack([_row(_pad(np.asarray(p.plan.bend, dtype=float), big + 1)) if b
+                            else np.zeros((big + 1, width))
                             for p, b in zip(preps, bends, strict=True)], axis=1))
     return Tip(gain_dt=gain_dt, target=target, bend=bend, bend_plan=plan)
 

@@ -82,33 +82,20 @@ def slack_rows(cfg: Config, built: BuiltModel, n: int) -> np.ndarray | None:
     return bend_rows(cfg, built, np.zeros(n), np.zeros(n))
 
 
-# The scenarios that fly (or hold) a multi-section arm: their plans bend it through
-# bend_rows/slack_rows (touch: its buckling load from the chain of links and servos,
-# quadarm.model.buckling.arm_buckling_load; payload: the servos' hold,
-# quadarm.scenarios.payload.check; replay: the log's commands). The others need the
-# one-section arm's tip map.
-SECTION_SCENARIOS = ("mission", "workspace", "disturbance", "hover", "held_bend", "statics",
-                     "touch", "payload", "replay")
-
-
 def check(cfg: Config) -> None:
-    """Refuse, in one line, what a multi-section arm cannot fly: a scenario outside
-    :data:`SECTION_SCENARIOS`, and the terms written for one section of three tendons (the
-    wrench feed-forward, and the com one with torsion hinges; active tendon damping and bias,
-    the tip feedback and its bend correction, the sensing's arm-shape fit, the legacy tendon
-    map), and a capstan friction (``arm.tendon_capstan_mu``, modelled by the bench replay
-    only). Also each section's tendons must bend it every way."""
+    """Refuse, in one line, what a multi-section arm cannot fly (every scenario flies one:
+    touch's press is bounded by the chain's buckling load, payload by the servos' hold, the
+    tip-space scenarios plan through the tip map of any arm): the terms written for one section
+    of three tendons (the wrench feed-forward, and the com one with torsion hinges; active
+    tendon damping and bias, the sensing's arm-shape fit, the legacy tendon map), and a capstan
+    friction (``arm.tendon_capstan_mu``, modelled by the bench replay only). Also each
+    section's tendons must bend it every way."""
     from quadarm.config.checks import ConfigError
 
     arm = cfg.arm
     if not isinstance(arm, SectionArmConfig):
         return
     what = f"a multi-section arm (arm kind sections, {len(arm.sections)} sections)"
-    kind = cfg.scenario.kind
-    if kind not in SECTION_SCENARIOS:
-        raise ConfigError("scenario", kind, f"{what} flies scenario="
-                          f"{'|'.join(SECTION_SCENARIOS)} only (the others read the "
-                          "one-section arm's tip map)")
     if arm.tendon_capstan_mu > 0:
         raise ConfigError("arm.tendon_capstan_mu", arm.tendon_capstan_mu, "must be 0 in flight: "
                           "the capstan friction is the bench replay's (python -m "
@@ -141,8 +128,6 @@ def check(cfg: Config) -> None:
         ("control.feedforward", c.feedforward, c.feedforward not in ff_ok, "|".join(ff_ok)),
         ("control.tendon_damping", c.tendon_damping, c.tendon_damping != 0.0, "0"),
         ("control.tendon_bias", c.tendon_bias, c.tendon_bias != 0.0, "0"),
-        ("control.tip_gain", c.tip_gain, c.tip_gain != 0.0, "0"),
-        ("control.tip_bend", c.tip_bend, bool(c.tip_bend), "false"),
         ("control.tendon_map", c.tendon_map, c.tendon_map != "balanced", "balanced"),
         ("sensing.preset", cfg.sensing.preset, not cfg.sensing.exact, "exact"),
     ]

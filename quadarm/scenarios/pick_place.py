@@ -181,8 +181,8 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     phases = {WHOLE: (0.0, sc.duration)}
     phases.update({name: (float(starts[i]), float(starts[i + 1]))
                    for i, name in enumerate(LEGS)})
-    return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, mu, beta), phases=phases,
-                tip=tip, events=events, capture_radius=sc.capture_radius,
+    return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, built, mu, beta),
+                phases=phases, tip=tip, events=events, capture_radius=sc.capture_radius,
                 grasp_offset=(0.0, 0.0, float(grasp_offset(cfg)[2])))
 
 

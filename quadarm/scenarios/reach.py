@@ -28,6 +28,7 @@ from quadarm.scenarios.tip import (
     PLAN_DT,
     bend_rows,
     bend_tensions,
+    command_rows,
     corrects_bend,
     hub_travel,
     split_samples,
@@ -91,10 +92,10 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     phases.update({phase(j): (j * win, (j + 1) * win) for j in range(len(rows))})
     bend = None
     if corrects_bend(cfg):  # the Jacobian along the blended bend, level (the split's hub)
-        bend = bend_rows(tm, t, u, tp, np.hypot(up[:, 0], up[:, 1]),
-                         np.arctan2(up[:, 1], up[:, 0]))
-    return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, mu, beta), phases=phases,
-                tip=tip, bend=bend, bend_mu_max=tm.mu_cap)
+        bend = command_rows(cfg, built, bend_rows(tm, t, u, tp, np.hypot(up[:, 0], up[:, 1]),
+                                                  np.arctan2(up[:, 1], up[:, 0])))
+    return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, built, mu, beta),
+                phases=phases, tip=tip, bend=bend, bend_mu_max=tm.mu_cap)
 
 
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:

@@ -19,7 +19,9 @@ same way:
 Flags say what the loops must know of a scenario without naming it: ``grounded`` (the airframe
 held, no flight controller), ``force_loop`` (the touch task's force loop,
 :mod:`quadarm.runner.contact`), ``payload`` (the model holds the payload ball at the tip),
-``weld`` (its events switch the payload weld).
+``weld`` (its events switch the payload weld). ``pace``: the key that sets the pace of a
+planned path (the tip-space scenarios'), whose plan the preflight judges before anything flies
+(:func:`quadarm.preflight.check_plan`: the tilt the hub reference's acceleration needs).
 
 :data:`TASKS` has one entry per scenario kind of :data:`quadarm.config.SCENARIOS`, each with
 its module and its ``conf/scenario/<kind>.yaml``; ``tests/model/test_scenario_tasks.py``
@@ -102,6 +104,7 @@ class Task:
     force_loop: bool = False
     payload: bool = False
     weld: bool = False  # its events switch the payload weld (a grasp, a release)
+    pace: str = ""  # the key that sets a planned path's pace ('': no plan check)
 
     @property
     def module(self) -> Scenario:
@@ -224,10 +227,10 @@ TASKS: dict[str, Task] = {
     "hover": Task("hover"),
     "statics": Task("statics", grounded=True),
     "touch": Touch("touch"),
-    "reach": Reach("reach"),
-    "trace": Trace("trace"),
+    "reach": Reach("reach", pace="scenario.move_time"),
+    "trace": Trace("trace", pace="scenario.speed"),
     "payload": Payload("payload"),
-    "pick_place": PickPlace("pick_place"),
+    "pick_place": PickPlace("pick_place", pace="scenario.move_time"),
     "replay": Task("replay"),
 }
 

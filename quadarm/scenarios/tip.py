@@ -19,9 +19,17 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 
 from quadarm.config import Config, TraceScenario
-from quadarm.control.tendons import tensions as allocate
-from quadarm.control.tipspace import TipMap, apparent_gravity, planned_attitude, tip_map
+from quadarm.config.sections import SectionArmConfig
+from quadarm.control.tipspace import (
+    TipMap,
+    apparent_gravity,
+    bend_command,
+    planned_attitude,
+    tip_map,
+)
 from quadarm.control.trajectory import Reference, differentiate
+from quadarm.model import BuiltModel
+from quadarm.scenarios.drive import bend_rows as drive_rows
 
 PLAN_DT = 0.05  # s between split-law samples of a moving target (a split costs ~10 ms in Python)
 WORKSPACE_TOL = 0.01  # m: how near the arm alone must reach for a target to be in its workspace
@@ -35,8 +43,10 @@ def the_map(cfg: Config) -> TipMap:
 @dataclass(frozen=True)
 class TipPlan:
     """A tip-space plan at the physics samples t (n,): ``ref`` the hub reference, ``tip`` (n, 3)
-    the tip target (world, m), ``mu`` and ``beta`` (n,) the bend (rad), ``tensions`` (n, 3) N,
-    ``bend`` (n, 8) the bend correction's rows (:func:`bend_rows`; None when it is off)."""
+    the tip target (world, m), ``mu`` and ``beta`` (n,) the bend (rad), ``tensions``
+    (n, n_tendons) the tendon commands (N, or m for servo-driven tendons: :func:`bend_tensions`),
+    ``bend`` (n, 8), (n, 8 + 2 n_tendons) for a multi-section arm, the bend correction's rows
+    (:func:`bend_rows`, :func:`command_rows`; None when it is off)."""
 
     ref: Reference
     tip: np.ndarray
@@ -74,6 +84,33 @@ def bend_rows(tm: TipMap, t: np.ndarray, uv: np.ndarray, tp: np.ndarray, mu_p: n
     return out
 
 
+CMD_STEP = 1e-4  # the step in (u, v) of command_rows' central differences (mu is in [0, 1])
+
+
+def command_rows(cfg: Config, built: BuiltModel, rows: np.ndarray) -> np.ndarray:
+    """The bend correction's plan rows ``rows`` (n, 8) (:func:`bend_rows`), for a multi-section
+    arm followed by each tendon command's d/du, then d/dv (n, 2 n_tendons; N or m per unit
+    command) at the planned Cartesian bend (the rows' first two columns): the central
+    differences of the plan's own commands (:func:`quadarm.control.tipspace.bend_command`,
+    before the servos' play), so that the step's first-order commands
+    (:func:`quadarm.control.tipfeedback.linear_commands`) are the plan's to O(CMD_STEP^2)
+    inside an allocation sector. A one-section arm's rows are returned as they are (its step
+    allocates the corrected bend exactly)."""
+    if not isinstance(cfg.arm, SectionArmConfig):
+        return rows
+    command = bend_command(built, cfg.arm, cfg.control.tendon_map)
+    u, v = rows[:, 0], rows[:, 1]
+
+    def at(du: float, dv: float) -> np.ndarray:
+        a, b = u + du, v + dv
+        return np.asarray(command(np.clip(np.hypot(a, b), 0.0, 1.0), np.arctan2(b, a)))
+
+    h = CMD_STEP
+    d_u = (at(h, 0.0) - at(-h, 0.0)) / (2.0 * h)
+    d_v = (at(0.0, h) - at(0.0, -h)) / (2.0 * h)
+    return np.ascontiguousarray(np.hstack([rows, d_u, d_v]))
+
+
 def split_samples(cfg: Config, tm: TipMap, targets: np.ndarray, hub_ref: np.ndarray,
                   acc: np.ndarray | None = None) -> np.ndarray:
     """The split law at the tip ``targets`` (m, (n, 3), world) from the hub references
@@ -99,14 +136,19 @@ def attitudes(cfg: Config, acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rots, gb
 
 
-def bend_tensions(cfg: Config, mu: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    """The tendon tensions (n, 3) N of the bends (mu, beta rad) (``control.tendon_map``)."""
-    phi = np.radians(cfg.arm.tendon_angles_deg)
-    return np.asarray(allocate(np.clip(mu, 0.0, 1.0), beta, phi, cfg.arm.tension_max,
-                               cfg.control.tendon_map), dtype=float)
+def bend_tensions(cfg: Config, built: BuiltModel, mu: np.ndarray, beta: np.ndarray
+                  ) -> np.ndarray:
+    """The tendon commands (n, n_tendons) of the bends (mu (n,), beta (n,) rad), mu clipped to
+    [0, 1], for any arm (:func:`quadarm.scenarios.drive.bend_rows`, the commands the tip map
+    was solved with, :func:`quadarm.control.tipspace.bend_command`): tensions (N) of
+    ``control.tendon_map`` for a one-section arm and of each section's plan for a multi-section
+    one; the servos' tendon-length commands (m) for servo-driven tendons, so that the plan
+    commands travels, not tensions."""
+    return np.asarray(drive_rows(cfg, built, np.clip(mu, 0.0, 1.0), beta), dtype=float)
 
 
-def follow(cfg: Config, tm: TipMap, t: np.ndarray, tip_at: Callable[[np.ndarray], np.ndarray],
+def follow(cfg: Config, built: BuiltModel, tm: TipMap, t: np.ndarray,
+           tip_at: Callable[[np.ndarray], np.ndarray],
            hub_home: np.ndarray) -> tuple[TipPlan, np.ndarray]:
     """The plan that puts the tip on the moving target ``tip_at(times) -> (n, 3)`` (world, m)
     at the physics samples ``t`` (s), with the hub moving from ``hub_home`` (m, (3,)): the split
@@ -128,8 +170,10 @@ def follow(cfg: Config, tm: TipMap, t: np.ndarray, tip_at: Callable[[np.ndarray]
     rows_bend = None
     if corrects_bend(cfg):
         rots, gb = attitudes(cfg, acc)
-        rows_bend = bend_rows(tm, t, u, tp, rows[:, 3], rows[:, 4], rots, gb)
-    return TipPlan(ref, tip_at(t), mu, beta, bend_tensions(cfg, mu, beta), rows_bend), rows
+        rows_bend = command_rows(cfg, built, bend_rows(tm, t, u, tp, rows[:, 3], rows[:, 4],
+                                                       rots, gb))
+    return TipPlan(ref, tip_at(t), mu, beta, bend_tensions(cfg, built, mu, beta),
+                   rows_bend), rows
 
 
 def tip_error(log_tip: np.ndarray, target: np.ndarray) -> np.ndarray:

@@ -66,7 +66,7 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     t = times(sc.duration, cfg.sim.timestep)
     tm = the_map(cfg)
     home = np.array([0.0, 0.0, sc.altitude])
-    tp, _ = follow(cfg, tm, t, target_at(sc, home + tm.hanging()), home)  # type: ignore[arg-type]
+    tp, _ = follow(cfg, built, tm, t, target_at(sc, home + tm.hanging()), home)  # type: ignore[arg-type]
     return Plan(t=t, ref=tp.ref, start=home, tensions=tp.tensions,
                 phases={WHOLE: (0.0, sc.duration), LAP: (sc.lap_start, sc.duration)}, tip=tp.tip,
                 bend=tp.bend, bend_mu_max=tm.mu_cap)

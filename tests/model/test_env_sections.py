@@ -3,7 +3,8 @@ observation spaces sized by its tendons and links, Gymnasium's checker, ``contro
 reproducing the command line (the sections' bend plan, with the terms that fly on it), the
 vector environment row for row, the SB3 adapter's spaces; and what they cannot fly refused in
 one line naming the key (the one-section arm's terms and scenarios). Servo-driven tendons (the
-presets' ``arm.actuation=displacement``) fly too: ``tests/model/test_env_servo.py``."""
+presets' ``arm.actuation=displacement``) fly too: ``tests/model/test_env_servo.py``; so does
+``quadarm/QuadArmReach-v0`` with the calibrated arm (single, vector, SB3)."""
 
 from __future__ import annotations
 
@@ -106,11 +107,56 @@ def _vector(overrides):
                          ids=["single", "vector"])
 @pytest.mark.parametrize(("override", "key"), [
     (("arm.actuation=tension", "control.tendon_damping=0.1"), "control.tendon_damping"),
-    (("arm.actuation=tension", "control.tip_gain=1"), "control.tip_gain"),
     (("arm.actuation=tension", "sensing=realistic"), "sensing.preset"),
-    (("arm.actuation=tension", "scenario=reach"), "scenario=reach"),
+    (("arm.actuation=tension", "scenario=payload"), "scenario=payload"),
 ])
 def test_what_they_cannot_fly_is_refused_in_one_line(make, override, key):
     with pytest.raises(ValueError, match=rf"^{re.escape(key)}") as err:
         make(["arm=ftdcr_v4", *override])
     assert "\n" not in str(err.value)
+
+
+# The calibrated arm (three sections, nine servo-driven tendons) on the reach task: one target
+# 2 cm (11 % of the arm's 0.1865 m) beside its hanging tip, 0.3 s move and 0.3 s dwell.
+CAL_REACH = ["arm=ftdcr_v4_calibrated", "scenario.targets=[[0.02,0.0,1.374]]",
+             "scenario.move_time=0.3", "scenario.dwell=0.3"]
+
+
+@pytest.mark.slow
+def test_the_reach_env_flies_any_arm_sized_by_its_tendons():
+    """``quadarm/QuadArmReach-v0`` with the calibrated arm: the action space follows its nine
+    tendons (rotors + 9), the observation adds the six tip-target entries, the controller's
+    own actions fly the command line's reach trial (metrics to float rounding), and the vector
+    environment's rows are the single environments'."""
+    from quadarm.envs.reach import QuadArmReachEnv, QuadArmReachVectorEnv
+
+    env = QuadArmReachEnv(overrides=CAL_REACH)
+    nt = env.task.built.tendon_actuators.size
+    assert nt == 9
+    assert env.action_space.shape == (env.task.built.rotor_actuators.size + nt,)
+    m = env.task.built.model
+    assert env.observation_space.shape == (m.nq + m.nv + 6 + nt + 6,)
+    info = _flown(env)
+    cli = run_episode(env.cfg)
+    assert cli.status == "ok" and info["status"] == "ok"
+    ref = {(p, k): v for p, k, v in cli.metrics}
+    got = {(p, k): v for p, d in info["metrics"].items() for k, v in d.items()}
+    assert got.keys() == ref.keys()
+    for k, v in ref.items():
+        assert got[k] == pytest.approx(v, rel=1e-9, abs=1e-12, nan_ok=True), k
+    venv = QuadArmReachVectorEnv(2, CAL_REACH, nthread=1)
+    singles = [QuadArmReachEnv(overrides=CAL_REACH) for _ in range(2)]
+    assert venv.single_action_space.shape == singles[0].action_space.shape
+    obs, _ = venv.reset(seed=5)
+    for i, e in enumerate(singles):
+        assert np.array_equal(obs[i], e.reset(seed=5 + i)[0])
+    assert_rows_follow_singles(venv, singles, 40)
+    venv.close()
+    pytest.importorskip("stable_baselines3")
+    from quadarm.envs import REACH_ENV_ID
+    from quadarm.envs.sb3 import QuadArmSB3VecEnv
+
+    sb3 = QuadArmSB3VecEnv(2, CAL_REACH, env_id=REACH_ENV_ID)
+    assert sb3.action_space.shape == env.action_space.shape
+    assert sb3.reset().shape == (2, *env.observation_space.shape)
+    sb3.close()

@@ -96,13 +96,11 @@ def test_bent_v4_arm_in_flight_the_rotors_carry_the_total_weight():
 
 
 @pytest.mark.parametrize(("override", "key"), [
-    ("scenario=reach", "scenario"),
+    ("scenario=payload", "scenario"),
     ("control.feedforward=wrench", "control.feedforward"),
     ("arm.torsion=true control.feedforward=com", "control.feedforward"),
     ("control.tendon_damping=0.1", "control.tendon_damping"),
     ("control.tendon_bias=0.5", "control.tendon_bias"),
-    ("control.tip_gain=1.0", "control.tip_gain"),
-    ("control.tip_bend=true", "control.tip_bend"),
     ("control.tendon_map=legacy", "control.tendon_map"),
     ("sensing=realistic", "sensing.preset"),
     ("arm.sections.1.tendons.angles_deg=[0,60,120]", "arm.sections.1.tendons"),

@@ -88,7 +88,7 @@ def _step(mode: int, corr: np.ndarray, jac: np.ndarray, uv=(0.3, 0.1), mu_max: f
     ref, out, t = np.array([0.1, 0.2, 1.6]), np.empty(3), np.empty(3)
     c = corr.copy()
     zero = np.zeros(3)  # no new error: the step splits the integral as it stands
-    tipfeedback.tip_bend_feedback(0.0, zero, zero, ref, c, bp, row, out, t)
+    tipfeedback.tip_bend_feedback(0.0, zero, zero, ref, c, bp, row, np.zeros(3), out, t)
     return ref, out, c, t, row
 
 
