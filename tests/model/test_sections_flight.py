@@ -96,7 +96,6 @@ def test_bent_v4_arm_in_flight_the_rotors_carry_the_total_weight():
 
 
 @pytest.mark.parametrize(("override", "key"), [
-    ("scenario=payload", "scenario"),
     ("control.feedforward=wrench", "control.feedforward"),
     ("arm.torsion=true control.feedforward=com", "control.feedforward"),
     ("control.tendon_damping=0.1", "control.tendon_damping"),
