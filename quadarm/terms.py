@@ -158,7 +158,10 @@ BASE_FUNCTIONS = ("law", "tendon_term", "control", "before", "after",
                   "flagged")  # flagged: the one-trial loop's divergence test
 BASE_RECORDS = (
     "Params.mode", "Params.record", "Params.last", "Params.q0", "Params.v0",
-    "Params.tip_site", "Params.law", "State.law",  # the paper's law (a whole record each)
+    "Params.tip_site",
+    # the paper's law, field by field (a field added to its records needs a row, or a line here)
+    "Params.law.prm", "Params.law.mix", "Params.law.rotors", "Params.law.ref_p",
+    "Params.law.ref_v", "Params.law.ref_a", "State.law.prm", "State.law.integ", "State.law.u",
     "Params.tendon.actuators", "Params.tendon.tense", "Params.tendon.tensions",
     "State.tendon.out",
     "Params.tendon.servo", "Log.tension",  # servo-driven tendons: their logged tensions

@@ -23,10 +23,8 @@ import numpy as np
 from quadarm.config import Config, PayloadScenario
 from quadarm.control.trajectory import constant
 from quadarm.model import BuiltModel
-from quadarm.names import WHOLE
+from quadarm.names import CARRY, RELEASED, WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, times
-
-CARRY, RELEASED = "carry", "released"
 
 
 def plan(cfg: Config, built: BuiltModel) -> Plan:

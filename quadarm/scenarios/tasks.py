@@ -19,7 +19,10 @@ same way:
 Flags say what the loops must know of a scenario without naming it: ``grounded`` (the airframe
 held, no flight controller), ``force_loop`` (the touch task's force loop,
 :mod:`quadarm.runner.contact`), ``payload`` (the model holds the payload ball at the tip),
-``weld`` (its events switch the payload weld).
+``weld`` (its events switch the payload weld). ``trial``: the command-line overrides, besides
+``scenario=<kind>``, of a short valid trial of it (the world it touches, shorter times): the
+tests that dry-run or fly every scenario (its metric names against :mod:`quadarm.names`) take
+it from here.
 
 :data:`TASKS` has one entry per scenario kind of :data:`quadarm.config.SCENARIOS`, each with
 its module and its ``conf/scenario/<kind>.yaml``; ``tests/model/test_scenario_tasks.py``
@@ -102,6 +105,7 @@ class Task:
     force_loop: bool = False
     payload: bool = False
     weld: bool = False  # its events switch the payload weld (a grasp, a release)
+    trial: tuple[str, ...] = ()  # overrides of a short valid trial, besides scenario=<kind>
 
     @property
     def module(self) -> Scenario:
@@ -158,6 +162,7 @@ class Touch(Task):
     contact`); its setpoint must be one the rotors can hold."""
 
     force_loop: bool = True
+    trial: tuple[str, ...] = ("world=table",)
 
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.touch import check
@@ -193,6 +198,8 @@ class Reach(Task):
 class Trace(Task):
     """A tip path: in the arm-alone mode it must stay in the workspace."""
 
+    trial: tuple[str, ...] = ("scenario.speed=1.0", "scenario.lead_in=0.5", "scenario.tail=0.2")
+
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.tip import check_workspace
 
@@ -204,6 +211,7 @@ class PickPlace(Task):
     """Pick the world's payload (captures while the tip holds on it), place it (release)."""
 
     weld: bool = True
+    trial: tuple[str, ...] = ("world=pedestal",)
 
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.pick_place import check

@@ -37,6 +37,11 @@ def _load(overrides: tuple[str, ...]):
     return compose(list(overrides))
 
 
+def _fail(line: str) -> None:
+    """Fail with ``line`` alone: which file, and what to add there."""
+    pytest.fail(line, pytrace=False)
+
+
 def _fly(cfg):
     ep = episode.run_episode(cfg)
     assert ep.status == "ok", ep.message
@@ -62,22 +67,35 @@ def test_trials_with_the_term_on_stay_out_of_the_papers_tables(term):
     runs["scenario"] = [c.scenario.kind for c in cfgs]
     runs["status"], runs["run_id"] = "ok", ["off", "on"]
     for kind in PAPER_SCENARIOS:  # every paper table selects through successful()
-        assert "on" not in successful(runs, kind)["run_id"].tolist()
+        if "on" in successful(runs, kind)["run_id"].tolist():
+            _fail(f"{term.name}: a trial with it on ({' '.join(term.trial)}) reaches the paper's "
+                  f"{kind} table: its row in quadarm/terms.py must name the key that turns it "
+                  "on in `switches`")
     if term.scenario:  # a scenario's own term: the paper's tables select other scenarios
-        assert term.scenario not in PAPER_SCENARIOS
+        if term.scenario in PAPER_SCENARIOS:
+            _fail(f"{term.name}: scenario={term.scenario} is a paper scenario: switch the term "
+                  "by a config key (`switches` of its row in quadarm/terms.py)")
         return
-    assert paper_trials(runs).tolist() == [True, False]
+    if paper_trials(runs).tolist() != [True, False]:
+        _fail(f"{term.name}: analysis/select.py::paper_trials does not exclude its trial: its "
+              "row in quadarm/terms.py needs its `switches` with their off values")
     others = {t.select for t in terms.active(_load(term.trial))}
-    assert only(runs, **dict.fromkeys(others, True)).tolist() == [True, True]
+    if only(runs, **dict.fromkeys(others, True)).tolist() != [True, True]:
+        _fail(f"{term.name}: select.only({', '.join(f'{o}=True' for o in sorted(others))}) "
+              "does not admit its trial: give its row in quadarm/terms.py a `select` flag")
 
 
 @pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
 def test_the_term_has_its_doc_section_and_is_listed(term):
     page, heading = term.doc
     text = (ROOT / page).read_text()
-    assert re.search(rf"^#+ .*{re.escape(heading)}", text, re.M), f"{page}: no '{heading}'"
+    if not re.search(rf"^#+ .*{re.escape(heading)}", text, re.M):
+        _fail(f"{page}: no section '{heading}' ({term.name}'s `doc` in quadarm/terms.py): "
+              "add it, or correct the row")
     arch = (ROOT / "docs" / "architecture.md").read_text()
-    assert f"`{term.name}`" in arch.split("### Registered terms")[1].split("\n## ")[0]
+    if f"`{term.name}`" not in arch.split("### Registered terms")[1].split("\n## ")[0]:
+        _fail(f"docs/architecture.md: no line for `{term.name}` in the table of section "
+              f"'Registered terms': add '| `{term.name}` | {term.where} | ... |'")
 
 
 @pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
@@ -223,8 +241,12 @@ def _claimed() -> set[str]:
 def test_every_record_field_belongs_to_a_row():
     leaves, nodes = _seam_paths()
     assert {"Params.air.gusty", "State.tip.corr", "Params.sn.ekf"} <= leaves  # nested walk
-    assert _unclaimed(_claimed()) == set(), "fields of no term: add them to quadarm/terms.py"
-    assert _claimed() - (leaves | nodes) == set(), "rows naming fields the records do not have"
+    for f in sorted(_unclaimed(_claimed())):
+        _fail(f"{f}: a field of the seam's records that no row claims: add '{f}' to its "
+              "term's `records` in quadarm/terms.py (or to BASE_RECORDS, the paper's loop)")
+    for f in sorted(_claimed() - (leaves | nodes)):
+        _fail(f"{f}: named in quadarm/terms.py but not a field of the seam's records "
+              "(quadarm/runner/step.py Params/State/Log): correct the row")
 
 
 @pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
@@ -248,7 +270,9 @@ def test_every_term_function_of_the_seam_belongs_to_a_row():
                 and ast.unparse(node.value.func) == "jit.inline"):
             inline.update(t.id for t in node.targets if isinstance(t, ast.Name))
     claimed = set(terms.BASE_FUNCTIONS) | {f for t in terms.TERMS for f in t.functions}
-    assert inline - claimed == set(), "seam functions of no term: add a row to quadarm/terms.py"
+    for f in sorted(inline - claimed):
+        _fail(f"step.{f}: a term function of the seam that no row claims: add '{f}' to its "
+              "term's `functions` in quadarm/terms.py")
 
 
 def test_every_aero_and_control_key_belongs_to_a_row():
@@ -256,13 +280,17 @@ def test_every_aero_and_control_key_belongs_to_a_row():
     keys |= {f"control.{f.name}" for f in dataclasses.fields(ControlConfig)}
     claimed = set(terms.BASE_KEYS) | {k for t in terms.TERMS for k, _ in t.switches}
     claimed |= {k for t in terms.TERMS for k in t.settings}
-    assert keys - claimed == set(), "keys of no term: add them to a row of quadarm/terms.py"
+    for k in sorted(keys - claimed):
+        _fail(f"{k}: a key of no term: add it to a row's `switches` or `settings` in "
+              "quadarm/terms.py (or to BASE_KEYS, the paper's controller)")
 
 
 def test_the_compiled_sources_are_the_rows_modules():
     for t in terms.TERMS:
         for m in t.modules:
-            assert (ROOT / "quadarm" / m).exists(), m
+            if not (ROOT / "quadarm" / m).exists():
+                _fail(f"{t.name}: `modules` names quadarm/{m}, which does not exist "
+                      "(quadarm/terms.py)")
             assert m in jit.COMPILED_SOURCES
 
 
