@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import typing
 from pathlib import Path
 
@@ -143,3 +144,37 @@ def test_a_left_out_key_is_named_in_one_line(tmp_path: Path) -> None:
                            if not line.startswith(f"{key}:")))
     line = left_out(cut, schema)
     assert f"no key '{key}' of {schema.__name__}" in line and "\n" not in line
+
+
+def _option_table() -> dict[str, str]:
+    """docs/configuration.md's option table: each group's rows (its own and the unnamed rows
+    under it), and the ``(root)`` row, as text."""
+    rows: dict[str, str] = {}
+    group = ""
+    for line in (ROOT / "docs" / "configuration.md").read_text().splitlines():
+        m = re.match(r"^\| (?:`(\w+)`|\((root)\)|) \|", line)
+        if not m:
+            group = "" if not line.startswith("|") else group
+            continue
+        group = m.group(1) or m.group(2) or group
+        if group:
+            rows[group] = rows.get(group, "") + line
+    return rows
+
+
+GROUP_SCHEMAS = [(g, HINTS[g]) for g in GROUPS if dataclasses.is_dataclass(HINTS[g])]
+
+
+@pytest.mark.parametrize("group,schema", GROUP_SCHEMAS, ids=[g for g, _ in GROUP_SCHEMAS])
+def test_the_option_table_names_every_key(group: str, schema: type) -> None:
+    """Each key of a group's schema is named in docs/configuration.md's option table: in the
+    group's row (`key`, `key.*`), or as `group.key` or `group.*` in the root row."""
+    rows = _option_table()
+    mine, root = rows.get(group, ""), rows.get("root", "")
+    for f in dataclasses.fields(schema):
+        named = (re.search(rf"`{f.name}(?:\.\*)?`", mine)
+                 or re.search(rf"`{group}\.(?:{f.name}|\*)`", root))
+        if not named:
+            pytest.fail(f"docs/configuration.md: the option table does not name {group}."
+                        f"{f.name} ({_where(schema)}): add `{f.name}` to the `{group}` row",
+                        pytrace=False)
