@@ -439,3 +439,25 @@ def test_the_step_lists_name_the_rows_functions_where_they_run(term):
                 _fail(f"{place}: {term.name}'s seam function {f} is not named in item "
                       f"{' or '.join(map(str, allowed))} of the step's list (where="
                       f"{term.where!r}): name it there")
+
+
+def test_the_records_section_names_every_field():
+    """docs/architecture.md's "Records": the table names every field of ``Params`` and
+    ``State`` with its record's type, and the text every field of ``Log``."""
+    arch = (ROOT / "docs" / "architecture.md").read_text()
+    section = arch.split("\n### Records\n")[1].split("\n### ")[0]
+    table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
+    for record in (step.Params, step.State):
+        hints = typing.get_type_hints(record, globalns=vars(step), localns=vars(step))
+        for f in record._fields:
+            kind = hints[f]
+            if f"`{f}`" not in table:
+                _fail(f"docs/architecture.md ('Records'): the table has no {record.__name__}."
+                      f"{f}: add `{f}` to its row")
+            if hasattr(kind, "_fields") and f"`{kind.__name__}`" not in table:
+                _fail(f"docs/architecture.md ('Records'): the table does not name "
+                      f"{record.__name__}.{f}'s record `{kind.__name__}`: add it to its row")
+    for f in step.Log._fields:
+        if f"`{f}`" not in section:
+            _fail(f"docs/architecture.md ('Records'): Log.{f} is not named: add `{f}` to the "
+                  "`Log` line")
