@@ -69,28 +69,39 @@ def runs(recipe: str, study: Study) -> bool:
                 or "quadarm.studies --list " + str(study.make) in recipe)
 
 
+def _fail(line: str) -> None:
+    pytest.fail(line, pytrace=False)
+
+
 @pytest.mark.parametrize("study", list(STUDIES.values()), ids=list(STUDIES))
 def test_each_study_is_run_and_read(study: Study) -> None:
+    where = f"conf/experiment/{study.name}.yaml"
     if study.alias is not None:
-        assert study.alias in STUDIES, f"{study.name}: alias of no study {study.alias}"
-        assert f"- {study.alias}" in study.path.read_text(), f"{study.name}: must include it"
+        if study.alias not in STUDIES:
+            _fail(f"{where}: alias of no study {study.alias}")
+        if f"- {study.alias}" not in study.path.read_text():
+            _fail(f"{where}: must include its alias in its defaults list: '- {study.alias}'")
     elif study.make is None:
-        assert study.research and (ROOT / study.research).is_file(), \
-            f"{study.name}: no make target, so '# study:' must name its research/ script"
+        if not (study.research and (ROOT / study.research).is_file()):
+            _fail(f"{where}: no make target, so '# study:' must name its research/ script")
         assert study.name in (ROOT / study.research).read_text()
     else:
         assert study.make in runner.targets(STUDIES)
-        assert runs(plan_text(study.make), study), \
-            f"{study.name}: make {study.make} does not run +experiment={study.name}"
+        if not runs(plan_text(study.make), study):
+            _fail(f"{where}: make {study.make} does not run +experiment={study.name}")
     for table in study.tables:
-        assert table in (*NAMES, *EXTRA_TABLES), f"{study.name}: no analysis table {table}"
+        if table not in (*NAMES, *EXTRA_TABLES):
+            _fail(f"{where}: no analysis table {table!r}: add its builder to quadarm/analysis "
+                  "(tables.PAPER, or analysis/beyond/__init__.py::BUILDERS)")
     if study.reproduce is not None:
         assert study.reproduce in SETS and study.make is not None
 
 
 def test_every_table_is_fed_and_every_script_run() -> None:
     fed = {t for s in STUDIES.values() for t in s.tables}
-    assert not set(NAMES) - fed, f"tables no study feeds: {sorted(set(NAMES) - fed)}"
+    for table in sorted(set(NAMES) - fed):
+        _fail(f"table {table!r}: no study feeds it: name it in 'tables:' of the '# study:' line "
+              "of its conf/experiment/<name>.yaml")
     called = {s for recipe in [*TARGETS.values(), *map(plan_text, runner.targets(STUDIES))]
               for s in re.findall(r"experiments/(\w+)\.sh", recipe)}
     scripts = {p.stem for p in (ROOT / "experiments").glob("*.sh")} - {"common"}
