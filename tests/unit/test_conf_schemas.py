@@ -175,6 +175,7 @@ def test_the_option_table_names_every_key(group: str, schema: type) -> None:
         named = (re.search(rf"`{f.name}(?:\.\*)?`", mine)
                  or re.search(rf"`{group}\.(?:{f.name}|\*)`", root))
         if not named:
+            place = (f"`{f.name}` to the `{group}` row" if mine
+                     else f"`{group}.{f.name}` to the (root) row")
             pytest.fail(f"docs/configuration.md: the option table does not name {group}."
-                        f"{f.name} ({_where(schema)}): add `{f.name}` to the `{group}` row",
-                        pytrace=False)
+                        f"{f.name} ({_where(schema)}): add {place}", pytrace=False)
