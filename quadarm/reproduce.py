@@ -314,9 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         if arm:
             blocks[(reporting.BEYOND_START, reporting.BEYOND_END)] = reporting.beyond_block(
                 arm, command)
-        found = refresh_blocks(readme_files(args.readme), blocks,
-                               log=lambda line: print(line, file=sys.stderr))
-        for f in found.get((reporting.README_START, reporting.README_END), []):
+        refreshed = refresh_blocks(readme_files(args.readme), blocks,
+                                   log=lambda line: print(line, file=sys.stderr))
+        for f in refreshed.get((reporting.README_START, reporting.README_END), []):
             write_readme_inputs(f, report.tables)
     print(f"quadarm.reproduce: {within} of {len(checks)} values within tolerance; "
           f"{len(report.files)} files -> {out} ({time.perf_counter() - t0:.1f} s)")
