@@ -31,6 +31,11 @@ MISSION_PHASE_TIMES = ("hover_time", "climb_time", "figure_eight_time", "sweep_t
 WHOLE = "whole"  # the whole episode, in every scenario
 FINAL = "final"  # the last state of an episode (workspace, bend, statics)
 SETTLED = "settled"  # a hover after its settling time
+CARRY, RELEASED = "carry", "released"  # payload: from the grasp to the release, and after
+LAP = "lap"  # trace: the lap, from its start to the end of the tail
+# Every fixed phase name a scenario reports (a new one is added here; the tests check every
+# scenario's phases against this and the named families below: after_<t>s, target_<j>).
+PHASES = (*MISSION_PHASES, WHOLE, FINAL, SETTLED, CARRY, RELEASED, LAP)
 # Old names of phases, read as their new name (results written before this module).
 PHASE_ALIASES = {"all": WHOLE}
 PAPER_AFTER_TIME = 24.0  # s, the paper's "RMS t > 24 s" window (Table III)
@@ -50,6 +55,20 @@ def after_time_of(phase: str) -> float | None:
     """The ``after_time`` (s) of an ``after_<t>s`` phase name, None for any other phase."""
     m = _AFTER.match(phase)
     return float(m.group(1)) if m else None
+
+
+def target_phase(j: int) -> str:
+    """The reach task's window of its target j: ``target_0``."""
+    return f"target_{j}"
+
+
+_TARGET = re.compile(r"^target_\d+$")
+
+
+def known_phase(phase: str) -> bool:
+    """Whether ``phase`` is a phase name of this module (:data:`PHASES`, ``after_<t>s``,
+    ``target_<j>``)."""
+    return phase in PHASES or after_time_of(phase) is not None or bool(_TARGET.match(phase))
 
 
 def canonical_phase(phase: str) -> str:

@@ -223,8 +223,7 @@ def check_job(job: list[str], name: str = "config", extra: list[str] | None = No
     except (HydraException, OmegaConfBaseException, YAMLError) as err:
         raise explain(err, job, extra) from None
     hydra_node = cfg.hydra
-    cfg = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
-    try:
+    try:  # to_config reads the groups alone (the hydra node is skipped): no copy without it
         job_cfg = to_config(cfg)
     except OmegaConfBaseException as err:
         raise explain(err, job, extra) from None

@@ -52,6 +52,7 @@ from pathlib import Path
 from quadarm import api
 from quadarm.analysis import markdown
 from quadarm.analysis import report as reporting
+from quadarm.analysis.table import Table
 from quadarm.config import CONF_DIR, Config
 from quadarm.config import studies as registry
 from quadarm.results.collect import write_collection
@@ -206,6 +207,16 @@ def refresh_blocks(files: list[Path], blocks: dict[tuple[str, str], str],
     return found
 
 
+def write_readme_inputs(block_file: Path, tables: list[Table]) -> Path:
+    """Write the checks the reproduction block of ``block_file`` was generated from to
+    :data:`quadarm.analysis.report.README_INPUTS` beside it (tests/unit/test_readme_blocks.py
+    regenerates the block from them)."""
+    path = block_file.parent / reporting.README_INPUTS
+    path.parent.mkdir(parents=True, exist_ok=True)
+    markdown.reproduction(tables).to_csv(path, index=False)
+    return path
+
+
 def _fresh(jobs: list[Job], folders: set[Path], n_jobs: int, what: str, target: Path) -> None:
     """Delete ``folders`` (every number from this run) and say what will run."""
     for folder in folders:
@@ -303,8 +314,10 @@ def main(argv: list[str] | None = None) -> int:
         if arm:
             blocks[(reporting.BEYOND_START, reporting.BEYOND_END)] = reporting.beyond_block(
                 arm, command)
-        refresh_blocks(readme_files(args.readme), blocks,
-                       log=lambda line: print(line, file=sys.stderr))
+        refreshed = refresh_blocks(readme_files(args.readme), blocks,
+                                   log=lambda line: print(line, file=sys.stderr))
+        for f in refreshed.get((reporting.README_START, reporting.README_END), []):
+            write_readme_inputs(f, report.tables)
     print(f"quadarm.reproduce: {within} of {len(checks)} values within tolerance; "
           f"{len(report.files)} files -> {out} ({time.perf_counter() - t0:.1f} s)")
     return 1 if missing or (args.strict and within < len(checks)) else 0

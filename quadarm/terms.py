@@ -8,7 +8,9 @@ row of :data:`TERMS` says
   values (the schema's defaults: with every switch off the loop is the paper's, bit for bit);
   ``settings``: the other config keys it reads (its parameters); ``scenario``: the one
   scenario that runs it (the touch task's force loop), instead of switches;
-- ``where`` it runs in the step (:data:`WHERE`; ``docs/architecture.md``, "Where a term runs");
+- ``where`` it runs in the step (:data:`WHERE`, :data:`STEP_ITEMS`; ``docs/architecture.md``,
+  "Where a term runs"), which also says whether it acts on an agent's actions (only a force on
+  the model does);
 - ``modules``: the sources under ``quadarm/`` that the compiled step compiles in for it;
   ``functions``: its functions in ``quadarm/runner/step.py``; ``records``: its fields of the
   seam's records, as paths through their nested records (``Params.air.gusty``,
@@ -52,6 +54,12 @@ CONTROLLER = "controller"  # terms 2-4 of the step
 SHAPING = "command shaping"  # after the controller, on its commands
 FORCE = "force on the model"  # with the air terms, or in the model itself
 WHERE = (ESTIMATE, CONTROLLER, SHAPING, FORCE)
+# Where each ``where`` runs: the items of the step's list (``docs/architecture.md``, "Where a
+# term runs", and :mod:`quadarm.runner.step`'s docstring) that may name its seam functions.
+# With an agent's actions (the seam's EXTERNAL mode) items 1-4 do not run: estimate, controller
+# and command-shaping terms act on the controller's commands only, force terms on whatever
+# command is applied (they read ``ctrl``/``act``, never the law's variables).
+STEP_ITEMS = {ESTIMATE: (1,), CONTROLLER: (1, 2, 3, 4), SHAPING: (3, 4), FORCE: (6,)}
 ENV_SAME, ENV_REFUSE, ENV_ORACLE = "same", "refuse", "oracle"
 
 
@@ -164,7 +172,10 @@ BASE_FUNCTIONS = ("law", "tendon_term", "control", "before", "after",
                   "flagged")  # flagged: the one-trial loop's divergence test
 BASE_RECORDS = (
     "Params.mode", "Params.record", "Params.last", "Params.q0", "Params.v0",
-    "Params.tip_site", "Params.law", "State.law",  # the paper's law (a whole record each)
+    "Params.tip_site",
+    # the paper's law, field by field (a field added to its records needs a row, or a line here)
+    "Params.law.prm", "Params.law.mix", "Params.law.rotors", "Params.law.ref_p",
+    "Params.law.ref_v", "Params.law.ref_a", "State.law.prm", "State.law.integ", "State.law.u",
     "Params.tendon.actuators", "Params.tendon.tense", "Params.tendon.tensions",
     "State.tendon.out",
     "Params.tendon.servo", "Log.tension",  # servo-driven tendons: their logged tensions

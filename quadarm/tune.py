@@ -77,6 +77,7 @@ def reported(cfg: Config) -> dict[str, list[str]]:
     so the names are the function's own."""
     from quadarm import scenarios
     from quadarm.runner.lifecycle import build_model
+    from quadarm.scenarios import tasks
     from quadarm.scenarios.common import Log
 
     built = build_model(cfg)
@@ -87,8 +88,11 @@ def reported(cfg: Config) -> dict[str, list[str]]:
     qpos = np.tile(m.key(0).qpos, (rows, 1))
     qpos[:, :3] = plan.ref.p
     tip = plan.ref.p - np.array([0.0, 0.0, 0.5])
+    # No contact and, for the force loop, nothing measured: the readings' shapes only.
+    contact = np.zeros((rows, len(cfg.world.objects), 5)) if cfg.world.objects else None
+    force = np.zeros((rows, 6)) if tasks.task(cfg.scenario.kind).force_loop else None
     log = Log(plan.t, qpos, np.zeros((rows, m.nv)), tip, np.tile(m.key(0).ctrl, (rows, 1)),
-              built.rotor_actuators, built.tendon_actuators)
+              built.rotor_actuators, built.tendon_actuators, contact=contact, force=force)
     out: dict[str, list[str]] = {}
     for phase, metric, _ in module.metrics(cfg, plan, log):
         out.setdefault(phase, []).append(metric)

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from quadarm.analysis import figures, markdown, studies
 from quadarm.analysis.pooling import per_setup
 from quadarm.analysis.select import successful
@@ -26,6 +28,10 @@ README_END = "<!-- reproduction:end -->"
 # The README's generated tables of the arm-aware studies (quadarm.analysis.beyond.arm).
 BEYOND_START = "<!-- beyond:start -->"
 BEYOND_END = "<!-- beyond:end -->"
+# The inputs of the README's reproduction block, next to the file that holds it: the judged
+# checks it was generated from (``markdown.reproduction``), written with the block, so that a
+# test regenerates the block from them and fails when the file and the generator disagree.
+README_INPUTS = "docs/reproduction_checks.csv"
 FIGURE_FILES = {
     "fig2": "fig2_tracking.png",
     "fig3": "fig3_path.png",
@@ -212,6 +218,28 @@ def readme_block(built: Iterable[Table], command: str) -> str:
             f"{len(rows)} values within the tolerances of docs/model.md section 5 (the full list, "
             "with deviations, is in `reproduction.md`)._\n\n"
             + markdown.markdown_table(markdown.compact_reproduction(built)) + "\n")
+
+
+_TEXT = ("table", "item", "metric", "quantity", "unit", "paper_text", "tolerance")
+
+
+def read_checks(path: Path | str) -> pd.DataFrame:
+    """A checks frame written as CSV (:data:`README_INPUTS`), its text columns read as text
+    (a paper value ``40.70`` stays ``40.70``)."""
+    return pd.read_csv(path, dtype=dict.fromkeys(_TEXT, str), keep_default_na=False,
+                       na_values={"ours": ["", "nan"], "paper": ["", "nan"]})
+
+
+def checks_tables(checks: pd.DataFrame) -> list[Table]:
+    """Tables holding only ``checks`` (the columns of :func:`quadarm.analysis.table.
+    checks_frame`, e.g. :func:`read_checks` of :data:`README_INPUTS`), one per ``table``
+    value, in order of first appearance: enough for :func:`readme_block`."""
+    frame = checks.copy()
+    frame["within"] = [None if w is None or (isinstance(w, float) and math.isnan(w)) or w == ""
+                       else str(w).lower() in ("true", "1") for w in frame["within"]]
+    frame["within"] = frame["within"].astype(object)
+    return [Table(str(name), str(name), {}, frame[frame["table"] == name].reset_index(drop=True))
+            for name in dict.fromkeys(frame["table"])]
 
 
 def beyond_block(built: Iterable[Table], command: str) -> str:

@@ -243,18 +243,15 @@ def preset(name: str) -> SensingConfig:
 def preset_yaml(name: str) -> str:
     """The text of ``conf/sensing/<name>.yaml``: the shipped preset's every value (SI, the
     shortest repr that reads back to the same double), under a header naming its source.
-    ``exact`` and the presets before the arm IMUs leave ``arm_imu`` and ``uncertainty`` at the
-    schema's defaults, so their files omit them."""
+    Every key of the schema is written, those the preset leaves at the schema's defaults
+    (``arm_imu``, ``uncertainty`` before the arm IMUs) too, so that the file lists the group's
+    keys (``tests/unit/test_conf_schemas.py``)."""
     import textwrap
 
     import yaml
 
     cfg = preset(name)
     values = asdict(cfg)
-    default = asdict(SensingConfig())
-    for key in ("arm_imu", "uncertainty"):
-        if values[key] == default[key]:
-            del values[key]
     header = textwrap.wrap(NOTES[name], 98) + [
         "GENERATED from the datasheets of quadarm/config/sensing.py (sources there, numbers",
         "explained in docs/sensing.md): edit that module, then run make presets.",

@@ -21,7 +21,8 @@ drag torque is not changed.
 
 The term writes (factor - 1) T_j along the rotor axis at each hub into the airframe body's row
 of ``xfrc_applied`` (force, and its moment about the body's centre of mass), with T_j the live
-thrust (the command, or the lagged actuator state with ``airframe.motor_tau`` > 0), from the
+thrust (the command applied, as ``ctrl`` holds it, or the lagged actuator state with
+``airframe.motor_tau`` > 0), from the
 geometry MuJoCo computed for the current state (one step old, like the downwash). It owns that
 row: nothing else applies a force to the airframe body (the scenarios' pulses push arm links).
 """

@@ -8,8 +8,9 @@ runs exactly the paper's loop):
   (the series comes from the trial's seed, :func:`quadarm.model.aero.dryden_gusts`); MuJoCo's
   fluid model then drags every body through it;
 - downwash: the force of the rotors' wakes on every arm link
-  (:func:`quadarm.model.aero.downwash_forces`) from the live thrusts (the commands, or the
-  lagged actuator states with ``airframe.motor_tau`` > 0), written to the links' rows of
+  (:func:`quadarm.model.aero.downwash_forces`) from the live thrusts (the commands applied, as
+  ``ctrl`` holds them, whoever wrote them, or the lagged actuator states with
+  ``airframe.motor_tau`` > 0), written to the links' rows of
   ``xfrc_applied`` together with any force pulse of the plan that is on at that sample (the
   two add up; neither overwrites the other).
 
@@ -138,24 +139,27 @@ class AirState(NamedTuple):
 
 
 @jit.inline
-def thrusts(a: AirParams, st: AirState, act: Any, u: Any, i: int) -> None:
-    """The live rotor thrusts of simulation i into ``st.thrust[i]`` (N): the commands
-    ``u[i]``, or the actuator states ``act[i]`` where ``a.act_adr`` >= 0
-    (``airframe.motor_tau``)."""
-    ui, ai, act_adr, thrust = u[i], act[i], a.act_adr, st.thrust[i]
+def thrusts(a: AirParams, st: AirState, act: Any, ctrl: Any, rotors: Any, i: int) -> None:
+    """The live rotor thrusts of simulation i into ``st.thrust[i]`` (N): what the rotors
+    apply during the coming step, read from the model, not from the controller: the applied
+    commands ``ctrl[i, rotors]`` (whoever wrote them: the control law, a term that shapes its
+    commands, an agent's action), or the actuator states ``act[i]`` where ``a.act_adr`` >= 0
+    (``airframe.motor_tau``: MuJoCo's filter, whose force during the step is the state's)."""
+    ci, ai, act_adr, thrust = ctrl[i], act[i], a.act_adr, st.thrust[i]
     for j in range(len(thrust)):
-        thrust[j] = ai[act_adr[j]] if act_adr[j] >= 0 else ui[j]
+        thrust[j] = ai[act_adr[j]] if act_adr[j] >= 0 else ci[rotors[j]]
 
 
-def terms(k: int, a: AirParams, st: AirState, d: Any, u: Any, i: int) -> None:
+def terms(k: int, a: AirParams, st: AirState, d: Any, rotors: Any, i: int) -> None:
     """The air terms before step k of simulation i, written once on scalars: plain Python
     runs it and numba compiles it (:func:`quadarm.runner.step.air_term`). ``d`` is the seam's
     record of ``MjData`` views (:class:`quadarm.runner.step.Data`, duck-typed here: the seam
-    imports this module) and ``u`` (nsim, n_rotors) the rotor commands (N).
+    imports this module) and ``rotors`` (n_rotors,) int the rotor actuator ids.
 
     With ``a.gusty[i]``, the live ``opt.wind`` ``d.wind[i]`` (3,) becomes ``a.wind[k, i]``.
-    With ``a.downwash[i]``, the thrusts (the commands, or the actuator states where
-    ``a.act_adr`` >= 0) drive :func:`quadarm.model.aero.downwash_forces`, and each link's row
+    With ``a.downwash[i]``, the thrusts applied (:func:`thrusts`: the commands in ``d.ctrl``,
+    or the actuator states where ``a.act_adr`` >= 0) drive
+    :func:`quadarm.model.aero.downwash_forces`, and each link's row
     of ``d.xfrc_applied[i]`` (nbody, 6) becomes the plan's pulses on it at sample k plus
     that force.
     """
@@ -163,12 +167,12 @@ def terms(k: int, a: AirParams, st: AirState, d: Any, u: Any, i: int) -> None:
     if a.gusty[i]:
         wind[0], wind[1], wind[2] = a.wind[k, i, 0], a.wind[k, i, 1], a.wind[k, i, 2]
     if a.ge[i] > 0.0:  # aero.ground_effect (quadarm.model.ground), rotor radius R > 0: on
-        thrusts(a, st, d.act, u, i)
+        thrusts(a, st, d.act, d.ctrl, rotors, i)
         ground.ground_forces(a.ge[i], st.thrust[i], a.quad, a.rotor_sites, d.xipos[i],
                              d.xmat[i], d.site_xpos[i], a.surfaces, d.xfrc_applied[i])
     if not a.downwash[i]:
         return
-    thrusts(a, st, d.act, u, i)
+    thrusts(a, st, d.act, d.ctrl, rotors, i)
     thrust, force = st.thrust[i], st.force[i]
     links = a.links
     aero.downwash_forces(a.dw[i], thrust, a.quad, a.rotor_sites, links, d.xipos[i], d.xmat[i],

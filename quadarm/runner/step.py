@@ -13,21 +13,27 @@ this order at sample k of simulation i, each one a function of its own:
    way, and the tip tracker's sample is in ``State.ss.tip``); then, for the touch task only,
    its force loop (:func:`quadarm.runner.contact.force_term`) writes the law's reference of
    the sample (into ``State.contact``);
-2. the arm-aware feed-forward (``control.feedforward``,
+2. the arm-aware feed-forward (``control.feedforward``, ``feedforward``:
    :func:`quadarm.control.arm.feedforward`) writes the feed-forward slots of the law's live
    parameter row (``State.law.prm``);
-3. the control law (:func:`quadarm.control.geometric.law`) writes the rotor commands;
-4. the tendon command (:func:`tendon_term`: the plan's tensions, slack plans, active damping);
+3. with ``control.tip_gain``, the tip feedback (:func:`tip_term`: ``tip_feedback``, or with
+   ``control.tip_bend`` ``tip_bend_feedback``) corrects the hub's reference; then the control
+   law (:func:`quadarm.control.geometric.law`) writes the rotor commands;
+4. the tendon command (:func:`tendon_term`: the plan's tensions, slack plans, the active
+   damping ``damped_tensions``, then the low-pass :func:`tendon_lowpass`);
 5. log the commands (``ctrl``);
-6. before a step (k < last): the air terms (:func:`air_term`: gusts in ``opt.wind``, the
-   ground effect, downwash and force pulses in ``xfrc_applied``);
+6. before a step (k < last): the air terms (:func:`air_term`, ``air_terms``: gusts in
+   ``opt.wind``, the ground effect, downwash and force pulses in ``xfrc_applied``), driven by
+   the thrusts the model applies (``ctrl``, whoever wrote it, or the lagged ``act``);
 
 then the loop calls ``mj_step`` (or, at the last sample, ``mj_kinematics``) and :func:`after`
 logs the tip (and, with world objects, the contact sensors: :mod:`quadarm.runner.contact`).
 Terms 2-4 belong to the controller: with ``mode`` :data:`EXTERNAL` (an RL policy's actions,
-already written to ``ctrl``) they are skipped and the rotor commands are read back from
-``ctrl`` for the air terms; with :data:`HELD` (the grounded ``statics`` trials) only the
-tendon command runs.
+already written to ``ctrl``) terms 1-4 are skipped (the state is still logged) and the air
+terms act on the agent's commands as on the controller's; with :data:`HELD` (the grounded
+``statics`` trials) only the tendon command runs. Where each registered term acts is its
+row's ``where`` (:mod:`quadarm.terms`); ``tests/model/test_terms_conformance.py`` checks this
+list and ``docs/architecture.md``'s against the rows.
 
 Records. The seam reads three NamedTuples, which numba's nopython mode and plain Python both
 take as they are (a structured record or a jitclass would need two definitions of the layout,
@@ -312,7 +318,7 @@ def air_term(k: int, p: Params, s: State, i: int) -> None:
     """The air terms before step k (:func:`quadarm.runner.air.terms`): gusts, ground effect,
     downwash (``p.air.on``: any of them on, from the registry :mod:`quadarm.terms`)."""
     if p.air.on[i]:
-        air_terms(k, p.air, s.air, s.data, s.law.u, i)
+        air_terms(k, p.air, s.air, s.data, p.law.rotors, i)
 
 
 @jit.inline
@@ -376,9 +382,6 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
             ref_v, a_d, u)
         for j in range(rotors.shape[0]):
             ctrl[rotors[j]] = u[j]
-    elif p.mode == EXTERNAL and p.air.on[i]:
-        for j in range(rotors.shape[0]):  # the external rotor commands drive the downwash
-            u[j] = ctrl[rotors[j]]
     if p.mode != EXTERNAL:
         tendon_term(k, p, s, i, qvel)
 

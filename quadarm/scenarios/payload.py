@@ -24,11 +24,9 @@ from quadarm.config import Config, ConfigError, PayloadScenario
 from quadarm.config.sections import servo_driven
 from quadarm.control.trajectory import constant
 from quadarm.model import BuiltModel
-from quadarm.names import WHOLE
+from quadarm.names import CARRY, RELEASED, WHOLE
 from quadarm.scenarios import drive
 from quadarm.scenarios.common import Log, Metric, Plan, times
-
-CARRY, RELEASED = "carry", "released"
 
 
 def plan(cfg: Config, built: BuiltModel) -> Plan:

@@ -22,7 +22,7 @@ from quadarm.config import Config, ConfigError, ReachScenario
 from quadarm.control.tipspace import direct_tip
 from quadarm.control.trajectory import differentiate, sigma
 from quadarm.model import BuiltModel
-from quadarm.names import WHOLE
+from quadarm.names import WHOLE, target_phase
 from quadarm.scenarios.common import Log, Metric, Plan, times
 from quadarm.scenarios.tip import (
     PLAN_DT,
@@ -38,8 +38,8 @@ from quadarm.scenarios.tip import (
 
 
 def phase(j: int) -> str:
-    """The phase of target j."""
-    return f"target_{j}"
+    """The phase of target j (:func:`quadarm.names.target_phase`)."""
+    return target_phase(j)
 
 
 def splits(cfg: Config) -> np.ndarray:

@@ -22,6 +22,10 @@ held, no flight controller), ``force_loop`` (the touch task's force loop,
 ``weld`` (its events switch the payload weld). ``pace``: the key that sets the pace of a
 planned path (the tip-space scenarios'), whose plan the preflight judges before anything flies
 (:func:`quadarm.preflight.check_plan`: the tilt the hub reference's acceleration needs).
+``trial``: the command-line overrides, besides
+``scenario=<kind>``, of a short valid trial of it (the world it touches, shorter times): the
+tests that dry-run or fly every scenario (its metric names against :mod:`quadarm.names`) take
+it from here.
 
 :data:`TASKS` has one entry per scenario kind of :data:`quadarm.config.SCENARIOS`, each with
 its module and its ``conf/scenario/<kind>.yaml``; ``tests/model/test_scenario_tasks.py``
@@ -105,6 +109,7 @@ class Task:
     payload: bool = False
     weld: bool = False  # its events switch the payload weld (a grasp, a release)
     pace: str = ""  # the key that sets a planned path's pace ('': no plan check)
+    trial: tuple[str, ...] = ()  # overrides of a short valid trial, besides scenario=<kind>
 
     @property
     def module(self) -> Scenario:
@@ -161,6 +166,7 @@ class Touch(Task):
     contact`); its setpoint must be one the rotors can hold."""
 
     force_loop: bool = True
+    trial: tuple[str, ...] = ("world=table",)
 
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.touch import check
@@ -201,6 +207,8 @@ class Reach(Task):
 class Trace(Task):
     """A tip path: in the arm-alone mode it must stay in the workspace."""
 
+    trial: tuple[str, ...] = ("scenario.speed=0.4", "scenario.lead_in=0.5", "scenario.tail=0.2")
+
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.tip import check_workspace
 
@@ -212,6 +220,7 @@ class PickPlace(Task):
     """Pick the world's payload (captures while the tip holds on it), place it (release)."""
 
     weld: bool = True
+    trial: tuple[str, ...] = ("world=pedestal",)
 
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.pick_place import check

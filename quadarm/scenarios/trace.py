@@ -18,11 +18,11 @@ import numpy as np
 from quadarm.config import Config, TraceScenario
 from quadarm.control.trajectory import sigma
 from quadarm.model import BuiltModel
-from quadarm.names import WHOLE
+from quadarm.names import LAP, WHOLE
 from quadarm.scenarios.common import Log, Metric, Plan, times
 from quadarm.scenarios.tip import curve, follow, hub_travel, the_map, tip_error
 
-LAP = "lap"
+
 def arc(tau: np.ndarray, sc: TraceScenario) -> np.ndarray:
     """The distance along the path (m) at lap times tau (s): speed ramped up with sigma over
     ``ramp``, constant, ramped down (the integral of sigma is 2.5 x^4 - 3 x^5 + x^6)."""

@@ -35,7 +35,14 @@ def _load(overrides: tuple[str, ...]):
 
 def test_every_scenario_has_a_task_a_module_and_a_yaml():
     yamls = {p.stem for p in (ROOT / "conf" / "scenario").glob("*.yaml")}
-    assert set(tasks.TASKS) == set(SCENARIOS) == yamls
+    places = {"quadarm/scenarios/tasks.py::TASKS": set(tasks.TASKS),
+              "quadarm/config/schemas/scenarios.py::SCENARIOS": set(SCENARIOS),
+              "conf/scenario/<kind>.yaml": yamls}
+    every = set().union(*places.values())
+    for place, kinds in places.items():
+        for kind in sorted(every - kinds):
+            pytest.fail(f"scenario {kind!r}: missing from {place.replace('<kind>', kind)}: add "
+                        "it there (docs/architecture.md, 'Add a scenario')", pytrace=False)
     for kind in KINDS:
         t = tasks.task(kind)
         assert t.kind == kind

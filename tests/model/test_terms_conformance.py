@@ -37,6 +37,11 @@ def _load(overrides: tuple[str, ...]):
     return compose(list(overrides))
 
 
+def _fail(line: str) -> None:
+    """Fail with ``line`` alone: which file, and what to add there."""
+    pytest.fail(line, pytrace=False)
+
+
 def _fly(cfg):
     ep = episode.run_episode(cfg)
     assert ep.status == "ok", ep.message
@@ -62,22 +67,35 @@ def test_trials_with_the_term_on_stay_out_of_the_papers_tables(term):
     runs["scenario"] = [c.scenario.kind for c in cfgs]
     runs["status"], runs["run_id"] = "ok", ["off", "on"]
     for kind in PAPER_SCENARIOS:  # every paper table selects through successful()
-        assert "on" not in successful(runs, kind)["run_id"].tolist()
+        if "on" in successful(runs, kind)["run_id"].tolist():
+            _fail(f"{term.name}: a trial with it on ({' '.join(term.trial)}) reaches the paper's "
+                  f"{kind} table: its row in quadarm/terms.py must name the key that turns it "
+                  "on in `switches`")
     if term.scenario:  # a scenario's own term: the paper's tables select other scenarios
-        assert term.scenario not in PAPER_SCENARIOS
+        if term.scenario in PAPER_SCENARIOS:
+            _fail(f"{term.name}: scenario={term.scenario} is a paper scenario: switch the term "
+                  "by a config key (`switches` of its row in quadarm/terms.py)")
         return
-    assert paper_trials(runs).tolist() == [True, False]
+    if paper_trials(runs).tolist() != [True, False]:
+        _fail(f"{term.name}: analysis/select.py::paper_trials does not exclude its trial: its "
+              "row in quadarm/terms.py needs its `switches` with their off values")
     others = {t.select for t in terms.active(_load(term.trial))}
-    assert only(runs, **dict.fromkeys(others, True)).tolist() == [True, True]
+    if only(runs, **dict.fromkeys(others, True)).tolist() != [True, True]:
+        _fail(f"{term.name}: select.only({', '.join(f'{o}=True' for o in sorted(others))}) "
+              "does not admit its trial: give its row in quadarm/terms.py a `select` flag")
 
 
 @pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
 def test_the_term_has_its_doc_section_and_is_listed(term):
     page, heading = term.doc
     text = (ROOT / page).read_text()
-    assert re.search(rf"^#+ .*{re.escape(heading)}", text, re.M), f"{page}: no '{heading}'"
+    if not re.search(rf"^#+ .*{re.escape(heading)}", text, re.M):
+        _fail(f"{page}: no section '{heading}' ({term.name}'s `doc` in quadarm/terms.py): "
+              "add it, or correct the row")
     arch = (ROOT / "docs" / "architecture.md").read_text()
-    assert f"`{term.name}`" in arch.split("### Registered terms")[1].split("\n## ")[0]
+    if f"`{term.name}`" not in arch.split("### Registered terms")[1].split("\n## ")[0]:
+        _fail(f"docs/architecture.md: no line for `{term.name}` in the table of section "
+              f"'Registered terms': add '| `{term.name}` | {term.where} | ... |'")
 
 
 @pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
@@ -223,8 +241,12 @@ def _claimed() -> set[str]:
 def test_every_record_field_belongs_to_a_row():
     leaves, nodes = _seam_paths()
     assert {"Params.air.gusty", "State.tip.corr", "Params.sn.ekf"} <= leaves  # nested walk
-    assert _unclaimed(_claimed()) == set(), "fields of no term: add them to quadarm/terms.py"
-    assert _claimed() - (leaves | nodes) == set(), "rows naming fields the records do not have"
+    for f in sorted(_unclaimed(_claimed())):
+        _fail(f"{f}: a field of the seam's records that no row claims: add '{f}' to its "
+              "term's `records` in quadarm/terms.py (or to BASE_RECORDS, the paper's loop)")
+    for f in sorted(_claimed() - (leaves | nodes)):
+        _fail(f"{f}: named in quadarm/terms.py but not a field of the seam's records "
+              "(quadarm/runner/step.py Params/State/Log): correct the row")
 
 
 @pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
@@ -248,7 +270,9 @@ def test_every_term_function_of_the_seam_belongs_to_a_row():
                 and ast.unparse(node.value.func) == "jit.inline"):
             inline.update(t.id for t in node.targets if isinstance(t, ast.Name))
     claimed = set(terms.BASE_FUNCTIONS) | {f for t in terms.TERMS for f in t.functions}
-    assert inline - claimed == set(), "seam functions of no term: add a row to quadarm/terms.py"
+    for f in sorted(inline - claimed):
+        _fail(f"step.{f}: a term function of the seam that no row claims: add '{f}' to its "
+              "term's `functions` in quadarm/terms.py")
 
 
 def test_every_aero_and_control_key_belongs_to_a_row():
@@ -256,13 +280,17 @@ def test_every_aero_and_control_key_belongs_to_a_row():
     keys |= {f"control.{f.name}" for f in dataclasses.fields(ControlConfig)}
     claimed = set(terms.BASE_KEYS) | {k for t in terms.TERMS for k, _ in t.switches}
     claimed |= {k for t in terms.TERMS for k in t.settings}
-    assert keys - claimed == set(), "keys of no term: add them to a row of quadarm/terms.py"
+    for k in sorted(keys - claimed):
+        _fail(f"{k}: a key of no term: add it to a row's `switches` or `settings` in "
+              "quadarm/terms.py (or to BASE_KEYS, the paper's controller)")
 
 
 def test_the_compiled_sources_are_the_rows_modules():
     for t in terms.TERMS:
         for m in t.modules:
-            assert (ROOT / "quadarm" / m).exists(), m
+            if not (ROOT / "quadarm" / m).exists():
+                _fail(f"{t.name}: `modules` names quadarm/{m}, which does not exist "
+                      "(quadarm/terms.py)")
             assert m in jit.COMPILED_SOURCES
 
 
@@ -271,3 +299,165 @@ def test_unknown_selection_flag_is_refused():
 
     with pytest.raises(TypeError, match="unknown selection flag"):
         only(pd.DataFrame({"x": [1]}), lagg=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where a term acts: an agent's action meets the same terms on the model as the controller's
+# ---------------------------------------------------------------------------------------------
+
+# The agent's stand-in for a term that shapes the rotor commands after the controller (a
+# battery's thrust sag, a motor model): a factor per sample, on ctrl, after the law wrote it.
+def _sag(k: int) -> float:
+    return 1.0 - 0.02 * (k % 7) / 6.0
+
+
+def _flight(p, mode: int, sent: np.ndarray | None, monkeypatch) -> dict[str, np.ndarray]:
+    """The seam's flight of ``p`` sample by sample in plain Python: with ``mode`` FLY, the
+    controller's commands thrust-shaped by :func:`_sag`; with EXTERNAL, the commands ``sent``
+    (K, nu) written into ``ctrl`` as an agent's actions. Returns what reached the model before
+    each step (ctrl, xfrc_applied, opt.wind, and the rotor thrusts the air terms used), the
+    final state, and how often each seam function of the registry ran."""
+    import mujoco
+
+    from quadarm.runner import lifecycle
+
+    m = p.built.model
+    wind0 = m.opt.wind.copy()
+    d = mujoco.MjData(m)
+    lifecycle.reset(m, d, p.plan.start)
+    prm, _ = step.params([p], mode)
+    st = step.one_state(d, m.opt.wind, prm)
+    lg = step.log(prm, m.nq, m.nv, m.nu, m.nbody)
+    calls: dict[str, int] = {}
+    for name in {f for t in terms.TERMS for f in t.functions}:
+        fn = getattr(step, name)
+
+        def counted(*args, _fn=fn, _name=name):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _fn(*args)
+
+        monkeypatch.setattr(step, name, counted)
+    control = step.control
+
+    def shaped(k, p_, s_, lg_, i, *rest):
+        control(k, p_, s_, lg_, i, *rest)
+        if p_.mode == step.FLY:  # a thrust-shaping term: after the controller, on ctrl
+            for j in p_.law.rotors:
+                s_.data.ctrl[i, j] *= _sag(k)
+
+    monkeypatch.setattr(step, "control", shaped)
+    rows: dict[str, list[np.ndarray]] = {"ctrl": [], "xfrc": [], "wind": [], "thrust": []}
+    for k in range(p.plan.steps):
+        p.task.events(k, p.plan, d.xfrc_applied, lambda: (m, d))
+        if sent is not None:
+            d.ctrl[:] = sent[k]
+        step.before(k, prm, st, lg, 0)
+        rows["ctrl"].append(d.ctrl.copy())
+        rows["xfrc"].append(d.xfrc_applied.copy())
+        rows["wind"].append(m.opt.wind.copy())
+        rows["thrust"].append(st.air.thrust.copy())  # the thrusts the air terms drove with
+        mujoco.mj_step(m, d)
+        step.after(k, prm, st, lg, 0)
+    monkeypatch.undo()
+    m.opt.wind[:] = wind0
+    return {**{k: np.array(v) for k, v in rows.items()}, "qpos": d.qpos.copy(),
+            "calls": calls}  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
+def test_an_agents_action_meets_the_terms_the_row_says(term, monkeypatch):
+    """A row's ``where`` says once where the term acts. Estimate, controller and command-shaping
+    terms act on the controller's commands (an agent's action replaces the controller, and the
+    seam's EXTERNAL mode runs none of their functions); force terms act on the model, so on
+    whatever command is applied: the controller's, after any term that shaped it, or an agent's.
+    Flown: the controller's commands thrust-shaped after the law, then the same commands sent
+    as an agent's actions; the model must receive the same commands, forces and wind, bit for
+    bit (the air terms read the applied command, not the law's)."""
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    from quadarm.runner import lifecycle
+
+    p = lifecycle.prepare(_load(term.trial))
+    assert isinstance(p, lifecycle.Prepared)
+    fly = _flight(p, step.FLY, None, monkeypatch)
+    agent = _flight(p, step.EXTERNAL, fly["ctrl"], monkeypatch)
+    ran = {f for f, n in agent["calls"].items() if n}
+    mine = set(term.functions)
+    if term.where == terms.FORCE and mine and not mine & ran:
+        _fail(f"{term.name}: a force term ({', '.join(sorted(mine))}) that an agent's action "
+              "does not meet: call it where EXTERNAL mode runs (step.before, step 6)")
+    if term.where != terms.FORCE and mine & ran:
+        _fail(f"{term.name}: where={term.where!r} in quadarm/terms.py, but "
+              f"{', '.join(sorted(mine & ran))} ran on an agent's action: say where="
+              "'force on the model', or run it inside step.control")
+    for name in ("ctrl", "xfrc", "wind", "thrust"):
+        if not np.array_equal(fly[name], agent[name]):
+            k = int(np.flatnonzero((fly[name] != agent[name]).reshape(len(fly[name]), -1)
+                                   .any(axis=1))[0])
+            _fail(f"{term.name}: the model gets another {name} at sample {k} from an agent's "
+                  "action than from the same shaped controller command: a term on the model "
+                  "must read what is applied (ctrl, act), not the controller's own variables")
+    assert np.array_equal(fly["qpos"], agent["qpos"])
+
+
+def _items(text: str) -> dict[int, str]:
+    """The numbered items (``1.`` to ``9.``) of the first list in ``text``."""
+    out: dict[int, str] = {}
+    n = 0
+    for line in text.splitlines():
+        m = re.match(r"^\s*(\d)\. (.*)", line)
+        if m:
+            n = int(m.group(1))
+            out[n] = m.group(2)
+        elif n and line.startswith("   ") and line.strip():
+            out[n] += " " + line.strip()
+        elif n and not line.strip():
+            continue
+        elif n:
+            break
+    return out
+
+
+def _step_lists() -> dict[str, dict[int, str]]:
+    arch = (ROOT / "docs" / "architecture.md").read_text()
+    where = arch.split("### Where a term runs in the step")[1].split("\n### ")[0]
+    return {"docs/architecture.md ('Where a term runs')": _items(where),
+            "quadarm/runner/step.py (docstring)": _items(step.__doc__ or "")}
+
+
+@pytest.mark.parametrize("term", [t for t in terms.TERMS if t.functions],
+                         ids=[t.name for t in terms.TERMS if t.functions])
+def test_the_step_lists_name_the_rows_functions_where_they_run(term):
+    """The list of where a term runs, in the docs and in the seam's docstring, is checked
+    against the rows: each seam function of a row is named in an item its ``where`` allows."""
+    allowed = terms.STEP_ITEMS[term.where]
+    for place, items in _step_lists().items():
+        assert sorted(items) == [1, 2, 3, 4, 5, 6], f"{place}: not the six items of the step"
+        for f in term.functions:
+            found = [n for n, text in items.items()
+                     if re.search(rf"(?<![\w]){re.escape(f)}(?![\w])", text)]
+            if not set(found) & set(allowed):
+                _fail(f"{place}: {term.name}'s seam function {f} is not named in item "
+                      f"{' or '.join(map(str, allowed))} of the step's list (where="
+                      f"{term.where!r}): name it there")
+
+
+def test_the_records_section_names_every_field():
+    """docs/architecture.md's "Records": the table names every field of ``Params`` and
+    ``State`` with its record's type, and the text every field of ``Log``."""
+    arch = (ROOT / "docs" / "architecture.md").read_text()
+    section = arch.split("\n### Records\n")[1].split("\n### ")[0]
+    table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
+    for record in (step.Params, step.State):
+        hints = typing.get_type_hints(record, globalns=vars(step), localns=vars(step))
+        for f in record._fields:
+            kind = hints[f]
+            if f"`{f}`" not in table:
+                _fail(f"docs/architecture.md ('Records'): the table has no {record.__name__}."
+                      f"{f}: add `{f}` to its row")
+            if hasattr(kind, "_fields") and f"`{kind.__name__}`" not in table:
+                _fail(f"docs/architecture.md ('Records'): the table does not name "
+                      f"{record.__name__}.{f}'s record `{kind.__name__}`: add it to its row")
+    for f in step.Log._fields:
+        if f"`{f}`" not in section:
+            _fail(f"docs/architecture.md ('Records'): Log.{f} is not named: add `{f}` to the "
+                  "`Log` line")
