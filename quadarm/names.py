@@ -65,10 +65,16 @@ def target_phase(j: int) -> str:
 _TARGET = re.compile(r"^target_\d+$")
 
 
+# scenario=replay reports one phase per measured column it compares (quadarm.results.replaylog.
+# measured_names): the tip, the hub, and a servo-driven tendon's tension and servo torque.
+_COMPARED = re.compile(r"^(tip_[xyz]|[xyz]|tension_[a-z]_n|servo_[a-z]_torque_nm)$")
+
+
 def known_phase(phase: str) -> bool:
     """Whether ``phase`` is a phase name of this module (:data:`PHASES`, ``after_<t>s``,
-    ``target_<j>``)."""
-    return phase in PHASES or after_time_of(phase) is not None or bool(_TARGET.match(phase))
+    ``target_<j>``, a time-series column a replay compares)."""
+    return (phase in PHASES or after_time_of(phase) is not None or bool(_TARGET.match(phase))
+            or bool(_COMPARED.match(phase)))
 
 
 def canonical_phase(phase: str) -> str:

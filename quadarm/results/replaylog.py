@@ -35,6 +35,11 @@ MAX_DT = 0.5  # s: a log's median step above it is not in seconds (wrong unit?)
 MAX_POSITION = 100.0  # m: a position beyond it is not in metres
 MAX_LENGTH = 10.0  # m: a tendon length command beyond it is not in metres
 MAX_TENSION = 1e4  # N
+# A log shipped with the package (package data): quadarm's own 1.5 s held bend of prb12
+# (mu = 1, beta = 0, its 1 s ramp), its time series at 100 Hz (every fifth sample) with the
+# references, the hub and tip positions and the three tendon tensions. It is the replay's
+# example (docs/replay.md) and the trial the scenario conformance tests fly.
+SAMPLE_LOG = Path(__file__).resolve().parents[1] / "data" / "replay" / "held_bend_prb12.csv"
 
 
 @dataclass(frozen=True)

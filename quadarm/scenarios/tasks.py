@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from quadarm.config import SCENARIOS
+from quadarm.results import replaylog
 from quadarm.scenarios import estimates, get
 from quadarm.scenarios.common import Metric, Plan, Pulse, Scenario
 
@@ -207,7 +208,7 @@ class Reach(Task):
 class Trace(Task):
     """A tip path: in the arm-alone mode it must stay in the workspace."""
 
-    trial: tuple[str, ...] = ("scenario.speed=0.4", "scenario.lead_in=0.5", "scenario.tail=0.2")
+    trial: tuple[str, ...] = ("scenario.speed=0.4", "scenario.lead_in=1.5", "scenario.tail=0.2")
 
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.tip import check_workspace
@@ -240,7 +241,7 @@ TASKS: dict[str, Task] = {
     "trace": Trace("trace", pace="scenario.speed"),
     "payload": Payload("payload"),
     "pick_place": PickPlace("pick_place", pace="scenario.move_time"),
-    "replay": Task("replay"),
+    "replay": Task("replay", trial=(f"scenario.log={replaylog.SAMPLE_LOG}",)),
 }
 
 
