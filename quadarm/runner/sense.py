@@ -67,7 +67,8 @@ N_LOG = 7 + 6 + N_ERR  # a logged estimate row: qpos (7), qvel (6) of the vehicl
 # With ``sensing.uncertainty`` (or arm IMU samples asked for) the row goes on: the vehicle EKF's
 # covariance diagonal (15: dp, dv (m, m/s), dtheta (rad), b_g, b_a), its NEES over position,
 # velocity and attitude (9 degrees of freedom), the shape estimator's tip covariance (6: xx yy zz
-# xy xz yz, m^2, vehicle axes) and its tip NEES (3 degrees of freedom; NaN without arm IMUs);
+# xy xz yz, m^2, vehicle axes) and its tip NEES (2 degrees of freedom: the error across the arm,
+# armfilter.tip_stats; NaN without arm IMUs);
 # then, with ``sensing.arm_imu.log``, each arm IMU's delivered sample (gyro, accel: 6 each).
 U_PDIAG, U_NEES, U_TIP = N_LOG, N_LOG + ekf.NE, N_LOG + ekf.NE + 1
 N_UNC = ekf.NE + 1 + armfilter.N_TIPLOG

@@ -384,8 +384,8 @@ def imu_truth(sp, th, thd, links, qpos, qvel, gx: float, gy: float, gz: float, r
         truth[o + 1] = work[w + 1] * tx + work[w + 4] * ty + work[w + 7] * tz
         truth[o + 2] = work[w + 2] * tx + work[w + 5] * ty + work[w + 8] * tz
         pv = prev[j]
-        if first:
-            ax, ay, az = gx, gy, gz  # no period yet: at rest
+        if first:  # no period yet: zero acceleration, as the vehicle IMU's first sample
+            ax, ay, az = 0.0, 0.0, 0.0
         else:
             ax, ay, az = (vwx - pv[0]) / dt, (vwy - pv[1]) / dt, (vwz - pv[2]) / dt
         if first:
