@@ -83,7 +83,10 @@ class Sense(NamedTuple):
     pre-drawn white noise and bias (nsim, n_samples, dim); ``ekf`` (nsim, N_EKF); the shape
     model ``sp`` (nsim, n_sp), quasi-static table ``tab`` (nsim, rows, 1 + N), ``prof`` (0, 1),
     weights ``wts`` (nsim, 2); hinge ``hq``/``hv`` (2 N,) qpos/qvel addresses; flange sensor
-    addresses ``ft_adr`` (2,) (-1: none); the tip site and the vehicle's gravity (3,).
+    addresses ``ft_adr`` (2,) (-1: none); the tip site; ``q0`` (nq,) the estimated qpos
+    before any sample (:func:`quadarm.sensing.shape.initial_estimate`: the world's own
+    coordinates, a free payload's, are not estimated and hold the model's ``qpos0``); the
+    vehicle's start positions ``start`` (nsim, 3) m.
     The dynamic shape estimator (:mod:`quadarm.sensing.armfilter`, trials with arm IMUs:
     ``aon`` (nsim,) bool): ``unc``/``alog`` (nsim,) whether the filters' uncertainty and the
     arm IMU samples are logged; the arm IMUs' channel ``ach`` (nsim, N_CHANNEL), noise and bias
@@ -114,6 +117,7 @@ class Sense(NamedTuple):
     hv: np.ndarray
     ft_adr: np.ndarray
     tip_site: int
+    q0: np.ndarray
     start: np.ndarray
     sig0: np.ndarray
     caps: np.ndarray
@@ -503,9 +507,10 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
     on = np.array([not held and not p.cfg.sensing.exact for p in preps])
     m = preps[0].built.model
     n_links = preps[0].cfg.arm.segments if on.any() else 0
-    if on.any() and m.nq != 7 + 2 * n_links:
-        raise ValueError(f"sensing={preps[0].cfg.sensing.preset}: the estimator covers the "
-                         "free-flying vehicle and its 2-hinge links only")
+    extra = shape.uncovered_arm_joints(m, n_links) if on.any() else []
+    if extra:  # quadarm.preflight.check_sensed_model refuses it first, naming the key
+        raise ValueError(f"sensing={preps[0].cfg.sensing.preset}: the estimators cover the "
+                         f"vehicle and its links' two bend hinges, not the arm joints {extra}")
     chans = []
     for p, o in zip(preps, on, strict=True):
         cfg = p.cfg.sensing if o else SensingConfig(preset="ideal")
@@ -543,8 +548,10 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
                     dtype=np.int64)
     start = np.array([p.plan.start for p in preps], dtype=float)
     sig0 = np.stack([ekf.initial_sigma(p.cfg.sensing) for p in preps])
+    q0 = shape.initial_estimate(m, n_links) if on.any() else np.zeros(m.nq)
     return Sense(on=on, ch=ch, **drawn, ekf=eprm, sp=sp, tab=tab, prof=shape.NO_PROFILE,
-                 wts=wts, hq=hq, hv=hv, ft_adr=ft_adr, tip_site=int(b0.tip_site), start=start,
+                 wts=wts, hq=hq, hv=hv, ft_adr=ft_adr, tip_site=int(b0.tip_site), q0=q0,
+                 start=start,
                  sig0=sig0, caps=caps, n_links=n_links, **_arm_records(preps, on, n_links))
 
 
@@ -630,7 +637,7 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
     pm = z((ns, ekf.NP))
     for j in range(ekf.NE):
         pm[:, j * ekf.NE + j] = sn.sig0[:, j] ** 2
-    q0 = z((ns, nq))
+    q0 = np.tile(sn.q0, (ns, 1)) if sn.q0.shape[0] == nq else z((ns, nq))
     q0[:, :3] = sn.start
     q0[:, 3] = 1.0
     nh, nl = sn.hq.size, max(sn.n_links, 1)
