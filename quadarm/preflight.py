@@ -267,6 +267,7 @@ def check_config(job_cfg: Config) -> None:
     built = models[0] if models else None
     if not job_cfg.sensing.exact:
         check_sensed_model(job_cfg, built)
+        check_align(job_cfg)
     from quadarm import plausible
 
     plausible.check(job_cfg, built)  # a step the controller survives, a surface in reach
@@ -349,6 +350,16 @@ def check_sensed_model(cfg: Config, built: BuiltModel | None) -> None:
         raise ConfigError(key, value, f"the estimators cover the vehicle and its links' two "
                           f"bend hinges, not the arm's {len(extra)} other joints ({extra[0]} "
                           "...): fly it with sensing=exact")
+
+
+def check_align(cfg: Config) -> None:
+    """Refuse an alignment window (``sensing.align_s``) that does not end before the flight
+    does (``scenario.duration``): the filters would take the whole flight as still."""
+    align, duration = float(cfg.sensing.align_s), float(cfg.scenario.duration)
+    if align >= duration:
+        raise ConfigError("sensing.align_s", cfg.sensing.align_s, f"must be shorter than the "
+                          f"flight (scenario.duration = {duration:g} s): the window takes the "
+                          "vehicle and the arm as still")
 
 
 def check_bench(cfg: Config) -> None:

@@ -38,7 +38,7 @@ from quadarm.model import build, names
 from quadarm.runner import jit
 from quadarm.runner.lifecycle import Prepared
 from quadarm.sensing import armfilter, ekf, noise, sensors, shape
-from quadarm.sensing.config import SensingConfig, arm_imu_links, period_of
+from quadarm.sensing.config import SensingConfig, arm_imu_links, period_of, steps_of
 
 channel_step = jit.inline(sensors.channel_step)
 ekf_predict = jit.inline(ekf.ekf_predict)
@@ -48,10 +48,12 @@ shape_forward = jit.inline(shape.forward)
 shape_points = jit.inline(shape.points)
 jit.inline(ekf.propagate)
 jit.inline(ekf.update_position)
+jit.inline(ekf.align)
 arm_imu_truth = jit.inline(armfilter.imu_truth)
 arm_predict = jit.inline(armfilter.predict)
 arm_measure = jit.inline(armfilter.measure)
 arm_update = jit.inline(armfilter.update)
+arm_still = jit.inline(armfilter.still)
 arm_hinges = jit.inline(armfilter.hinge_angles)
 arm_tip_stats = jit.inline(armfilter.tip_stats)
 jit.inline(armfilter.columns)
@@ -359,7 +361,10 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
         arm_measure(sp, sn.tab[i], sn.aphi[i], sn.acdd[i], af, sn.alinks, x, wb, fv, uin, th,
                     work, out, ss.acol[i], ct, ss.akin[i], ss.akinc[i], ss.adl[i],
                     ss.adlc[i], ss.atipv[i], ss.atipc[i], ss.ahz[i], ss.ahm[i])
-        arm_update(x, p, z, ss.ahz[i], ss.ahm[i], af, ss.axb[i], ss.apht[i])
+        still = k < af[armfilter.F_ALIGN]  # the alignment window: the arm hangs still
+        arm_update(x, p, z, ss.ahz[i], ss.ahm[i], af, ss.axb[i], ss.apht[i], still)
+        if still:
+            arm_still(x, p, af, ss.apht[i])
         arm_hinges(sn.tab[i], sn.aphi[i], x, th)
         col = ss.acol[i]
         nc = col.shape[0]
@@ -615,7 +620,8 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> dic
         f, g, q, cdd, sig = armfilter.filter_arrays(phi, aq, av, bg, cfg, ni, period)
         e = p.cfg.sensing.encoder
         enc_var = e.noise ** 2 + e.resolution ** 2 / 12.0 + e.bias ** 2
-        afv = armfilter.scalar_params(cfg, enc_var, n_links, ni, period, r0, gravity)
+        align = steps_of(p.cfg.sensing.align_s, dt) if a else 0
+        afv = armfilter.scalar_params(cfg, enc_var, n_links, ni, period, r0, gravity, align)
         rows.append((afv, phi, f, g, q, cdd, sig))
     ach = np.stack([c.prm for c in chans])
     white = _pad3([c.white for c in chans], 6 * ni)
@@ -647,7 +653,7 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
     last = {s: z((ns, noise.DIMS[n])) for n, s in zip(SENSORS, SHORT, strict=True)}
     return SenseState(
         **rings, **last, truth=z((ns, 6)), prev=z((ns, 7)), x=x, p=pm,
-        ring=z((ns, caps[5], ekf.R_STRIDE)), meta=z((ns, 1)), work=z((ns, ekf.WORK)), q=q0,
+        ring=z((ns, caps[5], ekf.R_STRIDE)), meta=z((ns, ekf.META)), work=z((ns, ekf.WORK)), q=q0,
         v=z((ns, nv)), sd=z((ns, nsd)), c=z((ns, 2)), th=z((ns, nh)), th_prev=z((ns, nh)),
         th_true=z((ns, nh)), swork=z((ns, shape.W_STRIDE * nl)),
         sscratch=z((ns, shape.scratch_size(0, table=True))), meas=z((ns, 12)),

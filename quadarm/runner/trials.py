@@ -181,7 +181,8 @@ def trial_id(cfg: Config) -> str:
         skip += ("sensing.arm_imu.",)
     flat = {k: v for k, v in flatten(cfg).items()
             if not k.startswith(skip) and not (k == "world.payload" and v is None)
-            and not (k == "sensing.uncertainty" and v is False)}
+            and not (k == "sensing.uncertainty" and v is False)
+            and not (k == "sensing.align_s" and v == 0.0)}
     blob = json.dumps(flat, sort_keys=True, default=str).encode()
     return hashlib.sha1(blob).hexdigest()[:16]
 
