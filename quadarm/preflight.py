@@ -267,6 +267,7 @@ def check_config(job_cfg: Config) -> None:
     built = models[0] if models else None
     if not job_cfg.sensing.exact:
         check_sensed_model(job_cfg, built)
+        check_align(job_cfg)
     from quadarm import plausible
 
     plausible.check(job_cfg, built)  # a step the controller survives, a surface in reach
@@ -333,20 +334,32 @@ def check_size(job_cfg: Config) -> None:
 
 
 def check_sensed_model(cfg: Config, built: BuiltModel | None) -> None:
-    """Refuse a sensed job whose model has degrees of freedom beyond the vehicle and the arm's
-    hinges (a free object: ``world.payload``, a sprung surface): the estimator of
-    :mod:`quadarm.runner.sense` covers the free-flying vehicle and its 2-hinge links only, and
-    would otherwise fail at the first trial."""
+    """Refuse a sensed job whose arm has joints the estimators of :mod:`quadarm.runner.sense`
+    do not estimate (:func:`quadarm.sensing.shape.uncovered_arm_joints`: they cover the
+    free-flying vehicle and its links' two bend hinges), which would otherwise fail at the
+    first trial. The world's own coordinates (a free payload, a sprung surface) are allowed:
+    the estimators treat them as an unmodelled load."""
     from quadarm.runner.lifecycle import build_model
+    from quadarm.sensing.shape import uncovered_arm_joints
 
     model = (built if built is not None else build_model(cfg)).model
-    links = int(getattr(cfg.arm, "segments", 0))
-    extra = model.nq - (7 + 2 * links)
-    if extra != 0:
-        raise ConfigError("sensing", cfg.sensing.preset,
-                          f"the estimator covers the free-flying vehicle and its 2-hinge links "
-                          f"only, and this model has {extra} more position coordinates (a free "
-                          "object or a sprung surface of the world): fly it with sensing=exact")
+    extra = uncovered_arm_joints(model, int(getattr(cfg.arm, "segments", 0)))
+    if extra:
+        key = "arm.torsion" if getattr(cfg.arm, "torsion", False) else "sensing"
+        value = cfg.arm.torsion if key == "arm.torsion" else cfg.sensing.preset
+        raise ConfigError(key, value, f"the estimators cover the vehicle and its links' two "
+                          f"bend hinges, not the arm's {len(extra)} other joints ({extra[0]} "
+                          "...): fly it with sensing=exact")
+
+
+def check_align(cfg: Config) -> None:
+    """Refuse an alignment window (``sensing.align_s``) that does not end before the flight
+    does (``scenario.duration``): the filters would take the whole flight as still."""
+    align, duration = float(cfg.sensing.align_s), float(cfg.scenario.duration)
+    if align >= duration:
+        raise ConfigError("sensing.align_s", cfg.sensing.align_s, f"must be shorter than the "
+                          f"flight (scenario.duration = {duration:g} s): the window takes the "
+                          "vehicle and the arm as still")
 
 
 def check_bench(cfg: Config) -> None:

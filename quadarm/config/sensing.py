@@ -135,6 +135,11 @@ class SensingConfig:
     # The filters' uncertainty into the results: the vehicle EKF's covariance diagonal and the
     # shape estimator's tip covariance in the time series, their NEES per phase in the metrics.
     uncertainty: bool = False
+    # The alignment window (s): for the first align_s seconds of the flight the vehicle and
+    # the arm are taken as still (a hover or a rest), and the filters estimate the IMUs' turn-on
+    # biases from it (the vehicle's gyro, the arm IMUs' gyros and accelerometers; docs/sensing.md,
+    # "Alignment"). 0: none (every shipped preset).
+    align_s: float = 0.0
 
     @property
     def exact(self) -> bool:
@@ -319,18 +324,23 @@ def check(cfg: SensingConfig, timestep: float) -> None:
             if f.name == "latency" and value > LATENCY_MAX:
                 raise ConfigError(key, value, f"must be at most {LATENCY_MAX:g} s "
                                   "(sensing.config.LATENCY_MAX)")
-    _check_arm_imu(cfg.arm_imu, physics_rate)
+    _check_arm_imu(cfg.arm_imu, physics_rate, cfg.arm_imus)
+    _non_negative("sensing.align_s", cfg.align_s)
     if cfg.imu.latency > cfg.position.latency:
         raise ConfigError("sensing.imu.latency", cfg.imu.latency,
                           "must be at most sensing.position.latency (the EKF applies a "
                           "position fix at its stamp, which must not lie ahead of the IMU)")
 
 
-def _check_arm_imu(a: ArmImuConfig, physics_rate: float) -> None:
-    """``sensing.arm_imu``'s range checks (its rate and noise like the vehicle IMU's)."""
+def _check_arm_imu(a: ArmImuConfig, physics_rate: float, on: bool) -> None:
+    """``sensing.arm_imu``'s range checks (its rate and noise like the vehicle IMU's; ``on``:
+    arm IMUs are carried, and then their noise densities must be > 0: no real IMU is
+    noiseless, and the shape filter weighs each sample by its noise)."""
     for f in fields(ImuConfig):
         key, value = f"sensing.arm_imu.{f.name}", getattr(a, f.name)
-        if f.name == "rate":
+        if on and f.name in ("gyro_noise", "accel_noise"):
+            _positive(key, value)
+        elif f.name == "rate":
             _positive(key, value)
             ratio = physics_rate / value
             if value > physics_rate * (1 + 1e-12) or abs(ratio - round(ratio)) > 1e-9 * ratio:

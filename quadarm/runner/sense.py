@@ -38,7 +38,7 @@ from quadarm.model import build, names
 from quadarm.runner import jit
 from quadarm.runner.lifecycle import Prepared
 from quadarm.sensing import armfilter, ekf, noise, sensors, shape
-from quadarm.sensing.config import SensingConfig, arm_imu_links, period_of
+from quadarm.sensing.config import SensingConfig, arm_imu_links, period_of, steps_of
 
 channel_step = jit.inline(sensors.channel_step)
 ekf_predict = jit.inline(ekf.ekf_predict)
@@ -48,10 +48,12 @@ shape_forward = jit.inline(shape.forward)
 shape_points = jit.inline(shape.points)
 jit.inline(ekf.propagate)
 jit.inline(ekf.update_position)
+jit.inline(ekf.align)
 arm_imu_truth = jit.inline(armfilter.imu_truth)
 arm_predict = jit.inline(armfilter.predict)
 arm_measure = jit.inline(armfilter.measure)
 arm_update = jit.inline(armfilter.update)
+arm_still = jit.inline(armfilter.still)
 arm_hinges = jit.inline(armfilter.hinge_angles)
 arm_tip_stats = jit.inline(armfilter.tip_stats)
 jit.inline(armfilter.columns)
@@ -67,7 +69,8 @@ N_LOG = 7 + 6 + N_ERR  # a logged estimate row: qpos (7), qvel (6) of the vehicl
 # With ``sensing.uncertainty`` (or arm IMU samples asked for) the row goes on: the vehicle EKF's
 # covariance diagonal (15: dp, dv (m, m/s), dtheta (rad), b_g, b_a), its NEES over position,
 # velocity and attitude (9 degrees of freedom), the shape estimator's tip covariance (6: xx yy zz
-# xy xz yz, m^2, vehicle axes) and its tip NEES (3 degrees of freedom; NaN without arm IMUs);
+# xy xz yz, m^2, vehicle axes) and its tip NEES (2 degrees of freedom: the error across the arm,
+# armfilter.tip_stats; NaN without arm IMUs);
 # then, with ``sensing.arm_imu.log``, each arm IMU's delivered sample (gyro, accel: 6 each).
 U_PDIAG, U_NEES, U_TIP = N_LOG, N_LOG + ekf.NE, N_LOG + ekf.NE + 1
 N_UNC = ekf.NE + 1 + armfilter.N_TIPLOG
@@ -82,7 +85,10 @@ class Sense(NamedTuple):
     pre-drawn white noise and bias (nsim, n_samples, dim); ``ekf`` (nsim, N_EKF); the shape
     model ``sp`` (nsim, n_sp), quasi-static table ``tab`` (nsim, rows, 1 + N), ``prof`` (0, 1),
     weights ``wts`` (nsim, 2); hinge ``hq``/``hv`` (2 N,) qpos/qvel addresses; flange sensor
-    addresses ``ft_adr`` (2,) (-1: none); the tip site and the vehicle's gravity (3,).
+    addresses ``ft_adr`` (2,) (-1: none); the tip site; ``q0`` (nq,) the estimated qpos
+    before any sample (:func:`quadarm.sensing.shape.initial_estimate`: the world's own
+    coordinates, a free payload's, are not estimated and hold the model's ``qpos0``); the
+    vehicle's start positions ``start`` (nsim, 3) m.
     The dynamic shape estimator (:mod:`quadarm.sensing.armfilter`, trials with arm IMUs:
     ``aon`` (nsim,) bool): ``unc``/``alog`` (nsim,) whether the filters' uncertainty and the
     arm IMU samples are logged; the arm IMUs' channel ``ach`` (nsim, N_CHANNEL), noise and bias
@@ -113,6 +119,7 @@ class Sense(NamedTuple):
     hv: np.ndarray
     ft_adr: np.ndarray
     tip_site: int
+    q0: np.ndarray
     start: np.ndarray
     sig0: np.ndarray
     caps: np.ndarray
@@ -354,7 +361,10 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
         arm_measure(sp, sn.tab[i], sn.aphi[i], sn.acdd[i], af, sn.alinks, x, wb, fv, uin, th,
                     work, out, ss.acol[i], ct, ss.akin[i], ss.akinc[i], ss.adl[i],
                     ss.adlc[i], ss.atipv[i], ss.atipc[i], ss.ahz[i], ss.ahm[i])
-        arm_update(x, p, z, ss.ahz[i], ss.ahm[i], af, ss.axb[i], ss.apht[i])
+        still = k < af[armfilter.F_ALIGN]  # the alignment window: the arm hangs still
+        arm_update(x, p, z, ss.ahz[i], ss.ahm[i], af, ss.axb[i], ss.apht[i], still)
+        if still:
+            arm_still(x, p, af, ss.apht[i])
         arm_hinges(sn.tab[i], sn.aphi[i], x, th)
         col = ss.acol[i]
         nc = col.shape[0]
@@ -502,9 +512,10 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
     on = np.array([not held and not p.cfg.sensing.exact for p in preps])
     m = preps[0].built.model
     n_links = preps[0].cfg.arm.segments if on.any() else 0
-    if on.any() and m.nq != 7 + 2 * n_links:
-        raise ValueError(f"sensing={preps[0].cfg.sensing.preset}: the estimator covers the "
-                         "free-flying vehicle and its 2-hinge links only")
+    extra = shape.uncovered_arm_joints(m, n_links) if on.any() else []
+    if extra:  # quadarm.preflight.check_sensed_model refuses it first, naming the key
+        raise ValueError(f"sensing={preps[0].cfg.sensing.preset}: the estimators cover the "
+                         f"vehicle and its links' two bend hinges, not the arm joints {extra}")
     chans = []
     for p, o in zip(preps, on, strict=True):
         cfg = p.cfg.sensing if o else SensingConfig(preset="ideal")
@@ -542,8 +553,10 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
                     dtype=np.int64)
     start = np.array([p.plan.start for p in preps], dtype=float)
     sig0 = np.stack([ekf.initial_sigma(p.cfg.sensing) for p in preps])
+    q0 = shape.initial_estimate(m, n_links) if on.any() else np.zeros(m.nq)
     return Sense(on=on, ch=ch, **drawn, ekf=eprm, sp=sp, tab=tab, prof=shape.NO_PROFILE,
-                 wts=wts, hq=hq, hv=hv, ft_adr=ft_adr, tip_site=int(b0.tip_site), start=start,
+                 wts=wts, hq=hq, hv=hv, ft_adr=ft_adr, tip_site=int(b0.tip_site), q0=q0,
+                 start=start,
                  sig0=sig0, caps=caps, n_links=n_links, **_arm_records(preps, on, n_links))
 
 
@@ -607,7 +620,8 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> dic
         f, g, q, cdd, sig = armfilter.filter_arrays(phi, aq, av, bg, cfg, ni, period)
         e = p.cfg.sensing.encoder
         enc_var = e.noise ** 2 + e.resolution ** 2 / 12.0 + e.bias ** 2
-        afv = armfilter.scalar_params(cfg, enc_var, n_links, ni, period, r0, gravity)
+        align = steps_of(p.cfg.sensing.align_s, dt) if a else 0
+        afv = armfilter.scalar_params(cfg, enc_var, n_links, ni, period, r0, gravity, align)
         rows.append((afv, phi, f, g, q, cdd, sig))
     ach = np.stack([c.prm for c in chans])
     white = _pad3([c.white for c in chans], 6 * ni)
@@ -629,7 +643,7 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
     pm = z((ns, ekf.NP))
     for j in range(ekf.NE):
         pm[:, j * ekf.NE + j] = sn.sig0[:, j] ** 2
-    q0 = z((ns, nq))
+    q0 = np.tile(sn.q0, (ns, 1)) if sn.q0.shape[0] == nq else z((ns, nq))
     q0[:, :3] = sn.start
     q0[:, 3] = 1.0
     nh, nl = sn.hq.size, max(sn.n_links, 1)
@@ -639,7 +653,7 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
     last = {s: z((ns, noise.DIMS[n])) for n, s in zip(SENSORS, SHORT, strict=True)}
     return SenseState(
         **rings, **last, truth=z((ns, 6)), prev=z((ns, 7)), x=x, p=pm,
-        ring=z((ns, caps[5], ekf.R_STRIDE)), meta=z((ns, 1)), work=z((ns, ekf.WORK)), q=q0,
+        ring=z((ns, caps[5], ekf.R_STRIDE)), meta=z((ns, ekf.META)), work=z((ns, ekf.WORK)), q=q0,
         v=z((ns, nv)), sd=z((ns, nsd)), c=z((ns, 2)), th=z((ns, nh)), th_prev=z((ns, nh)),
         th_true=z((ns, nh)), swork=z((ns, shape.W_STRIDE * nl)),
         sscratch=z((ns, shape.scratch_size(0, table=True))), meas=z((ns, 12)),

@@ -183,7 +183,8 @@ def trial_id(cfg: Config) -> str:
     flat = {k: v for k, v in flatten(cfg).items()
             if not k.startswith(skip) and not (k == "world.payload" and v is None)
             and not (k == "sensing.uncertainty" and v is False)
-            and not (k == "arm.servo" and v is None)}
+            and not (k == "arm.servo" and v is None)
+            and not (k == "sensing.align_s" and v == 0.0)}
     if isinstance(flat.get("arm.sections"), str):
         flat["arm.sections"] = _sections_before_their_new_keys(flat["arm.sections"])
     if cfg.scenario.kind == "replay":  # the log is the trial's input: its bytes, not its name

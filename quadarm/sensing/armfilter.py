@@ -53,8 +53,22 @@ except ImportError:  # pragma: no cover - numba is optional
 # Scalar parameter vector (af): sizes, the filter period (s), the measurement variances
 # (encoder m^2, gyro (rad/s)^2, accel (m/s^2)^2 per sample), the hinge-0 offset from the vehicle
 # origin (m, vehicle axes) and |g| (m/s^2).
+# Then the alignment window (sensing.align_s): F_ALIGN its physics steps (0: none), F_RSV and
+# F_RSE the variances of its still-arm pseudo-measurements (shape rates (rad/s)^2, swing modes
+# rad^2: ALIGN_RATE^2, ALIGN_SWING^2), F_RENC0 the tendon lengths' variance in it (m^2: the
+# encoders' own, without length_model: a still arm is in its quasi-static family).
 F_NL, F_M, F_NI, F_DT, F_RENC, F_RGYR, F_RACC, F_R0, F_G, F_GATE = 0, 1, 2, 3, 4, 5, 6, 7, 10, 11
-N_AF = 12
+F_ALIGN, F_RSV, F_RSE, F_RENC0 = 12, 13, 14, 15
+N_AF = 16
+# The alignment window takes the arm as hanging still, its shape rates zero within ALIGN_RATE
+# (rad/s) and its swing modes within ALIGN_SWING (rad): the still arm's tilt is then the
+# encoders' quasi-static bend, so the accelerometers' and gyros' readings beyond it are their
+# biases. Chosen a priori for an arm at rest, not fitted. A realistic hover swings it more
+# (measured, seed 0, its first 3 s: each hinge 7 mrad RMS about its mean, the hinges' sum
+# 22 mrad, hinge rates up to 41 mrad/s), so there the pinning is tighter than the truth: the
+# window's shape NEES is large (docs/sensing.md, "Alignment").
+ALIGN_RATE = 0.02
+ALIGN_SWING = 0.005
 N_U = 4  # the filter's inputs: dg_x, dg_y (m/s^2), dw_x, dw_y (rad/s^2)
 H_TABLE = 1e-6  # rad: central-difference step of the table's bend coordinates
 # The shape NEES and tip covariance the filter logs (quadarm.runner.sense): cov xx yy zz xy xz
@@ -203,10 +217,11 @@ def filter_arrays(phi: np.ndarray, aq: np.ndarray, av: np.ndarray, bg: np.ndarra
 
 
 def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, period: float,
-                  r0: np.ndarray, gravity: float) -> np.ndarray:
+                  r0: np.ndarray, gravity: float, align_steps: int = 0) -> np.ndarray:
     """The filter's scalar parameters (N_AF,) (layout F_*): the measurement variances per
     sample are the sensors' own white noise (density^2 / T), with the accelerometer's model
-    error ``accel_model`` added (the biases are states)."""
+    error ``accel_model`` added (the biases are states); ``align_steps`` the alignment
+    window's physics steps (:func:`still`)."""
     out = np.zeros(N_AF)
     out[F_NL], out[F_M], out[F_NI], out[F_DT] = n_links, cfg.modes, n_imu, period
     out[F_RENC] = max(enc_var, 1e-12) + cfg.length_model ** 2
@@ -215,6 +230,9 @@ def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, p
     out[F_R0:F_R0 + 3] = r0
     out[F_G] = gravity
     out[F_GATE] = cfg.gate
+    out[F_ALIGN] = align_steps
+    out[F_RSV], out[F_RSE] = ALIGN_RATE ** 2, ALIGN_SWING ** 2
+    out[F_RENC0] = max(enc_var, 1e-12)
     return out
 
 
@@ -384,8 +402,8 @@ def imu_truth(sp, th, thd, links, qpos, qvel, gx: float, gy: float, gz: float, r
         truth[o + 1] = work[w + 1] * tx + work[w + 4] * ty + work[w + 7] * tz
         truth[o + 2] = work[w + 2] * tx + work[w + 5] * ty + work[w + 8] * tz
         pv = prev[j]
-        if first:
-            ax, ay, az = gx, gy, gz  # no period yet: at rest
+        if first:  # no period yet: zero acceleration, as the vehicle IMU's first sample
+            ax, ay, az = 0.0, 0.0, 0.0
         else:
             ax, ay, az = (vwx - pv[0]) / dt, (vwy - pv[1]) / dt, (vwz - pv[2]) / dt
         if first:
@@ -543,18 +561,19 @@ def measure(sp, tab, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp
 
 
 @register_jitable
-def update(x, p, z, hz, hm, af, xbar, pht) -> None:  # noqa: ANN001
+def update(x, p, z, hz, hm, af, xbar, pht, still: bool = False) -> None:  # noqa: ANN001
     """The measurements ``z`` (n_z,) one scalar at a time, each linearised at the prediction
     ``xbar`` (its innovation z_r - h_r(xbar) - H_r (x - xbar)), with its sensor's variance; with
     a gate g > 0, a scalar whose innovation exceeds g standard deviations is left out (a
-    force the model does not know, e.g. a push on the arm)."""
+    force the model does not know, e.g. a push on the arm). ``still``: in the alignment
+    window, the tendon lengths with the encoders' own variance (``F_RENC0``)."""
     nx = x.shape[0]
     gate = af[F_GATE]
     for i in range(nx):
         xbar[i] = x[i]
     for r in range(z.shape[0]):
         if r < 3:
-            var = af[F_RENC]
+            var = af[F_RENC0] if still else af[F_RENC]
         elif (r - 3) % 6 < 3:
             var = af[F_RGYR]
         else:
@@ -584,6 +603,28 @@ def update(x, p, z, hz, hm, af, xbar, pht) -> None:  # noqa: ANN001
             v = 0.5 * (p[i * nx + j] + p[j * nx + i])
             p[i * nx + j] = v
             p[j * nx + i] = v
+
+
+@register_jitable
+def still(x, p, af, pht) -> None:  # noqa: ANN001
+    """The alignment window's still-arm pseudo-measurements, after :func:`update`: every
+    shape rate c'_i = 0 (variance ``af[F_RSV]``) and every swing mode eta_j = 0 (``af[F_RSE]``),
+    scalar Kalman updates (H a unit row). With the arm's shape pinned to the encoders'
+    quasi-static bend, what its IMUs read beyond the still arm's gravity and the vehicle's
+    rate is their bias, which the filter's bias states take up. ``pht`` (n_x,) scratch."""
+    nx = x.shape[0]
+    nc = 2 + 2 * int(af[F_M])
+    for c in range(2, 2 * nc):  # the swing modes (2 .. n_c - 1), then every rate
+        var = af[F_RSE] if c < nc else af[F_RSV]
+        s = p[c * nx + c] + var
+        y = -x[c]
+        for i in range(nx):
+            pht[i] = p[i * nx + c]
+        for i in range(nx):
+            ki = pht[i] / s
+            x[i] += ki * y
+            for j in range(nx):
+                p[i * nx + j] -= ki * pht[j]
 
 
 @register_jitable

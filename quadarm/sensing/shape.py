@@ -107,6 +107,31 @@ def hinge_qpos(model: mujoco.MjModel, n: int) -> np.ndarray:
                      for k in range(n) for a in "xy"], dtype=np.int64)
 
 
+def uncovered_arm_joints(model: mujoco.MjModel, n: int) -> list[str]:
+    """The names of the arm's joints the estimators do not estimate: every joint of the
+    vehicle's kinematic subtree (the body of joint 0, the vehicle's free joint) other than
+    that free joint and the ``n`` links' bend hinges (theta_x, theta_y), e.g. torsion hinges.
+    The world's own joints (a free payload, a sprung surface) are not the arm's: the
+    estimators treat them as an unmodelled load (see :func:`initial_estimate`)."""
+    root = int(model.body_rootid[model.jnt_bodyid[0]])
+    hinges = {names.link_joint(k, a) for k in range(n) for a in "xy"}
+    return [model.joint(j).name or str(j) for j in range(1, model.njnt)
+            if int(model.body_rootid[model.jnt_bodyid[j]]) == root
+            and model.joint(j).name not in hinges]
+
+
+def initial_estimate(model: mujoco.MjModel, n: int) -> np.ndarray:
+    """The estimated ``qpos`` (nq,) before any sample: zero on the vehicle's free joint and
+    the ``n`` links' hinges (the estimators write them), and the model's reference
+    configuration ``qpos0`` on every other coordinate (the world's: a free payload's pose, a
+    sprung surface's travel). Those are not estimated (the controllers never read them), and
+    ``qpos0`` keeps them a valid configuration (a unit quaternion)."""
+    q = np.array(model.qpos0, dtype=float)
+    q[0:7] = 0.0
+    q[hinge_qpos(model, n)] = 0.0
+    return q
+
+
 @register_jitable
 def forward(sp, th, work, out) -> None:  # noqa: ANN001
     """The measurements a shape would give: ``out`` (N_OUT,) = tendon lengths (m, 3) and the

@@ -176,3 +176,28 @@ def test_the_yaml_preset_is_the_vehicle_imus_datasheet_on_the_arm() -> None:
             assert getattr(cfg.arm_imu, f.name) == getattr(cfg.imu, f.name) == getattr(
                 sc.BMI088, f.name), f.name
     assert cfg.arm_imu.rate == 100.0 and cfg.uncertainty
+
+
+def test_first_arm_imu_sample_reads_the_at_rest_specific_force(chain) -> None:
+    # Issue 38 (4): at the first sample no period has passed, so the acceleration is taken as
+    # zero, as the vehicle IMU does (quadarm.runner.sense.imu_truth): the accelerometer reads
+    # -g in the link's axes (+|g| up for a level, hanging arm), not free fall. A second sample
+    # of the same still state, now a real period of zero acceleration, reads the same.
+    sp, fixed = chain
+    n = int(sp[shape.S_N])
+    rng = np.random.default_rng(3)
+    th, thd = rng.normal(0, 0.2, 2 * n), np.zeros(2 * n)
+    links = np.array([n // 2, n - 1])
+    qpos = np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    qvel = np.zeros(6)
+    g = np.array([0.0, 0.0, -9.81])
+    work, out = np.zeros(12 * n), np.zeros(6)
+    kin, dl, tipv = np.zeros((2, 6)), np.zeros(3), np.zeros(3)
+    prev, first, second = np.zeros((2, 12)), np.zeros(12), np.zeros(12)
+    args = (sp, th, thd, links, qpos, qvel, *g, np.zeros(3))
+    armfilter.imu_truth(*args, True, 0.01, work, out, kin, dl, tipv, prev, first)
+    armfilter.imu_truth(*args, False, 0.01, work, out, kin, dl, tipv, prev, second)
+    for j, k in enumerate(links):
+        rot = work[12 * k:12 * k + 9].reshape(3, 3)  # link to vehicle (= world: level)
+        np.testing.assert_allclose(first[6 * j + 3:6 * j + 6], rot.T @ -g, atol=1e-12)
+    np.testing.assert_allclose(first, second, atol=1e-12)
