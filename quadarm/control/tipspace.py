@@ -619,9 +619,12 @@ def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) ->
             dv = -(d00 * g_v - a01 * g_u) / det
             nu, nv = u + du, v + dv
             nm = math.sqrt(nu * nu + nv * nv)
-            if nm > mu_limit and mu >= mu_limit:
+            if nm > mu_limit and mu >= mu_limit and du * u + dv * v > 0.0:
                 # On the boundary and pushed outwards: slide along it (projecting the step
-                # back would stall, its tangential part being tiny).
+                # back would stall, its tangential part being tiny). A step that points
+                # inwards but overshoots through the disk (a target far beyond the arm's
+                # reach, where the residual dwarfs the curvature the Gauss-Newton model
+                # omits) is no push outwards: it is projected, and damping shortens it.
                 nm = mu_limit
                 nb = beta - g_b / (a_b * (1.0 + lam))
                 nu, nv = nm * math.cos(nb), nm * math.sin(nb)

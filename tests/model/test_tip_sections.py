@@ -224,6 +224,26 @@ def test_compiled_plain_and_batched_agree_with_the_bend_on_a_sections_arm(calibr
             assert np.array_equal(getattr(b, f), getattr(o.log, f))
 
 
+def test_the_closest_bend_to_a_target_beyond_reach_is_the_nearest_tip(calibrated):
+    """Targets 0.53 m below the hub and 0.15 m beside it (the shipped trace's circle, in the
+    hub frame), far beyond the calibrated arm's 0.22 m: the search starts on the bend limit,
+    where the Gauss-Newton step points inwards but overshoots through the disk of commands.
+    Taken for a push outwards, it slid along the limit and ended farther from the target than
+    the straight arm, at a bend that jumped from sample to sample (the trace's hub reference
+    then needed 163 deg of tilt). The reference: the nearest tip over a grid of bends."""
+    _, tm = calibrated
+    mus = np.linspace(0.0, tm.mu_cap, 21)
+    betas = np.linspace(0.0, 2 * np.pi, 36, endpoint=False)
+    grid = np.array([[tm.tip(m, b) for b in betas] for m in mus])  # (21, 36, 3)
+    for angle in (0.0, 2.5, 4.0):
+        target = np.array([0.15 * np.cos(angle), 0.15 * np.sin(angle), 1.074 - HUB[2]])
+        mu, beta, res = tm.inverse(target)
+        nearest = np.linalg.norm(grid - target, axis=2).min()
+        assert np.linalg.norm(res) <= nearest + 1e-6, (angle, mu, np.linalg.norm(res), nearest)
+        assert 0.0 < mu < tm.mu_cap  # the distance is smallest inside the limit
+        assert abs(np.angle(np.exp(1j * (beta - angle)))) < 0.1  # the bend leans at the target
+
+
 @pytest.mark.parametrize("arm", [CALIBRATED, TENSION], ids=["servo", "tension"])
 def test_the_tip_space_jobs_are_accepted_with_any_arm(arm):
     """What a multi-section arm was refused before ("reads the one-section arm's tip map",
