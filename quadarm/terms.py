@@ -128,7 +128,7 @@ TERMS: tuple[Term, ...] = (
          ("scenario=reach", "control.tip_gain=0.5", "control.tip_bend=true",
           "scenario.targets=[[0.08,0.0,1.074]]", "scenario.move_time=0.2",
           "scenario.dwell=0.1")),
-    Term("servo", (("arm.servo.stall_torque", None),), SHAPING, ("model/servo.py",),
+    Term("servo", (("arm.servo.stall_torque", None),), FORCE, ("model/servo.py",),
          ("servo_step", "servo_term"),
          ("Params.servo", "Log.servo"), "servo", ("docs/arm.md", "Servo model"),
          ("arm=ftdcr_v4", "arm.servo={stall_torque:0.3,speed:4.0}", "scenario=held_bend",

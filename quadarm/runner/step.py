@@ -22,7 +22,9 @@ this order at sample k of simulation i, each one a function of its own:
 4. the tendon command (:func:`tendon_term`: the plan's tensions, slack plans, the active
    damping ``damped_tensions``, then the low-pass :func:`tendon_lowpass`);
 5. log the commands (``ctrl``);
-6. before a step (k < last): the air terms (:func:`air_term`, ``air_terms``: gusts in
+6. with ``arm.servo``, the servo model (:func:`servo_step`, ``servo_term``: each modelled
+   servo's length command in ``ctrl``, whoever wrote it, becomes its horn's speed); then,
+   before a step (k < last), the air terms (:func:`air_term`, ``air_terms``: gusts in
    ``opt.wind``, the ground effect, downwash and force pulses in ``xfrc_applied``), driven by
    the thrusts the model applies (``ctrl``, whoever wrote it, or the lagged ``act``);
 

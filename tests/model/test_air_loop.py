@@ -163,7 +163,7 @@ def test_downwash_adds_to_the_pulse_on_a_link():
                          d.subtree_com, d.site_xpos, m.opt.wind, expected)
     prm, _ = step.params([p])
     st = step.one_state(d, m.opt.wind, prm)
-    st.law.u[0] = u
+    d.ctrl[built.rotor_actuators] = u  # the air terms read the applied commands
     for k, on in ((pulse.start - 1, False), (pulse.start, True), (pulse.stop, False)):
         step.air_term(k, prm, st, 0)
         forces = d.xfrc_applied[built.link_bodies, :3]

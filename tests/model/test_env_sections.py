@@ -108,7 +108,6 @@ def _vector(overrides):
 @pytest.mark.parametrize(("override", "key"), [
     (("arm.actuation=tension", "control.tendon_damping=0.1"), "control.tendon_damping"),
     (("arm.actuation=tension", "sensing=realistic"), "sensing.preset"),
-    (("arm.actuation=tension", "scenario=payload"), "scenario=payload"),
 ])
 def test_what_they_cannot_fly_is_refused_in_one_line(make, override, key):
     with pytest.raises(ValueError, match=rf"^{re.escape(key)}") as err:

@@ -346,13 +346,17 @@ def _flight(p, mode: int, sent: np.ndarray | None, monkeypatch) -> dict[str, np.
                 s_.data.ctrl[i, j] *= _sag(k)
 
     monkeypatch.setattr(step, "control", shaped)
-    rows: dict[str, list[np.ndarray]] = {"ctrl": [], "xfrc": [], "wind": [], "thrust": []}
+    rows: dict[str, list[np.ndarray]] = {"ctrl": [], "cmd": [], "xfrc": [], "wind": [],
+                                         "thrust": []}
     for k in range(p.plan.steps):
         p.task.events(k, p.plan, d.xfrc_applied, lambda: (m, d))
         if sent is not None:
             d.ctrl[:] = sent[k]
         step.before(k, prm, st, lg, 0)
-        rows["ctrl"].append(d.ctrl.copy())
+        rows["ctrl"].append(d.ctrl.copy())  # what the model applies in the coming step
+        # the commands as the seam logged them (step 5): an agent's action is one; a plant
+        # term (a servo model) may turn it into what the actuators apply after the log
+        rows["cmd"].append(lg.ctrl[k, 0].copy())
         rows["xfrc"].append(d.xfrc_applied.copy())
         rows["wind"].append(m.opt.wind.copy())
         rows["thrust"].append(st.air.thrust.copy())  # the thrusts the air terms drove with
@@ -379,7 +383,7 @@ def test_an_agents_action_meets_the_terms_the_row_says(term, monkeypatch):
     p = lifecycle.prepare(_load(term.trial))
     assert isinstance(p, lifecycle.Prepared)
     fly = _flight(p, step.FLY, None, monkeypatch)
-    agent = _flight(p, step.EXTERNAL, fly["ctrl"], monkeypatch)
+    agent = _flight(p, step.EXTERNAL, fly["cmd"], monkeypatch)
     ran = {f for f, n in agent["calls"].items() if n}
     mine = set(term.functions)
     if term.where == terms.FORCE and mine and not mine & ran:
