@@ -31,10 +31,9 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config, ConfigError, WorldObject
-from quadarm.config.sections import SectionArmConfig
-from quadarm.control.tipspace import GRID_MU, bent_pose, equilibrium
+from quadarm.control.tipspace import bent_pose
 from quadarm.control.trajectory import Reference, sigma
-from quadarm.model import BuiltModel, build
+from quadarm.model import BuiltModel
 from quadarm.model.allocation import total_mass
 from quadarm.model.buckling import arm_buckling_load
 from quadarm.model.world import normal_of, target
@@ -100,7 +99,8 @@ def expected_gap(cfg: Config, start: np.ndarray, mu: float) -> float:
     capsules and the tip ball, the least height above the face along the normal n of the
     point of each nearest the face (a capsule's nearer end less its radius, the ball's centre
     less its radius)."""
-    built, data = _at_rest(cfg, mu)
+    built, data = bent_pose(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map, mu,
+                            float(np.radians(cfg.scenario.beta_deg)))
     m = built.model
     obj = target(cfg.world, cfg.scenario.target)
     n = normal_of(obj)
@@ -120,28 +120,6 @@ def expected_gap(cfg: Config, start: np.ndarray, mu: float) -> float:
             height = float(centre @ n)
         gap = min(gap, height - radius - face)
     return float(gap)
-
-
-def _at_rest(cfg: Config, mu: float) -> tuple[BuiltModel, mujoco.MjData]:
-    """The fixed-base (level) unloaded arm at rest under the touch's bend: the tip map's
-    :func:`~quadarm.control.tipspace.bent_pose` for a one-section arm; for a multi-section
-    arm the same continuation in mu (its steps) on the plan's own commands
-    (:func:`quadarm.scenarios.drive.bend_rows`: each section's plan, the servos' commands)."""
-    beta = float(np.radians(cfg.scenario.beta_deg))
-    if not isinstance(cfg.arm, SectionArmConfig):
-        return bent_pose(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map, mu, beta)
-    built = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
-    data = mujoco.MjData(built.model)
-    levels = np.linspace(0.0, mu, GRID_MU)
-    rows = drive.bend_rows(cfg, built, levels, np.full_like(levels, beta))
-    q = built.model.qpos0.copy()
-    for row in rows:
-        data.ctrl[:] = 0.0
-        data.ctrl[built.tendon_actuators] = row
-        q = equilibrium(built.model, data, q)
-    data.qpos[:] = q
-    mujoco.mj_forward(built.model, data)
-    return built, data
 
 
 def _shaped(cfg: Config, t: np.ndarray, start: np.ndarray, n: np.ndarray,
