@@ -40,6 +40,7 @@ _INTEGRATORS = {
     "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
     "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
 }
+_JACOBIANS = {"dense": mujoco.mjtJacobian.mjJAC_DENSE, "sparse": mujoco.mjtJacobian.mjJAC_SPARSE}
 
 
 @dataclass(frozen=True)
@@ -308,6 +309,8 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig | SectionArm
     opt.gravity = list(sim.gravity)
     opt.density = sim.air_density
     opt.viscosity = sim.air_viscosity
+    if sim.jacobian != "auto":  # auto: MuJoCo's own default, left as it is
+        opt.jacobian = _JACOBIANS[sim.jacobian]
     if aero is not None and any(aero.wind):
         opt.wind = [float(w) for w in aero.wind]
     # Keep a blown-up state visible: MuJoCo's auto-reset would silently restart a diverging

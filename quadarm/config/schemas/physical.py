@@ -24,6 +24,9 @@ from quadarm.config.checks import (
 from quadarm.config.sections import SectionArmConfig
 
 INTEGRATORS = ("Euler", "RK4", "implicit", "implicitfast")
+# MuJoCo's Jacobian and derivative storage: auto (its own rule: sparse from 60 degrees of
+# freedom on), dense or sparse. Same equations either way; the numbers differ by rounding.
+JACOBIANS = ("auto", "dense", "sparse")
 TENDON_MAPS = ("balanced", "legacy")
 MOTOR_TAU_MAX = 1.0  # s: slower "motors" are not rotors any more
 COM_MAX = 1.0  # m: a centre of mass further than this from the hub is not a multirotor's
@@ -318,10 +321,17 @@ class GainsConfig:
 class SimConfig:
     """Physics options. ``log_every`` decimates the stored time series (metrics use every step);
     ``max_distance`` is the half-size (m) of the box around the start outside which a run is
-    declared diverged."""
+    declared diverged.
+
+    ``jacobian``: how MuJoCo stores the constraint Jacobians and the velocity derivatives
+    (``opt.jacobian``): ``auto`` (default: MuJoCo's rule, sparse from 60 degrees of freedom
+    on), ``dense`` or ``sparse``. The equations are the same; only the linear algebra and its
+    rounding differ. A long serial chain (a 30-link arm: every link's Jacobian reaches back
+    to the hub) is cheaper dense; see docs/performance.md."""
 
     timestep: float = 0.002  # s
     integrator: str = "implicitfast"
+    jacobian: str = "auto"
     gravity: list[float] = field(default_factory=lambda: [0.0, 0.0, -9.81])  # m/s^2
     air_density: float = 1.2  # kg/m^3
     air_viscosity: float = 1.8e-5  # Pa s
@@ -333,6 +343,7 @@ class SimConfig:
         if self.timestep <= 1e-6:
             raise ConfigError("timestep", self.timestep, "must be a number in (1e-06, 0.05]")
         _choice("integrator", self.integrator, INTEGRATORS)
+        _choice("jacobian", self.jacobian, JACOBIANS)
         _vector("gravity", self.gravity, 3)
         _non_negative("air_density", self.air_density)
         _non_negative("air_viscosity", self.air_viscosity)
