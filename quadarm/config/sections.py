@@ -30,6 +30,7 @@ ACTUATIONS = ("tension", "displacement")
 SERVO_KEYS = ("stall_torque", "spool_radius", "speed", "kp", "kd", "deadband")
 ROUTINGS = ("joints", "sites")
 SECTIONS_MAX = 8
+TRAVEL_MAX_MM = 100.0  # mm, bend_travel_mm at most: a full turn of a 5 mm offset pulls 31 mm
 LINKS_MAX = 200  # every link of every section; the builder's arena is sized for fewer
 
 
@@ -245,6 +246,14 @@ class SectionArmConfig:
     beta_j (the moment the paper's balanced allocation gives one section of three tendons at
     offset r_j), with mu_j, beta_j from the section's ``bend_scale`` and ``bend_offset_deg``
     (:mod:`quadarm.control.sections`). It is not the actuators' limit ``tension_max``.
+
+    ``bend_travel_mm`` (mm, servo-driven arms only; null: the plan is in newtons, scaled by
+    ``bend_tension``): the bend plan in servo travel instead. A bend command asks each servo
+    for the travel ``bend_travel_mm`` times the share the tension plan gives its tendon per
+    newton of ``bend_tension`` (the same allocation, in millimetres of servo travel), and the
+    servo pulls its tendon by that travel times its ``travel_scales`` entry: the command of
+    the identification's bench replay, u = L0 - s d - T0 / k
+    (:func:`quadarm.model.sections.displacement_ctrl`).
     """
 
     sections: List[SectionConfig] = field(  # noqa: UP006
@@ -262,6 +271,8 @@ class SectionArmConfig:
     backlash: float = 0.0  # m
     tendon_routing: str = "joints"
     bend_tension: float = 5.0  # N, the bend plan's tension scale: mu = 1 is sqrt(3)/2 of it
+    # mm, the bend plan in servo travel (displacement arms); null: in newtons (bend_tension)
+    bend_travel_mm: Optional[float] = None  # noqa: UP045
     # Capstan friction along the tendon path (1/rad): the tension drops as exp(-mu wrap)
     # towards the tip while the servo pulls (rises while it releases); the bench replay's
     # only (quadarm.identify.replay), flight runs without it (docs/arm.md). 0: off.
@@ -342,6 +353,15 @@ class SectionArmConfig:
         _in_range("poisson_ratio", self.poisson_ratio, -0.99, 0.5)
         _choice("actuation", self.actuation, ACTUATIONS)
         _choice("tendon_routing", self.tendon_routing, ROUTINGS)
+        if self.bend_travel_mm is not None:
+            if not (_real(self.bend_travel_mm) and 0.0 < self.bend_travel_mm <= TRAVEL_MAX_MM):
+                raise ConfigError("bend_travel_mm", self.bend_travel_mm,
+                                  f"must be null or a number in (0, {TRAVEL_MAX_MM:g}] (mm of "
+                                  "servo travel)")
+            if self.actuation != "displacement":
+                raise ConfigError("bend_travel_mm", self.bend_travel_mm, "needs "
+                                  "actuation=displacement (a travel is a servo's; a "
+                                  "tension-driven arm's plan is in newtons: bend_tension)")
         for key in ("tendon_damping", "tendon_friction", "joint_friction", "backlash"):
             _non_negative(key, getattr(self, key))
         _in_range("tendon_capstan_mu", self.tendon_capstan_mu, 0.0, 1.0)

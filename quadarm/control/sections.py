@@ -25,16 +25,27 @@ tension T_i is the tendon's length at that equilibrium less the stretch (T_i + T
 the servo holds the pretension T0 on top of the plan's tensions; the plan's tensions then
 cancel the pretensions' own moment (non-zero for unevenly spaced tendons), so that in zero
 gravity a displacement plan bends each section to its planned moment as a tension plan does.
+
+Travel plan (``arm.bend_travel_mm`` set, :func:`plan_tensions`): the servos are asked for
+travels d_i (m) instead, d_i = ``bend_travel_mm`` / 1000 times tendon i's share of the tension
+plan per newton of ``bend_tension`` (:func:`travels`). Servo i pulls its tendon by s_i d_i (s_i
+its ``travel_scales`` entry, the identified spool), so its command is the bench replay's
+u = L0 - s d - T0 / k. Since the zero-gravity shortening is linear in the tensions,
+s(t) = S t, that command equals the displacement command above for the tensions t (over the
+pretension) that solve (S + diag(1 / k)) t = s d - S T0 (:func:`travel_tensions`): the travel
+plan is that tension plan, in closed form, and every consumer of the plan's tensions (the
+antagonistic pairs, the tip map, the environments' ranges) takes it unchanged.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from quadarm.config.sections import SectionArmConfig
-from quadarm.model.sections import layout, pretension, tendon_stiffness
+from quadarm.model.sections import layout, pretension, tendon_stiffness, travel_scales
 
 SQRT3_2 = math.sqrt(3.0) / 2.0
 
@@ -143,3 +154,42 @@ def displacement_commands(t: np.ndarray, arm: SectionArmConfig,
     zero-gravity shortening (:func:`shortening`)."""
     total = np.asarray(t, dtype=float) + pretension(arm)
     return np.asarray(rest, dtype=float) - shortening(total, arm) - total / tendon_stiffness(arm)
+
+
+def travels(mu: np.ndarray | float, beta: np.ndarray | float,
+            arm: SectionArmConfig) -> np.ndarray:
+    """The travel plan's servo travels d (m), (..., n_tendons), for bend commands mu (...) and
+    beta (..., rad): ``arm.bend_travel_mm`` / 1000 times each tendon's share of the tension
+    plan (:func:`tensions`, no base) per newton of ``bend_tension``. ``arm.bend_travel_mm``
+    must be set."""
+    if arm.bend_travel_mm is None:
+        raise ValueError("travels: arm.bend_travel_mm is null (the plan is in newtons)")
+    unit = replace(arm, bend_tension=1.0, tension_max=max(arm.tension_max, 1e6))
+    return tensions(mu, beta, unit) * (arm.bend_travel_mm * 1e-3)
+
+
+def travel_tensions(d: np.ndarray, arm: SectionArmConfig) -> np.ndarray:
+    """The tensions t (N, over the pretension), (..., n_tendons), whose displacement commands
+    (:func:`displacement_commands`) are the servo travels d (m, (..., n_tendons)): the
+    solution of (S + diag(1 / k)) t = s d - S T0, S the zero-gravity shortening per newton
+    (:func:`shortening`: S[i, j] = tendon i's shortening under 1 N on tendon j), k the tendon
+    stiffness, s the travel scales, T0 the pretension. Negative where the travel leaves a
+    tendon slacker than its pretension."""
+    n = arm.n_tendons
+    S = shortening(np.eye(n), arm).T
+    a = S + np.diag(1.0 / tendon_stiffness(arm))
+    rhs = travel_scales(arm) * np.asarray(d, dtype=float) - S @ pretension(arm)
+    flat = rhs.reshape(-1, n)
+    return np.linalg.solve(a, flat.T).T.reshape(rhs.shape)
+
+
+def plan_tensions(mu: np.ndarray | float, beta: np.ndarray | float, arm: SectionArmConfig,
+                  base: np.ndarray | None = None) -> np.ndarray:
+    """The bend plan's tensions (N), (..., n_tendons): :func:`tensions` (with ``base``) for a
+    plan in newtons; with ``arm.bend_travel_mm`` set, the tensions of the travel plan
+    (:func:`travel_tensions` of :func:`travels`), whose displacement commands are the servos'
+    travels through their travel scales (``base`` is then the pretension S T0 already
+    carries)."""
+    if arm.bend_travel_mm is None:
+        return tensions(mu, beta, arm, base)
+    return travel_tensions(travels(mu, beta, arm), arm)

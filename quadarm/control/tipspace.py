@@ -94,8 +94,10 @@ def bend_command(built: BuiltModel, arm: AnyArm, mapping: str) -> Callable[..., 
     (:func:`quadarm.control.sections.tensions`), as tensions (N) when they are
     tension-driven, as the servos' tendon-length commands (m,
     :func:`quadarm.control.sections.displacement_commands`, over the pretension) when they are
-    servo-driven. The servos' backlash is a play along the command's history, which a static
-    map cannot hold: the map is of the commanded travel (the play's centre)."""
+    servo-driven (with ``arm.bend_travel_mm``, of the travel plan's tensions:
+    :func:`quadarm.control.sections.plan_tensions`). The servos' backlash is a play along the
+    command's history, which a static map cannot hold: the map is of the commanded travel
+    (the play's centre)."""
     if not isinstance(arm, SectionArmConfig):
         phi = np.radians(np.asarray(arm.tendon_angles_deg, dtype=float))
         t_max = float(arm.tension_max)
@@ -107,7 +109,7 @@ def bend_command(built: BuiltModel, arm: AnyArm, mapping: str) -> Callable[..., 
     rest = np.array(m.tendon_length0[m.actuator_trnid[built.tendon_actuators, 0]])
     base = pretension(sec)
     return lambda mu, beta: plan_sections.displacement_commands(
-        plan_sections.tensions(mu, beta, sec, base), sec, rest)
+        plan_sections.plan_tensions(mu, beta, sec, base), sec, rest)
 
 
 def _frictionless(built: BuiltModel) -> BuiltModel:

@@ -187,7 +187,7 @@ def servo_range(cfg: Config, built: BuiltModel, commands: np.ndarray | None = No
     arm = cfg.arm
     mu, beta = (x.ravel() for x in np.meshgrid(RANGE_MU, RANGE_BETA, indexing="ij"))
     t0 = pretension(arm)
-    total = plan_sections.tensions(mu, beta, arm, t0) + t0
+    total = plan_sections.plan_tensions(mu, beta, arm, t0) + t0
     m = built.model
     rest = m.tendon_length0[m.actuator_trnid[built.tendon_actuators, 0]]
     length = rest - plan_sections.shortening(total, arm)

@@ -26,7 +26,7 @@ def bend_rows(cfg: Config, built: BuiltModel, mu: np.ndarray | float,
         phi = np.radians(arm.tendon_angles_deg)
         return allocate(mu, beta, phi, arm.tension_max, cfg.control.tendon_map)
     base = pretension(arm) if arm.actuation == "displacement" else None
-    return commands(cfg, built, plan_sections.tensions(mu, beta, arm, base))
+    return commands(cfg, built, plan_sections.plan_tensions(mu, beta, arm, base))
 
 
 def commands(cfg: Config, built: BuiltModel, t: np.ndarray) -> np.ndarray:
