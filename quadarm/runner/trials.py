@@ -176,7 +176,9 @@ def trial_id(cfg: Config) -> str:
     """A stable id: hash of the trial's resolved config (runner and tune options excluded:
     they steer the job, not the simulation) and seed. With ``sensing`` exact its keys are
     excluded too (the loop reads no sensor), so the ids of the runs from before the sensing
-    group stay the same; so is ``world.payload`` when there is none (before the option)."""
+    group stay the same; so is ``world.payload`` when there is none (before the option), and
+    so are the later keys at their defaults (``arm.servo``, ``arm.bend_travel_mm``,
+    ``sim.jacobian``...)."""
     skip = ("runner.", "tune.") + (("sensing.",) if cfg.sensing.exact else ())
     if not cfg.sensing.arm_imus:  # no arm IMUs (before sensing.arm_imu): the same ids
         skip += ("sensing.arm_imu.",)
@@ -184,6 +186,8 @@ def trial_id(cfg: Config) -> str:
             if not k.startswith(skip) and not (k == "world.payload" and v is None)
             and not (k == "sensing.uncertainty" and v is False)
             and not (k == "arm.servo" and v is None)
+            and not (k == "arm.bend_travel_mm" and v is None)
+            and not (k == "sim.jacobian" and v == "auto")
             and not (k == "sensing.align_s" and v == 0.0)}
     if isinstance(flat.get("arm.sections"), str):
         flat["arm.sections"] = _sections_before_their_new_keys(flat["arm.sections"])

@@ -18,9 +18,9 @@ STEPS = 150
 
 
 def _final(overrides: list[str]) -> tuple[np.ndarray, int, int]:
-    """qpos (nq,) less the hover keyframe's after STEPS steps from the hover keyframe under the scenario's own first
-    commands, with a bend pulled so that every link moves; the model's jacobian option and
-    nv."""
+    """qpos (nq,) less the hover keyframe's after STEPS steps from that keyframe under the
+    scenario's own first commands (a bend pulled, so that every link moves); the model's
+    jacobian option and nv."""
     p = lifecycle.prepare(compose(["scenario=held_bend", "scenario.ramp=0.1", *overrides]))
     assert isinstance(p, lifecycle.Prepared)
     m = p.built.model
@@ -62,3 +62,13 @@ def test_bad_jacobian_refused():
     with pytest.raises(ConfigError) as err:
         compose(["sim.jacobian=banded"])
     assert "sim.jacobian" in str(err.value) and "auto, dense, sparse" in str(err.value)
+
+
+def test_trial_id_only_moves_off_the_default():
+    """``auto`` keeps the ids of the runs from before the key (the trial store finds them);
+    ``dense`` is another trial (its numbers differ by rounding on long arms)."""
+    from quadarm.runner.trials import trial_id
+
+    base = compose([])
+    assert trial_id(base) == trial_id(compose(["sim.jacobian=auto"]))
+    assert trial_id(base) != trial_id(compose(["sim.jacobian=dense"]))
