@@ -48,6 +48,28 @@ def composed(*overrides: str) -> Config:
     return copy.deepcopy(_composed(tuple(overrides)))
 
 
+_KERNELS: dict[tuple[str, str], Any] = {}
+
+
+def compiled(fn: Any) -> Any:
+    """A test's own driver loop ``fn`` compiled by numba once per process and cached on disk
+    in quadarm's kernel cache (:func:`quadarm.runner.jit.cache_dir`): numba keys a cached
+    function on its own file only, and that folder is keyed on every source the kernels
+    compile in (the sensing modules among them), so an edit to the EKF or the sensors compiles
+    it again. For loops of many steps over the per-step functions, which plain Python runs at
+    about a thousandth of the speed (the suite's default, QUADARM_NUMBA=0, is for the flights);
+    skips the test where numba is not installed."""
+    import pytest
+
+    numba = pytest.importorskip("numba")
+    from quadarm.runner import jit  # noqa: F401 - sets numba's cache folder before any kernel
+
+    key = (fn.__module__, fn.__qualname__)
+    if key not in _KERNELS:
+        _KERNELS[key] = numba.njit(cache=True)(fn)
+    return _KERNELS[key]
+
+
 def nominal(**groups: Any) -> Config:
     """The paper's configuration (schema defaults), with whole groups replaced by ``groups``."""
     base = Config(airframe=AirframeConfig(), arm=ArmConfig(), gains=GainsConfig(),

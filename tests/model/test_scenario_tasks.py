@@ -7,6 +7,7 @@ command line does."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from pathlib import Path
 
@@ -46,17 +47,29 @@ def test_every_scenario_has_a_task_a_module_and_a_yaml():
     for kind in KINDS:
         t = tasks.task(kind)
         assert t.kind == kind
+        if importlib.util.find_spec(f"quadarm.scenarios.{kind}") is None:
+            pytest.fail(f"scenario {kind!r}: no module quadarm/scenarios/{kind}.py: add it with "
+                        "plan(cfg, built) and metrics(cfg, plan, log) (docs/architecture.md, "
+                        "'Add a scenario')", pytrace=False)
         module = scenarios.get(kind)
-        assert callable(module.plan) and callable(module.metrics), kind
+        for hook in ("plan", "metrics"):
+            if not callable(getattr(module, hook, None)):
+                pytest.fail(f"quadarm/scenarios/{kind}.py: no function {hook}: add it "
+                            "(docs/architecture.md, 'Add a scenario')", pytrace=False)
         assert t.module is module
         text = (ROOT / "conf" / "scenario" / f"{kind}.yaml").read_text()
-        assert re.search(rf"^\s*- {kind}_schema\s*$", text, re.M), f"{kind}.yaml: no schema"
+        if not re.search(rf"^\s*- {kind}_schema\s*$", text, re.M):
+            pytest.fail(f"conf/scenario/{kind}.yaml: its defaults list does not start from its "
+                        f"schema: add '  - {kind}_schema' before '  - _self_'", pytrace=False)
 
 
 def test_the_tasks_flags_agree_with_the_config():
     assert {k for k, t in tasks.TASKS.items() if t.grounded} == set(GROUNDED)
     assert {k for k, t in tasks.TASKS.items() if t.weld} == set(EVENTS)
     for kind in KINDS:  # a task's flags are the only way a loop knows a scenario
+        if kind not in tasks.TASKS:
+            pytest.fail(f"scenario {kind!r}: missing from quadarm/scenarios/tasks.py::TASKS: "
+                        "add it there (docs/architecture.md, 'Add a scenario')", pytrace=False)
         t = tasks.task(kind)
         assert not (t.grounded and (t.force_loop or t.payload)), kind
 

@@ -256,7 +256,12 @@ def test_each_record_path_of_a_row_is_needed(term):
     for path in term.records:
         others = set(terms.BASE_RECORDS) | {r for t in terms.TERMS if t is not term
                                             for r in t.records} | (set(term.records) - {path})
-        assert _unclaimed(others), f"{term.name}: {path} is claimed twice or not a field"
+        if not _unclaimed(others):
+            leaves, nodes = _seam_paths()
+            why = "claimed by another row too" if path in leaves | nodes else \
+                "not a field of the seam's records (quadarm/runner/step.py Params/State/Log)"
+            _fail(f"quadarm/terms.py, row {term.name!r}: its record path {path} is {why}: "
+                  "name only the fields the term adds (or add the field to its record)")
 
 
 def test_every_term_function_of_the_seam_belongs_to_a_row():

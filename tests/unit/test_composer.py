@@ -90,3 +90,43 @@ def test_an_edited_file_is_read_again(tmp_path: Path) -> None:
     finally:
         GlobalHydra.instance().clear()
     assert list(first) == [1.0, 1.0, 1.0] and list(second) == [2.0, 2.0, 2.0]
+
+
+def _nodes(node: object, path: str = "") -> list[tuple[str, str, object, object]]:
+    """Every node of an OmegaConf tree by path: its class, its metadata (types, flags, key;
+    not the resolvers' cache, which holds the time ``${now:...}`` was first read) and, for a
+    leaf, its raw value."""
+    import dataclasses
+
+    from omegaconf import Container, ListConfig
+
+    meta = dataclasses.replace(node._metadata, resolver_cache=None)  # type: ignore[attr-defined]
+    out = [(path, type(node).__name__, meta,
+            None if isinstance(node, Container) else node._value())]  # type: ignore[attr-defined]
+    if isinstance(node, (DictConfig, ListConfig)) and not node._is_missing() \
+            and not node._is_none():
+        keys = range(len(node)) if isinstance(node, ListConfig) else node.keys()
+        for key in keys:
+            out += _nodes(node._get_node(key), f"{path}.{key}")  # type: ignore[arg-type]
+    return out
+
+
+def test_a_kept_composition_is_handed_out_as_a_fresh_copy_node_for_node() -> None:
+    """The kept composition comes back (unpickled) equal to Hydra's node for node, types,
+    flags and keys included, and each call gets its own tree: a change to one is not seen by
+    the next."""
+    overrides = ["scenario=hover", "seed=5"]
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3", job_name="quadarm"):
+            expected = compose(config_name="config", overrides=overrides,
+                               return_hydra_config=True)
+            composer.compose_job("config", overrides)
+            first = composer.compose_job("config", overrides)  # from the kept one
+            assert _nodes(first) == _nodes(expected)
+            first.scenario.duration = 1.0
+            first.hydra.job.name = "changed"
+            again = composer.compose_job("config", overrides)
+    finally:
+        GlobalHydra.instance().clear()
+    assert _nodes(again) == _nodes(expected)

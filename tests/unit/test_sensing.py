@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import compiled
 from scipy import stats
 from scipy.spatial.transform import Rotation
 
@@ -203,20 +204,9 @@ def _flight_loop(steps, pos_truth, u_truth, imu_prm, imu_white, imu_bias, imu_ri
             ekf.ekf_predict(x, p, ring, meta, prm, u, work)
 
 
-_KERNELS: dict[str, Any] = {}
-
-
 def _compiled(fn: Any = _flight_loop) -> Any:
-    """``fn`` compiled by numba once per process and cached on disk in quadarm's kernel cache
-    (:func:`quadarm.runner.jit.cache_dir`): numba keys a cached function on its own file only,
-    and that folder is keyed on every source the kernels compile in (the sensing modules
-    among them), so an edit to the EKF or the sensors compiles it again."""
-    numba = pytest.importorskip("numba")
-    from quadarm.runner import jit  # noqa: F401 - sets numba's cache folder before any kernel
-
-    if fn.__name__ not in _KERNELS:
-        _KERNELS[fn.__name__] = numba.njit(cache=True)(fn)
-    return _KERNELS[fn.__name__]
+    """``fn`` compiled once per process, cached on disk (:func:`helpers.compiled`)."""
+    return compiled(fn)
 
 
 _TRUTH: dict[int, tuple[np.ndarray, np.ndarray]] = {}

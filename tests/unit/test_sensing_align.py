@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from helpers import cfg_of
+from helpers import cfg_of, compiled
 
 from quadarm.config import ConfigError
 from quadarm.sensing import armfilter, ekf, noise
@@ -24,10 +24,24 @@ DT = 0.002
 G = (0.0, 0.0, -9.81)
 
 
+def _still_loop(n, truth_p, truth_u, pos_prm, pos_white, pos_bias, pos_ring, imu_prm,  # noqa: ANN001, ANN202
+                imu_white, imu_bias, imu_ring, x, p, ring, meta, prm, work):
+    """``n`` steps of the EKF fed by the two channels on the constant truths ``truth_p`` (3,)
+    and ``truth_u`` (6,); updates ``x``, ``p``, ``ring`` and ``meta`` in place."""
+    u, z = np.zeros(6), np.zeros(3)
+    imu_period, pos_period = int(imu_prm[0]), int(pos_prm[0])
+    for s in range(n):
+        k = channel_step(s, truth_p, pos_white, pos_bias, pos_ring, pos_prm, z)
+        if k >= 0:
+            ekf.ekf_fix(x, p, ring, meta, prm, z, (k * pos_period) // imu_period, work)
+        if channel_step(s, truth_u, imu_white, imu_bias, imu_ring, imu_prm, u) > 0:
+            ekf.ekf_predict(x, p, ring, meta, prm, u, work)
+
+
 def _still(cfg: sc.SensingConfig, seed: int, duration: float) -> tuple[np.ndarray, ...]:
     """The EKF on a vehicle at rest at (0, 0, 1) m, level: the IMU's truth is zero rate and
     the specific force -g. Returns the final state (NX,), covariance (NE, NE) and the true
-    turn-on bias (6,)."""
+    turn-on bias (6,). The loop runs compiled (:func:`helpers.compiled`): thousands of steps."""
     n = sc.steps_of(duration, DT)
     ch = noise.draw(cfg, seed, duration, DT)
     imu, pos = ch["imu"], ch["position"]
@@ -36,14 +50,8 @@ def _still(cfg: sc.SensingConfig, seed: int, duration: float) -> tuple[np.ndarra
     prm, work = ekf.ekf_params(cfg, DT, G), np.zeros(ekf.WORK)
     truth_u = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 9.81])
     truth_p = np.array([0.0, 0.0, 1.0])
-    u, z = np.zeros(6), np.zeros(3)
-    imu_period, pos_period = int(imu.prm[0]), int(pos.prm[0])
-    for s in range(n):
-        k = channel_step(s, truth_p, pos.white, pos.bias, pos.ring, pos.prm, z)
-        if k >= 0:
-            ekf.ekf_fix(x, p, ring, meta, prm, z, (k * pos_period) // imu_period, work)
-        if channel_step(s, truth_u, imu.white, imu.bias, imu.ring, imu.prm, u) > 0:
-            ekf.ekf_predict(x, p, ring, meta, prm, u, work)
+    compiled(_still_loop)(n, truth_p, truth_u, pos.prm, pos.white, pos.bias, pos.ring, imu.prm,
+                          imu.white, imu.bias, imu.ring, x, p, ring, meta, prm, work)
     return x, p.reshape(ekf.NE, ekf.NE), imu.bias[n - 1]
 
 
