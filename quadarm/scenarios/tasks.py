@@ -22,7 +22,9 @@ held, no flight controller), ``force_loop`` (the touch task's force loop,
 ``weld`` (its events switch the payload weld). ``pace``: the key that sets the pace of a
 planned path (the tip-space scenarios'), whose plan the preflight judges before anything flies
 (:func:`quadarm.preflight.check_plan`: the tilt the hub reference's acceleration needs).
-``trial``: the command-line overrides, besides
+``tendon_pace``: the key that sets the pace of the plan's tendon commands (a bend's ramp, a
+move's time), whose plan the same preflight judges against the servos' speed when the arm has a
+servo model. ``trial``: the command-line overrides, besides
 ``scenario=<kind>``, of a short valid trial of it (the world it touches, shorter times): the
 tests that dry-run or fly every scenario (its metric names against :mod:`quadarm.names`) take
 it from here.
@@ -110,6 +112,8 @@ class Task:
     payload: bool = False
     weld: bool = False  # its events switch the payload weld (a grasp, a release)
     pace: str = ""  # the key that sets a planned path's pace ('': no plan check)
+    tendon_pace: str = ""  # the key that sets the pace of the plan's tendon commands ('': they
+    #                        do not move, or no key does): judged against the servos' speed
     trial: tuple[str, ...] = ()  # overrides of a short valid trial, besides scenario=<kind>
 
     @property
@@ -230,17 +234,18 @@ class PickPlace(Task):
 
 
 TASKS: dict[str, Task] = {
-    "mission": Task("mission"),
-    "workspace": Task("workspace"),
+    "mission": Task("mission", tendon_pace="scenario.sweep_rate"),
+    "workspace": Task("workspace", tendon_pace="scenario.ramp"),
     "disturbance": Task("disturbance"),
-    "held_bend": Task("held_bend"),
+    "held_bend": Task("held_bend", tendon_pace="scenario.ramp"),
     "hover": Task("hover"),
-    "statics": Task("statics", grounded=True),
-    "touch": Touch("touch"),
-    "reach": Reach("reach", pace="scenario.move_time"),
-    "trace": Trace("trace", pace="scenario.speed"),
+    "statics": Task("statics", grounded=True, tendon_pace="scenario.ramp"),
+    "touch": Touch("touch", tendon_pace="scenario.ramp"),
+    "reach": Reach("reach", pace="scenario.move_time", tendon_pace="scenario.move_time"),
+    "trace": Trace("trace", pace="scenario.speed", tendon_pace="scenario.speed"),
     "payload": Payload("payload"),
-    "pick_place": PickPlace("pick_place", pace="scenario.move_time"),
+    "pick_place": PickPlace("pick_place", pace="scenario.move_time",
+                            tendon_pace="scenario.move_time"),
     "replay": Task("replay", trial=(f"scenario.log={replaylog.SAMPLE_LOG}",)),
 }
 
