@@ -22,6 +22,8 @@ held, no flight controller), ``force_loop`` (the touch task's force loop,
 ``weld`` (its events switch the payload weld). ``pace``: the key that sets the pace of a
 planned path (the tip-space scenarios'), whose plan the preflight judges before anything flies
 (:func:`quadarm.preflight.check_plan`: the tilt the hub reference's acceleration needs).
+``needs``: what the scenario or its ``trial`` needs of an arm (traits of
+:data:`quadarm.terms.ARM_TRAITS`, each with the one-line reason an arm without it is refused).
 ``tendon_pace``: the key that sets the pace of the plan's tendon commands (a bend's ramp, a
 move's time), whose plan the same preflight judges against the servos' speed when the arm has a
 servo model. ``trial``: the command-line overrides, besides
@@ -115,6 +117,9 @@ class Task:
     tendon_pace: str = ""  # the key that sets the pace of the plan's tendon commands ('': they
     #                        do not move, or no key does): judged against the servos' speed
     trial: tuple[str, ...] = ()  # overrides of a short valid trial, besides scenario=<kind>
+    # What the scenario (or its ``trial``) needs of an arm: (trait, why) pairs over
+    # quadarm.terms.ARM_TRAITS; an arm without the trait is refused for that reason.
+    needs: tuple[tuple[str, str], ...] = ()
 
     @property
     def module(self) -> Scenario:
@@ -246,7 +251,10 @@ TASKS: dict[str, Task] = {
     "payload": Payload("payload"),
     "pick_place": PickPlace("pick_place", pace="scenario.move_time",
                             tendon_pace="scenario.move_time"),
-    "replay": Task("replay", trial=(f"scenario.log={replaylog.SAMPLE_LOG}",)),
+    "replay": Task("replay", trial=(f"scenario.log={replaylog.SAMPLE_LOG}",),
+                   needs=(("one_section", "the shipped sample log holds prb12's three tension "
+                           "commands: a log replays the arm it was recorded with (give "
+                           "scenario.log a log of this arm)"),)),
 }
 
 
