@@ -50,8 +50,8 @@ def test_the_servos_tendon_speed_is_speed_times_spool_times_travel_scale():
 
 @pytest.mark.parametrize(("over", "key"), [
     (BEND, "scenario.ramp"),
-    (["arm=ftdcr_v4", "scenario=workspace", "scenario.duration=1.0", "scenario.ramp=0.3"],
-     "scenario.ramp"),
+    pytest.param(["arm=ftdcr_v4", "scenario=workspace", "scenario.duration=1.0",
+                  "scenario.ramp=0.3"], "scenario.ramp", marks=pytest.mark.slow),
 ])
 def test_a_bend_faster_than_its_servos_is_refused_at_its_pace_key(over, key):
     """The servo's speed set just under (0.98x) and just over (1.02x) what the plan's fastest

@@ -52,9 +52,14 @@ def _pull(b, d, rng, servo: bool) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("routing", ["joints", "sites"])
-@pytest.mark.parametrize("arm", [V4_TENSION, V4_SERVO, [*V4_TENSION, "arm.torsion=true"]],
-                         ids=["tension", "servo", "torsion"])
+@pytest.mark.parametrize(("arm", "routing"), [
+    (V4_TENSION, "joints"), (V4_SERVO, "sites"),
+    pytest.param(V4_TENSION, "sites", marks=pytest.mark.slow),
+    pytest.param(V4_SERVO, "joints", marks=pytest.mark.slow),
+    pytest.param([*V4_TENSION, "arm.torsion=true"], "joints", marks=pytest.mark.slow),
+    pytest.param([*V4_TENSION, "arm.torsion=true"], "sites", marks=pytest.mark.slow),
+], ids=["tension-joints", "servo-sites", "tension-sites", "servo-joints", "torsion-joints",
+        "torsion-sites"])
 def test_wrench_is_the_arms_whole_reaction_on_any_chain(arm, routing):
     """Random moving state with taut tendons (spatial or fixed, force or position actuators):
     the feed-forward wrench is minus the wrench that the vehicle's own Newton-Euler equations
@@ -91,7 +96,8 @@ def test_wrench_is_the_arms_whole_reaction_on_any_chain(arm, routing):
                                    atol=1e-9 * max(np.abs(moment).max(), 1e-3))
 
 
-@pytest.mark.parametrize("arm", [CALIBRATED, TWO], ids=["calibrated", "two_tension"])
+@pytest.mark.parametrize("arm", [pytest.param(CALIBRATED, marks=pytest.mark.slow), TWO],
+                         ids=["calibrated", "two_tension"])
 def test_wrench_in_a_held_bent_pose_is_the_static_closed_form(arm):
     """The hub held level (``fixed_base``: the statics scenario's clamp), the arm bent by the
     plan's tendon commands and settled: the feed-forward is the static closed form of the
@@ -170,7 +176,8 @@ def _section_rates(cfg, b, qvel):
     return np.array(out), dx, dy
 
 
-@pytest.mark.parametrize("arm", [TWO, V4_TENSION], ids=["two", "three"])
+@pytest.mark.parametrize("arm", [TWO, pytest.param(V4_TENSION, marks=pytest.mark.slow)],
+                         ids=["two", "three"])
 def test_each_section_carries_its_own_damping_moment(arm):
     """Tension-driven: with a bias that keeps every tendon taut, the moment each section
     carries from the damping tensions (every tendon passing it, sum T_i r_i n_i) is -D w_j,
@@ -192,7 +199,8 @@ def test_each_section_carries_its_own_damping_moment(arm):
         np.testing.assert_allclose(got, -0.01 * w, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("arm", [TWO, V4_SERVO, CALIBRATED],
+@pytest.mark.parametrize("arm", [TWO, V4_SERVO, pytest.param(CALIBRATED,
+                                                                marks=pytest.mark.slow)],
                          ids=["two_tension", "servo", "calibrated"])
 def test_damping_power_is_negative_in_mujoco_for_any_drive(arm):
     """MuJoCo's own actuators and tendon transmission: the generalized forces that the
@@ -242,7 +250,8 @@ def test_damping_power_is_negative_in_mujoco_for_any_drive(arm):
 TAU = 0.05  # s
 
 
-@pytest.mark.parametrize("arm", [CALIBRATED, TWO], ids=["calibrated", "two_tension"])
+@pytest.mark.parametrize("arm", [pytest.param(CALIBRATED, marks=pytest.mark.slow), TWO],
+                         ids=["calibrated", "two_tension"])
 def test_lowpass_is_the_exact_first_order_lag_on_every_tendon(arm, monkeypatch):
     """``control.tendon_tau`` on a multi-section arm (nine servo length commands, m, or six
     tensions, N): every logged tendon command is the exact discrete lag of the plan's
