@@ -415,12 +415,12 @@ def check_plan(cfg: Config, build: typing.Callable[[], typing.Any]) -> None:
     u = np.asarray(plan.tensions, dtype=float)
     rate = np.abs(np.diff(u, axis=0)) / np.diff(np.asarray(plan.t, dtype=float))[:, None]
     over = rate / limits
-    k, i = np.unravel_index(int(np.argmax(over)), over.shape)
-    if over[k, i] > 1.0 + 1e-9:
+    ks, ts = np.unravel_index(int(np.argmax(over)), over.shape)
+    if over[ks, ts] > 1.0 + 1e-9:
         raise ConfigError(task.tendon_pace, _value(cfg, task.tendon_pace),
-                          f"the plan moves tendon {i} at {rate[k, i] * 1000:.1f} mm/s at "
-                          f"t = {plan.t[k]:.2f} s, past its servo's no-load speed "
-                          f"{limits[i] * 1000:.1f} mm/s (servo speed x spool_radius x travel "
+                          f"the plan moves tendon {ts} at {rate[ks, ts] * 1000:.1f} mm/s at "
+                          f"t = {plan.t[ks]:.2f} s, past its servo's no-load speed "
+                          f"{limits[ts] * 1000:.1f} mm/s (servo speed x spool_radius x travel "
                           "scale); slow the plan down (or give the servo more speed)")
 
 
