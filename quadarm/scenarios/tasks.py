@@ -24,9 +24,11 @@ planned path (the tip-space scenarios'), whose plan the preflight judges before 
 (:func:`quadarm.preflight.check_plan`: the tilt the hub reference's acceleration needs).
 ``needs``: what the scenario or its ``trial`` needs of an arm (traits of
 :data:`quadarm.terms.ARM_TRAITS`, each with the one-line reason an arm without it is refused).
-``tendon_pace``: the key that sets the pace of the plan's tendon commands (a bend's ramp, a
-move's time), whose plan the same preflight judges against the servos' speed when the arm has a
-servo model. ``trial``: the command-line overrides, besides
+``tendon_pace``: the key that sets the pace of the tendon commands of a planned tip path (the
+tip-space scenarios'), whose plan the same preflight judges against the servos' speed when the
+arm has a servo model (a tendon its servo cannot keep up with takes the tip off the path the
+trial is about; a bend scenario's ramp is a command whose servo lag is what ``arm.servo``
+models, so it has none). ``trial``: the command-line overrides, besides
 ``scenario=<kind>``, of a short valid trial of it (the world it touches, shorter times): the
 tests that dry-run or fly every scenario (its metric names against :mod:`quadarm.names`) take
 it from here.
@@ -239,13 +241,13 @@ class PickPlace(Task):
 
 
 TASKS: dict[str, Task] = {
-    "mission": Task("mission", tendon_pace="scenario.sweep_rate"),
-    "workspace": Task("workspace", tendon_pace="scenario.ramp"),
+    "mission": Task("mission"),
+    "workspace": Task("workspace"),
     "disturbance": Task("disturbance"),
-    "held_bend": Task("held_bend", tendon_pace="scenario.ramp"),
+    "held_bend": Task("held_bend"),
     "hover": Task("hover"),
-    "statics": Task("statics", grounded=True, tendon_pace="scenario.ramp"),
-    "touch": Touch("touch", tendon_pace="scenario.ramp"),
+    "statics": Task("statics", grounded=True),
+    "touch": Touch("touch"),
     "reach": Reach("reach", pace="scenario.move_time", tendon_pace="scenario.move_time"),
     "trace": Trace("trace", pace="scenario.speed", tendon_pace="scenario.speed"),
     "payload": Payload("payload"),

@@ -1,8 +1,8 @@
-"""A plan whose tendon commands move faster than the arm's servos can turn them is refused
-before anything runs, naming the key that sets the plan's pace (``Task.tendon_pace``), by the
+"""A planned tip path whose tendon commands move faster than the arm's servos can turn them is
+refused before anything runs, naming the key that sets its pace (``Task.tendon_pace``), by the
 same preflight that judges the hub's tilt (:func:`quadarm.preflight.check_plan`), for every
-scenario with a plan: the servo's no-load tendon speed is speed x spool radius x travel scale,
-and the refusal sits exactly at the plan's fastest command."""
+scenario whose task has one: the servo's no-load tendon speed is speed x spool radius x travel
+scale, and the refusal sits exactly at the plan's fastest command."""
 
 from __future__ import annotations
 
@@ -48,42 +48,73 @@ def test_the_servos_tendon_speed_is_speed_times_spool_times_travel_scale():
     assert tendon_speeds(compose([])) is None
 
 
-@pytest.mark.parametrize(("over", "key"), [
-    (BEND, "scenario.ramp"),
-    pytest.param(["arm=ftdcr_v4", "scenario=workspace", "scenario.duration=1.0",
-                  "scenario.ramp=0.3"], "scenario.ramp", marks=pytest.mark.slow),
-])
-def test_a_bend_faster_than_its_servos_is_refused_at_its_pace_key(over, key):
+@pytest.fixture
+def paced_bend(monkeypatch):
+    """The registry's mechanism on a cheap plan: ``held_bend``'s task given a tendon pace
+    (``scenario.ramp``), as the tip-space scenarios' tasks have theirs."""
+    from dataclasses import replace
+
+    from quadarm.scenarios import tasks
+
+    monkeypatch.setitem(tasks.TASKS, "held_bend",
+                        replace(tasks.TASKS["held_bend"], tendon_pace="scenario.ramp"))
+
+
+def test_a_plan_faster_than_its_servos_is_refused_at_its_pace_key(paced_bend):
     """The servo's speed set just under (0.98x) and just over (1.02x) what the plan's fastest
     tendon command needs: refused in one line naming the pace key below, accepted above."""
-    peak = _peak(over)
+    peak = _peak(BEND)
     speed = peak / SPOOL  # rad/s: the no-load speed that turns the fastest command exactly
     with pytest.raises(ConfigError) as err:
-        check_config(compose([*over, _servo(0.98 * speed)]))
+        check_config(compose([*BEND, _servo(0.98 * speed)]))
     msg = str(err.value)
-    assert msg.startswith(key) and "\n" not in msg and "servo" in msg
+    assert msg.startswith("scenario.ramp") and "\n" not in msg and "servo" in msg
     assert float(msg.split("at ")[1].split(" mm/s")[0]) == pytest.approx(peak * 1000, abs=0.1)
-    check_config(compose([*over, _servo(1.02 * speed)]))
+    check_config(compose([*BEND, _servo(1.02 * speed)]))
+
+
+def test_a_bend_scenario_lets_its_servos_lag():
+    """Without a tendon pace (a bend's ramp is a command; the servo's lag behind it is what
+    ``arm.servo`` models) a ramp faster than the servo flies."""
+    peak = _peak(BEND)
+    check_config(compose([*BEND, _servo(0.5 * peak / SPOOL)]))
+
+
+@pytest.mark.slow
+def test_a_reach_too_fast_for_the_servos_is_refused_naming_its_move_time():
+    """The v4 arm reaching 3 cm beside its hanging tip (coordinated: the arm bends along the
+    move): with a servo at 0.9 times the plan's fastest command the reach is refused naming
+    ``scenario.move_time``; at 1.1 times it passes."""
+    over = ["arm=ftdcr_v4", "scenario=reach", "scenario.targets=[[0.03,0.0,1.40]]",
+            "scenario.move_time=0.5", "scenario.dwell=0.2"]
+    peak = _peak(over)
+    with pytest.raises(ConfigError) as err:
+        check_config(compose([*over, _servo(0.9 * peak / SPOOL)]))
+    assert str(err.value).startswith("scenario.move_time")
+    check_config(compose([*over, _servo(1.1 * peak / SPOOL)]))
 
 
 @pytest.mark.slow
 def test_the_command_line_exits_2_and_writes_nothing(tmp_path):
     out = tmp_path / "out"
-    peak = _peak(BEND)
+    over = ["arm=ftdcr_v4", "scenario=reach", "scenario.targets=[[0.03,0.0,1.40]]",
+            "scenario.move_time=0.5", "scenario.dwell=0.2"]
+    peak = _peak(over)
     proc = subprocess.run(
-        [sys.executable, "-m", "quadarm", *BEND, _servo(0.5 * peak / SPOOL),
-         f"hydra.run.dir={out}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [sys.executable, "-m", "quadarm", *over, _servo(0.5 * peak / SPOOL),
+         f"hydra.run.dir={out}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "scenario.ramp" in lines[0]
+    assert len(lines) == 1 and "scenario.move_time" in lines[0]
     assert not out.exists()
 
 
-def test_every_scenario_with_moving_tendons_names_a_pace_key():
-    """The registry says which key paces each scenario's tendon commands; the scenarios whose
-    commands stand still (hover, disturbance, payload) or come from a log (replay) have none."""
-    paced = {k for k, t in TASKS.items() if t.tendon_pace}
-    assert paced == set(TASKS) - {"hover", "disturbance", "payload", "replay"}
+def test_every_tip_path_names_its_tendon_pace_key():
+    """The registry says which key paces each planned tip path's tendon commands: the
+    tip-space scenarios', the same key that paces their hub path."""
+    paced = {k: t.tendon_pace for k, t in TASKS.items() if t.tendon_pace}
+    assert paced == {k: t.pace for k, t in TASKS.items() if t.pace}
+    assert set(paced) == {"reach", "trace", "pick_place"}
     for t in TASKS.values():
         if t.tendon_pace:
             group, key = t.tendon_pace.split(".")
