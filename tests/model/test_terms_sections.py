@@ -333,3 +333,36 @@ def test_tendon_damping_cuts_a_multi_section_arms_overshoot(monkeypatch):
     assert out[0.0][0] > 0.05  # the undamped arm overshoots
     assert out[0.005][0] < 0.2 * out[0.0][0], out
     assert out[0.005][1] == pytest.approx(out[0.0][1], rel=1e-3)
+
+
+@pytest.mark.slow
+def test_compiled_twins_are_identical_on_multi_section_arms():
+    """numba compiles the per-section damping (tension and servo branches, with pairs) and the
+    wrench with fixed and spatial tendons to the same numbers as plain Python."""
+    numba = pytest.importorskip("numba")
+    damped = numba.njit(terms.damped_tensions)
+    wrench = numba.njit(terms.wrench_feedforward)
+    rng = np.random.default_rng(9)
+    for arm in (TWO, V4_SERVO, [*V4_SERVO, "arm.sections.0.tendons.count=4",
+                                "arm.sections.0.tendons.pairs=true"]):
+        for routing in ("joints", "sites"):
+            cfg = compose([*arm, f"arm.tendon_routing={routing}"])
+            b = build(cfg.airframe, cfg.arm, cfg.sim, flange_sensor=True)
+            m = b.model
+            dx, dy = terms.hinge_dofs(m, cfg.arm.segments)
+            dp = arm_aware.damping(0.01, 0.5, cfg.arm)
+            sites = terms.wrench_sites(m, b.flange_site, b.tendon_actuators, b.quad_body)
+            for _ in range(5):
+                qvel = rng.normal(size=m.nv)
+                cmd = rng.uniform(0.0, 3.0, size=cfg.arm.n_tendons)
+                o_py, o_nb = np.zeros(cmd.size), np.zeros(cmd.size)
+                terms.damped_tensions(dp, qvel, dx, dy, cmd, o_py)
+                damped(dp, qvel, dx, dy, cmd, o_nb)
+                assert o_py.tolist() == o_nb.tolist()
+                sd, c, force = (rng.normal(size=k) for k in (m.nsensordata, 3, m.nu))
+                xm, xp = rng.normal(size=(m.nsite, 9)), rng.normal(size=(m.nsite, 3))
+                q = m.qpos0.copy()
+                ten = b.tendon_actuators.astype(np.int64)
+                args = (sd, b.flange_force_adr, b.flange_torque_adr, xm, xp, sites, c, force,
+                        ten, q)
+                assert terms.wrench_feedforward(*args) == wrench(*args)
