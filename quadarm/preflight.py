@@ -374,34 +374,82 @@ def check_bench(cfg: Config) -> None:
 
 
 def check_plan(cfg: Config, build: typing.Callable[[], typing.Any]) -> None:
-    """Refuse, in one line naming the scenario's pace key (its task's ``pace``), a planned path
-    that needs more tilt than ``gains.tilt_max_deg``: the plan the trial would fly
-    (``Task.plan``, nothing simulated), whose hub reference's acceleration a the geometric
-    controller follows with its thrust along a - g, tilted atan(|a_xy| / (a_z - g_z)) from the
-    vertical (:func:`quadarm.scenarios.reach.tilt_deg`). For every scenario whose task has a
-    ``pace`` (the tip-space scenarios, for any arm); ``build()`` gives the trial's model."""
+    """Refuse, in one line naming the scenario's pace key, a plan the vehicle or the arm's
+    actuators cannot follow: the plan the trial would fly (``Task.plan``, nothing simulated).
+
+    - Tilt (every scenario whose task has a ``pace``: the tip-space scenarios, for any arm): a
+      hub reference whose acceleration a the geometric controller follows with its thrust
+      along a - g, tilted atan(|a_xy| / (a_z - g_z)) from the vertical
+      (:func:`quadarm.scenarios.reach.tilt_deg`), past ``gains.tilt_max_deg``.
+    - Tendon speed (every scenario whose task has a ``tendon_pace``, when the arm's servos are
+      modelled, ``arm.servo`` or a section's ``servo``): a tendon command (a length, m) that
+      moves faster than its servo's no-load speed turns the tendon, ``speed`` x
+      ``spool_radius`` x the tendon's travel scale (m/s; under load it is slower still, so this
+      refuses only what no servo of that kind can do). Force-driven tendons and servo-driven
+      ones without a servo model set their command at once: nothing to judge.
+
+    ``build()`` gives the trial's model (built only when a check runs)."""
     from quadarm.scenarios import tasks
 
     task = tasks.of(cfg)
-    if not task.pace:
+    limits = tendon_speeds(cfg) if task.tendon_pace else None
+    if not task.pace and limits is None:
         return
     import numpy as np
 
     plan = task.plan(cfg, build())
-    g = np.asarray(cfg.sim.gravity, dtype=float)
-    b3 = np.asarray(plan.ref.a, dtype=float) - g
-    tilt = np.degrees(np.arctan2(np.hypot(b3[:, 0], b3[:, 1]), b3[:, 2]))
-    k = int(np.argmax(tilt))
-    if tilt[k] > cfg.gains.tilt_max_deg:
-        key = task.pace
-        value: typing.Any = cfg
-        for part in key.split("."):
-            value = getattr(value, part)
-        raise ConfigError(key, value, f"the planned path needs {tilt[k]:.1f} deg of tilt at "
-                          f"t = {plan.t[k]:.2f} s (hub acceleration "
-                          f"{np.linalg.norm(plan.ref.a[k]):.2f} m/s^2), past "
-                          f"gains.tilt_max_deg={cfg.gains.tilt_max_deg:g}; slow the path "
-                          "down (or raise the tilt limit)")
+    if task.pace:
+        g = np.asarray(cfg.sim.gravity, dtype=float)
+        b3 = np.asarray(plan.ref.a, dtype=float) - g
+        tilt = np.degrees(np.arctan2(np.hypot(b3[:, 0], b3[:, 1]), b3[:, 2]))
+        k = int(np.argmax(tilt))
+        if tilt[k] > cfg.gains.tilt_max_deg:
+            raise ConfigError(task.pace, _value(cfg, task.pace),
+                              f"the planned path needs {tilt[k]:.1f} deg of tilt at "
+                              f"t = {plan.t[k]:.2f} s (hub acceleration "
+                              f"{np.linalg.norm(plan.ref.a[k]):.2f} m/s^2), past "
+                              f"gains.tilt_max_deg={cfg.gains.tilt_max_deg:g}; slow the path "
+                              "down (or raise the tilt limit)")
+    if limits is None or plan.tensions is None or len(plan.t) < 2:
+        return
+    u = np.asarray(plan.tensions, dtype=float)
+    rate = np.abs(np.diff(u, axis=0)) / np.diff(np.asarray(plan.t, dtype=float))[:, None]
+    over = rate / limits
+    ks, ts = np.unravel_index(int(np.argmax(over)), over.shape)
+    if over[ks, ts] > 1.0 + 1e-9:
+        raise ConfigError(task.tendon_pace, _value(cfg, task.tendon_pace),
+                          f"the plan moves tendon {ts} at {rate[ks, ts] * 1000:.1f} mm/s at "
+                          f"t = {plan.t[ks]:.2f} s, past its servo's no-load speed "
+                          f"{limits[ts] * 1000:.1f} mm/s (servo speed x spool_radius x travel "
+                          "scale); slow the plan down (or give the servo more speed)")
+
+
+def _value(cfg: Config, key: str) -> typing.Any:
+    value: typing.Any = cfg
+    for part in key.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def tendon_speeds(cfg: Config) -> typing.Any:
+    """The fastest each tendon's command can move (m/s), (n_tendons,): its servo's no-load
+    speed x spool radius x travel scale, inf for a tendon without a modelled servo; None when
+    no tendon has one (``arm.servo`` and the sections' ``servo`` all null)."""
+    from quadarm.config.sections import SectionArmConfig
+
+    arm = cfg.arm
+    if not isinstance(arm, SectionArmConfig) or arm.actuation != "displacement":
+        return None
+    servos = arm.servos()
+    if all(s is None for s in servos):
+        return None
+    import numpy as np
+
+    from quadarm.model.sections import travel_scales
+
+    scale = travel_scales(arm)
+    return np.array([np.inf if s is None else s.speed * s.spool_radius * scale[i]
+                     for i, s in enumerate(servos)])
 
 
 def check_sections(cfg: Config) -> None:

@@ -29,7 +29,12 @@ row of :data:`TERMS` says
   air term (it needs the rotor commands, also when an agent writes them); ``replay``: it writes
   ``xfrc_applied`` or ``opt.wind`` per step, so the benchmark's bare loop replays those;
 - ``doc``: its page and the heading of its section; ``trial``: command-line overrides of a
-  short trial with it on (the conformance test flies it).
+  short trial with it on (the conformance test flies it, with every arm kind);
+- ``needs``: what it needs of an arm, as (trait, why) pairs over :data:`ARM_TRAITS` (the
+  servo model needs servo-driven tendons); an arm without the trait is refused for the
+  reason said there, and every other arm flies it (``tests/model/test_conformance_matrix.py``
+  follows the registry: every arm kind x scenario x term composes and flies, or is refused
+  naming the term's key for the recorded reason).
 
 From the table: the paper-trial selection (:mod:`quadarm.analysis.select`), the environments'
 refusals (:mod:`quadarm.envs.core`), whether a trial has air terms (:func:`air_on`), what the
@@ -81,6 +86,36 @@ class Term:
     env: str = ENV_SAME
     air: bool = False
     replay: bool = False
+    needs: tuple[tuple[str, str], ...] = ()
+
+
+# What a term or a scenario may need of an arm (``Term.needs``, ``Task.needs`` in
+# quadarm/scenarios/tasks.py): its traits, from its config (:func:`arm_traits`).
+ARM_TRAITS = {
+    "one_section": "the one-section arms (arm=prb12|rod: one section, three tendons)",
+    "sections": "a multi-section arm (arm kind sections)",
+    "servo": "servo-driven tendons (arm kind sections, arm.actuation=displacement)",
+    "tension": "force-driven tendons (the one-section arms, or arm.actuation=tension)",
+}
+
+
+def arm_traits(cfg: Any) -> frozenset[str]:
+    """The traits (:data:`ARM_TRAITS`) of a config's arm (object or flat mapping)."""
+    kind = str(get(cfg, "arm.kind") or "")
+    if kind != "sections":
+        return frozenset({"one_section", "tension"})
+    servo = str(get(cfg, "arm.actuation") or "") == "displacement"
+    return frozenset({"sections", "servo" if servo else "tension"})
+
+
+def unmet(needs: tuple[tuple[str, str], ...], cfg: Any) -> str:
+    """'' when a config's arm has every trait of ``needs``, else the recorded reason of the
+    first it lacks (one line)."""
+    have = arm_traits(cfg)
+    for trait, why in needs:
+        if trait not in have:
+            return why
+    return ""
 
 
 TERMS: tuple[Term, ...] = (
@@ -133,7 +168,10 @@ TERMS: tuple[Term, ...] = (
          ("Params.servo", "Log.servo"), "servo", ("docs/arm.md", "Servo model"),
          ("arm=ftdcr_v4", "arm.servo={stall_torque:0.3,speed:4.0}", "scenario=held_bend",
           "scenario.duration=0.3", "scenario.ramp=0.2", "scenario.report_times=[0.3]"),
-         settings=("arm.sections",)),
+         settings=("arm.sections",),
+         needs=(("servo", "a servo model turns a tendon's length command into its horn's "
+                 "speed: it needs servo-driven tendons (arm kind sections, "
+                 "arm.actuation=displacement); force-driven tendons have no servo"),)),
     Term("motor_lag", (("airframe.motor_tau", 0.0),), FORCE, (), (), (), "lag",
          ("docs/aero.md", "Motor lag"),
          ("airframe.motor_tau=0.02", "scenario=disturbance", "scenario.duration=0.3",

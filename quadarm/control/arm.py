@@ -37,14 +37,16 @@ from quadarm.model import names
 
 # One row of the chain parameters per arm body (parents before children):
 # parent row (-1: the vehicle), body pos (3), body quat (4, w x y z), centre of mass ipos (3),
-# mass, number of hinges (0..2), then per hinge: qpos address and axis (3).
-C_PARENT, C_POS, C_QUAT, C_IPOS, C_MASS, C_NJ, C_J1, C_J2 = 0, 1, 4, 8, 11, 12, 13, 17
-C_STRIDE = 21
+# mass, number of hinges (0..3: two bending hinges, and a torsion hinge with arm.torsion),
+# then per hinge: qpos address and axis (3).
+C_PARENT, C_POS, C_QUAT, C_IPOS, C_MASS, C_NJ, C_J1, C_J2, C_J3 = 0, 1, 4, 8, 11, 12, 13, 17, 21
+C_HINGES = 3  # hinge slots per body
+C_STRIDE = 25
 C_HEAD = 3  # the chain vector starts with c_B (3): the vehicle's centre of mass in B
 
 
 def chain_params(model: mujoco.MjModel, vehicle: int, root: int) -> np.ndarray:
-    """The flat chain vector that :func:`arm_first_moment` reads, (3 + 21 n_bodies,).
+    """The flat chain vector that :func:`arm_first_moment` reads, (3 + 25 n_bodies,).
 
     ``vehicle`` is the free-flying body, ``root`` the first body of the arm (its subtree is the
     arm). Hinges must sit at their body's origin (``jnt_pos`` = 0), as the builder makes them.
@@ -59,16 +61,16 @@ def chain_params(model: mujoco.MjModel, vehicle: int, root: int) -> np.ndarray:
         if b == root and parent != vehicle:
             raise ValueError("the arm is not mounted on the vehicle body")
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
-        if len(joints) > 2 or any(model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE
-                                  for j in joints):
-            raise ValueError(f"arm body {b}: at most two hinges supported")
+        if len(joints) > C_HINGES or any(model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE
+                                         for j in joints):
+            raise ValueError(f"arm body {b}: at most {C_HINGES} hinges supported")
         if any(np.any(model.jnt_pos[j] != 0) for j in joints):
             raise ValueError(f"arm body {b}: hinges must sit at the body origin")
         r = [float(row.get(parent, -1))]
         r += [float(v) for v in model.body_pos[b]] + [float(v) for v in model.body_quat[b]]
         r += [float(v) for v in model.body_ipos[b]] + [float(model.body_mass[b])]
         r += [float(len(joints))]
-        for j in joints + [-1] * (2 - len(joints)):
+        for j in joints + [-1] * (C_HINGES - len(joints)):
             if j < 0:
                 r += [0.0, 0.0, 0.0, 0.0]
             else:
@@ -90,7 +92,7 @@ def arm_first_moment(chain, qpos, work, out) -> None:  # noqa: ANN001 - lists or
     """The arm's first moment s = sum_i m_i (x_i - c_B) (kg m), in the vehicle frame B.
 
     Args:
-        chain: :func:`chain_params`, (3 + 21 n,).
+        chain: :func:`chain_params`, (3 + 25 n,).
         qpos: the model's qpos (the hinge angles are read at the chain's addresses), (nq,).
         work: scratch, (12 n,): each body's rotation (9, row-major) and origin (3) in B.
         out: (3,); written.
@@ -124,7 +126,7 @@ def arm_first_moment(chain, qpos, work, out) -> None:  # noqa: ANN001 - lists or
                 b00, b01, b02, b10, b11, b12, b20, b21, b22)
         nj = int(chain[c + C_NJ])
         for j in range(nj):
-            h = c + (C_J1 if j == 0 else C_J2)
+            h = c + C_J1 + (C_J2 - C_J1) * j
             th = qpos[int(chain[h])]
             ux, uy, uz = chain[h + 1], chain[h + 2], chain[h + 3]
             ct, st = math.cos(th), math.sin(th)
@@ -193,12 +195,40 @@ def com_torque(s, qpos, gx: float, gy: float, gz: float, a_d) -> tuple[float, fl
 # ------------------------------------------------------------------------------------------
 
 
-def wrench_sites(model: mujoco.MjModel, flange_site: int) -> np.ndarray:
-    """The site ids :func:`wrench_feedforward` reads, (7,): the flange, then each tendon's
-    anchor on the vehicle (3) and its first via point on the arm (3)."""
-    anchors = [model.site(names.tendon_anchor(i)).id for i in range(3)]
-    vias = [model.site(names.tendon_via(i, 0)).id for i in range(3)]
-    return np.array([flange_site, *anchors, *vias], dtype=np.int64)
+# Layout of the wrench's site vector (see wrench_sites): the flange site, then per tendon
+# actuator its anchor site on the vehicle, the next site of its path (on the arm) and the sign
+# that turns the actuator's force into the tendon's tension (0: the tendon does not pull on the
+# vehicle through sites: a fixed tendon, whose hinge moments the flange sensor reads).
+W_FLANGE, W_HEAD, W_STRIDE = 0, 1, 3
+
+
+def wrench_sites(model: mujoco.MjModel, flange_site: int, actuators: np.ndarray,
+                 vehicle: int) -> np.ndarray:
+    """The site vector :func:`wrench_feedforward` reads, (1 + 3 n_tendons,) int64: the flange,
+    then for each tendon actuator of ``actuators`` (n_tendons,) the anchor site where its
+    tendon leaves the vehicle body ``vehicle``, the next site of its path, and the sign s with
+    tension = s actuator_force (-gear: +1 for a force actuator of gear -1, -1 for a position
+    actuator of gear +1, whose force is <= 0 when it pulls).
+
+    Read from the model's tendon paths, so it holds for any arm: a spatial tendon (wrapped on
+    sites, the one-section arms' and ``tendon_routing=sites``) pulls its anchor on the vehicle
+    towards its next site, which the flange sensor does not see; a fixed tendon (wrapped on
+    joints, ``tendon_routing=joints``) acts as hinge moments, which the sensor reads with the
+    rest of the structural wrench (``tests/model/test_terms_sections.py`` checks both against
+    the vehicle's Newton-Euler equations), so its entry is (-1, -1, 0)."""
+    out = [int(flange_site)]
+    for a in np.asarray(actuators, dtype=np.int64):
+        ten = int(model.actuator_trnid[a, 0])
+        adr, num = int(model.tendon_adr[ten]), int(model.tendon_num[ten])
+        entry = [-1, -1, 0]
+        if (num >= 2 and model.wrap_type[adr] == mujoco.mjtWrap.mjWRAP_SITE
+                and model.wrap_type[adr + 1] == mujoco.mjtWrap.mjWRAP_SITE):
+            anchor, nxt = int(model.wrap_objid[adr]), int(model.wrap_objid[adr + 1])
+            if (model.site_bodyid[anchor] == vehicle
+                    and model.site_bodyid[nxt] != vehicle):
+                entry = [anchor, nxt, -int(np.sign(model.actuator_gear[a, 0]))]
+        out += entry
+    return np.array(out, dtype=np.int64)
 
 
 @register_jitable
@@ -218,12 +248,13 @@ def wrench_feedforward(sensordata, adr_f: int, adr_t: int, site_xmat, site_xpos,
     (-F, -R^T M): added to the desired force and the attitude torque, it cancels them.
 
     ``site_xmat`` (nsite, 9), ``site_xpos`` (nsite, 3), ``com`` (3,) (the vehicle's centre of
-    mass, world) and ``actuator_force`` (nu,) (at the tendon actuators ``tendons`` (3,): the
-    tensions, N) come from the same forward pass as the sensor: the one inside the previous
-    ``mj_step``, so the wrench is one step old. ``sites`` is :func:`wrench_sites`; ``qpos``
-    the free joint's current state.
+    mass, world) and ``actuator_force`` (nu,) (at the tendon actuators ``tendons``
+    (n_tendons,): the tensions, N, times each one's sign) come from the same forward pass as
+    the sensor: the one inside the previous ``mj_step``, so the wrench is one step old.
+    ``sites`` is :func:`wrench_sites` (a tendon without a pull on the vehicle's sites is
+    skipped: the sensor reads it); ``qpos`` the free joint's current state.
     """
-    fl = sites[0]
+    fl = sites[W_FLANGE]
     f0, f1, f2 = sensordata[adr_f], sensordata[adr_f + 1], sensordata[adr_f + 2]
     t0, t1, t2 = sensordata[adr_t], sensordata[adr_t + 1], sensordata[adr_t + 2]
     xm = site_xmat[fl]
@@ -237,12 +268,19 @@ def wrench_feedforward(sensordata, adr_f: int, adr_t: int, site_xmat, site_xpos,
     mz = xm[6] * t0 + xm[7] * t1 + xm[8] * t2 + (dx * fy - dy * fx)
     # Minus the tendons' pull on the vehicle (the feed-forward cancels -F, so it adds F's
     # negative: -(sum T u) for the force, likewise for the moment).
-    for i in range(3):
-        a, v = sites[1 + i], sites[4 + i]
+    for i in range(tendons.shape[0]):
+        w = W_HEAD + W_STRIDE * i
+        sign = sites[w + 2]
+        if sign == 0:
+            continue
+        a, v = sites[w], sites[w + 1]
         ux = site_xpos[v, 0] - site_xpos[a, 0]
         uy = site_xpos[v, 1] - site_xpos[a, 1]
         uz = site_xpos[v, 2] - site_xpos[a, 2]
-        scale = actuator_force[tendons[i]] / math.sqrt(ux * ux + uy * uy + uz * uz)
+        tension = actuator_force[tendons[i]]
+        if sign < 0:
+            tension = -tension
+        scale = tension / math.sqrt(ux * ux + uy * uy + uz * uz)
         px, py, pz = ux * scale, uy * scale, uz * scale
         fx -= px
         fy -= py
@@ -260,24 +298,83 @@ def wrench_feedforward(sensordata, adr_f: int, adr_t: int, site_xmat, site_xpos,
 # Active tendon damping
 # ------------------------------------------------------------------------------------------
 
-# Layout of the damping parameter vector (see damping_params).
-D_GAIN, D_BIAS, D_TMAX, D_MAP = 0, 1, 2, 3  # D_MAP: the (3, 2) min-norm map, row-major
-N_DAMPING = 9
+# Layout of the damping parameter vector (see damping_params): a head, one block per section,
+# one block per tendon.
+D_GAIN, D_BIAS, D_TMAX, D_NSEC, D_SERVO = 0, 1, 2, 3, 4  # D_GAIN: section 0's D / r_0 (0: off)
+D_HEAD = 5
+# Per section: D / r_j (N s/rad), r_(j+1) / r_j (0 for the last), its first link and number
+# of links, its first tendon and number of tendons.
+S_GAIN, S_RATIO, S_LINK0, S_LINKS, S_TEN0, S_TENS = range(6)
+D_SEC = 6
+# Per tendon: the min-norm map (2) from the section's planar resultant to its tension, its
+# weight in the section's positive null vector (the bias and slack shift: no net moment),
+# f = -1 / k (m/N, servo-driven: a tension change as a length command change; 0 otherwise),
+# and its pair's partner (-1: none).
+T_MAP, T_NULL, T_CMD, T_PARTNER = 0, 2, 3, 4
+D_TEN = 5
 
 
-def damping_params(damping: float, bias: float, tension_max: float, offset: float,
-                   tendon_angles_deg: list[float]) -> np.ndarray:
-    """The vector that :func:`damped_tensions` reads, (N_DAMPING,): D / r (N s/rad, the
-    resultant per unit bending rate), the bias (N), the tension limit (N) and the min-norm map
-    P = N^T (N N^T)^-1 (3, 2) from a planar resultant to tensions, N = [cos phi; sin phi]."""
-    phi = np.radians(np.asarray(tendon_angles_deg, dtype=float))
-    nmat = np.stack([np.cos(phi), np.sin(phi)])
-    pmap = nmat.T @ np.linalg.inv(nmat @ nmat.T)
-    return np.array([damping / offset, bias, tension_max, *pmap.ravel()])
+def null_weights(angles_rad: np.ndarray) -> np.ndarray:
+    """A positive vector n (m,) with sum_i n_i (cos phi_i, sin phi_i) = 0 for m tendons at
+    ``angles_rad`` (m,) that bend their section every way, scaled to max 1: tensions along it
+    carry no net moment. Built as sum_k (e_k + the non-negative pull of the two tendons that
+    bracket -n_k, :func:`quadarm.control.sections.pull`), each term balanced and >= 0 with its
+    own tendon at 1, so every weight is positive. Equally spaced tendons give n_i = 1 (to
+    rounding, which is removed: the one-section arm's shift along (1, 1, 1), bit for bit)."""
+    from quadarm.control.sections import pull
+
+    phi = np.asarray(angles_rad, dtype=float)
+    dirs = np.stack([np.cos(phi), np.sin(phi)], axis=-1)
+    n = np.eye(phi.size).sum(axis=0) + pull(-dirs, phi).sum(axis=0)
+    n = n / n.max()
+    return np.where(np.abs(n - 1.0) < 1e-9, 1.0, n)
+
+
+def damping_params(damping: float, bias: float, tension_max: float,
+                   sections: list[tuple[float, list[float], int]],
+                   stiffness: np.ndarray | None = None,
+                   partners: np.ndarray | None = None) -> np.ndarray:
+    """The vector that :func:`damped_tensions` reads, (D_HEAD + 6 S + 5 T,) for S sections
+    and T tendons in all.
+
+    ``damping`` D (N m s/rad, per section), ``bias`` (N), ``tension_max`` (N); ``sections``:
+    per section, proximal first, (r_j its tendons' offset (m), their angles (deg), its number
+    of links), its tendons following those of the section before (the builders' order);
+    ``stiffness`` (T,) N/m: servo-driven tendons (position actuators of gain k: the term then
+    writes length commands, m), None for tension-driven ones; ``partners`` (T,) int: each
+    tendon's antagonistic partner on the same servo (-1: none). Per tendon the map is
+    P = N^T (N N^T)^-1 (T_j, 2) of the section's N = [cos phi; sin phi] (a resultant, N, to
+    tensions)."""
+    ns = len(sections)
+    nt = sum(len(a) for _, a, _ in sections)
+    out = np.zeros(D_HEAD + D_SEC * ns + D_TEN * nt)
+    out[D_BIAS], out[D_TMAX], out[D_NSEC] = bias, tension_max, ns
+    out[D_SERVO] = 0.0 if stiffness is None else 1.0
+    link0, ten0 = 0, 0
+    for j, (r, angles, links) in enumerate(sections):
+        h = D_HEAD + D_SEC * j
+        out[h + S_GAIN] = damping / r
+        out[h + S_RATIO] = sections[j + 1][0] / r if j + 1 < ns else 0.0
+        out[h + S_LINK0], out[h + S_LINKS] = link0, links
+        out[h + S_TEN0], out[h + S_TENS] = ten0, len(angles)
+        phi = np.radians(np.asarray(angles, dtype=float))
+        nmat = np.stack([np.cos(phi), np.sin(phi)])
+        pmap = nmat.T @ np.linalg.inv(nmat @ nmat.T)
+        null = null_weights(phi)
+        for q in range(len(angles)):
+            t = D_HEAD + D_SEC * ns + D_TEN * (ten0 + q)
+            out[t + T_MAP], out[t + T_MAP + 1] = pmap[q]
+            out[t + T_NULL] = null[q]
+            out[t + T_CMD] = 0.0 if stiffness is None else -1.0 / float(stiffness[ten0 + q])
+            out[t + T_PARTNER] = -1.0 if partners is None else float(partners[ten0 + q])
+        link0 += links
+        ten0 += len(angles)
+    out[D_GAIN] = out[D_HEAD + S_GAIN]
+    return out
 
 
 def hinge_dofs(model: mujoco.MjModel, segments: int) -> tuple[np.ndarray, np.ndarray]:
-    """The dof addresses of the arm's x and y hinges, (segments,) each."""
+    """The dof addresses of the arm's x and y hinges, (segments,) each, proximal first."""
     dx = [int(model.jnt_dofadr[model.joint(names.link_joint(k, "x")).id])
           for k in range(segments)]
     dy = [int(model.jnt_dofadr[model.joint(names.link_joint(k, "y")).id])
@@ -286,34 +383,78 @@ def hinge_dofs(model: mujoco.MjModel, segments: int) -> tuple[np.ndarray, np.nda
 
 
 @register_jitable
-def damped_tensions(dp, qvel, dof_x, dof_y, t_cmd, out) -> None:  # noqa: ANN001
-    """Tendon tensions (N), (3,), into ``out``: the commanded ``t_cmd`` (3,) plus the bias on
-    every tendon plus the min-norm tensions of the damping resultant, shifted up along
-    (1, 1, 1) when one would go slack, and capped at the limit.
-
-    The damping resultant (N) is -D / r times the mean bending rate
-    w = (1/K) sum_k (-qdot_y,k, qdot_x,k) (rad/s) over the K links, so the tendon moment r R =
-    -D w opposes the bending rate (collocated: its power over the K hinges is -K D |w|^2 <= 0).
-    The shift (1, 1, 1) and the bias carry no net moment for equally spaced tendons (the
-    balanced map's premise). With t_cmd in [0, T_max] and bias in [0, T_max] every output is
-    in [0, T_max].
-    """
-    k = len(dof_x)
+def _section_rate(dp, qvel, dof_x, dof_y, j: int) -> tuple[float, float]:  # noqa: ANN001
+    """Section j's damping resultant per unit of its offset: -(D / r_j) w_j (N), w_j its
+    links' mean bending rate (-qdot_y, qdot_x) (rad/s)."""
+    h = D_HEAD + D_SEC * j
+    k0, k = int(dp[h + S_LINK0]), int(dp[h + S_LINKS])
     wx, wy = 0.0, 0.0
-    for j in range(k):
-        wx -= qvel[dof_y[j]]
-        wy += qvel[dof_x[j]]
-    g = dp[D_GAIN] / k
-    rx, ry = -g * wx, -g * wy
-    b = dp[D_BIAS]
-    t0 = t_cmd[0] + b + dp[D_MAP] * rx + dp[D_MAP + 1] * ry
-    t1 = t_cmd[1] + b + dp[D_MAP + 2] * rx + dp[D_MAP + 3] * ry
-    t2 = t_cmd[2] + b + dp[D_MAP + 4] * rx + dp[D_MAP + 5] * ry
-    low = min(min(min(t0, t1), t2), 0.0)
-    hi = dp[D_TMAX]
-    out[0] = min(t0 - low, hi)
-    out[1] = min(t1 - low, hi)
-    out[2] = min(t2 - low, hi)
+    for q in range(k0, k0 + k):
+        wx -= qvel[dof_y[q]]
+        wy += qvel[dof_x[q]]
+    g = dp[h + S_GAIN] / k
+    return -g * wx, -g * wy
+
+
+@register_jitable
+def _pull(dp, t: int, rx: float, ry: float, b: float) -> float:  # noqa: ANN001
+    """Tendon t's tension change (N): the bias along the null vector and its share of the
+    section's resultant (rx, ry) N."""
+    return b * dp[t + T_NULL] + dp[t + T_MAP] * rx + dp[t + T_MAP + 1] * ry
+
+
+@register_jitable
+def damped_tensions(dp, qvel, dof_x, dof_y, t_cmd, out) -> None:  # noqa: ANN001
+    """The tendon commands (n_tendons,) into ``out`` (it may be ``t_cmd``): the commanded
+    ``t_cmd`` (n_tendons,) plus the active damping and the bias, for an arm of any number of
+    sections and tendons (:func:`damping_params`).
+
+    Each section j is to carry the damping moment M_j = -D w_j (N m), w_j its links' mean
+    bending rate (-qdot_y, qdot_x) (rad/s), so that the power over its K_j links' hinges is
+    -K_j D |w_j|^2 <= 0 (collocated). Section j's own tendons pass through sections 0..j, so
+    they pull the difference: the resultant R_j = (M_j - M_(j+1)) / r_j (N, r_j their offset;
+    the bend plan's rule, :mod:`quadarm.control.sections`), split by the min-norm map; the bias
+    goes along the section's positive null vector n (no net moment; n = 1 for equally spaced
+    tendons). One section: R = -D w / r, the one-section arm's law.
+
+    Tension-driven tendons: the tensions, shifted up along n when one would go slack, and
+    capped at the limit (with t_cmd in [0, T_max] and bias in [0, T_max] every output is in
+    [0, T_max]). Servo-driven tendons (length commands, m): each tension change dT becomes the
+    length command change -dT / k at the tendon's stiffness k (the position actuator's force
+    rises by dT at a held length); a pair on one servo takes half the difference of the two
+    changes each way (k (dp) = (dT_i - dT_o) / 2, as the plan's pairs); the actuators' own
+    force range keeps them in [0, T_max].
+    """
+    ns = int(dp[D_NSEC])
+    b, hi = dp[D_BIAS], dp[D_TMAX]
+    servo = dp[D_SERVO] != 0.0
+    tb = D_HEAD + D_SEC * ns
+    for j in range(ns):
+        h = D_HEAD + D_SEC * j
+        rx, ry = _section_rate(dp, qvel, dof_x, dof_y, j)
+        if j + 1 < ns:
+            nx, ny = _section_rate(dp, qvel, dof_x, dof_y, j + 1)
+            c = dp[h + S_RATIO]
+            rx, ry = rx - c * nx, ry - c * ny
+        t0, nt = int(dp[h + S_TEN0]), int(dp[h + S_TENS])
+        if servo:
+            for q in range(t0, t0 + nt):
+                t = tb + D_TEN * q
+                o = int(dp[t + T_PARTNER])
+                dt = _pull(dp, t, rx, ry, b)
+                if o >= 0:
+                    dt = 0.5 * (dt - _pull(dp, tb + D_TEN * o, rx, ry, b))
+                out[q] = t_cmd[q] + dp[t + T_CMD] * dt
+            continue
+        low = 0.0
+        for q in range(t0, t0 + nt):
+            t = tb + D_TEN * q
+            out[q] = t_cmd[q] + b * dp[t + T_NULL] + dp[t + T_MAP] * rx + dp[t + T_MAP + 1] * ry
+            v = out[q] / dp[t + T_NULL]
+            low = v if q == t0 else min(low, v)
+        low = min(low, 0.0)
+        for q in range(t0, t0 + nt):
+            out[q] = min(out[q] - low * dp[tb + D_TEN * q + T_NULL], hi)
 
 
 # ------------------------------------------------------------------------------------------

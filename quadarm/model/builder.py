@@ -261,15 +261,17 @@ def _flange_excludes(spec: mujoco.MjSpec, chain: Chain) -> None:
                              bodyname2=names.link_body(k))
 
 
-def _add_flange_sensor(spec: mujoco.MjSpec, chain: Chain) -> None:
+def _add_flange_sensor(spec: mujoco.MjSpec, chain: Chain | None) -> None:
     """A site at the arm's mount (the first link's origin, the hinge centre; for a midpoint
-    chain the origin of its base piece, at the flange) with MuJoCo
+    chain the origin of its base piece, at the flange; a multi-section arm, ``chain`` None: its
+    link 0's origin) with MuJoCo
     ``force`` and ``torque`` sensors: they read the structural wrench that the vehicle exerts
     on the arm through the hinges, in the site frame, the torque about the site. The tendons,
     anchored on the vehicle, are not in that reading: their pull on the anchors adds to it
     (:func:`quadarm.control.arm.wrench_feedforward`). Sensors are outputs only: the dynamics
     are those of the model without them."""
-    mount = spec.body(names.BASE_PIECE if chain.base_length > 0 else names.link_body(0))
+    based = chain is not None and chain.base_length > 0
+    mount = spec.body(names.BASE_PIECE if based else names.link_body(0))
     mount.add_site(name=names.FLANGE_SITE, pos=[0.0, 0.0, 0.0], size=[0.004, 0, 0], group=4)
     spec.add_sensor(name=names.FLANGE_FORCE, type=mujoco.mjtSensor.mjSENS_FORCE,
                     objtype=mujoco.mjtObj.mjOBJ_SITE, objname=names.FLANGE_SITE)
@@ -355,8 +357,6 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig | SectionArm
                           trntype=mujoco.mjtTrn.mjTRN_TENDON, gear=[-1, 0, 0, 0, 0, 0],
                           ctrlrange=[0.0, chain.tension_max])
     if flange_sensor:
-        if chain is None:
-            raise ValueError("the flange sensor needs a one-section arm (arm=prb12|rod)")
         _add_flange_sensor(spec, chain)
     if world is not None:
         add_world(spec, world)

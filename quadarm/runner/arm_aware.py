@@ -18,8 +18,10 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config
+from quadarm.config.sections import SectionArmConfig, servo_driven
 from quadarm.control import arm as terms
 from quadarm.model import BuiltModel, names
+from quadarm.model.sections import pairs, tendon_stiffness
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,11 @@ class Arm(NamedTuple):
 
     ffp: np.ndarray  # (nsim, N_FEEDFORWARD) float: control.arm.feedforward_params (mode 0: off)
     chain: np.ndarray  # (nsim, C_HEAD + C_STRIDE n_bodies) float: control.arm.chain_params
-    sites: np.ndarray  # (nsim, 7) int64: control.arm.wrench_sites (zeros unless wrench)
-    damp: np.ndarray  # (nsim, N_DAMPING) float: control.arm.damping_params (gain, bias 0: off)
-    dofs: np.ndarray  # (nsim, 2, segments) int64: the x and y hinge dof addresses
+    sites: np.ndarray  # (nsim, W_HEAD + W_STRIDE n_tendons) int64: control.arm.wrench_sites
+    #                    (zeros unless wrench)
+    damp: np.ndarray  # (nsim, D_HEAD + D_SEC n_sections + D_TEN n_tendons) float:
+    #                   control.arm.damping_params (gain, bias 0: off)
+    dofs: np.ndarray  # (nsim, 2, n_links) int64: the x and y hinge dof addresses, proximal first
 
 
 class ArmState(NamedTuple):
@@ -62,12 +66,31 @@ def arm_terms(cfg: Config, built: BuiltModel) -> ArmTerms:
                                    m.opt.gravity, built.quad_body,
                                    built.flange_force_adr, built.flange_torque_adr)
     chain = terms.chain_params(m, built.quad_body, root)
-    sites = (terms.wrench_sites(m, built.flange_site) if wrench
-             else np.zeros(7, dtype=np.int64))
-    dp = terms.damping_params(ctl.tendon_damping, ctl.tendon_bias, arm.tension_max,
-                              arm.tendon_offset, arm.tendon_angles_deg)
+    tendons = np.asarray(built.tendon_actuators, dtype=np.int64)
+    sites = (terms.wrench_sites(m, built.flange_site, tendons, built.quad_body) if wrench
+             else np.zeros(terms.W_HEAD + terms.W_STRIDE * tendons.size, dtype=np.int64))
+    dp = damping(ctl.tendon_damping, ctl.tendon_bias, arm)
     dofs = np.stack(terms.hinge_dofs(m, arm.segments)).astype(np.int64)
     return ArmTerms(ffp=ffp, chain=chain, sites=sites, damp=dp, dofs=dofs)
+
+
+def damping(gain: float, bias: float, arm: Any) -> np.ndarray:
+    """:func:`quadarm.control.arm.damping_params` for any arm: one section of the one-section
+    arms' tendons over all their links, or a multi-section arm's sections (its tendons'
+    offsets, angles and links; with servo-driven tendons their stiffnesses and pairs, so that
+    the term writes length commands)."""
+    if not isinstance(arm, SectionArmConfig):
+        return terms.damping_params(gain, bias, arm.tension_max,
+                                    [(arm.tendon_offset, list(arm.tendon_angles_deg),
+                                      arm.segments)])
+    secs = [(s.tendons.offset, list(s.tendons.angles()), s.links) for s in arm.sections]
+    if not servo_driven(arm):
+        return terms.damping_params(gain, bias, arm.tension_max, secs)
+    partners = np.full(arm.n_tendons, -1)
+    for i, o in pairs(arm):
+        partners[i], partners[o] = o, i
+    return terms.damping_params(gain, bias, arm.tension_max, secs, tendon_stiffness(arm),
+                                partners)
 
 
 def records(preps: Sequence[Any], held: bool = False) -> Arm:
@@ -76,8 +99,8 @@ def records(preps: Sequence[Any], held: bool = False) -> Arm:
     ns = len(preps)
     if held:
         return Arm(ffp=np.zeros((ns, terms.N_FEEDFORWARD)), chain=np.zeros((ns, terms.C_HEAD)),
-                   sites=np.zeros((ns, 7), dtype=np.int64),
-                   damp=np.zeros((ns, terms.N_DAMPING)), dofs=np.zeros((ns, 2, 0), dtype=np.int64))
+                   sites=np.zeros((ns, terms.W_HEAD), dtype=np.int64),
+                   damp=np.zeros((ns, terms.D_HEAD)), dofs=np.zeros((ns, 2, 0), dtype=np.int64))
     arms = [arm_terms(p.cfg, p.built) for p in preps]
     return Arm(**{f: np.ascontiguousarray(np.stack([getattr(a, f) for a in arms]),
                                           dtype=np.int64 if f in ("sites", "dofs") else float)

@@ -131,7 +131,8 @@ class TendonState(NamedTuple):
     """The tendon command's scratch and filter (``State.tendon``)."""
 
     out: np.ndarray  # (nsim, n_tendons) float, N: the commanded tensions
-    filtered: Memory[np.ndarray]  # (nsim, n_tendons) float, N: the low-passed commands
+    filtered: Memory[np.ndarray]  # (nsim, n_tendons) float, N (m for servo-driven tendons):
+    #                               the low-passed commands
 
 
 class Tip(NamedTuple):
@@ -275,8 +276,9 @@ def lowpass_coefficient(tau: float, dt: float) -> float:
 
 @jit.inline
 def tendon_lowpass(k: int, p: Params, s: State, i: int, t: np.ndarray) -> None:
-    """``control.tendon_tau``: low-pass the tendon commands ``t`` (n_tendons,) N in place,
-    from the first command (y_0 = x_0: no transient at the start)."""
+    """``control.tendon_tau``: low-pass the tendon commands ``t`` (n_tendons,) in place, every
+    tendon alike (tensions, N, or servo-driven tendons' length commands, m), from the first
+    command (y_0 = x_0: no transient at the start)."""
     a, y = p.tendon.lowpass[i], s.tendon.filtered[i]
     for j in range(t.shape[0]):
         y[j] = t[j] if k == 0 else y[j] + a * (t[j] - y[j])
@@ -285,9 +287,10 @@ def tendon_lowpass(k: int, p: Params, s: State, i: int, t: np.ndarray) -> None:
 
 @jit.inline
 def tendon_term(k: int, p: Params, s: State, i: int, qvel: Any) -> None:
-    """The tendon commands of sample k: the plan's tensions, passed through the active damping
-    (:func:`quadarm.control.arm.damped_tensions`, with its bias) when that is on, then the
-    low-pass when that is on; slack plans command nothing (the damping then acts alone)."""
+    """The tendon commands of sample k: the plan's tensions (or servo length commands), passed
+    through the active damping (:func:`quadarm.control.arm.damped_tensions`, with its bias,
+    per section for any arm) when that is on, then the low-pass when that is on; slack plans
+    command nothing (the damping then acts alone)."""
     ctrl, tendon, dp = s.data.ctrl[i], p.tendon, p.arm.damp[i]
     tendons = tendon.actuators
     damped = dp[arm_control.D_GAIN] != 0.0 or dp[arm_control.D_BIAS] != 0.0

@@ -22,7 +22,13 @@ held, no flight controller), ``force_loop`` (the touch task's force loop,
 ``weld`` (its events switch the payload weld). ``pace``: the key that sets the pace of a
 planned path (the tip-space scenarios'), whose plan the preflight judges before anything flies
 (:func:`quadarm.preflight.check_plan`: the tilt the hub reference's acceleration needs).
-``trial``: the command-line overrides, besides
+``needs``: what the scenario or its ``trial`` needs of an arm (traits of
+:data:`quadarm.terms.ARM_TRAITS`, each with the one-line reason an arm without it is refused).
+``tendon_pace``: the key that sets the pace of the tendon commands of a planned tip path (the
+tip-space scenarios'), whose plan the same preflight judges against the servos' speed when the
+arm has a servo model (a tendon its servo cannot keep up with takes the tip off the path the
+trial is about; a bend scenario's ramp is a command whose servo lag is what ``arm.servo``
+models, so it has none). ``trial``: the command-line overrides, besides
 ``scenario=<kind>``, of a short valid trial of it (the world it touches, shorter times): the
 tests that dry-run or fly every scenario (its metric names against :mod:`quadarm.names`) take
 it from here.
@@ -110,7 +116,12 @@ class Task:
     payload: bool = False
     weld: bool = False  # its events switch the payload weld (a grasp, a release)
     pace: str = ""  # the key that sets a planned path's pace ('': no plan check)
+    tendon_pace: str = ""  # the key that sets the pace of the plan's tendon commands ('': they
+    #                        do not move, or no key does): judged against the servos' speed
     trial: tuple[str, ...] = ()  # overrides of a short valid trial, besides scenario=<kind>
+    # What the scenario (or its ``trial``) needs of an arm: (trait, why) pairs over
+    # quadarm.terms.ARM_TRAITS; an arm without the trait is refused for that reason.
+    needs: tuple[tuple[str, str], ...] = ()
 
     @property
     def module(self) -> Scenario:
@@ -237,11 +248,15 @@ TASKS: dict[str, Task] = {
     "hover": Task("hover"),
     "statics": Task("statics", grounded=True),
     "touch": Touch("touch"),
-    "reach": Reach("reach", pace="scenario.move_time"),
-    "trace": Trace("trace", pace="scenario.speed"),
+    "reach": Reach("reach", pace="scenario.move_time", tendon_pace="scenario.move_time"),
+    "trace": Trace("trace", pace="scenario.speed", tendon_pace="scenario.speed"),
     "payload": Payload("payload"),
-    "pick_place": PickPlace("pick_place", pace="scenario.move_time"),
-    "replay": Task("replay", trial=(f"scenario.log={replaylog.SAMPLE_LOG}",)),
+    "pick_place": PickPlace("pick_place", pace="scenario.move_time",
+                            tendon_pace="scenario.move_time"),
+    "replay": Task("replay", trial=(f"scenario.log={replaylog.SAMPLE_LOG}",),
+                   needs=(("one_section", "the shipped sample log holds prb12's three tension "
+                           "commands: a log replays the arm it was recorded with (give "
+                           "scenario.log a log of this arm)"),)),
 }
 
 

@@ -134,8 +134,8 @@ def test_com_torque_uses_apparent_gravity() -> None:
 
 
 def _dp(arm: ArmConfig, damping: float, bias: float) -> np.ndarray:
-    return terms.damping_params(damping, bias, arm.tension_max, arm.tendon_offset,
-                                arm.tendon_angles_deg)
+    return terms.damping_params(damping, bias, arm.tension_max,
+                                [(arm.tendon_offset, arm.tendon_angles_deg, arm.segments)])
 
 
 def _resultant(t: np.ndarray, arm: ArmConfig) -> np.ndarray:
@@ -255,7 +255,7 @@ def test_compiled_twins_are_identical() -> None:
         assert o_py == o_nb.tolist()
         sd, c, force = (rng.normal(size=k) for k in (6, 3, m.nu))
         xm, xp = rng.normal(size=(m.nsite, 9)), rng.normal(size=(m.nsite, 3))
-        sites = np.arange(7, dtype=np.int64)
+        sites = terms.wrench_sites(m, 0, b.tendon_actuators, b.quad_body)
         ten = b.tendon_actuators.astype(np.int64)
         assert terms.wrench_feedforward(sd, 0, 3, xm, xp, sites, c, force, ten, qpos) == \
             wrench(sd, 0, 3, xm, xp, sites, c, force, ten, qpos)

@@ -106,7 +106,6 @@ def _vector(overrides):
 @pytest.mark.parametrize("make", [lambda o: QuadArmEnv(overrides=o), _vector],
                          ids=["single", "vector"])
 @pytest.mark.parametrize(("override", "key"), [
-    (("arm.actuation=tension", "control.tendon_damping=0.1"), "control.tendon_damping"),
     (("arm.actuation=tension", "sensing=realistic"), "sensing.preset"),
 ])
 def test_what_they_cannot_fly_is_refused_in_one_line(make, override, key):

@@ -54,7 +54,7 @@ def test_feedforward_is_the_arms_whole_reaction() -> None:
               flange_sensor=True)
     m = b.model
     d = mujoco.MjData(m)
-    sites = terms.wrench_sites(m, b.flange_site)
+    sites = terms.wrench_sites(m, b.flange_site, b.tendon_actuators, b.quad_body)
     q = b.quad_body
     rng = np.random.default_rng(4)
     for _ in range(5):

@@ -96,10 +96,6 @@ def test_bent_v4_arm_in_flight_the_rotors_carry_the_total_weight():
 
 
 @pytest.mark.parametrize(("override", "key"), [
-    ("control.feedforward=wrench", "control.feedforward"),
-    ("arm.torsion=true control.feedforward=com", "control.feedforward"),
-    ("control.tendon_damping=0.1", "control.tendon_damping"),
-    ("control.tendon_bias=0.5", "control.tendon_bias"),
     ("control.tendon_map=legacy", "control.tendon_map"),
     ("sensing=realistic", "sensing.preset"),
     ("arm.sections.1.tendons.angles_deg=[0,60,120]", "arm.sections.1.tendons"),

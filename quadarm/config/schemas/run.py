@@ -39,11 +39,13 @@ class ControlConfig:
     controller, the arm is an unknown disturbance), ``com`` (the quasi-static moment of the
     arm's weight under the apparent gravity g - a_ref, from the hinge angles) or ``wrench``
     (the arm's reaction wrench read by a force-torque sensor at the flange, one step old).
-    ``tendon_damping`` (N m s/rad): gain of the tendon moment that opposes the arm's mean
-    bending rate; ``tendon_bias`` (N): tension added to all three tendons (zero net moment) so
+    ``tendon_damping`` (N m s/rad): gain of the tendon moment that opposes each section's
+    mean bending rate (servo-driven tendons: as length commands, du = -dT / k); ``tendon_bias``
+    (N): tension added to every tendon along its section's null vector (zero net moment) so
     that the damping can pull either way. Both 0: the tendons carry the bend command only.
-    ``tendon_tau`` (s): time constant of a first-order low-pass on the tendon commands (the
-    tendon actuators' bandwidth); 0: off, the commands reach the tendons at once.
+    ``tendon_tau`` (s): time constant of a first-order low-pass on every tendon command
+    (tensions or servo lengths: the actuators' bandwidth); 0: off, the commands reach the
+    tendons at once.
     See ``docs/arm_aware_control.md``.
     ``tip_mode`` (the tip-space scenarios only, docs/tipspace_control.md): who puts the tip
     on its target, ``vehicle`` (straight arm, the hub moves), ``arm`` (the hub holds, the arm
