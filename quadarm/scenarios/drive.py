@@ -87,7 +87,7 @@ def check(cfg: Config) -> None:
     touch's press is bounded by the chain's buckling load, payload by the servos' hold, the
     tip-space scenarios plan through the tip map of any arm): the terms written for one section
     of three tendons (the wrench feed-forward, and the com one with torsion hinges; active
-    tendon damping and bias, the sensing's arm-shape fit, the legacy tendon map), and a capstan
+    tendon damping and bias, the legacy tendon map), and a capstan
     friction (``arm.tendon_capstan_mu``, modelled by the bench replay only). Also each
     section's tendons must bend it every way."""
     from quadarm.config.checks import ConfigError
@@ -129,7 +129,6 @@ def check(cfg: Config) -> None:
         ("control.tendon_damping", c.tendon_damping, c.tendon_damping != 0.0, "0"),
         ("control.tendon_bias", c.tendon_bias, c.tendon_bias != 0.0, "0"),
         ("control.tendon_map", c.tendon_map, c.tendon_map != "balanced", "balanced"),
-        ("sensing.preset", cfg.sensing.preset, not cfg.sensing.exact, "exact"),
     ]
     for key, value, bad, allowed in refusals:
         if bad:
