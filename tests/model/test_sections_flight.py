@@ -101,7 +101,6 @@ def test_bent_v4_arm_in_flight_the_rotors_carry_the_total_weight():
     ("control.tendon_damping=0.1", "control.tendon_damping"),
     ("control.tendon_bias=0.5", "control.tendon_bias"),
     ("control.tendon_map=legacy", "control.tendon_map"),
-    ("sensing=realistic", "sensing.preset"),
     ("arm.sections.1.tendons.angles_deg=[0,60,120]", "arm.sections.1.tendons"),
     ("arm.tendon_capstan_mu=0.1", "arm.tendon_capstan_mu"),
     ("arm.bend_yield_curvature=20", "arm.bend_yield_curvature"),

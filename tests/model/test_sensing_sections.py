@@ -142,3 +142,19 @@ def test_the_calibrated_three_section_arm_flies_on_its_estimates() -> None:
     assert metrics[("whole", "shape_tip_rms_pct")] <= 3.0
     assert metrics[("whole", "est_pos_rms_mm")] <= 5.0
     assert math.isfinite(metrics[("whole", "shape_nees_mean")])
+
+
+@pytest.mark.slow
+def test_compiled_equals_plain_on_a_multi_section_arm() -> None:
+    # The sensing term's per-step code for nine fixed tendons and the y-first hinges: numba and
+    # plain Python give the same numbers bit for bit.
+    from quadarm.runner import episode, jit
+
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+    over = (V4, "sensing=realistic_arm", "scenario=hover", "scenario.duration=0.4", "seed=2")
+    plain = episode.run_episode(cfg_of(*over, "runner.compiled=false"))
+    comp = episode.run_episode(cfg_of(*over, "runner.compiled=true"))
+    for name in ("qpos", "qvel", "ctrl", "est"):
+        a, b = getattr(plain.log, name), getattr(comp.log, name)
+        assert np.array_equal(a, b, equal_nan=True), name
