@@ -107,8 +107,8 @@ def swing_model(fixed: mujoco.MjModel, n_modes: int, ctrl: np.ndarray | None = N
     straight hanging pose at rest: A_q = d qacc / d q, A_v = d qacc / d q' (springs, dampers,
     tendons, gravity and inertia), B = d qacc / d g, in the estimator's hinge order
     (theta_x,0, theta_y,0, theta_x,1, ...). The ``n_modes`` slowest modes of A_q (its
-    eigenvectors, each scaled to sum |Phi| = 1 with its largest entry positive; a one-section
-    arm's x and y planes decouple and its modes come in pairs, one per plane) span the swing;
+    eigenvectors, each scaled to sum |Phi| = 1 with its largest entry positive; where the x
+    and y planes decouple, a one-section arm's, half of them per plane) span the swing;
     the dynamics are projected with the mass matrix M_h: eta'' = W A_q Phi eta +
     W A_v Phi eta' + W B dg, W = (Phi^T M_h Phi)^-1 Phi^T M_h.
 
@@ -169,14 +169,18 @@ def swing_model(fixed: mujoco.MjModel, n_modes: int, ctrl: np.ndarray | None = N
             qw[:, j] -= fixed.body_mass[b] * jacp.T @ np.cross(axis, d.xipos[b] - o0)
     ix = np.ix_(dof, dof)
     a, mh = aq[ix], mass[ix]
-    lam, vec = np.linalg.eig(a)
-    order = np.argsort(-lam.real, kind="stable")[:n_modes]
-    ph = np.real(vec[:, order])
-    for j in range(n_modes):
-        col = ph[:, j] / np.abs(ph[:, j]).sum()
-        if col[np.argmax(np.abs(col))] < 0:
-            col = -col
-        ph[:, j] = col
+    xs, ys = np.arange(0, 2 * nl, 2), np.arange(1, 2 * nl, 2)
+    cross = max(np.abs(m[np.ix_(xs, ys)]).max() for m in (a, av[ix], mh))
+    ph = np.zeros((2 * nl, n_modes))
+    if n_modes % 2 == 0 and cross == 0.0:
+        # The x and y planes decouple (a one-section arm's tendons slack at the hanging pose):
+        # n_modes / 2 per plane, plane 0 (theta_x) first. A symmetric arm's two planes have
+        # the same frequencies; modes taken over both at once would mix them arbitrarily.
+        half = n_modes // 2
+        for plane, idx in enumerate((xs, ys)):
+            ph[idx, plane * half:(plane + 1) * half] = _slowest(a[np.ix_(idx, idx)], half)
+    else:  # coupled planes (tendons held by servos, turned routing): over every hinge
+        ph[:] = _slowest(a, n_modes)
     pmp = ph.T @ mh @ ph
     w = np.linalg.solve(pmp, ph.T @ mh)
     raq, rav = w @ a @ ph, w @ av[ix] @ ph
@@ -184,6 +188,21 @@ def swing_model(fixed: mujoco.MjModel, n_modes: int, ctrl: np.ndarray | None = N
     rbg[:, 0:2] = w @ bg[dof]
     rbg[:, 2:4] = np.linalg.solve(pmp, ph.T @ qw[dof])
     return ph, raq, rav, rbg
+
+
+def _slowest(a: np.ndarray, k: int) -> np.ndarray:
+    """The k slowest modes (n, k) of the stiffness-like matrix ``a`` (the eigenvectors of its
+    k largest real eigenvalues), each scaled to sum |Phi| = 1 with its largest entry
+    positive."""
+    lam, vec = np.linalg.eig(a)
+    order = np.argsort(-lam.real, kind="stable")[:k]
+    ph = np.real(vec[:, order])
+    for j in range(k):
+        col = ph[:, j] / np.abs(ph[:, j]).sum()
+        if col[np.argmax(np.abs(col))] < 0:
+            col = -col
+        ph[:, j] = col
+    return ph
 
 
 def filter_arrays(phi: np.ndarray, aq: np.ndarray, av: np.ndarray, bg: np.ndarray,
