@@ -7,9 +7,9 @@ its own quasi-static table (the held bend a tendon pull gives), for a multi-sect
 section's total bend about x and y (equal hinge angles within a section,
 :func:`quadarm.sensing.shape.section_profiles`), both through
 :func:`quadarm.sensing.shape.hinges`; plus M swing modes over all the hinges, the hanging
-chain's slowest (:func:`swing_model`; a one-section arm's come one per bending plane in pairs):
-theta = hinges(c[:n_b]) + Phi c[n_b:]. Filter state x (n_x = 2 n_c + 6 n_imu): c, its rate c', each arm IMU's gyro bias
-(3, rad/s) and accelerometer bias (3, m/s^2).
+chain's slowest (:func:`swing_model`; where the bending planes decouple, half per plane):
+theta = hinges(c[:n_b]) + Phi c[n_b:]. Filter state x (n_x = 2 n_c + 6 n_imu): c, its rate
+c', each arm IMU's gyro bias (3, rad/s) and accelerometer bias (3, m/s^2).
 
 Dynamics (continuous, linear, discretised exactly once per trial over the filter period T by a
 matrix exponential): a'' = white noise (density ``bend_accel``); the modal coordinates follow the
@@ -20,14 +20,14 @@ less the hover's (0, 0, -|g|): the vehicle's bias-corrected accelerometer sample
 walk with the datasheet's densities.
 
 Measurements, at each arm IMU sample: the T tendon lengths (the exact chain kinematics of
-:func:`quadarm.sensing.shape.forward`, spatial or fixed tendons); per arm IMU the gyro, R_k^T (w_B + w_k) + b_g (w_B the
-vehicle's bias-corrected body rate, w_k the link's rate relative to the vehicle, both in the
-vehicle axes) and the accelerometer, R_k^T (f_veh + w_B x (w_B x r) + J c'') + b_a (r the IMU
-site from the vehicle origin, J its position Jacobian, c'' the model's accelerations). Every
-Jacobian is exact for the kinematics (a velocity recursion along the chain), except the
-second-order terms the filter drops (d J / dc c' c', d w_k / dc c'), which with the vehicle's
-angular acceleration are what ``accel_model`` stands for. Scalar measurements are applied one
-at a time (their noises are independent), linearised once at the prediction.
+:func:`quadarm.sensing.shape.forward`, spatial or fixed tendons); per arm IMU the gyro, R_k^T
+(w_B + w_k) + b_g (w_B the vehicle's bias-corrected body rate, w_k the link's rate relative to
+the vehicle, both in the vehicle axes) and the accelerometer, R_k^T (f_veh + w_B x (w_B x r) + J
+c'') + b_a (r the IMU site from the vehicle origin, J its position Jacobian, c'' the model's
+accelerations). Every Jacobian is exact for the kinematics (a velocity recursion along the
+chain), except the second-order terms the filter drops (d J / dc c' c', d w_k / dc c'), which
+with the vehicle's angular acceleration are what ``accel_model`` stands for. Scalar measurements
+are applied one at a time (their noises are independent), linearised once at the prediction.
 
 Per-step functions are written like :func:`quadarm.control.geometric.law` (scalars, explicit
 loops), so plain Python and numba give the same numbers; the setup (:func:`swing_model`,
