@@ -340,8 +340,11 @@ def check_sensed_model(cfg: Config, built: BuiltModel | None) -> None:
     first trial. The world's own coordinates (a free payload, a sprung surface) are allowed:
     the estimators treat them as an unmodelled load."""
     from quadarm.runner.lifecycle import build_model
+    from quadarm.sensing.config import check_arm_imu_sections
     from quadarm.sensing.shape import uncovered_arm_joints
 
+    sections = getattr(cfg.arm, "sections", None)
+    check_arm_imu_sections(list(cfg.sensing.arm_imu.at), len(sections) if sections else 1)
     model = (built if built is not None else build_model(cfg)).model
     extra = uncovered_arm_joints(model, int(getattr(cfg.arm, "segments", 0)))
     if extra:

@@ -99,7 +99,9 @@ class ArmImuConfig(ImuConfig):
     axes; the noise fields are :class:`ImuConfig`'s (one datasheet for every arm IMU).
 
     ``at``: where, as fractions of the arm's links in (0, 1]: the IMU sits on link
-    ceil(f N) - 1 of N (1.0 the tip link, 0.5 the middle one); empty (the default): no arm
+    ceil(f N) - 1 of N (1.0 the tip link, 0.5 the middle one); or as section ends, ``s<J>``:
+    the last link of section J (``s0`` the first section's; a one-section arm has ``s0``
+    only, its tip link); both may mix; empty (the default): no arm
     IMU, and the arm shape is the quasi-static fit of the encoders. With arm IMUs the dynamic
     shape estimator (:mod:`quadarm.sensing.armfilter`) runs instead, tracking ``modes`` swing
     modes per bending plane; ``bend_accel`` (rad/s^2/sqrt(Hz)) and ``swing_accel``
@@ -110,7 +112,7 @@ class ArmImuConfig(ImuConfig):
     measurement (0: none). ``log``: the IMUs' delivered samples into the time series.
     """
 
-    at: list[float] = field(default_factory=list)
+    at: list[Any] = field(default_factory=list)
     modes: int = 2
     bend_accel: float = 2.0
     swing_accel: float = 2.0
@@ -351,9 +353,12 @@ def _check_arm_imu(a: ArmImuConfig, physics_rate: float, on: bool) -> None:
         raise ConfigError("sensing.arm_imu.latency", a.latency,
                           f"must be at most {LATENCY_MAX:g} s")
     for frac in a.at:
-        if not (isinstance(frac, int | float) and 0.0 < frac <= 1.0):
+        fraction = isinstance(frac, int | float) and not isinstance(frac, bool)
+        if not ((fraction and 0.0 < frac <= 1.0)
+                or (isinstance(frac, str) and SECTION_END.fullmatch(frac))):
             raise ConfigError("sensing.arm_imu.at", list(a.at),
-                              "must be fractions of the arm in (0, 1] (1.0: the tip link)")
+                              "must be fractions of the arm in (0, 1] (1.0: the tip link) or "
+                              "section ends s0, s1, ... (s<J>: the last link of section J)")
     _integer("sensing.arm_imu.modes", a.modes, 1)
     for name in ("bend_accel", "swing_accel", "accel_model"):
         _positive(f"sensing.arm_imu.{name}", getattr(a, name))
@@ -361,7 +366,34 @@ def _check_arm_imu(a: ArmImuConfig, physics_rate: float, on: bool) -> None:
         _non_negative(f"sensing.arm_imu.{name}", getattr(a, name))
 
 
-def arm_imu_links(at: list[float], n_links: int) -> list[int]:
-    """The links (0-based) carrying the arm IMUs at fractions ``at`` of ``n_links`` links."""
-    return [min(n_links - 1, max(0, int(math.ceil(f * n_links - 1e-9)) - 1)) for f in at]
+SECTION_END = re.compile(r"s(\d+)")  # an arm IMU at a section's end: s0, s1, ...
+
+
+def arm_imu_links(at: list[Any], n_links: int, ends: list[int] | None = None) -> list[int]:
+    """The links (0-based) carrying the arm IMUs at ``at`` (fractions of ``n_links`` links, or
+    section ends ``s<J>``: link ``ends[J]``, the last link of section J; ``ends`` None: one
+    section, ending at the tip link)."""
+    ends = [n_links - 1] if ends is None else ends
+    out = []
+    for f in at:
+        m = SECTION_END.fullmatch(f) if isinstance(f, str) else None
+        if m is not None:
+            j = int(m.group(1))
+            if j >= len(ends):
+                raise ValueError(f"sensing.arm_imu.at: {f} names section {j} of an arm of "
+                                 f"{len(ends)} section(s)")
+            out.append(ends[j])
+        else:
+            out.append(min(n_links - 1, max(0, int(math.ceil(float(f) * n_links - 1e-9)) - 1)))
+    return out
+
+
+def check_arm_imu_sections(at: list[Any], n_sections: int) -> None:
+    """Refuse (naming ``sensing.arm_imu.at``) a section end ``s<J>`` beyond an arm of
+    ``n_sections`` sections: an IMU placed beyond the arm."""
+    for f in at:
+        m = SECTION_END.fullmatch(f) if isinstance(f, str) else None
+        if m is not None and int(m.group(1)) >= n_sections:
+            raise ConfigError("sensing.arm_imu.at", list(at), f"{f} lies beyond the arm: its "
+                              f"sections are s0 ... s{n_sections - 1}")
 

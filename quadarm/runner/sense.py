@@ -33,10 +33,12 @@ from typing import Any, NamedTuple
 import mujoco
 import numpy as np
 
+from quadarm.config.sections import SectionArmConfig
 from quadarm.control.tendons import tensions as allocate
 from quadarm.model import build, names
 from quadarm.runner import jit
 from quadarm.runner.lifecycle import Prepared
+from quadarm.scenarios import drive
 from quadarm.sensing import armfilter, ekf, noise, sensors, shape
 from quadarm.sensing.config import SensingConfig, arm_imu_links, period_of, steps_of
 
@@ -93,7 +95,7 @@ class Sense(NamedTuple):
     ``aon`` (nsim,) bool): ``unc``/``alog`` (nsim,) whether the filters' uncertainty and the
     arm IMU samples are logged; the arm IMUs' channel ``ach`` (nsim, N_CHANNEL), noise and bias
     ``ai_w``/``ai_b`` (nsim, n_samples, 6 n_imu), their links ``alinks`` (n_imu,); the
-    filter's scalars ``af`` (nsim, N_AF), swing modes ``aphi`` (nsim, 2, N, M), transition
+    filter's scalars ``af`` (nsim, N_AF), swing modes ``aphi`` (nsim, 2 N, M), transition
     ``afm`` (nsim, n_x, n_x), input ``agm`` (nsim, n_x, 2), process noise ``aqm``
     (nsim, n_x, n_x), model accelerations ``acdd`` (nsim, n_c, n_x + 2) and initial standard
     deviations ``asig`` (nsim, n_x)."""
@@ -203,6 +205,7 @@ class SenseState(NamedTuple):
     atipv: np.ndarray
     atipc: np.ndarray
     athd: np.ndarray
+    alv: np.ndarray
     astat: np.ndarray
     vnees: np.ndarray
     vwork: np.ndarray
@@ -319,7 +322,7 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
         arm_imu_truth(sp, th_true, thd, sn.alinks, qpos, qvel, g[ekf.E_GX], g[ekf.E_GY],
                       g[ekf.E_GZ], af[armfilter.F_R0:armfilter.F_R0 + 3], k == 0,
                       af[armfilter.F_DT], work, out, ss.akin[i], ss.adl[i], ss.atipv[i],
-                      ss.ai_prev[i], ss.ai_t[i])
+                      ss.ai_prev[i], ss.ai_t[i], ss.alv[i])
     ka = channel_step(k, ss.ai_t[i], sn.ai_w[i], sn.ai_b[i], ss.ai_r[i], ach, ss.ai[i])
     q, v, th = ss.q[i], ss.v[i], ss.th[i]
     x, p = ss.ax[i], ss.ap[i]
@@ -354,18 +357,19 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
         else:
             arm_predict(x, p, sn.afm[i], sn.agm[i], sn.aqm[i], uin, ss.atmp[i])
         z, ai = ss.az[i], ss.ai[i]
-        for j in range(3):
+        nt = enc.shape[0]
+        for j in range(nt):
             z[j] = enc[j]
         for j in range(ai.shape[0]):
-            z[3 + j] = ai[j]
-        arm_measure(sp, sn.tab[i], sn.aphi[i], sn.acdd[i], af, sn.alinks, x, wb, fv, uin, th,
-                    work, out, ss.acol[i], ct, ss.akin[i], ss.akinc[i], ss.adl[i],
-                    ss.adlc[i], ss.atipv[i], ss.atipc[i], ss.ahz[i], ss.ahm[i])
+            z[nt + j] = ai[j]
+        arm_measure(sp, sn.tab[i], sn.prof, sn.aphi[i], sn.acdd[i], af, sn.alinks, x, wb, fv,
+                    uin, th, work, out, ss.acol[i], ct, ss.akin[i], ss.akinc[i], ss.adl[i],
+                    ss.adlc[i], ss.atipv[i], ss.atipc[i], ss.ahz[i], ss.ahm[i], ss.alv[i])
         still = k < af[armfilter.F_ALIGN]  # the alignment window: the arm hangs still
         arm_update(x, p, z, ss.ahz[i], ss.ahm[i], af, ss.axb[i], ss.apht[i], still)
         if still:
             arm_still(x, p, af, ss.apht[i])
-        arm_hinges(sn.tab[i], sn.aphi[i], x, th)
+        arm_hinges(sn.tab[i], sn.prof, sn.aphi[i], x, th)
         col = ss.acol[i]
         nc = col.shape[0]
         for j in range(hq.shape[0]):
@@ -427,9 +431,10 @@ def arm_fit(k: int, sn: Sense, ss: SenseState, i: int, t_cmd: Any, record: bool)
     q, v, th, thp = ss.q[i], ss.v[i], ss.th[i], ss.th_prev[i]
     if ke >= 0:
         meas = ss.meas[i]
-        for j in range(3):
+        nt = enc.shape[0]
+        for j in range(nt):
             meas[j] = enc[j]
-            meas[9 + j] = t_cmd[j]
+            meas[nt + 6 + j] = t_cmd[j]
         for j in range(th.shape[0]):
             thp[j] = th[j]
         shape_estimate(sp, sn.tab[i], sn.prof, meas, sn.wts[i], SHAPE_ITERS, ss.c[i], th,
@@ -469,7 +474,7 @@ def wrist_term(k: int, sn: Sense, ss: SenseState, i: int, sensordata: Any, tip: 
 def sense_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any, t_cmd: Any,
                sensordata: Any, tip: Any, record: bool) -> None:
     """Sample k of simulation i: every sensor and estimator; the estimates into ``ss.q``,
-    ``ss.v``, ``ss.sd`` (``t_cmd`` (3,) N: the tendon tensions last commanded, known to the
+    ``ss.v``, ``ss.sd`` (``t_cmd`` (T,) N: the tendon tensions last commanded, known to the
     controller; ``tip`` (3,) the world tip site)."""
     vehicle_term(k, sn, ss, i, qpos, qvel, record)
     arm_term(k, sn, ss, i, qpos, qvel, t_cmd, sensordata, tip, record)
@@ -516,24 +521,30 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
     if extra:  # quadarm.preflight.check_sensed_model refuses it first, naming the key
         raise ValueError(f"sensing={preps[0].cfg.sensing.preset}: the estimators cover the "
                          f"vehicle and its links' two bend hinges, not the arm joints {extra}")
+    n_ten = int(m.ntendon) if on.any() else 3
     chans = []
     for p, o in zip(preps, on, strict=True):
         cfg = p.cfg.sensing if o else SensingConfig(preset="ideal")
         dur = p.plan.steps * m.opt.timestep if o else 0.0
-        chans.append(noise.draw(cfg, p.cfg.seed, dur, m.opt.timestep))
+        chans.append(noise.draw(cfg, p.cfg.seed, dur, m.opt.timestep, n_ten))
     ch = np.stack([np.stack([c[n].prm for n in SENSORS]) for c in chans])
     drawn: dict[str, np.ndarray] = {}
     for n, short in zip(SENSORS, SHORT, strict=True):
-        dim = noise.DIMS[n]
+        dim = n_ten if n == "encoder" else noise.DIMS[n]
         drawn[f"{short}_w"] = _pad3([c[n].white for c in chans], dim)
         drawn[f"{short}_b"] = _pad3([c[n].bias for c in chans], dim)
     g = m.opt.gravity
     grav = (float(g[0]), float(g[1]), float(g[2]))
     eprm = np.stack([ekf.ekf_params(p.cfg.sensing, m.opt.timestep, grav, semi_implicit=True)
                      for p in preps])
+    prof = shape.NO_PROFILE
     if on.any():
         sp = np.stack([shape.shape_params(p.built.model) for p in preps])
-        tab = np.stack([_table(p) for p in preps])
+        if isinstance(preps[0].cfg.arm, SectionArmConfig):  # per section, its uniform bend
+            tab = np.zeros((ns, 0, 2))
+            prof = shape.section_profiles(sp[0])
+        else:  # one section: its own quasi-static table
+            tab = np.stack([_table(p) for p in preps])
         hq = shape.hinge_qpos(m, n_links)
         hv = np.array([m.jnt_dofadr[m.joint(names.link_joint(k, a)).id]
                        for k in range(n_links) for a in "xy"], dtype=np.int64)
@@ -554,23 +565,28 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
     start = np.array([p.plan.start for p in preps], dtype=float)
     sig0 = np.stack([ekf.initial_sigma(p.cfg.sensing) for p in preps])
     q0 = shape.initial_estimate(m, n_links) if on.any() else np.zeros(m.nq)
-    return Sense(on=on, ch=ch, **drawn, ekf=eprm, sp=sp, tab=tab, prof=shape.NO_PROFILE,
+    return Sense(on=on, ch=ch, **drawn, ekf=eprm, sp=sp, tab=tab, prof=prof,
                  wts=wts, hq=hq, hv=hv, ft_adr=ft_adr, tip_site=int(b0.tip_site), q0=q0,
                  start=start,
-                 sig0=sig0, caps=caps, n_links=n_links, **_arm_records(preps, on, n_links))
+                 sig0=sig0, caps=caps, n_links=n_links,
+                 **_arm_records(preps, on, n_links, tab.shape[1] > 0, prof.shape[0], n_ten))
 
 
 _MODELS: dict[str, tuple[np.ndarray, ...]] = {}
 
 
 def _swing(p: Prepared, modes: int) -> tuple[np.ndarray, ...]:
-    """The swing modes of the trial's arm (:func:`armfilter.swing_model`, its fixed-base
-    build; cached per arm, airframe, sim and mode count)."""
+    """The ``modes`` swing modes of the trial's arm (:func:`armfilter.swing_model`, its
+    fixed-base build, the actuators at the commands that hold it straight:
+    :func:`quadarm.scenarios.drive.bend_rows` at no bend; cached per arm, airframe, sim and
+    mode count)."""
     cfg = p.cfg
     key = repr((cfg.arm, cfg.airframe, cfg.sim, modes))
     if key not in _MODELS:
         fixed = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
-        _MODELS[key] = armfilter.swing_model(fixed.model, modes)
+        ctrl = np.zeros(fixed.model.nu)
+        ctrl[fixed.tendon_actuators] = drive.bend_rows(cfg, fixed, 0.0, 0.0)
+        _MODELS[key] = armfilter.swing_model(fixed.model, modes, ctrl)
     return _MODELS[key]
 
 
@@ -584,9 +600,11 @@ def _hinge0(m: Any) -> np.ndarray:
     return np.asarray(rot.T @ (d.xpos[link0] - d.xpos[root]), dtype=float)
 
 
-def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> dict[str, Any]:
+def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int, table: bool,
+                 n_prof: int, n_ten: int) -> dict[str, Any]:
     """The dynamic shape estimator's fields of :class:`Sense` (inert, small arrays for trials
-    without arm IMUs)."""
+    without arm IMUs): its quasi-static coordinates are a ``table``'s bend (2) and ``n_prof``
+    profiles' (2 each), on an arm of ``n_ten`` tendons."""
     ns = len(preps)
     aon = np.array([bool(o) and p.cfg.sensing.arm_imus for p, o in zip(preps, on, strict=True)])
     unc = np.array([bool(o) and p.cfg.sensing.uncertainty for p, o in zip(preps, on, strict=True)])
@@ -597,7 +615,7 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> dic
         z = np.zeros
         return dict(aon=aon, unc=unc, alog=alog, ach=z((ns, sensors.N_CHANNEL)),
                     ai_w=z((ns, 1, 0)), ai_b=z((ns, 1, 0)), alinks=z(0, dtype=np.int64),
-                    af=z((ns, armfilter.N_AF)), aphi=z((ns, 2, 1, 1)), afm=z((ns, 1, 1)),
+                    af=z((ns, armfilter.N_AF)), aphi=z((ns, 1, 1)), afm=z((ns, 1, 1)),
                     agm=z((ns, 1, armfilter.N_U)), aqm=z((ns, 1, 1)),
                     acdd=z((ns, 1, 1 + armfilter.N_U)), asig=z((ns, 1)))
     a0 = first.cfg.sensing.arm_imu
@@ -605,7 +623,8 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> dic
         if a and (p.cfg.sensing.arm_imu.at != a0.at or p.cfg.sensing.arm_imu.modes != a0.modes):
             raise ValueError("sensing.arm_imu: the trials of one batch must carry the same arm "
                              "IMUs (at) and modes")
-    links = np.array(arm_imu_links(list(a0.at), n_links), dtype=np.int64)
+    ends = shape.section_ends(shape.shape_params(first.built.model))
+    links = np.array(arm_imu_links(list(a0.at), n_links, ends), dtype=np.int64)
     ni = len(links)
     m = first.built.model
     dt = m.opt.timestep
@@ -616,12 +635,14 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int) -> dic
         cfg = p.cfg.sensing.arm_imu if a else a0
         chans.append(noise.draw_arm(cfg, p.cfg.seed, p.plan.steps * dt if a else 0.0, dt, ni))
         period = period_of(cfg.rate, dt) * dt
-        phi, aq, av, bg = _swing(p if a else first, a0.modes)
-        f, g, q, cdd, sig = armfilter.filter_arrays(phi, aq, av, bg, cfg, ni, period)
+        phi, aq, av, bg = _swing(p if a else first, 2 * a0.modes)
+        n_base = (2 if table else 0) + 2 * n_prof
+        f, g, q, cdd, sig = armfilter.filter_arrays(phi, aq, av, bg, cfg, ni, period, n_base)
         e = p.cfg.sensing.encoder
         enc_var = e.noise ** 2 + e.resolution ** 2 / 12.0 + e.bias ** 2
         align = steps_of(p.cfg.sensing.align_s, dt) if a else 0
-        afv = armfilter.scalar_params(cfg, enc_var, n_links, ni, period, r0, gravity, align)
+        afv = armfilter.scalar_params(cfg, enc_var, n_links, ni, period, r0, gravity, align,
+                                      n_base, n_ten)
         rows.append((afv, phi, f, g, q, cdd, sig))
     ach = np.stack([c.prm for c in chans])
     white = _pad3([c.white for c in chans], 6 * ni)
@@ -647,17 +668,19 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
     q0[:, :3] = sn.start
     q0[:, 3] = 1.0
     nh, nl = sn.hq.size, max(sn.n_links, 1)
+    nt = sn.enc_w.shape[2]
     caps = [int(c) for c in sn.caps]
-    rings = {f"{s}_r": z((ns, caps[j], noise.DIMS[n]))
-             for j, (n, s) in enumerate(zip(SENSORS, SHORT, strict=True))}
-    last = {s: z((ns, noise.DIMS[n])) for n, s in zip(SENSORS, SHORT, strict=True)}
+    dims = [nt if n == "encoder" else noise.DIMS[n] for n in SENSORS]
+    rings = {f"{s}_r": z((ns, caps[j], dims[j])) for j, s in enumerate(SHORT)}
+    last = {s: z((ns, dims[j])) for j, s in enumerate(SHORT)}
     return SenseState(
         **rings, **last, truth=z((ns, 6)), prev=z((ns, 7)), x=x, p=pm,
         ring=z((ns, caps[5], ekf.R_STRIDE)), meta=z((ns, ekf.META)), work=z((ns, ekf.WORK)), q=q0,
         v=z((ns, nv)), sd=z((ns, nsd)), c=z((ns, 2)), th=z((ns, nh)), th_prev=z((ns, nh)),
         th_true=z((ns, nh)), swork=z((ns, shape.W_STRIDE * nl)),
-        sscratch=z((ns, shape.scratch_size(0, table=True))), meas=z((ns, 12)),
-        out=z((ns, shape.N_OUT)), pts=z((ns, nl, 3)), pts_true=z((ns, nl, 3)),
+        sscratch=z((ns, shape.scratch_size(sn.prof.shape[0], table=sn.tab.shape[1] > 0,
+                                           tendons=nt))), meas=z((ns, 2 * nt + 6)),
+        out=z((ns, nt + 3)), pts=z((ns, nl, 3)), pts_true=z((ns, nl, 3)),
         err=z((ns, N_ERR)), **_arm_state(sn, ns, nl))
 
 
@@ -668,7 +691,8 @@ def _arm_state(sn: Sense, ns: int, nl: int) -> dict[str, np.ndarray]:
     ni = sn.alinks.shape[0]
     nx = sn.afm.shape[1]
     nc = sn.acdd.shape[1]
-    nz = 3 + 6 * ni
+    nt = sn.enc_w.shape[2]
+    nz = nt + 6 * ni
     nh = 2 * nl
     cap = int(sn.ach[:, sensors.CH_CAP].max()) if sn.aon.any() else 1
     return dict(
@@ -676,8 +700,9 @@ def _arm_state(sn: Sense, ns: int, nl: int) -> dict[str, np.ndarray]:
         ai_prev=z((ns, max(ni, 1), 12)), ax=z((ns, nx)), ap=z((ns, nx * nx)), axb=z((ns, nx)),
         apht=z((ns, nx)), atmp=z((ns, nx * nx + nx)), ahz=z((ns, nz)), ahm=z((ns, nz, nx)),
         az=z((ns, nz)), acol=z((ns, nc, nh)), actmp=z((ns, nh + nc + 13)),
-        akin=z((ns, max(ni, 1), 6)), akinc=z((ns, nc, max(ni, 1), 6)), adl=z((ns, 3)),
-        adlc=z((ns, nc, 3)), atipv=z((ns, 3)), atipc=z((ns, nc, 3)), athd=z((ns, nh)),
+        akin=z((ns, max(ni, 1), 6)), akinc=z((ns, nc, max(ni, 1), 6)), adl=z((ns, nt)),
+        adlc=z((ns, nc, nt)), alv=z((ns, nl, 6)), atipv=z((ns, 3)), atipc=z((ns, nc, 3)),
+        athd=z((ns, nh)),
         astat=np.full((ns, armfilter.N_TIPLOG), np.nan), vnees=z((ns, 1)),
         vwork=z((ns, NEES_DOF * (NEES_DOF + 2))))
 

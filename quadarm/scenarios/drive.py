@@ -89,7 +89,7 @@ def check(cfg: Config) -> None:
     feed-forward, the tendon damping and bias and the command low-pass are written for any
     number of sections and tendons, :mod:`quadarm.control.arm`): the legacy tendon map (the
     paper's first allocation of one section's three tendons, which a section plan replaces),
-    sensing other than exact (the sensing issue's), what the flight model does not hold (a
+    what the flight model does not hold (a
     capstan friction, a yielding backbone, tendons passing at another offset, an anisotropic
     section: the bench replay's), and sections whose tendons cannot bend them every way."""
     from quadarm.config.checks import ConfigError
@@ -128,9 +128,6 @@ def check(cfg: Config) -> None:
                           "legacy is the paper's first allocation of one section's three "
                           "tendons; each section of a multi-section arm has its own plan "
                           "(docs/arm.md)")
-    if not cfg.sensing.exact:
-        raise ConfigError("sensing.preset", cfg.sensing.preset, f"must be exact with {what}: "
-                          "the term is written for one section of three tendons (docs/arm.md)")
     for j, s in enumerate(arm.sections):
         a = np.sort(np.mod(np.radians(s.tendons.angles()), 2.0 * np.pi))
         gaps = np.diff(np.concatenate([a, a[:1] + 2.0 * np.pi]))

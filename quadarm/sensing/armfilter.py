@@ -1,12 +1,15 @@
 """The dynamic arm-shape estimator: an extended Kalman filter on a reduced chain model that fuses
 the tendon encoders, IMUs on the arm's links and the vehicle's own estimate.
 
-Shape coordinates c (n_c = 2 + 2 M): the quasi-static bend vector a = (a_x, a_y) of
-:func:`quadarm.sensing.shape.hinges` (the arm's own quasi-static table: the held bend a tendon
-pull gives) plus M swing modes per bending plane, eta_x and eta_y, the hanging chain's lowest
-modes (:func:`swing_model`): theta_x,k = table_x,k(a) + sum_j Phi_x[k, j] eta_x,j and likewise
-for theta_y. Filter state x (n_x = 2 n_c + 6 n_imu): c, its rate c', each arm IMU's gyro bias
-(3, rad/s) and accelerometer bias (3, m/s^2).
+Shape coordinates c (n_c = n_b + M), for any arm (N links, T tendons, one section or
+several): n_b quasi-static coordinates, for a one-section arm the bend vector a = (a_x, a_y) of
+its own quasi-static table (the held bend a tendon pull gives), for a multi-section arm each
+section's total bend about x and y (equal hinge angles within a section,
+:func:`quadarm.sensing.shape.section_profiles`), both through
+:func:`quadarm.sensing.shape.hinges`; plus M swing modes over all the hinges, the hanging
+chain's slowest (:func:`swing_model`; where the bending planes decouple, half per plane):
+theta = hinges(c[:n_b]) + Phi c[n_b:]. Filter state x (n_x = 2 n_c + 6 n_imu): c, its rate
+c', each arm IMU's gyro bias (3, rad/s) and accelerometer bias (3, m/s^2).
 
 Dynamics (continuous, linear, discretised exactly once per trial over the filter period T by a
 matrix exponential): a'' = white noise (density ``bend_accel``); the modal coordinates follow the
@@ -16,15 +19,15 @@ the modes (Galerkin: eta'' = A_q eta + A_v eta' + B_g dg + white noise of densit
 less the hover's (0, 0, -|g|): the vehicle's bias-corrected accelerometer sample; the biases
 walk with the datasheet's densities.
 
-Measurements, at each arm IMU sample: the three tendon lengths (the exact chain kinematics of
-:func:`quadarm.sensing.shape.forward`); per arm IMU the gyro, R_k^T (w_B + w_k) + b_g (w_B the
-vehicle's bias-corrected body rate, w_k the link's rate relative to the vehicle, both in the
-vehicle axes) and the accelerometer, R_k^T (f_veh + w_B x (w_B x r) + J c'') + b_a (r the IMU
-site from the vehicle origin, J its position Jacobian, c'' the model's accelerations). Every
-Jacobian is exact for the kinematics (a velocity recursion along the chain), except the
-second-order terms the filter drops (d J / dc c' c', d w_k / dc c'), which with the vehicle's
-angular acceleration are what ``accel_model`` stands for. Scalar measurements are applied one
-at a time (their noises are independent), linearised once at the prediction.
+Measurements, at each arm IMU sample: the T tendon lengths (the exact chain kinematics of
+:func:`quadarm.sensing.shape.forward`, spatial or fixed tendons); per arm IMU the gyro, R_k^T
+(w_B + w_k) + b_g (w_B the vehicle's bias-corrected body rate, w_k the link's rate relative to
+the vehicle, both in the vehicle axes) and the accelerometer, R_k^T (f_veh + w_B x (w_B x r) + J
+c'') + b_a (r the IMU site from the vehicle origin, J its position Jacobian, c'' the model's
+accelerations). Every Jacobian is exact for the kinematics (a velocity recursion along the
+chain), except the second-order terms the filter drops (d J / dc c' c', d w_k / dc c'), which
+with the vehicle's angular acceleration are what ``accel_model`` stands for. Scalar measurements
+are applied one at a time (their noises are independent), linearised once at the prediction.
 
 Per-step functions are written like :func:`quadarm.control.geometric.law` (scalars, explicit
 loops), so plain Python and numba give the same numbers; the setup (:func:`swing_model`,
@@ -34,6 +37,7 @@ loops), so plain Python and numba give the same numbers; the setup (:func:`swing
 
 from __future__ import annotations
 
+import copy
 import math
 
 import mujoco
@@ -59,7 +63,10 @@ except ImportError:  # pragma: no cover - numba is optional
 # encoders' own, without length_model: a still arm is in its quasi-static family).
 F_NL, F_M, F_NI, F_DT, F_RENC, F_RGYR, F_RACC, F_R0, F_G, F_GATE = 0, 1, 2, 3, 4, 5, 6, 7, 10, 11
 F_ALIGN, F_RSV, F_RSE, F_RENC0 = 12, 13, 14, 15
-N_AF = 16
+# The shape coordinates' split: F_NB the quasi-static ones (2 for one section's table, 2 per
+# section for a multi-section arm's profiles), then the swing modes; F_NT the tendons.
+F_NB, F_NT = 16, 17
+N_AF = 18
 # The alignment window takes the arm as hanging still, its shape rates zero within ALIGN_RATE
 # (rad/s) and its swing modes within ALIGN_SWING (rad): the still arm's tilt is then the
 # encoders' quasi-static bend, so the accelerometers' and gyros' readings beyond it are their
@@ -76,10 +83,12 @@ H_TABLE = 1e-6  # rad: central-difference step of the table's bend coordinates
 N_TIPLOG = 7
 
 
-def sizes(n_modes: int, n_imu: int) -> tuple[int, int, int]:
-    """(n_c, n_x, n_z): shape coordinates, filter state, measurements."""
-    nc = 2 + 2 * n_modes
-    return nc, 2 * nc + 6 * n_imu, 3 + 6 * n_imu
+def sizes(n_modes: int, n_imu: int, n_base: int = 2, n_tendons: int = 3
+          ) -> tuple[int, int, int]:
+    """(n_c, n_x, n_z): shape coordinates (``n_base`` quasi-static ones and ``n_modes`` swing
+    modes in all), filter state, measurements (``n_tendons`` lengths and 6 per IMU)."""
+    nc = n_base + n_modes
+    return nc, 2 * nc + 6 * n_imu, n_tendons + 6 * n_imu
 
 
 # --------------------------------------------------------------------------------------------
@@ -87,29 +96,40 @@ def sizes(n_modes: int, n_imu: int) -> tuple[int, int, int]:
 # --------------------------------------------------------------------------------------------
 
 
-def swing_model(fixed: mujoco.MjModel, n_modes: int, h: float = 1e-6
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The hanging chain's swing modes and their projected dynamics, per bending plane.
+def swing_model(fixed: mujoco.MjModel, n_modes: int, ctrl: np.ndarray | None = None,
+                h: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The hanging chain's swing modes and their projected dynamics, for any arm.
 
-    ``fixed``: a fixed-base build (flange level, gravity -z, hinges only). The accelerations
-    qacc(q, q', g) of MuJoCo's own model are differenced about the straight hanging pose at
-    rest: A_q = d qacc / d q, A_v = d qacc / d q' (springs, dampers, gravity and inertia),
-    B = d qacc / d g. Plane 0 is the theta_x hinges (driven by g_y), plane 1 the theta_y ones
-    (driven by g_x); they decouple at the hanging pose. The M slowest modes of each plane's
-    A_q (eigenvectors, each scaled to sum |Phi| = 1 with its largest entry positive) span the
-    swing; the dynamics are projected with the mass matrix M_h: eta'' = W A_q Phi eta +
+    ``fixed``: a fixed-base build (flange level, gravity -z, hinges only), its actuators at
+    ``ctrl`` (the commands that hold the arm straight: a servo's position gain stiffens the
+    swing; None: zero). The accelerations qacc(q, q', g) of MuJoCo's own model (friction
+    losses left out: the linear model is the frictionless one) are differenced about the
+    straight hanging pose at rest: A_q = d qacc / d q, A_v = d qacc / d q' (springs, dampers,
+    tendons, gravity and inertia), B = d qacc / d g, in the estimator's hinge order
+    (theta_x,0, theta_y,0, theta_x,1, ...). The ``n_modes`` slowest modes of A_q (its
+    eigenvectors, each scaled to sum |Phi| = 1 with its largest entry positive; where the x
+    and y planes decouple, a one-section arm's, half of them per plane) span the swing;
+    the dynamics are projected with the mass matrix M_h: eta'' = W A_q Phi eta +
     W A_v Phi eta' + W B dg, W = (Phi^T M_h Phi)^-1 Phi^T M_h.
 
     The flange's angular acceleration dw (about hinge 0) drives the swing too, through the
     links' d'Alembert forces -m_b (dw x (c_b - o_0)) (MuJoCo's translational Jacobians of the
     links' centres of mass at the hanging pose; the links' own rotational inertia is left
-    out): plane 0 by dw_x, plane 1 by dw_y.
+    out).
 
-    Returns ``phi`` (2, N, M), ``aq`` (2, M, M), ``av`` (2, M, M) (1/s^2, 1/s), ``bg``
-    (2, M, 2): per plane, rad/s^2 per m/s^2 of dg (dg_y for plane 0, dg_x for plane 1) and per
-    rad/s^2 of dw (dw_x, dw_y).
+    Returns ``phi`` (2 N, M), ``aq`` (M, M), ``av`` (M, M) (1/s^2, 1/s), ``bg`` (M, N_U):
+    rad/s^2 per m/s^2 of dg_x, dg_y and per rad/s^2 of dw_x, dw_y.
     """
+    fixed = copy.deepcopy(fixed)
+    fixed.dof_frictionloss[:] = 0.0
+    fixed.tendon_frictionloss[:] = 0.0
     d = mujoco.MjData(fixed)
+    if ctrl is not None:
+        d.ctrl[:] = ctrl
+    nl = 0
+    while mujoco.mj_name2id(fixed, mujoco.mjtObj.mjOBJ_BODY, names.link_body(nl)) >= 0:
+        nl += 1
+    dof = np.array([fixed.jnt_dofadr[j] for j in shape.hinge_joints(fixed, nl)])
     n = fixed.nv
     g0 = fixed.opt.gravity.copy()
 
@@ -147,51 +167,65 @@ def swing_model(fixed: mujoco.MjModel, n_modes: int, h: float = 1e-6
             axis = np.zeros(3)
             axis[j] = 1.0
             qw[:, j] -= fixed.body_mass[b] * jacp.T @ np.cross(axis, d.xipos[b] - o0)
-    nl = n // 2
-    phi = np.zeros((2, nl, n_modes))
-    raq, rav = np.zeros((2, n_modes, n_modes)), np.zeros((2, n_modes, n_modes))
-    rbg = np.zeros((2, n_modes, 2))
-    for plane in range(2):
-        idx = np.arange(plane, n, 2)
-        a = aq[np.ix_(idx, idx)]
-        lam, vec = np.linalg.eig(a)
-        order = np.argsort(-lam.real)[:n_modes]
-        ph = np.real(vec[:, order])
-        for j in range(n_modes):
-            col = ph[:, j] / np.abs(ph[:, j]).sum()
-            if col[np.argmax(np.abs(col))] < 0:
-                col = -col
-            ph[:, j] = col
-        mh = mass[np.ix_(idx, idx)]
-        w = np.linalg.solve(ph.T @ mh @ ph, ph.T @ mh)
-        phi[plane], raq[plane] = ph, w @ a @ ph
-        rav[plane] = w @ av[np.ix_(idx, idx)] @ ph
-        rbg[plane, :, 0] = w @ bg[idx, 1 - plane]
-        rbg[plane, :, 1] = np.linalg.solve(ph.T @ mh @ ph, ph.T @ qw[idx, plane])
-    return phi, raq, rav, rbg
+    ix = np.ix_(dof, dof)
+    a, mh = aq[ix], mass[ix]
+    xs, ys = np.arange(0, 2 * nl, 2), np.arange(1, 2 * nl, 2)
+    cross = max(np.abs(m[np.ix_(xs, ys)]).max() for m in (a, av[ix], mh))
+    ph = np.zeros((2 * nl, n_modes))
+    if n_modes % 2 == 0 and cross == 0.0:
+        # The x and y planes decouple (a one-section arm's tendons slack at the hanging pose):
+        # n_modes / 2 per plane, plane 0 (theta_x) first. A symmetric arm's two planes have
+        # the same frequencies; modes taken over both at once would mix them arbitrarily.
+        half = n_modes // 2
+        for plane, idx in enumerate((xs, ys)):
+            ph[idx, plane * half:(plane + 1) * half] = _slowest(a[np.ix_(idx, idx)], half)
+    else:  # coupled planes (tendons held by servos, turned routing): over every hinge
+        ph[:] = _slowest(a, n_modes)
+    pmp = ph.T @ mh @ ph
+    w = np.linalg.solve(pmp, ph.T @ mh)
+    raq, rav = w @ a @ ph, w @ av[ix] @ ph
+    rbg = np.zeros((n_modes, N_U))
+    rbg[:, 0:2] = w @ bg[dof]
+    rbg[:, 2:4] = np.linalg.solve(pmp, ph.T @ qw[dof])
+    return ph, raq, rav, rbg
+
+
+def _slowest(a: np.ndarray, k: int) -> np.ndarray:
+    """The k slowest modes (n, k) of the stiffness-like matrix ``a`` (the eigenvectors of its
+    k largest real eigenvalues), each scaled to sum |Phi| = 1 with its largest entry
+    positive."""
+    lam, vec = np.linalg.eig(a)
+    order = np.argsort(-lam.real, kind="stable")[:k]
+    ph = np.real(vec[:, order])
+    for j in range(k):
+        col = ph[:, j] / np.abs(ph[:, j]).sum()
+        if col[np.argmax(np.abs(col))] < 0:
+            col = -col
+        ph[:, j] = col
+    return ph
 
 
 def filter_arrays(phi: np.ndarray, aq: np.ndarray, av: np.ndarray, bg: np.ndarray,
-                  cfg: ArmImuConfig, n_imu: int, period: float
+                  cfg: ArmImuConfig, n_imu: int, period: float, n_base: int = 2
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The discrete filter over one period T (s): transition F (n_x, n_x), input G (n_x, 4)
     for u = (dg_x, dg_y, dw_x, dw_y) (held over the period), process noise Q (n_x, n_x) (Van
     Loan), the continuous accelerations of the shape coordinates ``cdd`` (n_c, n_x + 4) =
-    [d c'' / d x | d c'' / d u], and the initial standard deviations (n_x,)."""
-    m = phi.shape[2]
-    nc, nx, _ = sizes(m, n_imu)
+    [d c'' / d x | d c'' / d u], and the initial standard deviations (n_x,). ``n_base``
+    quasi-static coordinates (a random walk in acceleration, density ``bend_accel``), then
+    the M = phi.shape[1] swing modes (``aq``, ``av``, ``bg``, density ``swing_accel``)."""
+    m = phi.shape[1]
+    nc, nx, _ = sizes(m, n_imu, n_base)
     a = np.zeros((nx, nx))
     b = np.zeros((nx, N_U))
     a[0:nc, nc:2 * nc] = np.eye(nc)
-    for plane in range(2):
-        o = 2 + plane * m  # eta of this plane in c
-        a[nc + o:nc + o + m, o:o + m] = aq[plane]
-        a[nc + o:nc + o + m, nc + o:nc + o + m] = av[plane]
-        b[nc + o:nc + o + m, 1 - plane] = bg[plane, :, 0]  # plane 0 (theta_x): dg_y
-        b[nc + o:nc + o + m, 2 + plane] = bg[plane, :, 1]  # plane 0: dw_x
+    o = n_base
+    a[nc + o:nc + o + m, o:o + m] = aq
+    a[nc + o:nc + o + m, nc + o:nc + o + m] = av
+    b[nc + o:nc + o + m, :] = bg
     qc = np.zeros(nx)
-    qc[nc:nc + 2] = cfg.bend_accel ** 2
-    qc[nc + 2:2 * nc] = cfg.swing_accel ** 2
+    qc[nc:nc + n_base] = cfg.bend_accel ** 2
+    qc[nc + n_base:2 * nc] = cfg.swing_accel ** 2
     for j in range(n_imu):
         o = 2 * nc + 6 * j
         qc[o:o + 3] = cfg.gyro_walk ** 2
@@ -217,13 +251,14 @@ def filter_arrays(phi: np.ndarray, aq: np.ndarray, av: np.ndarray, bg: np.ndarra
 
 
 def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, period: float,
-                  r0: np.ndarray, gravity: float, align_steps: int = 0) -> np.ndarray:
+                  r0: np.ndarray, gravity: float, align_steps: int = 0, n_base: int = 2,
+                  n_tendons: int = 3) -> np.ndarray:
     """The filter's scalar parameters (N_AF,) (layout F_*): the measurement variances per
     sample are the sensors' own white noise (density^2 / T), with the accelerometer's model
     error ``accel_model`` added (the biases are states); ``align_steps`` the alignment
     window's physics steps (:func:`still`)."""
     out = np.zeros(N_AF)
-    out[F_NL], out[F_M], out[F_NI], out[F_DT] = n_links, cfg.modes, n_imu, period
+    out[F_NL], out[F_M], out[F_NI], out[F_DT] = n_links, 2 * cfg.modes, n_imu, period
     out[F_RENC] = max(enc_var, 1e-12) + cfg.length_model ** 2
     out[F_RGYR] = max(cfg.gyro_noise ** 2 / period, 1e-14)
     out[F_RACC] = max(cfg.accel_noise ** 2 / period, 1e-12) + cfg.accel_model ** 2
@@ -233,6 +268,7 @@ def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, p
     out[F_ALIGN] = align_steps
     out[F_RSV], out[F_RSE] = ALIGN_RATE ** 2, ALIGN_SWING ** 2
     out[F_RENC0] = max(enc_var, 1e-12)
+    out[F_NB], out[F_NT] = n_base, n_tendons
     return out
 
 
@@ -242,62 +278,64 @@ def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, p
 
 
 @register_jitable
-def hinge_angles(tab, phi, c, th) -> None:  # noqa: ANN001
-    """Hinge angles ``th`` (2 N,) of the shape coordinates ``c`` (n_c,): the table's
-    quasi-static bend of c[0:2] plus the swing modes ``phi`` (2, N, M) times c[2:]."""
-    shape.hinges(tab, shape.NO_PROFILE, c, th)
-    n, m = phi.shape[1], phi.shape[2]
-    for k in range(n):
+def hinge_angles(tab, prof, phi, c, th) -> None:  # noqa: ANN001
+    """Hinge angles ``th`` (2 N,) of the shape coordinates ``c`` (n_c,): the quasi-static
+    shape of its first n_b = 2 (a table) + 2 P (profiles ``prof`` (P, N)) coordinates
+    (:func:`quadarm.sensing.shape.hinges`) plus the swing modes ``phi`` (2 N, M) times the
+    last M."""
+    shape.hinges(tab, prof, c, th)
+    nb = (2 if tab.shape[0] > 0 else 0) + 2 * prof.shape[0]
+    m = phi.shape[1]
+    for r in range(th.shape[0]):
         for j in range(m):
-            th[2 * k] += phi[0, k, j] * c[2 + j]
-            th[2 * k + 1] += phi[1, k, j] * c[2 + m + j]
+            th[r] += phi[r, j] * c[nb + j]
 
 
 @register_jitable
-def columns(tab, phi, c, col, tmp) -> None:  # noqa: ANN001
-    """d theta / d c: ``col`` (n_c, 2 N); the table's columns by central differences
-    (``tmp`` (2 N + n_c,) scratch), the modes' exactly."""
-    n, m = phi.shape[1], phi.shape[2]
-    nc = 2 + 2 * m
-    nh = 2 * n
+def columns(tab, prof, phi, c, col, tmp) -> None:  # noqa: ANN001
+    """d theta / d c: ``col`` (n_c, 2 N); a table's columns by central differences
+    (``tmp`` (2 N + n_c,) scratch), the profiles' and the modes' exactly."""
+    nh, m = phi.shape[0], phi.shape[1]
+    o = 2 if tab.shape[0] > 0 else 0
+    nb = o + 2 * prof.shape[0]
+    nc = nb + m
     cc = tmp[nh:nh + nc]
     th = tmp[0:nh]
-    for j in range(nc):
-        cc[j] = c[j]
-    for i in range(2):
-        ci = c[i]
-        cc[i] = ci + H_TABLE
-        shape.hinges(tab, shape.NO_PROFILE, cc, col[i])
-        cc[i] = ci - H_TABLE
-        shape.hinges(tab, shape.NO_PROFILE, cc, th)
-        cc[i] = ci
-        for k in range(nh):
-            col[i, k] = (col[i, k] - th[k]) / (2.0 * H_TABLE)
+    if o > 0:
+        for j in range(nc):
+            cc[j] = c[j]
+        for i in range(2):
+            ci = c[i]
+            cc[i] = ci + H_TABLE
+            shape.hinges(tab, shape.NO_PROFILE, cc, col[i])
+            cc[i] = ci - H_TABLE
+            shape.hinges(tab, shape.NO_PROFILE, cc, th)
+            cc[i] = ci
+            for k in range(nh):
+                col[i, k] = (col[i, k] - th[k]) / (2.0 * H_TABLE)
+    for p in range(prof.shape[0]):
+        for k in range(nh // 2):
+            col[o + 2 * p, 2 * k], col[o + 2 * p, 2 * k + 1] = prof[p, k], 0.0
+            col[o + 2 * p + 1, 2 * k], col[o + 2 * p + 1, 2 * k + 1] = 0.0, prof[p, k]
     for j in range(m):
-        for k in range(n):
-            col[2 + j, 2 * k], col[2 + j, 2 * k + 1] = phi[0, k, j], 0.0
-            col[2 + m + j, 2 * k], col[2 + m + j, 2 * k + 1] = 0.0, phi[1, k, j]
+        for r in range(nh):
+            col[nb + j, r] = phi[r, j]
 
 
 @register_jitable
-def velocities(sp, work, thd, links, kin, dl, tipv) -> None:  # noqa: ANN001
+def velocities(sp, work, thd, links, kin, dl, tipv, lv) -> None:  # noqa: ANN001
     """The chain's velocities for hinge rates ``thd`` (2 N,) at the pose :func:`shape.forward`
     left in ``work``, vehicle axes, relative to the vehicle: per arm IMU j (on link
     ``links[j]``, at its centre of mass) ``kin[j]`` = (the link's angular velocity (rad/s),
-    the site's velocity (m/s)); the tendon lengths' rates ``dl`` (3,) (m/s); the tip's
-    velocity ``tipv`` (3,). Linear in ``thd``: with a unit column it gives Jacobians."""
+    the site's velocity (m/s)); the T tendon lengths' rates ``dl`` (T,) (m/s); the tip's
+    velocity ``tipv`` (3,); ``lv`` (N, 6) scratch: each link's angular velocity and its
+    origin's velocity. Linear in ``thd``: with a unit column it gives Jacobians."""
     n = int(sp[shape.S_N])
     wx, wy, wz = 0.0, 0.0, 0.0
     vx, vy, vz = 0.0, 0.0, 0.0
     ox, oy, oz = 0.0, 0.0, 0.0
     cx, cy, cz = 1.0, 0.0, 0.0  # R_(k-1) e_x
-    for i in range(3):
-        dl[i] = 0.0
-    # Each tendon's previous via point and its velocity (the anchor first: fixed).
-    a0x, a0y, a0z = sp[shape.S_ANCHOR], sp[shape.S_ANCHOR + 1], sp[shape.S_ANCHOR + 2]
-    a1x, a1y, a1z = sp[shape.S_ANCHOR + 3], sp[shape.S_ANCHOR + 4], sp[shape.S_ANCHOR + 5]
-    a2x, a2y, a2z = sp[shape.S_ANCHOR + 6], sp[shape.S_ANCHOR + 7], sp[shape.S_ANCHOR + 8]
-    u0x, u0y, u0z, u1x, u1y, u1z, u2x, u2y, u2z = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+    ex_, ey_, ez_ = 0.0, 1.0, 0.0  # R_(k-1) e_y
     for k in range(n):
         w = shape.W_STRIDE * k
         r00, r01, r02 = work[w], work[w + 1], work[w + 2]
@@ -308,30 +346,15 @@ def velocities(sp, work, thd, links, kin, dl, tipv) -> None:  # noqa: ANN001
         vx, vy, vz = vx + wy * dz - wz * dy, vy + wz * dx - wx * dz, vz + wx * dy - wy * dx
         ox, oy, oz = nx_, ny_, nz_
         tx, ty = thd[2 * k], thd[2 * k + 1]
-        wx, wy, wz = wx + tx * cx + ty * r01, wy + tx * cy + ty * r11, wz + tx * cz + ty * r21
-        cx, cy, cz = r00, r10, r20
         c = shape.S_LINKS + shape.L_STRIDE * k
-        for i in range(3):
-            s = c + shape.L_VIA + 3 * i
-            sx, sy, sz = sp[s], sp[s + 1], sp[s + 2]
-            ax = r00 * sx + r01 * sy + r02 * sz
-            ay = r10 * sx + r11 * sy + r12 * sz
-            az = r20 * sx + r21 * sy + r22 * sz
-            px, py, pz = ox + ax, oy + ay, oz + az
-            ux, uy, uz = vx + wy * az - wz * ay, vy + wz * ax - wx * az, vz + wx * ay - wy * ax
-            if i == 0:
-                ex, ey, ez, gx, gy, gz = px - a0x, py - a0y, pz - a0z, ux - u0x, uy - u0y, \
-                    uz - u0z
-                a0x, a0y, a0z, u0x, u0y, u0z = px, py, pz, ux, uy, uz
-            elif i == 1:
-                ex, ey, ez, gx, gy, gz = px - a1x, py - a1y, pz - a1z, ux - u1x, uy - u1y, \
-                    uz - u1z
-                a1x, a1y, a1z, u1x, u1y, u1z = px, py, pz, ux, uy, uz
-            else:
-                ex, ey, ez, gx, gy, gz = px - a2x, py - a2y, pz - a2z, ux - u2x, uy - u2y, \
-                    uz - u2z
-                a2x, a2y, a2z, u2x, u2y, u2z = px, py, pz, ux, uy, uz
-            dl[i] += (ex * gx + ey * gy + ez * gz) / math.sqrt(ex * ex + ey * ey + ez * ez)
+        if sp[c + shape.L_ORDER] == 0.0:  # x first: its axis is R_(k-1) e_x, then R_k e_y
+            wx, wy, wz = wx + tx * cx + ty * r01, wy + tx * cy + ty * r11, wz + tx * cz + ty * r21
+        else:  # y first: R_(k-1) e_y, then R_k e_x
+            wx, wy, wz = wx + ty * ex_ + tx * r00, wy + ty * ey_ + tx * r10, \
+                wz + ty * ez_ + tx * r20
+        cx, cy, cz = r00, r10, r20
+        ex_, ey_, ez_ = r01, r11, r21
+        lv[k, 0], lv[k, 1], lv[k, 2], lv[k, 3], lv[k, 4], lv[k, 5] = wx, wy, wz, vx, vy, vz
         for j in range(links.shape[0]):
             if links[j] == k:
                 ix, iy, iz = sp[c + shape.L_IPOS], sp[c + shape.L_IPOS + 1], \
@@ -343,6 +366,40 @@ def velocities(sp, work, thd, links, kin, dl, tipv) -> None:  # noqa: ANN001
                 kin[j, 3] = vx + wy * az - wz * ay
                 kin[j, 4] = vy + wz * ax - wx * az
                 kin[j, 5] = vz + wx * ay - wy * ax
+    nt = int(sp[shape.S_T])
+    e = int(sp[shape.S_TEN])
+    for i in range(nt):
+        kind, cnt = sp[e], int(sp[e + 1])
+        e += 2
+        rate = 0.0
+        if kind == shape.K_FIXED:
+            for _ in range(cnt):
+                rate += sp[e + 1] * thd[int(sp[e])]
+                e += 2
+        else:
+            px, py, pz, ux, uy, uz = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            for q in range(cnt):
+                b = int(sp[e])
+                sx, sy, sz = sp[e + 1], sp[e + 2], sp[e + 3]
+                if b < 0:
+                    qx, qy, qz, gx, gy, gz = sx, sy, sz, 0.0, 0.0, 0.0
+                else:
+                    w = shape.W_STRIDE * b
+                    ax = work[w] * sx + work[w + 1] * sy + work[w + 2] * sz
+                    ay = work[w + 3] * sx + work[w + 4] * sy + work[w + 5] * sz
+                    az = work[w + 6] * sx + work[w + 7] * sy + work[w + 8] * sz
+                    qx, qy, qz = work[w + 9] + ax, work[w + 10] + ay, work[w + 11] + az
+                    lw = lv[b]
+                    gx = lw[3] + lw[1] * az - lw[2] * ay
+                    gy = lw[4] + lw[2] * ax - lw[0] * az
+                    gz = lw[5] + lw[0] * ay - lw[1] * ax
+                if q > 0:
+                    dx, dy, dz = qx - px, qy - py, qz - pz
+                    rate += ((dx * (gx - ux) + dy * (gy - uy) + dz * (gz - uz))
+                             / math.sqrt(dx * dx + dy * dy + dz * dz))
+                px, py, pz, ux, uy, uz = qx, qy, qz, gx, gy, gz
+                e += 4
+        dl[i] = rate
     w = shape.W_STRIDE * (n - 1)
     t = shape.S_LINKS + shape.L_STRIDE * n
     bx, by, bz = sp[t + shape.T_POS], sp[t + shape.T_POS + 1], sp[t + shape.T_POS + 2]
@@ -368,16 +425,16 @@ def site(sp, work, link: int, out) -> None:  # noqa: ANN001
 
 @register_jitable
 def imu_truth(sp, th, thd, links, qpos, qvel, gx: float, gy: float, gz: float, r0, first: bool,
-              dt: float, work, out, kin, dl, tipv, prev, truth) -> None:  # noqa: ANN001
+              dt: float, work, out, kin, dl, tipv, prev, truth, lv) -> None:  # noqa: ANN001
     """The arm IMUs' true sample (6 per IMU: gyro (rad/s), specific force (m/s^2), link axes)
     into ``truth``, from the vehicle's and the hinges' positions and rates: the gyro the link's
     rate at this step; the accelerometer the site's mean acceleration over the last IMU period
     T = ``dt`` less g, in the link's axes at the period's start (as the vehicle IMU's,
     quadarm.runner.sense). ``prev`` (n_imu, 12): each site's world velocity and link-to-world
     rotation at the last sample (written here; ``first``: no period yet, the acceleration is
-    taken as zero)."""
+    taken as zero); ``lv`` (N, 6) scratch (:func:`velocities`)."""
     shape.forward(sp, th, work, out)
-    velocities(sp, work, thd, links, kin, dl, tipv)
+    velocities(sp, work, thd, links, kin, dl, tipv, lv)
     qw, qx, qy, qz = qpos[3], qpos[4], qpos[5], qpos[6]
     b00, b01, b02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy)
     b10, b11, b12 = 2 * (qx * qy + qw * qz), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qw * qx)
@@ -459,20 +516,20 @@ def predict(x, p, fm, gm, qm, u, tmp) -> None:  # noqa: ANN001
 
 
 @register_jitable
-def measure(sp, tab, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp, kin, kinc,
-            dl, dlc, tipv, tipc, hz, hm) -> None:  # noqa: ANN001
+def measure(sp, tab, prof, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp, kin,
+            kinc, dl, dlc, tipv, tipc, hz, hm, lv) -> None:  # noqa: ANN001
     """The predicted measurements ``hz`` (n_z,) and their Jacobian ``hm`` (n_z, n_x) at the
     state ``x``; ``wb`` (3,) the vehicle's body rate (rad/s), ``fv`` (3,) its specific force
     (m/s^2, body axes), both bias-corrected; ``u`` (N_U,) the inputs (dg, dw). Leaves the
     pose in ``work`` (:func:`forward`), the hinge angles in ``th``, the tip's Jacobian in
-    ``tipc`` (n_c, 3)."""
-    m = int(af[F_M])
-    nc = 2 + 2 * m
+    ``tipc`` (n_c, 3). The first T rows are the tendon lengths, then 6 per arm IMU."""
+    nc = int(af[F_NB]) + int(af[F_M])
+    nt = int(af[F_NT])
     ni = links.shape[0]
     nx = x.shape[0]
-    hinge_angles(tab, phi, x, th)
+    hinge_angles(tab, prof, phi, x, th)
     shape.forward(sp, th, work, out)
-    columns(tab, phi, x, col, ctmp)
+    columns(tab, prof, phi, x, col, ctmp)
     nh = th.shape[0]
     thd = ctmp[0:nh]
     for k in range(nh):
@@ -480,13 +537,13 @@ def measure(sp, tab, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp
         for i in range(nc):
             s += col[i, k] * x[nc + i]
         thd[k] = s
-    velocities(sp, work, thd, links, kin, dl, tipv)
+    velocities(sp, work, thd, links, kin, dl, tipv, lv)
     for i in range(nc):
-        velocities(sp, work, col[i], links, kinc[i], dlc[i], tipc[i])
+        velocities(sp, work, col[i], links, kinc[i], dlc[i], tipc[i], lv)
     for r in range(hz.shape[0]):
         for j in range(nx):
             hm[r, j] = 0.0
-    for t in range(3):
+    for t in range(nt):
         hz[t] = out[shape.O_LEN + t]
         for i in range(nc):
             hm[t, i] = dlc[i, t]
@@ -508,7 +565,7 @@ def measure(sp, tab, phi, cdd, af, links, x, wb, fv, u, th, work, out, col, ctmp
         rx, ry, rz = af[F_R0] + pos[0], af[F_R0 + 1] + pos[1], af[F_R0 + 2] + pos[2]
         # gyro
         tx, ty, tz = wb[0] + kin[j, 0], wb[1] + kin[j, 1], wb[2] + kin[j, 2]
-        o = 3 + 6 * j
+        o = nt + 6 * j
         b = 2 * nc + 6 * j
         hz[o] = rk[0] * tx + rk[3] * ty + rk[6] * tz + x[b]
         hz[o + 1] = rk[1] * tx + rk[4] * ty + rk[7] * tz + x[b + 1]
@@ -571,10 +628,11 @@ def update(x, p, z, hz, hm, af, xbar, pht, still: bool = False) -> None:  # noqa
     gate = af[F_GATE]
     for i in range(nx):
         xbar[i] = x[i]
+    nt = int(af[F_NT])
     for r in range(z.shape[0]):
-        if r < 3:
+        if r < nt:
             var = af[F_RENC0] if still else af[F_RENC]
-        elif (r - 3) % 6 < 3:
+        elif (r - nt) % 6 < 3:
             var = af[F_RGYR]
         else:
             var = af[F_RACC]
@@ -613,8 +671,9 @@ def still(x, p, af, pht) -> None:  # noqa: ANN001
     quasi-static bend, what its IMUs read beyond the still arm's gravity and the vehicle's
     rate is their bias, which the filter's bias states take up. ``pht`` (n_x,) scratch."""
     nx = x.shape[0]
-    nc = 2 + 2 * int(af[F_M])
-    for c in range(2, 2 * nc):  # the swing modes (2 .. n_c - 1), then every rate
+    nb = int(af[F_NB])
+    nc = nb + int(af[F_M])
+    for c in range(nb, 2 * nc):  # the swing modes (n_b .. n_c - 1), then every rate
         var = af[F_RSE] if c < nc else af[F_RSV]
         s = p[c * nx + c] + var
         y = -x[c]

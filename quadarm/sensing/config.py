@@ -20,6 +20,7 @@ from quadarm.config.sensing import (  # noqa: F401
     TipTrackerConfig,
     arm_imu_links,
     check,
+    check_arm_imu_sections,
     period_of,
     preset,
     steps_of,

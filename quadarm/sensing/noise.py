@@ -75,7 +75,7 @@ def _sigmas(name: str, cfg: SensingConfig, period_s: float) -> tuple[np.ndarray,
         white, bias, walk = [p.noise] * 3, [p.bias] * 3, [p.walk * root_t] * 3
     elif name == "encoder":
         e = cfg.encoder
-        white, bias, walk = [e.noise] * 3, [e.bias] * 3, [0.0] * 3
+        white, bias, walk = [e.noise], [e.bias], [0.0]  # the same for every tendon
     elif name == "force_torque":
         t = cfg.force_torque
         white = [t.force_noise] * 3 + [t.torque_noise] * 3
@@ -91,13 +91,14 @@ def samples(duration: float, timestep: float, period: int) -> int:
     return steps_of(duration, timestep) // period + 1
 
 
-def draw(cfg: SensingConfig, seed: int, duration: float, timestep: float
+def draw(cfg: SensingConfig, seed: int, duration: float, timestep: float, n_tendons: int = 3
          ) -> dict[str, Channel]:
-    """The channels of every sensor for one trial of ``duration`` (s) at ``timestep`` (s)."""
+    """The channels of every sensor for one trial of ``duration`` (s) at ``timestep`` (s),
+    on an arm of ``n_tendons`` tendons (one encoder each)."""
     streams = np.random.SeedSequence(seed).spawn(len(STREAMS))
     out: dict[str, Channel] = {}
     for (name, sensor), ss in zip(cfg.sensors().items(), streams, strict=False):
-        dim = DIMS[name]
+        dim = n_tendons if name == "encoder" else DIMS[name]
         period = period_of(sensor.rate, timestep)
         delay = steps_of(sensor.latency, timestep)
         n = samples(duration, timestep, period)

@@ -1,4 +1,4 @@
-"""The arm-shape estimator: hinge angles and tip position from the three tendon lengths and the
+"""The arm-shape estimator: hinge angles and tip position from the tendon lengths and the
 flange force/torque sensor.
 
 The forward model (:func:`forward`) is the chain's exact kinematics in the flange frame (the
@@ -24,8 +24,10 @@ uniform profile w = 1/N and no torque it is the PCC inverse: the coefficients ar
 bend about x and y, equal hinge angles.
 
 Per-step functions are written like :func:`quadarm.control.geometric.law` (scalars, explicit
-loops), so plain Python and numba give the same numbers. Supported: the ``base`` joint placement
-(``arm=prb12`` and ``arm=rod`` with ``joint_placement: base``).
+loops), so plain Python and numba give the same numbers. Supported: any arm the builder makes
+with the ``base`` joint placement (``arm=prb12``, ``arm=rod`` with ``joint_placement: base``,
+every multi-section arm): N links of two hinges each (x then y, or y then x), T tendons, spatial
+(a polyline through sites) or fixed (linear in the hinge angles).
 """
 
 from __future__ import annotations
@@ -41,56 +43,101 @@ from quadarm.jitable import register_jitable
 from quadarm.model import names
 
 # Layout of the shape parameter vector (see shape_params): the number of links N, the arm's
-# mass (kg), each tendon's anchor (3 x 3, flange frame), then per link its body position in
-# its parent (3), centre of mass (3), mass and via sites (3 x 3, link frame), then the tip
-# body's position in the last link (3), centre of mass (3) and mass.
-S_N, S_MASS, S_ANCHOR = 0, 1, 2
-S_LINKS = S_ANCHOR + 9
-L_POS, L_IPOS, L_MASS, L_VIA = 0, 3, 6, 7
-L_STRIDE = 16
+# mass (kg), the number of tendons T, the offset of the tendon block; then per link its body
+# position in its parent (3), centre of mass (3), mass and hinge order (0: x then y, 1: y then
+# x); then the tip body's position in the last link (3), centre of mass (3) and mass; then per
+# tendon its kind (0: spatial, a polyline through sites; 1: fixed, a linear function of the
+# hinge angles) and its entry count, then its entries: a spatial tendon's sites (the body: -1
+# the flange, k link k; the site's position in it, flange frame for -1: 4 each), a fixed
+# tendon's terms (the hinge's index in theta, its coefficient (m/rad): 2 each).
+S_N, S_MASS, S_T, S_TEN = 0, 1, 2, 3
+S_LINKS = 4
+L_POS, L_IPOS, L_MASS, L_ORDER = 0, 3, 6, 7
+L_STRIDE = 8
 T_POS, T_IPOS, T_MASS = 0, 3, 6
 T_STRIDE = 7
-# forward()'s outputs: tendon lengths (3, m) and the first moment in the sensor frame (3, kg m).
-O_LEN, O_MOM = 0, 3
+K_SPATIAL, K_FIXED = 0, 1
+# forward()'s outputs: the T tendon lengths (m), then the first moment in the sensor frame
+# (3, kg m): n_out(sp) = T + 3 values; N_OUT the size for a three-tendon arm.
+O_LEN = 0
 N_OUT = 6
 # Scratch per link: rotation (9, row-major) and origin (3), flange frame.
 W_STRIDE = 12
 
 
+def n_tendons(sp: np.ndarray) -> int:
+    """The tendons T of a shape parameter vector."""
+    return int(sp[S_T])
+
+
+def n_out(sp: np.ndarray) -> int:
+    """The size of :func:`forward`'s output: T tendon lengths and the first moment (3)."""
+    return int(sp[S_T]) + 3
+
+
 def shape_params(model: mujoco.MjModel) -> np.ndarray:
-    """The flat vector :func:`forward` reads, from a model the builder made (``base``
-    placement: no base piece, every link hinged x then y at its origin, unrotated bodies)."""
+    """The flat vector :func:`forward` reads, from a model the builder made for any arm: N
+    links, each hinged about its own x and y (in either order) at its origin, unrotated bodies
+    (the ``base`` placement of ``arm=prb12`` and ``arm=rod``, and every multi-section arm);
+    every tendon of the model, spatial (sites on the vehicle and the links) or fixed (hinge
+    terms), in the model's tendon order."""
     if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, names.BASE_PIECE) >= 0:
         raise ValueError("the shape estimator supports joint_placement=base only")
     n = _links(model)
     links = [model.body(names.link_body(k)).id for k in range(n)]
+    index = {b: k for k, b in enumerate(links)}
+    order = []
     for k, b in enumerate(links):
         joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
         axes = [tuple(model.jnt_axis[j]) for j in joints]
-        if axes != [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0)] or any(np.any(model.jnt_pos[j] != 0)
-                                                             for j in joints):
-            raise ValueError(f"link {k}: expected hinges about x then y at the body origin")
+        if any(np.any(model.jnt_pos[j] != 0) for j in joints) or axes not in (
+                [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0)], [(0.0, 1.0, 0.0), (1.0, 0.0, 0.0)]):
+            raise ValueError(f"link {k}: expected hinges about x and y at the body origin")
+        order.append(0.0 if axes[0] == (1.0, 0.0, 0.0) else 1.0)
         if np.any(model.body_quat[b] != [1.0, 0.0, 0.0, 0.0]):
             raise ValueError(f"link {k}: expected an unrotated body")
     tip = model.body(names.TIP_BODY).id
     origin = model.body_pos[links[0]]
-    out = [float(n), 0.0]
-    for i in range(3):
-        out += [float(v) for v in model.site_pos[model.site(names.tendon_anchor(i)).id] - origin]
+    root = int(model.body_parentid[links[0]])
+    out = [float(n), 0.0, float(model.ntendon), 0.0]
     mass = 0.0
     for k, b in enumerate(links):
         pos = [0.0, 0.0, 0.0] if k == 0 else [float(v) for v in model.body_pos[b]]
-        out += pos + [float(v) for v in model.body_ipos[b]] + [float(model.body_mass[b])]
-        for i in range(3):
-            site = model.site(names.tendon_via(i, k)).id
-            if model.site_bodyid[site] != b:
-                raise ValueError(f"tendon {i}'s via site {k} is not on link {k}")
-            out += [float(v) for v in model.site_pos[site]]
+        out += (pos + [float(v) for v in model.body_ipos[b]] + [float(model.body_mass[b])]
+                + [order[k]])
         mass += float(model.body_mass[b])
     out += ([float(v) for v in model.body_pos[tip]] + [float(v) for v in model.body_ipos[tip]]
             + [float(model.body_mass[tip])])
     mass += float(model.body_mass[tip])
     out[S_MASS] = mass
+    out[S_TEN] = float(len(out))
+    theta = {int(j): i for i, j in enumerate(hinge_joints(model, n))}
+    for t in range(model.ntendon):
+        adr, num = int(model.tendon_adr[t]), int(model.tendon_num[t])
+        kinds = {int(model.wrap_type[a]) for a in range(adr, adr + num)}
+        if kinds == {int(mujoco.mjtWrap.mjWRAP_SITE)}:
+            out += [float(K_SPATIAL), float(num)]
+            for a in range(adr, adr + num):
+                s = int(model.wrap_objid[a])
+                body = int(model.site_bodyid[s])
+                if body == root:
+                    out += [-1.0] + [float(v) for v in model.site_pos[s] - origin]
+                elif body in index:
+                    out += [float(index[body])] + [float(v) for v in model.site_pos[s]]
+                else:
+                    raise ValueError(f"tendon {t}: a site on body {model.body(body).name}, "
+                                     "neither the vehicle nor a link")
+        elif kinds == {int(mujoco.mjtWrap.mjWRAP_JOINT)}:
+            out += [float(K_FIXED), float(num)]
+            for a in range(adr, adr + num):
+                j = int(model.wrap_objid[a])
+                if j not in theta:
+                    raise ValueError(f"tendon {t}: a term on joint {model.joint(j).name}, "
+                                     "not a link's bend hinge")
+                out += [float(theta[j]), float(model.wrap_prm[a])]
+        else:
+            raise ValueError(f"tendon {t}: expected sites only (spatial) or joints only "
+                             "(fixed)")
     return np.array(out)
 
 
@@ -101,10 +148,15 @@ def _links(model: mujoco.MjModel) -> int:
     return n
 
 
+def hinge_joints(model: mujoco.MjModel, n: int) -> np.ndarray:
+    """The joint ids of (theta_x,0, theta_y,0, theta_x,1, ...), (2 n,)."""
+    return np.array([model.joint(names.link_joint(k, a)).id for k in range(n) for a in "xy"],
+                    dtype=np.int64)
+
+
 def hinge_qpos(model: mujoco.MjModel, n: int) -> np.ndarray:
     """The qpos addresses of (theta_x,0, theta_y,0, theta_x,1, ...), (2 n,)."""
-    return np.array([model.jnt_qposadr[model.joint(names.link_joint(k, a)).id]
-                     for k in range(n) for a in "xy"], dtype=np.int64)
+    return np.array([model.jnt_qposadr[j] for j in hinge_joints(model, n)], dtype=np.int64)
 
 
 def uncovered_arm_joints(model: mujoco.MjModel, n: int) -> list[str]:
@@ -134,21 +186,17 @@ def initial_estimate(model: mujoco.MjModel, n: int) -> np.ndarray:
 
 @register_jitable
 def forward(sp, th, work, out) -> None:  # noqa: ANN001
-    """The measurements a shape would give: ``out`` (N_OUT,) = tendon lengths (m, 3) and the
-    arm's first moment about the flange in the sensor's (link 0's) frame (kg m, 3).
+    """The measurements a shape would give: ``out`` (T + 3,) = the T tendon lengths (m) and
+    the arm's first moment about the flange in the sensor's (link 0's) frame (kg m, 3).
 
     ``th`` (2 N,): (theta_x,0, theta_y,0, theta_x,1, ...) (rad). ``work`` (12 N,): each link's
-    rotation and origin in the flange frame, written (read by :func:`points`).
+    rotation and origin in the flange frame, written (read by :func:`points`). Link k turns
+    by Rx(theta_x,k) Ry(theta_y,k), or Ry Rx where its hinges come y first.
     """
     n = int(sp[S_N])
     a00, a01, a02, a10, a11, a12, a20, a21, a22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
     ox, oy, oz = 0.0, 0.0, 0.0
     sx, sy, sz = 0.0, 0.0, 0.0
-    l0, l1, l2 = 0.0, 0.0, 0.0
-    # The previous via point of each tendon (its anchor first), flange frame.
-    px0, py0, pz0 = sp[S_ANCHOR], sp[S_ANCHOR + 1], sp[S_ANCHOR + 2]
-    px1, py1, pz1 = sp[S_ANCHOR + 3], sp[S_ANCHOR + 4], sp[S_ANCHOR + 5]
-    px2, py2, pz2 = sp[S_ANCHOR + 6], sp[S_ANCHOR + 7], sp[S_ANCHOR + 8]
     for k in range(n):
         c = S_LINKS + L_STRIDE * k
         bx, by, bz = sp[c + L_POS], sp[c + L_POS + 1], sp[c + L_POS + 2]
@@ -156,10 +204,14 @@ def forward(sp, th, work, out) -> None:  # noqa: ANN001
                       oz + a20 * bx + a21 * by + a22 * bz)
         cx, sxa = math.cos(th[2 * k]), math.sin(th[2 * k])
         cy, sya = math.cos(th[2 * k + 1]), math.sin(th[2 * k + 1])
-        # Rx(theta_x) Ry(theta_y).
-        b00, b01, b02 = cy, 0.0, sya
-        b10, b11, b12 = sxa * sya, cx, -sxa * cy
-        b20, b21, b22 = -cx * sya, sxa, cx * cy
+        if sp[c + L_ORDER] == 0.0:  # Rx(theta_x) Ry(theta_y)
+            b00, b01, b02 = cy, 0.0, sya
+            b10, b11, b12 = sxa * sya, cx, -sxa * cy
+            b20, b21, b22 = -cx * sya, sxa, cx * cy
+        else:  # Ry(theta_y) Rx(theta_x)
+            b00, b01, b02 = cy, sya * sxa, sya * cx
+            b10, b11, b12 = 0.0, cx, -sxa
+            b20, b21, b22 = -sya, cy * sxa, cy * cx
         a00, a01, a02, a10, a11, a12, a20, a21, a22 = (
             a00 * b00 + a01 * b10 + a02 * b20, a00 * b01 + a01 * b11 + a02 * b21,
             a00 * b02 + a01 * b12 + a02 * b22,
@@ -177,24 +229,6 @@ def forward(sp, th, work, out) -> None:  # noqa: ANN001
         sx += m * (ox + a00 * ix + a01 * iy + a02 * iz)
         sy += m * (oy + a10 * ix + a11 * iy + a12 * iz)
         sz += m * (oz + a20 * ix + a21 * iy + a22 * iz)
-        for i in range(3):
-            v = c + L_VIA + 3 * i
-            vx, vy, vz = sp[v], sp[v + 1], sp[v + 2]
-            qx = ox + a00 * vx + a01 * vy + a02 * vz
-            qy = oy + a10 * vx + a11 * vy + a12 * vz
-            qz = oz + a20 * vx + a21 * vy + a22 * vz
-            if i == 0:
-                dx, dy, dz = qx - px0, qy - py0, qz - pz0
-                l0 += math.sqrt(dx * dx + dy * dy + dz * dz)
-                px0, py0, pz0 = qx, qy, qz
-            elif i == 1:
-                dx, dy, dz = qx - px1, qy - py1, qz - pz1
-                l1 += math.sqrt(dx * dx + dy * dy + dz * dz)
-                px1, py1, pz1 = qx, qy, qz
-            else:
-                dx, dy, dz = qx - px2, qy - py2, qz - pz2
-                l2 += math.sqrt(dx * dx + dy * dy + dz * dz)
-                px2, py2, pz2 = qx, qy, qz
     t = S_LINKS + L_STRIDE * n
     bx, by, bz = sp[t + T_POS], sp[t + T_POS + 1], sp[t + T_POS + 2]
     tx = ox + a00 * bx + a01 * by + a02 * bz
@@ -205,14 +239,47 @@ def forward(sp, th, work, out) -> None:  # noqa: ANN001
     sx += m * (tx + a00 * ix + a01 * iy + a02 * iz)
     sy += m * (ty + a10 * ix + a11 * iy + a12 * iz)
     sz += m * (tz + a20 * ix + a21 * iy + a22 * iz)
-    out[O_LEN], out[O_LEN + 1], out[O_LEN + 2] = l0, l1, l2
+    nt = int(sp[S_T])
+    c = int(sp[S_TEN])
+    for i in range(nt):
+        kind, cnt = sp[c], int(sp[c + 1])
+        c += 2
+        length = 0.0
+        if kind == K_FIXED:
+            for _ in range(cnt):
+                length += sp[c + 1] * th[int(sp[c])]
+                c += 2
+        else:
+            px, py, pz = 0.0, 0.0, 0.0
+            for e in range(cnt):
+                qx, qy, qz = site_point(sp, work, c)
+                if e > 0:
+                    dx, dy, dz = qx - px, qy - py, qz - pz
+                    length += math.sqrt(dx * dx + dy * dy + dz * dz)
+                px, py, pz = qx, qy, qz
+                c += 4
+        out[O_LEN + i] = length
     # Into link 0's frame: R_0^T s.
     r00, r01, r02 = work[0], work[1], work[2]
     r10, r11, r12 = work[3], work[4], work[5]
     r20, r21, r22 = work[6], work[7], work[8]
-    out[O_MOM] = r00 * sx + r10 * sy + r20 * sz
-    out[O_MOM + 1] = r01 * sx + r11 * sy + r21 * sz
-    out[O_MOM + 2] = r02 * sx + r12 * sy + r22 * sz
+    out[nt] = r00 * sx + r10 * sy + r20 * sz
+    out[nt + 1] = r01 * sx + r11 * sy + r21 * sz
+    out[nt + 2] = r02 * sx + r12 * sy + r22 * sz
+
+
+@register_jitable
+def site_point(sp, work, c: int):  # noqa: ANN001, ANN201
+    """A spatial tendon's site (the entry at ``sp[c]``: body, position) in the flange frame
+    (m), at the pose :func:`forward` left in ``work``."""
+    b = sp[c]
+    vx, vy, vz = sp[c + 1], sp[c + 2], sp[c + 3]
+    if b < 0.0:
+        return vx, vy, vz
+    w = W_STRIDE * int(b)
+    return (work[w + 9] + work[w] * vx + work[w + 1] * vy + work[w + 2] * vz,
+            work[w + 10] + work[w + 3] * vx + work[w + 4] * vy + work[w + 5] * vz,
+            work[w + 11] + work[w + 6] * vx + work[w + 7] * vy + work[w + 8] * vz)
 
 
 @register_jitable
@@ -274,27 +341,32 @@ def hinges(tab, prof, c, th) -> None:  # noqa: ANN001
 
 @register_jitable
 def _residual(sp, tab, prof, c, meas, wts, th, work, out, res) -> None:  # noqa: ANN001
-    """Weighted residuals (6,): tendon lengths, then the quasi-static balance of the moments
-    about the flange, in the sensor's frame: t + sum_i v_i x T_i u_i - s x F / m_arm with
-    F = f + sum_i T_i u_i (the sensor reads the hinges' share; tendon i pulls link 0 at its
-    first via point v_i towards its anchor, along u_i, with its tension T_i)."""
+    """Weighted residuals (T + 3,): the T tendon lengths, then the quasi-static balance of the
+    moments about the flange, in the sensor's frame: t + sum_i v_i x T_i u_i - s x F / m_arm
+    with F = f + sum_i T_i u_i (the sensor reads the hinges' share; a spatial tendon i from the
+    vehicle pulls link 0 at its first via point v_i towards its anchor, along u_i, with its
+    tension T_i; a fixed tendon's pull is a moment on the hinges, not counted here)."""
     hinges(tab, prof, c, th)
     forward(sp, th, work, out)
-    for i in range(3):
+    nt = int(sp[S_T])
+    for i in range(nt):
         res[i] = (out[O_LEN + i] - meas[i]) * wts[0]
-    fx, fy, fz = meas[3], meas[4], meas[5]
-    mx, my, mz = meas[6], meas[7], meas[8]
+    fx, fy, fz = meas[nt], meas[nt + 1], meas[nt + 2]
+    mx, my, mz = meas[nt + 3], meas[nt + 4], meas[nt + 5]
     r00, r01, r02 = work[0], work[1], work[2]
     r10, r11, r12 = work[3], work[4], work[5]
     r20, r21, r22 = work[6], work[7], work[8]
-    for i in range(3):
-        tension = meas[9 + i]
-        if tension != 0.0:
-            a = S_ANCHOR + 3 * i
-            ax, ay, az = sp[a], sp[a + 1], sp[a + 2]
+    e = int(sp[S_TEN])
+    for i in range(nt):
+        tension = meas[nt + 6 + i]
+        kind, cnt = sp[e], int(sp[e + 1])
+        a = e + 2
+        e += 2 + (2 if kind == K_FIXED else 4) * cnt
+        if (tension != 0.0 and kind == K_SPATIAL and cnt > 1 and sp[a] < 0.0
+                and sp[a + 4] == 0.0):
+            ax, ay, az = sp[a + 1], sp[a + 2], sp[a + 3]
             # The anchor in link 0's frame, R_0^T a, less the via point.
-            v = S_LINKS + L_VIA + 3 * i
-            vx, vy, vz = sp[v], sp[v + 1], sp[v + 2]
+            vx, vy, vz = sp[a + 5], sp[a + 6], sp[a + 7]
             ux = r00 * ax + r10 * ay + r20 * az - vx
             uy = r01 * ax + r11 * ay + r21 * az - vy
             uz = r02 * ax + r12 * ay + r22 * az - vz
@@ -306,11 +378,11 @@ def _residual(sp, tab, prof, c, meas, wts, th, work, out, res) -> None:  # noqa:
             mx += vy * pz - vz * py
             my += vz * px - vx * pz
             mz += vx * py - vy * px
-    sx, sy, sz = out[O_MOM], out[O_MOM + 1], out[O_MOM + 2]
+    sx, sy, sz = out[nt], out[nt + 1], out[nt + 2]
     m = sp[S_MASS]
-    res[3] = (mx - (sy * fz - sz * fy) / m) * wts[1]
-    res[4] = (my - (sz * fx - sx * fz) / m) * wts[1]
-    res[5] = (mz - (sx * fy - sy * fx) / m) * wts[1]
+    res[nt] = (mx - (sy * fz - sz * fy) / m) * wts[1]
+    res[nt + 1] = (my - (sz * fx - sx * fz) / m) * wts[1]
+    res[nt + 2] = (mz - (sx * fy - sy * fx) / m) * wts[1]
 
 
 # Gauss-Newton: central-difference step (rad) and the damping added to J^T J's diagonal
@@ -324,21 +396,23 @@ DAMPING = 1e-9
 def estimate(sp, tab, prof, meas, wts, iters: int, c, th, work, scratch) -> None:  # noqa: ANN001
     """Fit the coefficients ``c`` (2 M, or 2 + 2 M with a table; see :func:`hinges`), in
     place and warm-started from its value, to
-    ``meas`` (12,): tendon lengths (m, 3), flange force (N, 3) and torque (N m, 3) in the
-    sensor frame, and the tendon tensions (N, 3; the commanded ones, known to the controller).
+    ``meas`` (2 T + 6,): the T tendon lengths (m), flange force (N, 3) and torque (N m, 3) in
+    the sensor frame, and the tendon tensions (N, T; the commanded ones, known to the
+    controller).
 
     ``wts`` (2,): the weights of the length and torque residuals (1 / their noise, 0 drops
     one). ``iters`` Gauss-Newton steps with a central-difference Jacobian; ``th`` (2 N,) gets
-    the hinge angles of the result; ``work`` (12 N,); ``scratch`` (>= 6 + 6 (2 M + 2) +
-    P (P + 1)), P the number of coefficients (:func:`scratch_size`).
+    the hinge angles of the result; ``work`` (12 N,); ``scratch``
+    (:func:`scratch_size`: >= (T + 3) (4 + P) + P (P + 1)), P the number of coefficients.
     """
     npar = 2 * prof.shape[0] + (2 if tab.shape[0] > 0 else 0)
-    out = scratch[0:N_OUT]
-    r0 = scratch[N_OUT:N_OUT + 6]
-    rp = scratch[N_OUT + 6:N_OUT + 12]
-    rm = scratch[N_OUT + 12:N_OUT + 18]
-    jac = scratch[N_OUT + 18:N_OUT + 18 + 6 * npar]
-    a = scratch[N_OUT + 18 + 6 * npar:N_OUT + 18 + 6 * npar + npar * (npar + 1)]
+    nr = int(sp[S_T]) + 3
+    out = scratch[0:nr]
+    r0 = scratch[nr:2 * nr]
+    rp = scratch[2 * nr:3 * nr]
+    rm = scratch[3 * nr:4 * nr]
+    jac = scratch[4 * nr:4 * nr + nr * npar]
+    a = scratch[4 * nr + nr * npar:4 * nr + nr * npar + npar * (npar + 1)]
     for _ in range(iters):
         _residual(sp, tab, prof, c, meas, wts, th, work, out, r0)
         for j in range(npar):
@@ -348,18 +422,18 @@ def estimate(sp, tab, prof, meas, wts, iters: int, c, th, work, scratch) -> None
             c[j] = cj - H_STEP
             _residual(sp, tab, prof, c, meas, wts, th, work, out, rm)
             c[j] = cj
-            for i in range(6):
+            for i in range(nr):
                 jac[i * npar + j] = (rp[i] - rm[i]) / (2.0 * H_STEP)
         # Normal equations [J^T J + d I | -J^T r], row-major with npar + 1 columns.
         w = npar + 1
         for i in range(npar):
             for j in range(npar):
                 s = 0.0
-                for r in range(6):
+                for r in range(nr):
                     s += jac[r * npar + i] * jac[r * npar + j]
                 a[i * w + j] = s + (DAMPING if i == j else 0.0)
             s = 0.0
-            for r in range(6):
+            for r in range(nr):
                 s -= jac[r * npar + i] * r0[r]
             a[i * w + npar] = s
         _solve(a, npar)
@@ -397,13 +471,47 @@ def _solve(a, n: int) -> None:  # noqa: ANN001
         a[i * w + n] = s / a[i * w + i]
 
 
-def scratch_size(n_profiles: int, table: bool = False) -> int:
+def scratch_size(n_profiles: int, table: bool = False, tendons: int = 3) -> int:
+    """The scratch :func:`estimate` needs for ``n_profiles`` profiles (and a table) on an arm
+    of ``tendons`` tendons."""
     npar = 2 * n_profiles + (2 if table else 0)
-    return N_OUT + 18 + 6 * npar + npar * (npar + 1)
+    nr = tendons + 3
+    return 4 * nr + nr * npar + npar * (npar + 1)
 
 
 NO_TABLE = np.zeros((0, 2))  # hinges() without a table of quasi-static shapes
 NO_PROFILE = np.zeros((0, 1))
+
+
+def section_ends(sp: np.ndarray) -> list[int]:
+    """The last link of each section (sorted), read off the tendons: a section's tendons end
+    at its end (a spatial tendon's last site, a fixed tendon's most distal hinge term)."""
+    ends, e = set(), int(sp[S_TEN])
+    for _ in range(int(sp[S_T])):
+        kind, cnt = sp[e], int(sp[e + 1])
+        e += 2
+        if kind == K_FIXED:
+            ends.add(max(int(sp[e + 2 * q]) // 2 for q in range(cnt)))
+            e += 2 * cnt
+        else:
+            ends.add(max(int(sp[e + 4 * q]) for q in range(cnt)))
+            e += 4 * cnt
+    return sorted(ends)
+
+
+def section_profiles(sp: np.ndarray) -> np.ndarray:
+    """One profile per section (S, N): equal hinge angles over the section's links, zero
+    elsewhere, each summing to 1 (its coefficient is the section's total bend, rad): the
+    piecewise constant curvature family, whose sections' bends every tendon's length reads
+    (a tendon's length depends on the hinges of the sections it runs through)."""
+    n = int(sp[S_N])
+    ends = section_ends(sp)
+    out = np.zeros((len(ends), n))
+    start = 0
+    for s, e in enumerate(ends):
+        out[s, start:e + 1] = 1.0 / (e + 1 - start)
+        start = e + 1
+    return out
 
 
 def uniform_profile(n: int) -> np.ndarray:
@@ -417,15 +525,16 @@ def profiles(sp: np.ndarray, stiffness: np.ndarray, gravity: float, h: float = 1
     sum to 1 (so a coefficient is a total bend, rad). ``stiffness`` (N,) (N m/rad) per hinge,
     ``gravity`` |g| (m/s^2) along the flange frame's -z. Setup only (numpy)."""
     n = int(sp[S_N])
-    work, out = np.zeros(W_STRIDE * n), np.zeros(N_OUT)
+    work, out = np.zeros(W_STRIDE * n), np.zeros(n_out(sp))
     mass = float(sp[S_MASS])
+    nt = n_tendons(sp)
 
     def moment(th_x: np.ndarray) -> np.ndarray:
         th = np.zeros(2 * n)
         th[0::2] = th_x
         forward(sp, th, work, out)
         r = work[0:9].reshape(3, 3)
-        return r @ out[O_MOM:O_MOM + 3]  # the first moment in the flange frame
+        return r @ out[nt:nt + 3]  # the first moment in the flange frame
 
     def potential(th_x: np.ndarray) -> float:
         # gravity potential, about the flange: m g z_c = g s_z

@@ -97,7 +97,6 @@ def test_bent_v4_arm_in_flight_the_rotors_carry_the_total_weight():
 
 @pytest.mark.parametrize(("override", "key"), [
     ("control.tendon_map=legacy", "control.tendon_map"),
-    ("sensing=realistic", "sensing.preset"),
     ("arm.sections.1.tendons.angles_deg=[0,60,120]", "arm.sections.1.tendons"),
     ("arm.tendon_capstan_mu=0.1", "arm.tendon_capstan_mu"),
     ("arm.bend_yield_curvature=20", "arm.bend_yield_curvature"),

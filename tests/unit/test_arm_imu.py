@@ -69,26 +69,36 @@ def chain() -> tuple[np.ndarray, mujoco.MjModel]:
             build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True).model)
 
 
-def test_velocity_recursion_equals_finite_differences_of_the_kinematics(chain) -> None:
-    sp, _ = chain
-    n = int(sp[shape.S_N])
+@pytest.fixture(scope="module")
+def sections_chain() -> np.ndarray:
+    # The calibrated three-section arm: 30 links whose odd links hinge y first, nine fixed
+    # tendons (linear in the hinge angles).
+    cfg = composed("arm=ftdcr_v4_calibrated")
+    return shape.shape_params(build(cfg.airframe, cfg.arm, cfg.sim).model)
+
+
+@pytest.mark.parametrize("arm", ["prb12", "sections"])
+def test_velocity_recursion_equals_finite_differences_of_the_kinematics(
+        chain, sections_chain, arm: str) -> None:
+    sp = chain[0] if arm == "prb12" else sections_chain
+    n, nt = int(sp[shape.S_N]), shape.n_tendons(sp)
     rng = np.random.default_rng(0)
     th, thd = rng.normal(0, 0.3, 2 * n), rng.normal(0, 1.0, 2 * n)
     links = np.array([n // 2, n - 1])
-    work, out = np.zeros(12 * n), np.zeros(6)
-    kin, dl, tipv = np.zeros((2, 6)), np.zeros(3), np.zeros(3)
+    work, out = np.zeros(12 * n), np.zeros(shape.n_out(sp))
+    kin, dl, tipv = np.zeros((2, 6)), np.zeros(nt), np.zeros(3)
     shape.forward(sp, th, work, out)
-    armfilter.velocities(sp, work, thd, links, kin, dl, tipv)
+    armfilter.velocities(sp, work, thd, links, kin, dl, tipv, np.zeros((n, 6)))
 
     def pose(t: np.ndarray) -> tuple[np.ndarray, ...]:
-        w, o = np.zeros(12 * n), np.zeros(6)
+        w, o = np.zeros(12 * n), np.zeros(shape.n_out(sp))
         shape.forward(sp, t, w, o)
         pts, s = np.zeros((n, 3)), np.zeros((2, 3))
         shape.points(sp, w, pts)
         for j, k in enumerate(links):
             armfilter.site(sp, w, int(k), s[j])
         rots = np.stack([w[12 * k:12 * k + 9].reshape(3, 3) for k in links])
-        return o[:3], pts[-1], s, rots
+        return o[:nt], pts[-1], s, rots
 
     h = 1e-6
     lp, tp, spp, rp = pose(th + h * thd)
@@ -107,16 +117,17 @@ def test_first_swing_mode_is_the_chains_own_free_swing(chain) -> None:
     # The slowest mode's frequency and decay from the projected dynamics against the chain's
     # own small free swing in MuJoCo (released from rest along the mode).
     _, fixed = chain
-    phi, aq, av, _ = armfilter.swing_model(fixed, 2)
-    eig = np.linalg.eigvals(np.block([[np.zeros((2, 2)), np.eye(2)], [aq[0], av[0]]]))
+    phi, aq, av, _ = armfilter.swing_model(fixed, 4)
+    eig = np.linalg.eigvals(np.block([[np.zeros((4, 4)), np.eye(4)], [aq, av]]))
     slow = eig[np.argmin(np.abs(eig))]
     d = mujoco.MjData(fixed)
-    d.qpos[0::2] = 0.01 * phi[0][:, 0] / np.abs(phi[0][:, 0]).max()
+    hq = shape.hinge_qpos(fixed, phi.shape[0] // 2)
+    d.qpos[hq] = 0.01 * phi[:, 0] / np.abs(phi[:, 0]).max()
     n = int(6.0 / fixed.opt.timestep)
     x = np.zeros(n)
     for s in range(n):
         mujoco.mj_step(fixed, d)
-        x[s] = d.qpos[0::2].sum()
+        x[s] = d.qpos[hq] @ phi[:, 0]
     up = np.where((x[:-1] < 0) & (x[1:] >= 0))[0]
     period = np.mean(np.diff(up)) * fixed.opt.timestep
     assert 2 * math.pi / period == pytest.approx(abs(slow.imag), rel=0.02)
@@ -125,10 +136,10 @@ def test_first_swing_mode_is_the_chains_own_free_swing(chain) -> None:
 def test_discrete_filter_matches_an_independent_integration(chain) -> None:
     # F and G (matrix exponentials) against a fine Runge-Kutta integration of x' = A x + B u.
     _, fixed = chain
-    phi, aq, av, bg = armfilter.swing_model(fixed, 2)
+    phi, aq, av, bg = armfilter.swing_model(fixed, 4)
     cfg = _arm()
     f, g, q, cdd, _ = armfilter.filter_arrays(phi, aq, av, bg, cfg, 2, 0.01)
-    nc, nx, _ = armfilter.sizes(2, 2)
+    nc, nx, _ = armfilter.sizes(4, 2)
     a = np.zeros((nx, nx))
     a[:nc, nc:2 * nc] = np.eye(nc)
     a[nc:2 * nc] = cdd[:, :nx]
@@ -195,9 +206,26 @@ def test_first_arm_imu_sample_reads_the_at_rest_specific_force(chain) -> None:
     kin, dl, tipv = np.zeros((2, 6)), np.zeros(3), np.zeros(3)
     prev, first, second = np.zeros((2, 12)), np.zeros(12), np.zeros(12)
     args = (sp, th, thd, links, qpos, qvel, *g, np.zeros(3))
-    armfilter.imu_truth(*args, True, 0.01, work, out, kin, dl, tipv, prev, first)
-    armfilter.imu_truth(*args, False, 0.01, work, out, kin, dl, tipv, prev, second)
+    lv = np.zeros((n, 6))
+    armfilter.imu_truth(*args, True, 0.01, work, out, kin, dl, tipv, prev, first, lv)
+    armfilter.imu_truth(*args, False, 0.01, work, out, kin, dl, tipv, prev, second, lv)
     for j, k in enumerate(links):
         rot = work[12 * k:12 * k + 9].reshape(3, 3)  # link to vehicle (= world: level)
         np.testing.assert_allclose(first[6 * j + 3:6 * j + 6], rot.T @ -g, atol=1e-12)
     np.testing.assert_allclose(first, second, atol=1e-12)
+
+
+def test_a_symmetric_arms_modes_keep_to_their_bending_planes(chain) -> None:
+    # prb12's x and y planes decouple at the hanging pose and have equal frequencies: the
+    # modes are taken per plane (half each, plane 0 first), not mixed across the degenerate
+    # pairs; each plane's projected dynamics are the same.
+    _, fixed = chain
+    phi, aq, av, bg = armfilter.swing_model(fixed, 4)
+    np.testing.assert_array_equal(phi[1::2, :2], 0.0)
+    np.testing.assert_array_equal(phi[0::2, 2:], 0.0)
+    np.testing.assert_allclose(phi[0::2, :2], phi[1::2, 2:])
+    np.testing.assert_allclose(aq[:2, :2], aq[2:, 2:], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(aq[:2, 2:], 0.0, atol=1e-9)
+    # plane 0 (theta_x) is driven by dg_y and dw_x, plane 1 by dg_x and dw_y
+    np.testing.assert_allclose(bg[:2, [0, 3]], 0.0, atol=1e-9)
+    np.testing.assert_allclose(bg[2:, [1, 2]], 0.0, atol=1e-9)

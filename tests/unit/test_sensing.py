@@ -327,12 +327,15 @@ def _toy_chain(n: int, ell: float = 0.04, r: float = 0.016) -> np.ndarray:
     """A shape parameter vector like the builder's (no MuJoCo): n links of length ell."""
     phi = np.radians([0.0, 120.0, 240.0])
     off = [(r * math.cos(a), r * math.sin(a)) for a in phi]
-    out = [float(n), 0.0] + [v for x, y in off for v in (x, y, 0.0)]
-    for k in range(n):
-        out += [0.0, 0.0, 0.0 if k == 0 else -ell, 0.0, 0.0, -ell / 2, 0.015]
-        out += [v for x, y in off for v in (x, y, -ell)]
+    out = [float(n), 0.015 * n + 0.02, 3.0, 0.0]  # links, mass, tendons, tendon block
+    for k in range(n):  # body position, centre of mass, mass, hinges x then y
+        out += [0.0, 0.0, 0.0 if k == 0 else -ell, 0.0, 0.0, -ell / 2, 0.015, 0.0]
     out += [0.0, 0.0, -ell - 0.012, 0.0, 0.0, 0.0, 0.02]
-    out[1] = 0.015 * n + 0.02
+    out[shape.S_TEN] = float(len(out))
+    for x, y in off:  # spatial tendons: the anchor on the flange, a via site on every link
+        out += [float(shape.K_SPATIAL), float(n + 1), -1.0, x, y, 0.0]
+        for k in range(n):
+            out += [float(k), x, y, -ell]
     return np.array(out)
 
 

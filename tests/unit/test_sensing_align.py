@@ -89,7 +89,7 @@ def test_still_pins_the_swing_and_rates_and_leaves_the_bend() -> None:
     # towards zero by its Kalman gain P / (P + var); with a diagonal covariance nothing else
     # moves (the quasi-static bend a, the biases).
     m, ni = 2, 2
-    nc, nx, _ = armfilter.sizes(m, ni)
+    nc, nx, _ = armfilter.sizes(2 * m, ni)  # m modes per plane
     af = armfilter.scalar_params(sc.preset("realistic_arm").arm_imu, 1e-10, 12, ni, 0.01,
                                  np.zeros(3), 9.81, 100)
     rng = np.random.default_rng(0)
@@ -113,6 +113,11 @@ def test_still_pins_the_swing_and_rates_and_leaves_the_bend() -> None:
     (("sensing=realistic_arm", "sensing.arm_imu.accel_noise=0"), "sensing.arm_imu.accel_noise"),
     (("sensing=realistic_arm", "sensing.arm_imu.gyro_noise=0"), "sensing.arm_imu.gyro_noise"),
     (("sensing=realistic_arm", "sensing.arm_imu.at=[0.5,1.2]"), "sensing.arm_imu.at"),
+    (("sensing=realistic_arm", "sensing.arm_imu.at=[-0.1]"), "sensing.arm_imu.at"),
+    (("sensing=realistic_arm", "sensing.arm_imu.at=[s1]"), "sensing.arm_imu.at"),
+    (("sensing=realistic_arm", "sensing.arm_imu.at=[tip]"), "sensing.arm_imu.at"),
+    (("arm=ftdcr_v4_calibrated", "sensing=realistic_arm", "sensing.arm_imu.at=[s0,s3]"),
+     "sensing.arm_imu.at"),
 ])
 def test_bad_alignment_and_arm_imu_input_is_one_line_naming_the_key(
         overrides: tuple[str, ...], key: str) -> None:
