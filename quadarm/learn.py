@@ -30,7 +30,11 @@ training-episode return against environment steps), ``policy.zip`` and ``vecnorm
 versions, wall time and the rates: ``training_steps_per_s``, environment steps over the whole
 training wall time, PPO's updates and the set-up included; ``env_own_steps_per_s``,
 environment steps over the time spent inside the environment's own calls, the controller's
-action and the step, i.e. the environment's rate with the learner taken out).
+action and the step, i.e. the environment's rate with the learner taken out;
+``physics_steps_per_s``, the physics steps (``sim.timestep`` each, every row's ``mj_step``
+counted by the vector environment) over the whole training wall time: with
+``--action-every m`` (each action held for m physics steps, the environment's
+``action_every``) about m times the environment steps' rate, and equal to it for m = 1).
 """
 
 from __future__ import annotations
@@ -152,10 +156,12 @@ def versions() -> dict[str, str]:
 
 
 def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
-             record: bool = False, extra: Sequence[str] = ()) -> tuple[Any, list[str]]:
+             record: bool = False, extra: Sequence[str] = (), action_every: int = 1
+             ) -> tuple[Any, list[str]]:
     """The training or evaluation environment: the reach vector env behind SB3's API, the
     targets drawn per episode from ``targets`` (None: the task's first); ``extra``
-    overrides after the task's (a shortened episode for the tests)."""
+    overrides after the task's (a shortened episode for the tests); ``action_every``
+    physics steps per action."""
     from quadarm.envs import REACH_ENV_ID
     from quadarm.envs.sb3 import QuadArmSB3VecEnv
 
@@ -168,18 +174,19 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
     randomize = ({"scenario.targets": {"dist": "choice", "values": targets}}
                  if targets and len(targets) > 1 else None)
     venv = QuadArmSB3VecEnv(n_envs, over[1:], randomize=randomize, record=record,
-                            env_id=REACH_ENV_ID, observe=observe)
+                            env_id=REACH_ENV_ID, observe=observe, action_every=action_every)
     return venv, over
 
 
 def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path,
           scale: float = 0.1, n_steps: int = 256, evaluate: bool = True,
           extra: Sequence[str] = (), draw: list[Any] | None = None,
-          held_out: int = HELD_OUT) -> dict[str, Any]:
+          held_out: int = HELD_OUT, action_every: int = 1) -> dict[str, Any]:
     """Train ``steps`` environment steps on ``n_envs`` environments, evaluate on the task's
     draw (or ``draw``) and on ``held_out`` targets training never drew
     (:func:`held_out_targets`), write the outputs into ``out``; returns the summary.
-    ``extra``: overrides after the task's (the tests shorten the episode)."""
+    ``extra``: overrides after the task's (the tests shorten the episode);
+    ``action_every``: physics steps per action (the environment's)."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -188,7 +195,7 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     torch.set_num_threads(1)  # the batch's threads are the machine's cores
     out.mkdir(parents=True, exist_ok=True)
     draw = task_overrides(task)[1] if draw is None else draw
-    base, over = make_env(task, observe, n_envs, draw, extra=extra)
+    base, over = make_env(task, observe, n_envs, draw, extra=extra, action_every=action_every)
     residual = Residual.wrap(VecMonitor(base), scale)
     venv = VecNormalize(residual, norm_obs=True, norm_reward=True, gamma=0.99)
     venv.seed(seed)
@@ -221,27 +228,32 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     model.learn(total_timesteps=steps, callback=Curve())
     wall = time.perf_counter() - t0
     done_steps = int(model.num_timesteps)
+    physics = int(base.venv.physics_steps)  # every row's mj_step during training
     model.save(out / "policy.zip")
     venv.save(str(out / "vecnormalize.pkl"))
     pd.DataFrame(curve).to_parquet(out / "curve.parquet")
     summary: dict[str, Any] = {
         "command": "python -m quadarm.learn " + " ".join(sys.argv[1:]),
         "task": task, "observe": observe, "seed": seed, "env_steps": done_steps,
-        "n_envs": n_envs, "residual_scale": scale, "wall_s": wall,
+        "n_envs": n_envs, "residual_scale": scale, "action_every": action_every,
+        "physics_steps": physics, "wall_s": wall,
         # The training throughput: every step over the whole training wall time (PPO's
         # updates, the rollouts' policy evaluations and the set-up included) ...
         "training_steps_per_s": done_steps / wall if wall > 0 else np.nan,
         # ... and the environment's own rate: the steps over the time inside its calls.
         "env_s": residual.env_s,
         "env_own_steps_per_s": done_steps / residual.env_s if residual.env_s > 0 else np.nan,
+        # ... and the physics steps (sim.timestep each) over the whole training wall time.
+        "physics_steps_per_s": physics / wall if wall > 0 else np.nan,
         "overrides": over, "versions": versions()}
     if evaluate:
         summary["eval"] = evaluate_policy_on_draw(model, venv, task, observe, draw, seed, out,
-                                                  extra)
+                                                  extra, action_every=action_every)
         if held_out > 0:  # targets training never drew: out of sample
             targets = held_out_targets(draw, held_out, seed)
             summary["eval_held_out"] = evaluate_policy_on_draw(
-                model, venv, task, observe, targets, seed, out, extra, tables=False)
+                model, venv, task, observe, targets, seed, out, extra, tables=False,
+                action_every=action_every)
             summary["eval_held_out"]["targets"] = targets
     (out / "learn.json").write_text(json.dumps(summary, indent=2, default=str))
     venv.close()
@@ -250,7 +262,8 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
 
 def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
                             draw: list[Any], seed: int, out: Path,
-                            extra: Sequence[str] = (), tables: bool = True) -> dict[str, Any]:
+                            extra: Sequence[str] = (), tables: bool = True,
+                            action_every: int = 1) -> dict[str, Any]:
     """Fly each target of the draw once with the deterministic policy (the training
     normaliser frozen); write the metrics as the runner's tables (``tables``) or, for the
     held-out targets, as ``held_out_metrics.parquet`` (trial, target, phase, metric, value),
@@ -264,7 +277,8 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
     runs, tidy = [], []
     t0 = time.perf_counter()
     for j, targets in enumerate(draw):
-        base, _ = make_env(task, observe, 1, [targets], record=True, extra=extra)
+        base, _ = make_env(task, observe, 1, [targets], record=True, extra=extra,
+                           action_every=action_every)
         env = VecNormalize(Residual.wrap(base, train_env.venv.scale), training=False,
                            norm_obs=True, norm_reward=False)
         env.obs_rms = train_env.obs_rms
@@ -318,14 +332,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="the residual's share of each actuator's half range")
     parser.add_argument("--held-out", type=int, default=HELD_OUT,
                         help="targets training never drew, flown after the task's draw")
+    parser.add_argument("--action-every", type=int, default=1,
+                        help="physics steps per action (each action held in between)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.held_out < 0:
         print(f"quadarm.learn: --held-out must be >= 0, got {args.held_out}", file=sys.stderr)
         return 2
-    for key in ("steps", "envs"):
+    for key in ("steps", "envs", "action_every"):
         if getattr(args, key) < 1:
-            print(f"quadarm.learn: --{key} must be >= 1, got {getattr(args, key)}",
+            print(f"quadarm.learn: --{key.replace('_', '-')} must be >= 1, got "
+                  f"{getattr(args, key)}",
                   file=sys.stderr)
             return 2
     if not 0.0 <= args.scale <= 2.0:
@@ -339,11 +356,12 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     s = train(args.task, args.observe, args.steps, args.envs, args.seed, args.out, args.scale,
-              held_out=args.held_out)
+              held_out=args.held_out, action_every=args.action_every)
     ev, ho = s.get("eval", {}), s.get("eval_held_out", {})
     print(f"{args.task} observe={args.observe}: {s['env_steps']} env steps in "
           f"{s['wall_s']:.1f} s (training {s['training_steps_per_s']:.0f} steps/s, the "
-          f"environment alone {s['env_own_steps_per_s']:.0f} steps/s); final tip error "
+          f"environment alone {s['env_own_steps_per_s']:.0f} steps/s; "
+          f"{s['physics_steps_per_s']:.0f} physics steps/s); final tip error "
           f"{ev.get('tip_err_cm_mean', float('nan')):.3f} cm over the task's "
           f"{ev.get('trials', 0)} targets, {ho.get('tip_err_cm_mean', float('nan')):.3f} cm "
           f"over {ho.get('trials', 0)} held-out targets -> {args.out}")

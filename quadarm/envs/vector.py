@@ -84,7 +84,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
     are a loop of ``Batch.step`` calls from Python, one per physics step for all the rows,
     each row's rewards summed in sample order and its episode ending at its own sample).
     ``record`` keeps every environment's log (memory: about ``num_envs * (duration / dt) *
-    570`` bytes for the paper's arm).
+    570`` bytes for the paper's arm). ``physics_steps`` counts the physics steps (one row's
+    ``mj_step``) flown since construction, over every row.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
@@ -137,6 +138,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
         self._k = np.full(self.num_envs, -1, dtype=np.int64)
+        # Physics steps (mj_step of one row) flown since construction, over every row: what
+        # a learner's physics_steps_per_s counts (quadarm.learn).
+        self.physics_steps = 0
         self._ended = np.zeros(self.num_envs, dtype=bool)
         self._all = np.arange(self.num_envs)
         self._rows = np.zeros(self.num_envs, dtype=bool)
@@ -468,6 +472,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             self._refresh()
             qpos, qvel = self._qpos, self._qvel
             ks[stepping] += 1
+            self.physics_steps += len(stepping)
             if self._sensing and len(stepping):  # the sensors of the samples arrived at
                 rows[:] = False
                 rows[stepping] = True
