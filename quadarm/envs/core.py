@@ -26,7 +26,9 @@ slice        size   content
                     servos: the length command before the backlash's play)
 ===========  =====  ============================================================================
 
-Action: ``n_rotors + n_t`` numbers in [-1, 1], rotor thrusts first then the tendon
+Action (``actions="rotors"``, the default; ``"references"`` offsets the controller's
+references instead: :mod:`quadarm.envs.references`): ``n_rotors + n_t`` numbers in [-1, 1],
+rotor thrusts first then the tendon
 commands (section by section for a multi-section arm), mapped affinely onto each actuator's
 range, lo + (a + 1) (hi - lo) / 2: -1 -> 0 N, +1 -> ``airframe.thrust_max`` (rotors) or
 ``arm.tension_max`` (tendon tensions). Values outside [-1, 1] are clipped to it; a NaN raises

@@ -67,7 +67,10 @@ class QuadArmReachEnv(QuadArmEnv):
     """:class:`~quadarm.envs.single.QuadArmEnv` on ``scenario=reach`` with the tip target in
     the observation and the reward on the tip error (see the module docstring). ``overrides``
     come after ``scenario=reach``; a ``config`` must be a reach config. Other keyword arguments
-    are :class:`QuadArmEnv`'s."""
+    are :class:`QuadArmEnv`'s; ``actions="references"`` offsets the tip target
+    (:mod:`quadarm.envs.references`)."""
+
+    _TIP = True
 
     def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
                  **kwargs: Any) -> None:
@@ -115,6 +118,8 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
     :class:`QuadArmReachEnv` on ``mujoco.batch`` (environment i equals a single one seeded
     ``seed + i`` given the same actions, bit for bit). ``overrides`` come after
     ``scenario=reach``; other keyword arguments are :class:`QuadArmVectorEnv`'s."""
+
+    _TIP = True
 
     def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
                  config: Config | None = None, **kwargs: Any) -> None:

@@ -50,7 +50,7 @@ from gymnasium.vector.utils import batch_space
 
 from quadarm import terms
 from quadarm.config import Config
-from quadarm.envs import core, sensed
+from quadarm.envs import core, references, sensed
 from quadarm.envs.batches import Batches
 from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
@@ -83,12 +83,18 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
     environment's held step bit for bit. The batch's rows step together, so the held samples
     are a loop of ``Batch.step`` calls from Python, one per physics step for all the rows,
     each row's rewards summed in sample order and its episode ending at its own sample).
-    ``record`` keeps every environment's log (memory: about ``num_envs * (duration / dt) *
-    570`` bytes for the paper's arm). ``physics_steps`` counts the physics steps (one row's
-    ``mj_step``) flown since construction, over every row.
+    ``actions``: ``"rotors"`` (default) or ``"references"``, as the single environment's
+    (:mod:`quadarm.envs.references`): each row's seam is then the command line's controller,
+    run over the batch's rows at every held sample (``step.batch_rows`` in mode ``FLY``) on
+    plan rows the actions offset, its memory restarted with each row's episode and carried
+    through model rebuilds. ``record`` keeps every environment's log (memory: about
+    ``num_envs * (duration / dt) * 570`` bytes for the paper's arm). ``physics_steps``
+    counts the physics steps (one row's ``mj_step``) flown since construction, over every
+    row.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    _TIP = False  # the reach environment's references are its tip target
 
     def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
                  config: Config | None = None, randomize: Mapping[str, Any] | None = None,
@@ -96,7 +102,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
                  render_mode: str | None = None, max_episode_steps: int | None = None,
                  dtype: str = "float64", observe: str = "exact",
-                 action_every: int = 1) -> None:
+                 action_every: int = 1, actions: str = "rotors") -> None:
         self.action_every = core.checked_action_every(action_every)
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
@@ -119,6 +125,13 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self.num_envs = int(num_envs)
         self.cfg = config if config is not None else core.compose(overrides)
         self.observe = sensed.checked_observe(observe, self.cfg)
+        self.actions = references.checked_actions(actions, self.cfg, self._TIP)
+        self._refs = self.actions == "references"
+        if self._refs and self.observe == "sensed":
+            raise ValueError("actions='references' with observe='sensed': not supported; "
+                             "observe='exact' (the controller still reads the sensing "
+                             "preset's estimates)")
+        self._plans: dict[int, references.Plan] = {}  # id(task) -> its references' plan rows
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.record = bool(record)
         self.render_mode = None
@@ -131,7 +144,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         model = task.built.model
         self.sims = Batches(model, self.num_envs, threads(nthread))
         self._refresh()
-        na = self._na = task.act_ids.size
+        na = self._na = (references.action_size(self.cfg, self._TIP) if self._refs
+                         else task.act_ids.size)
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=self._dtype)
         self.single_observation_space = core.observation_space(core.obs_dim(model), self._dtype)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -223,8 +237,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         (mid-episode) are kept."""
         part = self.sims.parts[j]
         tasks = self.tasks[part.start:part.stop]
-        prm, _ = step.params([t.prepared for t in tasks], step.EXTERNAL, self.record,
+        prm, _ = step.params([t.prepared for t in tasks],
+                             step.FLY if self._refs else step.EXTERNAL, self.record,
                              self._compiled)
+        if self._refs:  # the command line's controller on rows the actions offset
+            prm = references.seam_params(prm)
         self._winds[j] = []
         if self.randomizer is None and prm.air.gusty.any():
             wind = part.batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
@@ -247,6 +264,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                     new_f[:rows, keep] = old_f[:rows, keep]
             if self._sensing:
                 sensed.keep_rows((prm, st), (old[0], old[1]), keep)
+            if self._refs:  # the controller's memory of the rows mid-episode
+                for f in step.MEMORY:
+                    new, was = _memory(st, f), _memory(old[1], f)
+                    for r in keep:
+                        new[r] = list(was[r]) if isinstance(was, list) else was[r]
         return prm, st, lg
 
     def _controller(self, j: int, old: tuple[step.Params, step.State, step.Log] | None = None,
@@ -314,6 +336,15 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                     arr[r] = start if start is not None else 0.0
             st.data.ctrl[r] = self.sims.parts[j].fields["ctrl"][r]
             self._ctl_k[i] = -1
+            if self._refs:  # the seam is the controller: its memory afresh
+                prm, st = self._seams[j][0], self._seams[j][1]
+                for f in step.MEMORY:
+                    arr = _memory(st, f)
+                    start = prm.law.prm[r] if f == ("law", "prm") else None
+                    if isinstance(arr, list):
+                        arr[r] = list(start) if start is not None else [0.0] * len(arr[r])
+                    else:
+                        arr[r] = start if start is not None else 0.0
 
     def _refresh(self) -> None:
         """Read the simulations' state after a call that changed it."""
@@ -434,13 +465,16 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         sims = self.sims
         if self._pulsed:
             self._pulses(act)
-        u = self._lo[sel] + (a[sel] + 1.0) * self._half[sel]
-        if self._played.any():  # the servos' play, from each episode's first command
-            self._servo(u, act, kx)
-        sims.write("ctrl", None if live is None else act, self._act, u)
-        # The controller runs at every sample, whatever the actions, so that its memory
-        # follows the flown states (as QuadArmEnv.step's); held actions: at the action's.
-        self._control(act)
+        if self._refs:  # the references of each row's samples k..k + action_every - 1
+            self._references(a, act)
+        else:
+            u = self._lo[sel] + (a[sel] + 1.0) * self._half[sel]
+            if self._played.any():  # the servos' play, from each episode's first command
+                self._servo(u, act, kx)
+            sims.write("ctrl", None if live is None else act, self._act, u)
+            # The controller runs at every sample, whatever the actions, so that its memory
+            # follows the flown states (as QuadArmEnv.step's); held actions: at the action's.
+            self._control(act)
         rows = self._rows
         rewards = np.zeros(self.num_envs)
         terminated = np.zeros(self.num_envs, dtype=bool)
@@ -456,7 +490,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 if self._pulsed:  # the events of the samples the rows arrived at
                     self._pulses(np.flatnonzero(going))
             rows[:] = going
-            if self.record or self._air:  # else the seam has nothing to do
+            if self.record or self._air or self._refs:  # else the seam has nothing to do
                 self._seam_rows(self._before, ks, rows)  # log, the air terms before the step
             gone = self._all[going]
             final = ks[gone] == self._n[gone]
@@ -523,6 +557,24 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             obs[ids] = self._observe(ids)
             self._ended[ids] = False
         return obs, rewards, terminated, truncated, infos
+
+    def _references(self, a: np.ndarray, ids: np.ndarray) -> None:
+        """Write the references of actions ``a`` (num_envs, n_actions), clipped, of
+        environments ``ids`` into their seam rows (:func:`quadarm.envs.references.write`),
+        for the samples each one's step flies."""
+        for i in ids:
+            t = self.tasks[i]
+            plan = self._plans.get(id(t))
+            if plan is None:
+                plan = self._plans[id(t)] = references.Plan(t, self._TIP)
+            j, local = self._part(int(i))
+            prm, st, _ = self._seams[j]
+            k = int(self._k[i])
+            references.write(prm, st, local, k, min(k + self.action_every, t.n + 1), plan,
+                             a[i], self._TIP)
+        if len(self._plans) > 2 * self.num_envs:  # forget the plans of tasks drawn over
+            alive = {id(t) for t in self.tasks}
+            self._plans = {key: v for key, v in self._plans.items() if key in alive}
 
     def _pulses(self, ids: np.ndarray) -> None:
         """The scenario tasks' events of environments ``ids`` at their current samples
@@ -626,7 +678,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         its position integral and tip feedback, the tendon terms), run row by row on the
         states flown so far, as :meth:`QuadArmEnv.controller_action
         <quadarm.envs.single.QuadArmEnv.controller_action>` (row i equals it bit for bit). An
-        environment that waits for its autoreset gets its last action (it is ignored)."""
+        environment that waits for its autoreset gets its last action (it is ignored). With
+        ``actions="references"``: zeros, the plan's references (the seam's controller flies
+        them as the command line does)."""
+        if self._refs:
+            return np.zeros((self.num_envs, self._na))
         for t in {id(t): t for t in self.tasks}.values():
             core.refuse_terms(t.cfg)  # a registered term it does not run (none today)
         self._control(self._all)

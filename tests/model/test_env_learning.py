@@ -1,6 +1,7 @@
 """The learning interface of issue 36: the SB3 adapter carries the environments' keywords
-(``action_every``), and Gymnasium's and Stable-Baselines3's checkers pass for every action
-space the environments offer."""
+(``action_every``, ``actions``), Gymnasium's and Stable-Baselines3's checkers pass for every
+action space the environments offer, and ``actions="references"`` (quadarm.envs.references)
+flies the command line's controller on references the actions offset."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ pytest.importorskip("stable_baselines3")
 from gymnasium.vector import AutoresetMode  # noqa: E402
 
 import quadarm.envs  # noqa: E402,F401 - registers the ids
-from quadarm.envs import ENV_ID, REACH_ENV_ID  # noqa: E402
+from quadarm.envs import ENV_ID, REACH_ENV_ID, references  # noqa: E402
 from quadarm.envs.sb3 import QuadArmSB3VecEnv  # noqa: E402
 from quadarm.envs.vector import QuadArmVectorEnv  # noqa: E402
 
@@ -49,7 +50,8 @@ def test_the_adapter_holds_actions_as_the_vector_env():
     assert venv.physics_steps == adapter.venv.physics_steps == n * (venv.tasks[0].n + 2 * m)
 
 
-@pytest.mark.parametrize("env_id,overrides", [(ENV_ID, HOVER), (REACH_ENV_ID, REACH)])
+@pytest.mark.parametrize("env_id,overrides", [(ENV_ID, HOVER),
+                                              (REACH_ENV_ID, [*REACH, "control.tip_gain=20"])])
 def test_both_checkers_pass_for_every_action_space(env_id, overrides):
     """Gymnasium's ``check_env`` and SB3's ``check_env`` on each environment with each
     action space (float32, as SB3 trains) and a held action, without a warning."""
@@ -66,4 +68,182 @@ def test_both_checkers_pass_for_every_action_space(env_id, overrides):
         assert [str(w.message) for w in caught] == [], kw
 
 
-ACTION_SPACES: list[dict[str, str]] = [{}]
+ACTION_SPACES: list[dict[str, str]] = [{}, {"actions": "references"}]
+TIP = ["control.tip_gain=20"]  # the reach env's references move the tip feedback's target
+# The servo-driven two-section arm holding a bend, with a 0.1 mm backlash (plan rows played).
+SERVO = ["arm=ftdcr_v4", "scenario=workspace", "scenario.duration=0.12", "scenario.ramp=0.05",
+         "scenario.beta_deg=30", "arm.backlash=1e-4"]
+
+
+def make(env_id, overrides, **kw):
+    return gym.make(env_id, overrides=overrides, **kw).unwrapped
+
+
+def fly(env, policy, seed=0):
+    """One episode of ``policy(env, i)``: (observations, rewards, last info)."""
+    seen, rewards = [env.reset(seed=seed)[0]], []
+    while True:
+        o, r, te, tr, info = env.step(policy(env, len(rewards)))
+        seen.append(o)
+        rewards.append(r)
+        if te or tr:
+            return np.array(seen), rewards, info
+
+
+def zero(env, i):
+    return env.controller_action()
+
+
+@pytest.mark.parametrize("env_id,overrides,m", [
+    (ENV_ID, HOVER, 1), (ENV_ID, HOVER, 7), (ENV_ID, SERVO, 5),
+    (REACH_ENV_ID, [*REACH, *TIP], 10),
+])
+def test_a_zero_reference_action_flies_the_command_line(env_id, overrides, m):
+    """actions="references" with the zero action (``controller_action()``): the command line's
+    closed loop bit for bit at any ``action_every`` (the references are held, the controller
+    runs at every physics step): the same logged states and commands and the same metrics as
+    ``python -m quadarm`` (``api.simulate``) on the same config."""
+    from quadarm import api
+
+    env = make(env_id, overrides, actions="references", action_every=m)
+    assert env.action_space.shape == (references.action_size(env.cfg, env_id == REACH_ENV_ID),)
+    _, _, info = fly(env, zero)
+    cli = api.simulate(env.cfg)
+    assert info["status"] == cli.status == "ok"
+    lg, theirs = env.log(), cli.episode.log
+    for name in ("qpos", "qvel", "ctrl", "tip"):
+        assert np.array_equal(getattr(lg, name), getattr(theirs, name)), name
+    rows = cli.metrics[["phase", "metric", "value"]].itertuples(index=False)
+    for phase, metric, value in rows:
+        assert np.array_equal(info["metrics"][phase][metric], value, equal_nan=True), metric
+
+
+def test_a_bend_offset_adds_its_moment_to_the_plan():
+    """Closed form of the bend offset's allocation (quadarm.envs.references.bend_commands):
+    on a tension-driven three-section arm the offset tensions are >= 0 and the moment each
+    section carries (sum of T_i r_i n_i over the tendons passing it) is the requested
+    sqrt(3)/2 mu_s bend_tension r_s (cos beta_s, sin beta_s), mu projected onto <= 1; on the
+    paper's one-section arm the resultant sum T_i n_i of the balanced map is
+    sqrt(3)/2 mu tension_max towards beta."""
+    from quadarm.api import compose
+    from quadarm.control import sections as plan_sections
+    from quadarm.control.tendons import resultant
+
+    cfg = compose(["arm=ftdcr_v4", "arm.actuation=tension"])
+    rng = np.random.default_rng(0)
+    n_s = references.n_sections(cfg)
+    uv = rng.uniform(-1.0, 1.0, (64, n_s, 2))
+    t = references.bend_commands(cfg, uv)
+    assert (t >= 0.0).all()
+    mu = np.hypot(uv[..., 0], uv[..., 1])
+    want = uv / np.maximum(mu, 1.0)[..., None]
+    r = np.array([s.tendons.offset for s in cfg.arm.sections])
+    want = np.sqrt(3.0) / 2.0 * cfg.arm.bend_tension * r[:, None] * want
+    np.testing.assert_allclose(plan_sections.carried(t, cfg.arm), want, atol=1e-12)
+    assert not references.bend_commands(cfg, np.zeros((n_s, 2))).any()
+
+    paper = compose([])
+    uv1 = rng.uniform(-0.7, 0.7, (32, 1, 2))
+    t1 = references.bend_commands(paper, uv1)
+    res = resultant(t1, np.radians(paper.arm.tendon_angles_deg))
+    np.testing.assert_allclose(res, np.sqrt(3.0) / 2.0 * paper.arm.tension_max * uv1[:, 0],
+                               atol=1e-12)
+
+
+def test_reference_offsets_move_the_hub_heading_and_tip():
+    """A held reference action on a 2 s hover: the hub settles on the plan plus the position
+    offset (within 1 cm: the paper's gains close a 5 cm step's last millimetres by their
+    integral, about 4 mm left at 2 s) and turns to the heading offset (0.3 rad, within
+    1e-3 rad); a bend offset on the paper's arm turns the tip, seen from the hub, towards its
+    beta (within 0.05 rad)."""
+    import math
+
+    env = make(ENV_ID, ["scenario=hover", "scenario.duration=2.0"], actions="references",
+               action_every=10, record=True)
+    a = np.zeros(env.action_space.shape)
+    a[:4] = [0.5, 0.0, -0.5, 0.6]
+    fly(env, lambda e, i: a)
+    q = env.log().qpos[-1]
+    shift = q[:3] - env.task.plan.ref.p[-1]
+    np.testing.assert_allclose(shift, references.HUB_RANGE * a[:3], atol=0.01)
+    w, x, y, z = q[3:7]
+    yaw = math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    assert yaw == pytest.approx(references.YAW_RANGE * a[3], abs=1e-3)
+    for beta in (0.0, 2.0):
+        a = np.zeros(env.action_space.shape)
+        a[4:6] = [0.8 * math.cos(beta), 0.8 * math.sin(beta)]
+        fly(env, lambda e, i, a=a: a)
+        lg = env.log()
+        rel = lg.tip[-1] - lg.qpos[-1, :3]
+        assert math.atan2(rel[1], rel[0]) == pytest.approx(beta, abs=0.05)
+        assert math.hypot(rel[0], rel[1]) > 0.1  # a bend, not the straight arm's jitter
+
+
+@pytest.mark.parametrize("env_id,overrides", [
+    (ENV_ID, SERVO), (REACH_ENV_ID, [*REACH, *TIP])])
+def test_vector_rows_are_single_envs_with_references(env_id, overrides):
+    """The vector environment with references actions held for 4 samples: row i is the single
+    environment seeded s + i given the same actions, bit for bit (observations, rewards,
+    ends, metrics), through an automatic reset (SAME_STEP) with drawn episode lengths (rows
+    end inside a held step, rebuild their models and restart their controllers)."""
+    n_env, m = 2, 4
+    kw = dict(overrides=overrides, action_every=m, actions="references",
+              randomize={"scenario.duration" if env_id == ENV_ID else "scenario.dwell":
+                         {"dist": "choice", "values": [0.1, 0.12] if env_id == ENV_ID
+                          else [0.1, 0.14]}})
+    venv = gym.make_vec(env_id, num_envs=n_env, vectorization_mode="vector_entry_point",
+                        autoreset_mode="SameStep", **kw).unwrapped
+    singles = [make(env_id, **kw) for _ in range(n_env)]
+    obs, _ = venv.reset(seed=8)
+    for i, env in enumerate(singles):
+        assert np.array_equal(env.reset(seed=8 + i)[0], obs[i])
+    ended = 0
+    for n in range(150):
+        if ended >= 3:
+            break
+        actions = np.random.default_rng(n).uniform(-0.5, 0.5, (n_env, venv._na))
+        obs, rew, term, trunc, info = venv.step(actions)
+        for i, env in enumerate(singles):
+            o, r, te, tr, inf = env.step(actions[i])
+            assert r == rew[i] and (te, tr) == (term[i], trunc[i]), (n, i)
+            if te or tr:
+                ended += 1
+                assert np.array_equal(info["final_obs"][i], o)
+                got = info["final_info"]["metrics"]
+                for phase, values in inf["metrics"].items():
+                    for name, value in values.items():
+                        assert np.array_equal(got[phase][name][i], value, equal_nan=True)
+                o = env.reset()[0]
+            assert np.array_equal(o, obs[i]), (n, i)
+    assert ended >= 3
+    venv.close()
+
+
+def test_references_refusals():
+    """One line naming the keyword: an unknown action kind, the reach env's references
+    without the tip feedback they move, and references with sensed observations."""
+    with pytest.raises(ValueError, match="actions='bogus': must be one of rotors, references"):
+        make(ENV_ID, HOVER, actions="bogus")
+    with pytest.raises(ValueError, match="control.tip_gain > 0"):
+        make(REACH_ENV_ID, REACH, actions="references")
+    with pytest.raises(ValueError, match="observe='sensed'"):
+        make(ENV_ID, [*HOVER, "sensing=realistic"], actions="references", observe="sensed")
+
+
+@pytest.mark.slow
+def test_compiled_references_are_the_plain_ones(monkeypatch):
+    """The references written into the compiled seam's records (numpy rows) fly what the plain
+    records (nested lists) fly, bit for bit, held for 10 samples on the servo-driven arm."""
+    from quadarm.runner import jit
+
+    if not jit.AVAILABLE:
+        pytest.skip("numba is not installed")
+
+    def episode(numba: str):
+        monkeypatch.setenv("QUADARM_NUMBA", numba)
+        env = make(ENV_ID, SERVO, actions="references", action_every=10)
+        return fly(env, lambda e, i: np.random.default_rng(i).uniform(-1, 1, e._shape))
+
+    a, b = episode("1"), episode("0")
+    assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+    assert a[2]["metrics"] == b[2]["metrics"]
