@@ -75,8 +75,9 @@ class QuadArmReachEnv(QuadArmEnv):
     def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
                  **kwargs: Any) -> None:
         super().__init__(config=reach_config(overrides, config), **kwargs)
-        self.observation_space = core.observation_space(
-            core.obs_dim(self.task.built.model) + EXTRA, self._dtype)
+        if self.layout == "state":  # the task layout has the tip's entries already
+            self.observation_space = core.observation_space(
+                core.obs_dim(self.task.built.model) + EXTRA, self._dtype)
 
     def _load(self, task: core.Task) -> None:
         super()._load(task)
@@ -85,6 +86,8 @@ class QuadArmReachEnv(QuadArmEnv):
 
     def _observe(self, k: int) -> np.ndarray:
         base = super()._observe(k)  # runs sample k's sensors first when observing them
+        if self.layout == "task":  # the tip's entries are in it (_tip_pair)
+            return base
         if self.observe == "sensed":
             ss = self._state.ss
             tip, hub = ss.tip[0], ss.q[0, :3]
@@ -93,6 +96,13 @@ class QuadArmReachEnv(QuadArmEnv):
         target = self._tip_target[k]
         extra = np.concatenate((target - tip, target - hub))
         return np.concatenate((base, extra.astype(base.dtype)))
+
+    def _tip_pair(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The tip (the tracker's sample when observing the sensors) and its target at
+        sample k (m, world)."""
+        tip = (self._state.ss.tip[0] if self.observe == "sensed"
+               else self._site_xpos[self._tip_site])
+        return tip, self._tip_target[k]
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, r, terminated, truncated, info = super().step(action)
@@ -125,9 +135,11 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
                  config: Config | None = None, **kwargs: Any) -> None:
         super().__init__(num_envs, config=reach_config(overrides, config), **kwargs)
         model = self.tasks[0].built.model
-        self.single_observation_space = core.observation_space(core.obs_dim(model) + EXTRA,
-                                                               self._dtype)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        if self.layout == "state":  # the task layout has the tip's entries already
+            self.single_observation_space = core.observation_space(
+                core.obs_dim(model) + EXTRA, self._dtype)
+            self.observation_space = batch_space(self.single_observation_space,
+                                                 self.num_envs)
 
     def _arrays(self) -> None:
         super()._arrays()
@@ -142,6 +154,8 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
 
     def _observe(self, ids: Any = slice(None)) -> np.ndarray:
         base = super()._observe(ids)
+        if self.layout == "task":  # the tip's entries are in it (_tip_rows)
+            return base
         target = self._TT[self._ix(self._k[ids], ids)]
         if self._sensing:
             tip, hub = self._estimates("tip")[ids], self._estimates("q")[ids, :3]
@@ -149,6 +163,13 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
             tip, hub = self._site_xpos[ids, self._tip_site], self._qpos[ids, :3]
         extra = np.concatenate((target - tip, target - hub), axis=1)
         return np.concatenate((base, extra.astype(base.dtype)), axis=1)
+
+    def _tip_rows(self, ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The tips (the trackers' samples when observing the sensors) and their targets
+        (len(ids), 3) m, world."""
+        tip = (self._estimates("tip")[ids] if self._sensing
+               else self._site_xpos[ids, self._tip_site])
+        return tip, self._TT[self._ix(self._k[ids], ids)]
 
     def _rewards(self, obs: np.ndarray, ids: np.ndarray) -> np.ndarray:
         err = self._TT[self._ix(self._k[ids], ids)] - self._site_xpos[ids, self._tip_site]

@@ -44,7 +44,7 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config
-from quadarm.envs import core, references, sensed
+from quadarm.envs import core, features, references, sensed
 from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import (
@@ -81,6 +81,10 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             entries are the sensing term's estimates (:mod:`quadarm.envs.sensed`; needs a
             ``sensing`` preset other than ``exact``), with noise drawn per episode from
             ``np_random``. Rewards, terminations and metrics still read the simulated state.
+            ``"task"`` (``"task_sensed"``): the same state (the estimates) laid out for a
+            learner, hub frame and stated scales, with the last action
+            (:mod:`quadarm.envs.features`); ``observe`` then holds the source (``"exact"``
+            or ``"sensed"``) and ``layout`` is ``"task"`` (``"state"`` otherwise).
         action_every: physics steps (``sim.timestep`` each) per action, an integer >= 1
             (default 1: one step per action, as before): the action is held in between (see
             the module docstring), e.g. 10 for 50 Hz at the default 2 ms.
@@ -105,7 +109,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self.action_every = core.checked_action_every(action_every)
         self._dtype = core.space_dtype(dtype)
         self.cfg = config if config is not None else core.compose(overrides)
-        self.observe = sensed.checked_observe(observe, self.cfg)
+        source, self.layout = features.parse(observe)
+        self.observe = sensed.checked_observe(source, self.cfg)
+        self._err = np.zeros(3)  # the hub's error the task layout's rewards read (m, world)
         self.actions = references.checked_actions(actions, self.cfg, self._TIP)
         self._refs = self.actions == "references"
         if self._refs and self.observe == "sensed":
@@ -123,8 +129,10 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         na = (references.action_size(self.cfg, self._TIP) if self._refs
               else self.task.act_ids.size)
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=self._dtype)
-        self.observation_space = core.observation_space(core.obs_dim(self.task.built.model),
-                                                        self._dtype)
+        model = self.task.built.model
+        dim = (features.dim(model, na, self._TIP, bool(self._contact.size))
+               if self.layout == "task" else core.obs_dim(model))
+        self.observation_space = core.observation_space(dim, self._dtype)
         self._k = -1
 
     # ---------------------------------------------------------------------------------------
@@ -142,6 +150,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
         self._shape = ((references.action_size(task.cfg, self._TIP),) if self._refs
                        else (ids.size,))
+        self._last = np.zeros(self._shape)  # the last action, clipped (observe="task")
         self._lo, self._half, self._n = task.lo.tolist(), task.half.tolist(), task.n
         self._nr = task.built.rotor_actuators.size
         # The servos' backlash (sections.play_step): the tendon commands the play let through.
@@ -207,11 +216,33 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                 sensed.sense_rows(np.array([k]), self._seam, self._state, self._logs, _ONE)
                 self._sensed = k
             q, v = self._state.ss.q[0], self._state.ss.v[0]
+        if self.layout == "task":
+            obs = self._task_observation(k, q, v)
+            return obs if self._dtype is np.float64 else obs.astype(self._dtype)
         parts = [q[:3] - self._ref_p[k], v[:3] - self._ref_v[k], q[3:], v[3:], self.task.ff[k]]
         if self._contact.size:  # world objects: the net contact force on the arm (N)
             parts.append(core.contact_force(self.data.sensordata[None], self._contact)[0])
         obs = np.concatenate(parts)
         return obs if self._dtype is np.float64 else obs.astype(self._dtype)
+
+    def _task_observation(self, k: int, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The task layout (:mod:`quadarm.envs.features`) of sample k from the state q, v; the
+        hub's error q[:3] - p_d, which the rewards read, into ``_err``."""
+        task = self.task
+        self._err = q[:3] - self._ref_p[k]
+        pair = self._tip_pair(k)
+        tip, target = (None, None) if pair is None else (pair[0][None], pair[1][None])
+        contact = (core.contact_force(self.data.sensordata[None], self._contact)
+                   if self._contact.size else None)
+        return features.observe(q[None], v[None], self._ref_p[k][None],
+                                self._ref_v[k][None], task.plan.ref.a[k][None],
+                                task.ff[k][None, 6:], self._last[None], tip, target,
+                                contact)[0]
+
+    def _tip_pair(self, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The tip and its target at sample k (m, world) that the task layout observes: none
+        here (the reach environment's)."""
+        return None
 
     # ---------------------------------------------------------------------------------------
 
@@ -239,6 +270,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._ctl_state = self._controller_state()
         self._ctl_ctrl[0] = self._ctrl
         self._ctl_ks[0] = -1
+        self._last[:] = 0.0
         if self._refs:  # the seam is the controller: its memory afresh, as a new trial's
             self._state = step.one_state(self.data, self._wind, self._seam)
         info: dict[str, Any] = {"drawn": dict(self.drawn)} if self.randomizer else {}
@@ -250,6 +282,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             raise RuntimeError("the episode has ended (or not started): call reset()")
         if self._refs:  # the references of samples k..k + action_every - 1 into the seam
             a = core.checked_action(action, self._shape)
+            self._last[:] = a
             references.write(self._seam, self._state, 0, k, min(k + self.action_every,
                                                                 self._n + 1),
                              self._plan, a, self._TIP)
@@ -265,6 +298,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                 core.checked_action(a, self._shape)  # raises the NaN error
             u.append(lo + (min(max(x, -1.0), 1.0) + 1.0) * half)
         task = self.task
+        if self.layout == "task":  # the observation's last action
+            self._last[:] = np.clip(a, -1.0, 1.0)
         if self._play is not None:  # the servo's play, from the first command (y_0 = u_0)
             nr = self._nr
             cmd = np.array(u[nr:])
@@ -295,7 +330,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._k = k
         self._events(k)
         obs = self._observe(k)
-        ex, ey, ez = obs[0], obs[1], obs[2]
+        ex, ey, ez = (obs[0], obs[1], obs[2]) if self.layout == "state" else self._err
         r = -(ex * ex + ey * ey + ez * ez) * (core.CM2 / (n + 1))
         reason = ""
         if flagged:  # the full test names the reason
@@ -363,7 +398,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             if j < j1 or obs is None:
                 ex, ey, ez = (q[j, 0, c] - ref_p[j][c] for c in range(3))
             else:
-                ex, ey, ez = obs[0], obs[1], obs[2]
+                ex, ey, ez = (obs[0], obs[1], obs[2]) if self.layout == "state" \
+                    else self._err
             total += float(-(ex * ex + ey * ey + ez * ez) * (core.CM2 / (n + 1)))
         return total
 

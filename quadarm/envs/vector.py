@@ -50,7 +50,7 @@ from gymnasium.vector.utils import batch_space
 
 from quadarm import terms
 from quadarm.config import Config
-from quadarm.envs import core, references, sensed
+from quadarm.envs import core, features, references, sensed
 from quadarm.envs.batches import Batches
 from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
@@ -124,7 +124,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._dtype = core.space_dtype(dtype)
         self.num_envs = int(num_envs)
         self.cfg = config if config is not None else core.compose(overrides)
-        self.observe = sensed.checked_observe(observe, self.cfg)
+        source, self.layout = features.parse(observe)
+        self.observe = sensed.checked_observe(source, self.cfg)
         self.actions = references.checked_actions(actions, self.cfg, self._TIP)
         self._refs = self.actions == "references"
         if self._refs and self.observe == "sensed":
@@ -147,7 +148,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         na = self._na = (references.action_size(self.cfg, self._TIP) if self._refs
                          else task.act_ids.size)
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=self._dtype)
-        self.single_observation_space = core.observation_space(core.obs_dim(model), self._dtype)
+        dim = (features.dim(model, na, self._TIP, bool(core.contact_addresses(model).size))
+               if self.layout == "task" else core.obs_dim(model))
+        self.single_observation_space = core.observation_space(dim, self._dtype)
+        self._last = np.zeros((self.num_envs, na))  # the last actions, clipped (task layout)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
@@ -369,12 +373,27 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             q, v = self._estimates("q")[ids], self._estimates("v")[ids]
         else:
             q, v = self._qpos[ids], self._qvel[ids]
-        obs = core.observe(q, v, self._P[ix], self._V[ix], self._FF[ix], contact)
+        if self.layout == "task":
+            ff = self._FF[ix]
+            pair = self._tip_rows(ids)
+            tip, target = (None, None) if pair is None else pair
+            obs = features.observe(q, v, self._P[ix], self._V[ix], self._A[ix], ff[:, 6:],
+                                   self._last[ids], tip, target, contact)
+        else:
+            obs = core.observe(q, v, self._P[ix], self._V[ix], self._FF[ix], contact)
         return obs if self._dtype is np.float64 else obs.astype(self._dtype)
+
+    def _tip_rows(self, ids: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """The tips and their targets (len(ids), 3) m, world, that the task layout observes:
+        none here (the reach environment's)."""
+        return None
 
     def _rewards(self, obs: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Rewards (len(ids),) of the steps of environments ``ids`` that arrived in their
         current samples, observed as ``obs`` (len(ids), obs_dim)."""
+        if self.layout == "task":  # the hub's error q[:3] - p_d, as the state layout's
+            q = self._estimates("q")[ids] if self._sensing else self._qpos[ids]
+            obs = q[:, :3] - self._P[self._ix(self._k[ids], ids)]
         if self._shared:
             return core.reward(obs, int(self._n[0]))
         return core.reward(obs, self._n[ids])
@@ -438,6 +457,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._refresh()
         self._k[ids] = 0
         self._ended[ids] = False
+        self._last[ids] = 0.0
         self._restart_controller(ids)
         if self._sensing:
             self._restart_sensing(ids)
@@ -465,6 +485,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         sims = self.sims
         if self._pulsed:
             self._pulses(act)
+        if self.layout == "task":  # the observation's last actions
+            self._last[act] = a[act]
         if self._refs:  # the references of each row's samples k..k + action_every - 1
             self._references(a, act)
         else:

@@ -58,7 +58,7 @@ def test_both_checkers_pass_for_every_action_space(env_id, overrides):
     from gymnasium.utils.env_checker import check_env
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    for kw in ACTION_SPACES:
+    for kw in [*ACTION_SPACES, {"actions": "references", "observe": "task"}]:
         env = gym.make(env_id, overrides=overrides, dtype="float32", action_every=5,
                        **kw).unwrapped
         with warnings.catch_warnings(record=True) as caught:
@@ -247,3 +247,77 @@ def test_compiled_references_are_the_plain_ones(monkeypatch):
     a, b = episode("1"), episode("0")
     assert np.array_equal(a[0], b[0]) and a[1] == b[1]
     assert a[2]["metrics"] == b[2]["metrics"]
+
+
+@pytest.mark.parametrize("env_id,overrides,kw", [
+    (ENV_ID, [*HOVER, "scenario=disturbance", "scenario.start=0.02", "scenario.length=0.02",
+              "scenario.force=3"], {}),
+    (REACH_ENV_ID, [*REACH, *TIP], {"actions": "references", "action_every": 3}),
+])
+def test_the_task_layout_is_the_state_in_the_hub_frame(env_id, overrides, kw):
+    """observe="task" against the default observation of the same flight (same seeds and
+    actions): the same rewards and ends bit for bit; its entries are the default's errors
+    rotated into the hub frame by MuJoCo's own quaternion-to-matrix (mju_quat2Mat, an
+    independent reference) and divided by the documented scales (quadarm.envs.features), the
+    joint angles and rates scaled, and the last action the clipped one (zeros after reset)."""
+    import mujoco
+
+    from quadarm.envs import features as ft
+
+    task = make(env_id, overrides, observe="task", **kw)
+    state = make(env_id, overrides, **kw)
+    o_t, _ = task.reset(seed=1)
+    o_s, _ = state.reset(seed=1)
+    assert task.observation_space.shape == o_t.shape and state.layout == "state"
+    na = task.action_space.shape[0]
+    nq, nv = task.model.nq, task.model.nv
+    for i in range(60):
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, o_s[6:10])
+        rt = rot.reshape(3, 3).T  # world -> hub
+        np.testing.assert_allclose(o_t[0:3] * ft.HUB, rt @ o_s[0:3], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(o_t[3:6] * ft.VEL, rt @ o_s[3:6], rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(o_t[6:9], rt @ [0.0, 0.0, 1.0], atol=1e-15)
+        j = 14  # after errors, up, heading, body rate
+        np.testing.assert_allclose(o_t[j:j + nq - 7] * ft.JOINT, o_s[10:3 + nq], atol=1e-15)
+        last = o_t[j + nq - 7 + nv - 6 + 6 + state.task.ff.shape[1] - 6:][:na]
+        a = np.random.default_rng(i).uniform(-1.3, 1.3, na)
+        if i == 0:
+            assert not last.any()
+        if env_id == ENV_ID:
+            a = state.controller_action() + 0.05 * a
+        o_t, r_t, te_t, tr_t, _ = task.step(a)
+        o_s, r_s, te_s, tr_s, _ = state.step(a)
+        assert r_t == r_s and (te_t, tr_t) == (te_s, tr_s), i
+        if te_s or tr_s:
+            break
+        last = o_t[j + nq - 7 + nv - 6 + 6 + state.task.ff.shape[1] - 6:][:na]
+        assert np.array_equal(last, np.clip(a, -1.0, 1.0))
+    if env_id == REACH_ENV_ID:  # the tip's entries: the default's, in the hub frame
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, o_s[6:10])
+        rt = rot.reshape(3, 3).T
+        np.testing.assert_allclose(o_t[-6:-3] * ft.TIP, rt @ o_s[-6:-3], atol=1e-14)
+        np.testing.assert_allclose(o_t[-3:] * ft.TARGET, rt @ o_s[-3:], atol=1e-14)
+
+
+def test_task_layout_vector_rows_are_single_envs():
+    """observe="task_sensed" on the reach task: row i of the vector environment is the
+    single environment seeded s + i, bit for bit (observations with the last actions,
+    rewards), through the episode's end."""
+    kw = dict(overrides=[*REACH, "sensing=realistic"], observe="task_sensed", action_every=4)
+    venv = gym.make_vec(REACH_ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
+                        **kw).unwrapped
+    singles = [make(REACH_ENV_ID, **kw) for _ in range(2)]
+    obs, _ = venv.reset(seed=5)
+    for i, env in enumerate(singles):
+        assert np.array_equal(env.reset(seed=5 + i)[0], obs[i])
+    for n in range(-(-(singles[0].task.n + 1) // 4)):
+        actions = venv.controller_action() + np.random.default_rng(n).normal(0, 0.05, (2, 7))
+        obs, rew, term, trunc, _ = venv.step(actions)
+        for i, env in enumerate(singles):
+            o, r, te, tr, _ = env.step(actions[i])
+            assert np.array_equal(o, obs[i]) and r == rew[i], (n, i)
+            assert (te, tr) == (term[i], trunc[i])
+    assert trunc.all()
+    venv.close()
