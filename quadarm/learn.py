@@ -156,12 +156,13 @@ def versions() -> dict[str, str]:
 
 
 def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
-             record: bool = False, extra: Sequence[str] = (), action_every: int = 1
-             ) -> tuple[Any, list[str]]:
+             record: bool = False, extra: Sequence[str] = (), action_every: int = 1,
+             per_env: bool = False) -> tuple[Any, list[str]]:
     """The training or evaluation environment: the reach vector env behind SB3's API, the
-    targets drawn per episode from ``targets`` (None: the task's first); ``extra``
-    overrides after the task's (a shortened episode for the tests); ``action_every``
-    physics steps per action."""
+    targets drawn per episode from ``targets`` (None: the task's first) or, with ``per_env``,
+    environment i flying ``targets[i]`` (``n_envs`` = len(targets): a draw in one batch);
+    ``extra`` overrides after the task's (a shortened episode for the tests);
+    ``action_every`` physics steps per action."""
     from quadarm.envs import REACH_ENV_ID
     from quadarm.envs.sb3 import QuadArmSB3VecEnv
 
@@ -172,9 +173,12 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
         over.append("sensing=realistic")
     over += list(extra)
     randomize = ({"scenario.targets": {"dist": "choice", "values": targets}}
-                 if targets and len(targets) > 1 else None)
+                 if targets and len(targets) > 1 and not per_env else None)
+    own = ([[f"scenario.targets={json.dumps(t)}"] for t in targets]
+           if per_env and targets else None)
     venv = QuadArmSB3VecEnv(n_envs, over[1:], randomize=randomize, record=record,
-                            env_id=REACH_ENV_ID, observe=observe, action_every=action_every)
+                            env_id=REACH_ENV_ID, observe=observe, action_every=action_every,
+                            per_env=own)
     return venv, over
 
 
@@ -265,9 +269,11 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
                             extra: Sequence[str] = (), tables: bool = True,
                             action_every: int = 1) -> dict[str, Any]:
     """Fly each target of the draw once with the deterministic policy (the training
-    normaliser frozen); write the metrics as the runner's tables (``tables``) or, for the
-    held-out targets, as ``held_out_metrics.parquet`` (trial, target, phase, metric, value),
-    which the leaderboard does not collect."""
+    normaliser frozen), all of them in one batch (the vector environment's ``per_env``:
+    environment j flies target j, its metrics the command line's for that config); write the
+    metrics as the runner's tables (``tables``) or, for the held-out targets, as
+    ``held_out_metrics.parquet`` (trial, target, phase, metric, value), which the leaderboard
+    does not collect. A row's ``wall_s`` is the batch's wall time over its trials."""
     from stable_baselines3.common.vec_env import VecNormalize
 
     from quadarm.config.compose import flatten
@@ -276,35 +282,36 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
 
     runs, tidy = [], []
     t0 = time.perf_counter()
-    for j, targets in enumerate(draw):
-        base, _ = make_env(task, observe, 1, [targets], record=True, extra=extra,
-                           action_every=action_every)
-        env = VecNormalize(Residual.wrap(base, train_env.venv.scale), training=False,
-                           norm_obs=True, norm_reward=False)
-        env.obs_rms = train_env.obs_rms
-        env.seed(seed)
-        obs: Any = env.reset()
-        info: dict[str, Any] = {}
-        start = time.perf_counter()
-        steps = 0
-        while True:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, done, infos = env.step(action)
-            steps += 1
-            if done[0]:
-                info = infos[0]
-                break
-        cfg = base.venv.tasks[0].cfg  # the episode's drawn config
+    base, _ = make_env(task, observe, len(draw), list(draw), record=True, extra=extra,
+                       action_every=action_every, per_env=True)
+    env = VecNormalize(Residual.wrap(base, train_env.venv.scale), training=False,
+                       norm_obs=True, norm_reward=False)
+    env.obs_rms = train_env.obs_rms
+    env.seed(seed)
+    obs: Any = env.reset()
+    ended: dict[int, tuple[dict[str, Any], int]] = {}  # trial -> its first episode's (info,
+    #                                                    steps)
+    steps = 0
+    while len(ended) < len(draw):
+        action, _ = model.predict(obs, deterministic=True)
+        obs, _, done, infos = env.step(action)
+        steps += 1
+        for i in np.flatnonzero(done).tolist():
+            ended.setdefault(i, (infos[i], steps))
+    wall = time.perf_counter() - t0
+    for j in range(len(draw)):
+        info, n_steps = ended[j]
+        cfg = base.venv.tasks[j].cfg  # trial j's config
         rid = hashlib.sha1(f"{trial_id(cfg)}|{BASELINE}|{observe}|{seed}".encode()).hexdigest()
         row = {"run_id": rid[:16], "scenario": cfg.scenario.kind,
                "status": info.get("status", "ok"), "message": info.get("message", ""),
-               "seed": seed, "wall_s": time.perf_counter() - start, "steps": steps,
+               "seed": seed, "wall_s": wall / len(draw), "steps": n_steps,
                "trial": j, "baseline": BASELINE}
         row.update({k: v for k, v in flatten(cfg).items() if not k.startswith("runner.")})
         runs.append(row)
         for phase, values in (info.get("metrics") or {}).items():
             tidy += [(row["run_id"], phase, m, float(v)) for m, v in values.items()]
-        env.close()
+    env.close()
     meta = {"quadarm_learn": json.dumps({"task": task, "observe": observe, "seed": seed})}
     frame = pd.DataFrame(tidy, columns=["run_id", "phase", "metric", "value"])
     if tables:

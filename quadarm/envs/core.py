@@ -60,7 +60,7 @@ left, so that ending an episode early never pays.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,6 +221,22 @@ def servo_unplay(c: np.ndarray, y: np.ndarray, h: Any) -> np.ndarray:
     ``c`` (m, (..., n_t)): the play's input moves ``h`` ahead of its output, and an output that
     stays is its own input (up to rounding: (c + h) - h may differ from c in the last bit)."""
     return np.where(c > y, c + h, np.where(c < y, c - h, c))
+
+
+STRUCTURE = ("nq", "nv", "nu", "na", "nbody", "nsite", "nsensordata", "ntendon")
+
+
+def same_structure(models: Sequence[mujoco.MjModel], key: str) -> None:
+    """ValueError (one line naming ``key``) unless every model has the first one's sizes
+    (:data:`STRUCTURE`): the rows of one ``mujoco.batch`` share them."""
+    first = models[0]
+    for i, m in enumerate(models):
+        for size in STRUCTURE:
+            if getattr(m, size) != getattr(first, size):
+                raise ValueError(f"{key}: environment {i}'s model has {size}="
+                                 f"{getattr(m, size)}, environment 0's {getattr(first, size)};"
+                                 " one batch's models must share their sizes (the same arm "
+                                 "and airframe, world objects and sensors)")
 
 
 def refuse_terms(cfg: Config) -> None:

@@ -127,19 +127,23 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
     """:class:`~quadarm.envs.vector.QuadArmVectorEnv` on ``scenario=reach``: ``num_envs``
     :class:`QuadArmReachEnv` on ``mujoco.batch`` (environment i equals a single one seeded
     ``seed + i`` given the same actions, bit for bit). ``overrides`` come after
-    ``scenario=reach``; other keyword arguments are :class:`QuadArmVectorEnv`'s."""
+    ``scenario=reach`` (and each environment's ``per_env`` overrides after those); other
+    keyword arguments are :class:`QuadArmVectorEnv`'s."""
 
     _TIP = True
 
     def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
                  config: Config | None = None, **kwargs: Any) -> None:
-        super().__init__(num_envs, config=reach_config(overrides, config), **kwargs)
+        super().__init__(num_envs, overrides, config=config, **kwargs)
         model = self.tasks[0].built.model
         if self.layout == "state":  # the task layout has the tip's entries already
             self.single_observation_space = core.observation_space(
                 core.obs_dim(model) + EXTRA, self._dtype)
             self.observation_space = batch_space(self.single_observation_space,
                                                  self.num_envs)
+
+    def _config(self, overrides: Sequence[str], config: Config | None) -> Config:
+        return reach_config(overrides, config)
 
     def _arrays(self) -> None:
         super()._arrays()

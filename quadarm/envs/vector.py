@@ -87,7 +87,14 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
     (:mod:`quadarm.envs.references`): each row's seam is then the command line's controller,
     run over the batch's rows at every held sample (``step.batch_rows`` in mode ``FLY``) on
     plan rows the actions offset, its memory restarted with each row's episode and carried
-    through model rebuilds. ``record`` keeps every environment's log (memory: about
+    through model rebuilds. ``per_env``: one list of overrides per environment, applied after
+    ``overrides`` (not with ``config``): environment i flies its own config (a task's draw:
+    its targets, paths, payload masses, gust seeds), on a model of its own that must share the
+    others' sizes (:func:`quadarm.envs.core.same_structure`); with ``randomize`` each
+    environment's draws start from its own config. Its episodes' metrics are the command
+    line's for that config (flown with the controller's actions, or with
+    ``actions="references"`` and zero actions at any ``action_every``). ``record`` keeps
+    every environment's log (memory: about
     ``num_envs * (duration / dt) * 570`` bytes for the paper's arm). ``physics_steps``
     counts the physics steps (one row's ``mj_step``) flown since construction, over every
     row.
@@ -102,7 +109,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
                  render_mode: str | None = None, max_episode_steps: int | None = None,
                  dtype: str = "float64", observe: str = "exact",
-                 action_every: int = 1, actions: str = "rotors") -> None:
+                 action_every: int = 1, actions: str = "rotors",
+                 per_env: Sequence[Sequence[str]] | None = None) -> None:
         self.action_every = core.checked_action_every(action_every)
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
@@ -123,27 +131,50 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self.metadata = {**self.metadata, "autoreset_mode": mode}
         self._dtype = core.space_dtype(dtype)
         self.num_envs = int(num_envs)
-        self.cfg = config if config is not None else core.compose(overrides)
+        if per_env is not None:  # one config per environment: the overrides, then its own
+            if config is not None:
+                raise ValueError("per_env: overrides per environment apply after "
+                                 "`overrides`; pass overrides, not config")
+            if isinstance(per_env, str) or len(per_env) != self.num_envs:
+                raise ValueError(f"per_env: one list of overrides per environment "
+                                 f"({self.num_envs}), got {per_env!r:.80}")
+            cfgs = [self._config([*overrides, *extra], None) for extra in per_env]
+        else:
+            cfgs = [self._config(overrides, config)] * self.num_envs
+        self.cfg = cfgs[0]
         source, self.layout = features.parse(observe)
-        self.observe = sensed.checked_observe(source, self.cfg)
-        self.actions = references.checked_actions(actions, self.cfg, self._TIP)
+        for c in {id(c): c for c in cfgs}.values():
+            self.observe = sensed.checked_observe(source, c)
+            self.actions = references.checked_actions(actions, c, self._TIP)
+            core.refuse_scenario(c)
         self._refs = self.actions == "references"
         if self._refs and self.observe == "sensed":
             raise ValueError("actions='references' with observe='sensed': not supported; "
                              "observe='exact' (the controller still reads the sensing "
                              "preset's estimates)")
         self._plans: dict[int, references.Plan] = {}  # id(task) -> its references' plan rows
-        self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
+        # One randomiser per environment's config (the same one without per_env).
+        self._randomizers = (
+            [core.Randomizer(c, randomize) for c in cfgs] if per_env is not None
+            else [core.Randomizer(self.cfg, randomize)] * self.num_envs) if randomize else []
+        self.randomizer = self._randomizers[0] if randomize else None
         self.record = bool(record)
         self.render_mode = None
-        core.refuse_scenario(self.cfg)
         task = core.make_task(self.cfg)
-        self.tasks = [task] * self.num_envs
+        self.tasks = ([task] + [core.make_task(c) for c in cfgs[1:]] if per_env is not None
+                      else [task] * self.num_envs)
+        # Each environment on a model of its own (drawn, or its own config's); else all share
+        # the first.
+        self._own_models = bool(randomize) or per_env is not None
+        if per_env is not None:
+            core.same_structure([t.built.model for t in self.tasks], "per_env")
         self.drawn: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         from quadarm.runner.engine import threads
 
         model = task.built.model
         self.sims = Batches(model, self.num_envs, threads(nthread))
+        if per_env is not None:
+            self.sims.set_models([t.built.model for t in self.tasks])
         self._refresh()
         na = self._na = (references.action_size(self.cfg, self._TIP) if self._refs
                          else task.act_ids.size)
@@ -191,6 +222,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             args = (self._k[part.start:part.stop], *self._ctls[j],
                     self._rows[part.start:part.stop])
             self._ctl_entries[j] = jit.entry(core.control_kernel(self._compiled), *args)
+
+    def _config(self, overrides: Sequence[str], config: Config | None) -> Config:
+        """The config of ``overrides`` (or ``config`` itself)."""
+        return config if config is not None else core.compose(overrides)
 
     # ---------------------------------------------------------------------------------------
 
@@ -247,7 +282,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         if self._refs:  # the command line's controller on rows the actions offset
             prm = references.seam_params(prm)
         self._winds[j] = []
-        if self.randomizer is None and prm.air.gusty.any():
+        if not self._own_models and prm.air.gusty.any():
             wind = part.batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
             for i, t in enumerate(tasks):
                 wind[i] = t.cfg.aero.wind if prm.air.gusty[i] else t.built.model.opt.wind
@@ -429,7 +464,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         if self.randomizer is not None:
             tasks = list(self.tasks)
             for i in ids:
-                cfg, self.drawn[i] = self.randomizer.draw(self._rngs[i])
+                cfg, self.drawn[i] = self._randomizers[i].draw(self._rngs[i])
                 tasks[i] = core.make_task(cfg)
             self.tasks = tasks
             self.sims.set_models([t.built.model for t in tasks])
@@ -450,7 +485,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             j, local = self._part(int(i))
             if self._seams[j][0].air.gusty[local]:
                 self._seams[j][1].data.wind[local] = self.tasks[i].cfg.aero.wind
-                if self.randomizer is not None:
+                if self._own_models:
                     self.tasks[i].built.model.opt.wind[:] = self.tasks[i].cfg.aero.wind
         sims.write("qpos", ids, slice(0, 3), self._start[ids])
         sims.forward(ids)

@@ -321,3 +321,67 @@ def test_task_layout_vector_rows_are_single_envs():
             assert (te, tr) == (term[i], trunc[i])
     assert trunc.all()
     venv.close()
+
+
+def _batch_equals_cli(venv, policy) -> list[dict]:
+    """Fly every environment of ``venv`` (SAME_STEP autoreset) through its first episode with
+    ``policy(venv)``; assert each one's metrics are ``api.simulate``'s of its config, bit for
+    bit; return them."""
+    from quadarm import api
+
+    venv.reset(seed=0)
+    first: dict[int, dict] = {}
+    while len(first) < venv.num_envs:
+        _, _, term, trunc, info = venv.step(policy(venv))
+        for i in np.flatnonzero(term | trunc):
+            if int(i) not in first:
+                assert info["final_info"]["status"][i] == "ok"
+                first[int(i)] = {p: {m: v[i] for m, v in d.items() if not m.startswith("_")}
+                                 for p, d in info["final_info"]["metrics"].items()
+                                 if not p.startswith("_")}
+    for i, t in enumerate(venv.tasks):
+        cli = api.simulate(t.cfg)
+        for phase, metric, value in cli.metrics[["phase", "metric", "value"]].itertuples(
+                index=False):
+            assert np.array_equal(first[i][phase][metric], value, equal_nan=True), (i, metric)
+    return [first[i] for i in range(venv.num_envs)]
+
+
+def test_a_task_draw_flies_in_one_batch_with_the_cli_metrics():
+    """``per_env``: three of the reach task's targets in one batch (references, zero action,
+    held 10 samples) and two gust seeds of a gusty hover (the controller's actions): each
+    environment's episode metrics are ``python -m quadarm``'s for its own config, bit for bit,
+    and the gust seeds give different flights."""
+    import json
+
+    from quadarm import learn
+
+    _, draw = learn.task_overrides("task_reach")
+    targets = [draw[0], draw[5], draw[11]]
+
+    reach = gym.make_vec(REACH_ENV_ID, num_envs=3, vectorization_mode="vector_entry_point",
+                         overrides=[*TIP, "scenario.move_time=0.4", "scenario.dwell=0.1"],
+                         per_env=[[f"scenario.targets={json.dumps(t)}"] for t in targets],
+                         actions="references", action_every=10,
+                         autoreset_mode="SameStep").unwrapped
+    assert [t.cfg.scenario.targets for t in reach.tasks] == targets
+    _batch_equals_cli(reach, lambda v: v.controller_action())
+
+    gusty = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
+                         overrides=[*HOVER, "aero=gusty"], per_env=[["seed=1"], ["seed=2"]],
+                         autoreset_mode="SameStep").unwrapped
+    one, two = _batch_equals_cli(gusty, lambda v: v.controller_action())
+    assert one["whole"]["rms_cm"] != two["whole"]["rms_cm"]
+
+
+def test_per_env_refusals():
+    """One line naming ``per_env``: a list per environment, overrides not a config, and
+    models of one batch share their sizes."""
+    from quadarm.api import compose
+
+    with pytest.raises(ValueError, match="per_env: one list of overrides per environment"):
+        QuadArmVectorEnv(2, HOVER, per_env=[[]])
+    with pytest.raises(ValueError, match="per_env: .*pass overrides, not config"):
+        QuadArmVectorEnv(1, config=compose(HOVER), per_env=[[]])
+    with pytest.raises(ValueError, match="per_env: environment 1's model has nq="):
+        QuadArmVectorEnv(2, HOVER, per_env=[[], ["arm.segments=10"]])
