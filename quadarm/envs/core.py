@@ -81,27 +81,37 @@ CM2 = 1e4  # (cm / m)^2
 
 class Randomizer:
     """Draws a config per episode from distributions over dotted keys, as ``runner.randomize``
-    does for Monte-Carlo trials (same distributions, same checks: :mod:`quadarm.runner.trials`)."""
+    does for Monte-Carlo trials (same distributions, same checks: :mod:`quadarm.runner.trials`),
+    and ``"arm": {"dist": "identified", "fit": ...}``: the arm's fitted keys from their
+    identified standard errors (:mod:`quadarm.envs.identified`)."""
 
     def __init__(self, cfg: Config, randomize: Mapping[str, Any]) -> None:
         from omegaconf import OmegaConf
 
+        from quadarm.envs import identified
         from quadarm.runner.trials import check_distributions, lookup
 
-        self.spec = {str(k): dict(v) if isinstance(v, Mapping) else v
-                     for k, v in randomize.items()}
         self.node = OmegaConf.structured(cfg)
         if cfg.scenario.derives_duration():
             # A derived duration: recomputed from the drawn phase, move and dwell times.
             self.node.scenario.duration = None
+        spec, self.tied = identified.expand(self.node, randomize)
+        self.spec = {str(k): dict(v) if isinstance(v, Mapping) else v for k, v in spec.items()}
         check_distributions(self.node, self.spec)
         self.nominal = {k: lookup(self.node, k, f"randomize.{k}") for k in self.spec}
+        for keys in self.tied.values():  # the other keys a tied draw moves
+            self.nominal.update({k: lookup(self.node, k, f"randomize.{k}") for k in keys[1:]})
 
     def draw(self, rng: np.random.Generator) -> tuple[Config, dict[str, Any]]:
-        """A config with every key drawn from ``rng`` (in the order given), and the values."""
+        """A config with every key drawn from ``rng`` (in the order given), and the values; a
+        tied group's other keys move by its first key's deviation."""
         from quadarm.runner.trials import apply, draw
 
         values = {k: draw(s, self.nominal[k], rng) for k, s in self.spec.items()}
+        for first, keys in self.tied.items():
+            shift = values[first] - self.nominal[first]
+            for k in keys[1:]:
+                values[k] = self.nominal[k] + shift
         return apply(self.node, values), values
 
 

@@ -385,3 +385,84 @@ def test_per_env_refusals():
         QuadArmVectorEnv(1, config=compose(HOVER), per_env=[[]])
     with pytest.raises(ValueError, match="per_env: environment 1's model has nq="):
         QuadArmVectorEnv(2, HOVER, per_env=[[], ["arm.segments=10"]])
+
+
+def _fit_json(path, cfg) -> dict:
+    """An identify ``fit.json`` for ``cfg``'s sectioned arm: a few of the arm's keys (one tied
+    over the sections, one list entry), a bench key, a key fitted exactly (stderr 0)."""
+    import json
+
+    secs = cfg.arm.sections
+    record = {
+        "values": {"sections.0.youngs_modulus": secs[0].youngs_modulus,
+                   "sections.*.mass": secs[0].mass,
+                   "sections.1.tendons.travel_scales.2": 1.0,
+                   "sections.2.tendons.stiffness": secs[2].tendons.stiffness,
+                   "registration.rx": 0.01, "backlash": 1e-4},
+        "stderr": {"sections.0.youngs_modulus": 0.05 * secs[0].youngs_modulus,
+                   "sections.*.mass": 0.001, "sections.1.tendons.travel_scales.2": 0.02,
+                   "sections.2.tendons.stiffness": 0.1 * secs[2].tendons.stiffness,
+                   "registration.rx": 0.002, "backlash": 0.0}}
+    path.write_text(json.dumps(record))
+    return record
+
+
+def test_identified_randomisation_draws_the_fit_standard_errors(tmp_path):
+    """``randomize={"arm": {"dist": "identified", "fit": fit.json}}``: each fitted arm key is
+    drawn normal around the config's value with the fit's standard error (sample mean and
+    standard deviation over 400 draws within 4.5 sigma of their sampling spread), a key
+    fitted once for every section moves every section by the same draw, the bench's keys and
+    exact fits are not drawn, ``scale`` scales the spread, and the draws combine with the
+    other keys (motor lag) in the runner's syntax."""
+    from quadarm.api import compose
+    from quadarm.envs.core import Randomizer
+
+    cfg = compose(["arm=ftdcr_v4_calibrated", "scenario=hover", "scenario.duration=0.02"])
+    fit = _fit_json(tmp_path / "fit.json", cfg)
+    spec = {"arm": {"dist": "identified", "fit": str(tmp_path / "fit.json")},
+            "airframe.motor_tau": {"dist": "uniform", "low": 0.01, "high": 0.03}}
+    from quadarm.runner.trials import draw
+
+    rnd = Randomizer(cfg, spec)
+    assert "arm.registration.rx" not in rnd.spec and "arm.backlash" not in rnd.spec
+    rng = np.random.default_rng(3)
+    n = 2000
+    for name, se in fit["stderr"].items():
+        key = "arm." + name.replace("*", "0")
+        if name.startswith("registration") or se == 0.0:
+            assert key not in rnd.spec
+            continue
+        nominal = rnd.nominal[key]
+        x = np.array([draw(rnd.spec[key], nominal, rng) for _ in range(n)])
+        assert abs(x.mean() - nominal) < 4.5 * se / np.sqrt(n), name
+        assert abs(x.std(ddof=1) / se - 1.0) < 4.5 / np.sqrt(2 * (n - 1)), name
+    drawn = [rnd.draw(rng)[1] for _ in range(5)]  # whole configs: the tied key, motor lag
+    masses = np.array([[d[f"arm.sections.{j}.mass"] for j in range(3)] for d in drawn])
+    shift = masses - [s.mass for s in cfg.arm.sections]
+    np.testing.assert_allclose(shift, shift[:, :1].repeat(3, axis=1), atol=1e-15)
+    assert (shift != 0.0).all()
+    taus = np.array([d["airframe.motor_tau"] for d in drawn])
+    assert 0.01 <= taus.min() and taus.max() <= 0.03
+
+    half = Randomizer(cfg, {"arm": {**spec["arm"], "scale": 0.5}})
+    assert half.spec["arm.sections.0.youngs_modulus"]["std"] == pytest.approx(
+        0.5 * fit["stderr"]["sections.0.youngs_modulus"])
+    with pytest.raises(ValueError, match=r"randomize.arm.fit=.*not an identify fit.json"):
+        Randomizer(cfg, {"arm": {"dist": "identified", "fit": str(tmp_path / "none.json")}})
+
+
+@pytest.mark.slow
+def test_the_env_flies_the_identified_draws(tmp_path):
+    """The environment with the identified entry: each reset builds the drawn arm (the drawn
+    modulus in its config), ``reset(seed)`` reproduces the draw."""
+    from quadarm.api import compose
+
+    over = ["arm=ftdcr_v4_calibrated", "scenario=hover", "scenario.duration=0.02"]
+    _fit_json(tmp_path / "fit.json", compose(over))
+    env = make(ENV_ID, over, randomize={"arm": {"dist": "identified",
+                                                "fit": str(tmp_path / "fit.json")}})
+    _, info = env.reset(seed=2)
+    e = info["drawn"]["arm.sections.0.youngs_modulus"]
+    assert env.task.cfg.arm.sections[0].youngs_modulus == e
+    assert env.reset(seed=2)[1]["drawn"] == info["drawn"]
+    assert env.reset(seed=3)[1]["drawn"] != info["drawn"]
