@@ -50,6 +50,7 @@ def test_the_adapter_holds_actions_as_the_vector_env():
     assert venv.physics_steps == adapter.venv.physics_steps == n * (venv.tasks[0].n + 2 * m)
 
 
+@pytest.mark.slow  # 10-25 s on the shared 2-core machine (plain Python)
 @pytest.mark.parametrize("env_id,overrides", [(ENV_ID, HOVER),
                                               (REACH_ENV_ID, [*REACH, "control.tip_gain=20"])])
 def test_both_checkers_pass_for_every_action_space(env_id, overrides):
@@ -179,6 +180,7 @@ def test_reference_offsets_move_the_hub_heading_and_tip():
         assert math.hypot(rel[0], rel[1]) > 0.1  # a bend, not the straight arm's jitter
 
 
+@pytest.mark.slow  # 10-25 s on the shared 2-core machine (plain Python)
 @pytest.mark.parametrize("env_id,overrides", [
     (ENV_ID, SERVO), (REACH_ENV_ID, [*REACH, *TIP])])
 def test_vector_rows_are_single_envs_with_references(env_id, overrides):
@@ -301,6 +303,7 @@ def test_the_task_layout_is_the_state_in_the_hub_frame(env_id, overrides, kw):
         np.testing.assert_allclose(o_t[-3:] * ft.TARGET, rt @ o_s[-3:], atol=1e-14)
 
 
+@pytest.mark.slow  # 10-25 s on the shared 2-core machine (plain Python)
 def test_task_layout_vector_rows_are_single_envs():
     """observe="task_sensed" on the reach task: row i of the vector environment is the
     single environment seeded s + i, bit for bit (observations with the last actions,
@@ -347,6 +350,7 @@ def _batch_equals_cli(venv, policy) -> list[dict]:
     return [first[i] for i in range(venv.num_envs)]
 
 
+@pytest.mark.slow  # 10-25 s on the shared 2-core machine (plain Python)
 def test_a_task_draw_flies_in_one_batch_with_the_cli_metrics():
     """``per_env``: three of the reach task's targets in one batch (references, zero action,
     held 10 samples) and two gust seeds of a gusty hover (the controller's actions): each
