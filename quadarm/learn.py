@@ -15,6 +15,12 @@ rotor thrusts from scratch at 500 Hz does not get off the ground in minutes of C
 ``--observe sensed`` (sensing=realistic) the policy sees the sensing term's estimates
 (``observe="sensed"``) while its base controller still reads the exact state.
 
+``--actions references`` (``--override control.tip_gain=20``: the reach task's references move
+the tip feedback's target, :mod:`quadarm.envs.references`) trains a policy whose action is the
+offset of the controller's tip target instead, ``scale`` x the policy output (the base is the
+zero offset, the command line's controller with tip feedback); its rows are named
+``ppo_references``. ``--action-every m`` holds each action for m physics steps.
+
 Training draws the target of each episode from the task's 16 targets (``choice``), so the
 task's own draw is in-sample; evaluation flies each of them once, deterministically, and
 reports the environment's end-of-episode metrics (the scenario's, the same function as
@@ -53,6 +59,7 @@ import numpy as np
 import pandas as pd
 
 BASELINE = "ppo_residual"
+BASELINES = {"rotors": BASELINE, "references": "ppo_references"}  # the row's name per action kind
 TASK_SCENARIO = {"task_reach": "reach"}
 HELD_OUT = 16  # targets the policy never trained on, flown after the task's draw
 HELD_OUT_SEED = 1_000_003  # mixed with --seed: the held-out draw's own stream
@@ -157,12 +164,14 @@ def versions() -> dict[str, str]:
 
 def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
              record: bool = False, extra: Sequence[str] = (), action_every: int = 1,
-             per_env: bool = False) -> tuple[Any, list[str]]:
+             per_env: bool = False, actions: str = "rotors") -> tuple[Any, list[str]]:
     """The training or evaluation environment: the reach vector env behind SB3's API, the
     targets drawn per episode from ``targets`` (None: the task's first) or, with ``per_env``,
     environment i flying ``targets[i]`` (``n_envs`` = len(targets): a draw in one batch);
     ``extra`` overrides after the task's (a shortened episode for the tests);
-    ``action_every`` physics steps per action."""
+    ``action_every`` physics steps per action; ``actions`` the environment's action kind
+    (``"references"``: offsets of the controller's references, whose zero is the command
+    line's controller, so the residual's base is zero)."""
     from quadarm.envs import REACH_ENV_ID
     from quadarm.envs.sb3 import QuadArmSB3VecEnv
 
@@ -178,14 +187,15 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
            if per_env and targets else None)
     venv = QuadArmSB3VecEnv(n_envs, over[1:], randomize=randomize, record=record,
                             env_id=REACH_ENV_ID, observe=observe, action_every=action_every,
-                            per_env=own)
+                            per_env=own, actions=actions)
     return venv, over
 
 
 def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path,
           scale: float = 0.1, n_steps: int = 256, evaluate: bool = True,
           extra: Sequence[str] = (), draw: list[Any] | None = None,
-          held_out: int = HELD_OUT, action_every: int = 1) -> dict[str, Any]:
+          held_out: int = HELD_OUT, action_every: int = 1, actions: str = "rotors"
+          ) -> dict[str, Any]:
     """Train ``steps`` environment steps on ``n_envs`` environments, evaluate on the task's
     draw (or ``draw``) and on ``held_out`` targets training never drew
     (:func:`held_out_targets`), write the outputs into ``out``; returns the summary.
@@ -199,7 +209,8 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     torch.set_num_threads(1)  # the batch's threads are the machine's cores
     out.mkdir(parents=True, exist_ok=True)
     draw = task_overrides(task)[1] if draw is None else draw
-    base, over = make_env(task, observe, n_envs, draw, extra=extra, action_every=action_every)
+    base, over = make_env(task, observe, n_envs, draw, extra=extra, action_every=action_every,
+                          actions=actions)
     residual = Residual.wrap(VecMonitor(base), scale)
     venv = VecNormalize(residual, norm_obs=True, norm_reward=True, gamma=0.99)
     venv.seed(seed)
@@ -240,6 +251,7 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
         "command": "python -m quadarm.learn " + " ".join(sys.argv[1:]),
         "task": task, "observe": observe, "seed": seed, "env_steps": done_steps,
         "n_envs": n_envs, "residual_scale": scale, "action_every": action_every,
+        "actions": actions,
         "physics_steps": physics, "wall_s": wall,
         # The training throughput: every step over the whole training wall time (PPO's
         # updates, the rollouts' policy evaluations and the set-up included) ...
@@ -252,12 +264,13 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
         "overrides": over, "versions": versions()}
     if evaluate:
         summary["eval"] = evaluate_policy_on_draw(model, venv, task, observe, draw, seed, out,
-                                                  extra, action_every=action_every)
+                                                  extra, action_every=action_every,
+                                                  actions=actions)
         if held_out > 0:  # targets training never drew: out of sample
             targets = held_out_targets(draw, held_out, seed)
             summary["eval_held_out"] = evaluate_policy_on_draw(
                 model, venv, task, observe, targets, seed, out, extra, tables=False,
-                action_every=action_every)
+                action_every=action_every, actions=actions)
             summary["eval_held_out"]["targets"] = targets
     (out / "learn.json").write_text(json.dumps(summary, indent=2, default=str))
     venv.close()
@@ -267,7 +280,7 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
 def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
                             draw: list[Any], seed: int, out: Path,
                             extra: Sequence[str] = (), tables: bool = True,
-                            action_every: int = 1) -> dict[str, Any]:
+                            action_every: int = 1, actions: str = "rotors") -> dict[str, Any]:
     """Fly each target of the draw once with the deterministic policy (the training
     normaliser frozen), all of them in one batch (the vector environment's ``per_env``:
     environment j flies target j, its metrics the command line's for that config); write the
@@ -283,7 +296,7 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
     runs, tidy = [], []
     t0 = time.perf_counter()
     base, _ = make_env(task, observe, len(draw), list(draw), record=True, extra=extra,
-                       action_every=action_every, per_env=True)
+                       action_every=action_every, per_env=True, actions=actions)
     env = VecNormalize(Residual.wrap(base, train_env.venv.scale), training=False,
                        norm_obs=True, norm_reward=False)
     env.obs_rms = train_env.obs_rms
@@ -302,11 +315,12 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
     for j in range(len(draw)):
         info, n_steps = ended[j]
         cfg = base.venv.tasks[j].cfg  # trial j's config
-        rid = hashlib.sha1(f"{trial_id(cfg)}|{BASELINE}|{observe}|{seed}".encode()).hexdigest()
+        name = BASELINES[actions]
+        rid = hashlib.sha1(f"{trial_id(cfg)}|{name}|{observe}|{seed}".encode()).hexdigest()
         row = {"run_id": rid[:16], "scenario": cfg.scenario.kind,
                "status": info.get("status", "ok"), "message": info.get("message", ""),
                "seed": seed, "wall_s": wall / len(draw), "steps": n_steps,
-               "trial": j, "baseline": BASELINE}
+               "trial": j, "baseline": name}
         row.update({k: v for k, v in flatten(cfg).items() if not k.startswith("runner.")})
         runs.append(row)
         for phase, values in (info.get("metrics") or {}).items():
@@ -341,6 +355,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="targets training never drew, flown after the task's draw")
     parser.add_argument("--action-every", type=int, default=1,
                         help="physics steps per action (each action held in between)")
+    parser.add_argument("--actions", default="rotors", choices=sorted(BASELINES),
+                        help="the environment's actions: rotor and tendon commands (a residual "
+                        "on the controller) or offsets of the controller's references")
+    parser.add_argument("--override", action="append", default=[],
+                        help="a config override after the task's (repeatable), e.g. "
+                        "control.tip_gain=20 (the reach task's references need it)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.held_out < 0:
@@ -355,6 +375,15 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.0 <= args.scale <= 2.0:
         print(f"quadarm.learn: --scale must be in [0, 2], got {args.scale}", file=sys.stderr)
         return 2
+    try:  # the task's config with the overrides, and the action kind it allows: before training
+        from quadarm.api import compose
+        from quadarm.envs.references import checked_actions
+
+        cfg = compose([*task_overrides(args.task)[0], *args.override])
+        checked_actions(args.actions, cfg, tip=True)
+    except ValueError as err:  # ConfigError is one
+        print(f"quadarm.learn: {err}", file=sys.stderr)
+        return 2
     try:
         import stable_baselines3  # noqa: F401
         import torch  # noqa: F401
@@ -363,7 +392,8 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     s = train(args.task, args.observe, args.steps, args.envs, args.seed, args.out, args.scale,
-              held_out=args.held_out, action_every=args.action_every)
+              held_out=args.held_out, action_every=args.action_every, actions=args.actions,
+              extra=args.override)
     ev, ho = s.get("eval", {}), s.get("eval_held_out", {})
     print(f"{args.task} observe={args.observe}: {s['env_steps']} env steps in "
           f"{s['wall_s']:.1f} s (training {s['training_steps_per_s']:.0f} steps/s, the "

@@ -75,3 +75,15 @@ def test_a_zero_residual_flies_the_nominal_controller(tmp_path: Path) -> None:
     both = pd.concat([runs, ref.runs], ignore_index=True)
     names = tasks.baseline(both).tolist()
     assert names == [learn.BASELINE, "nominal"]
+
+
+def test_learn_refuses_before_training(tmp_path: Path, capsys: Any) -> None:
+    """``--actions references`` on the reach task without the tip feedback its actions move,
+    and a bad ``--override``: one line, exit 2, nothing written."""
+    out = tmp_path / "rl"
+    assert learn.main(["--actions", "references", "--out", str(out)]) == 2
+    assert "control.tip_gain > 0" in capsys.readouterr().err
+    assert learn.main(["--override", "control.tip_gain=-1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("quadarm.learn: ") and err.count("\n") == 1
+    assert not out.exists()
