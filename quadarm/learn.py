@@ -15,11 +15,13 @@ rotor thrusts from scratch at 500 Hz does not get off the ground in minutes of C
 ``--observe sensed`` (sensing=realistic) the policy sees the sensing term's estimates
 (``observe="sensed"``) while its base controller still reads the exact state.
 
-``--actions references`` (``--override control.tip_gain=20``: the reach task's references move
-the tip feedback's target, :mod:`quadarm.envs.references`) trains a policy whose action is the
-offset of the controller's tip target instead, ``scale`` x the policy output (the base is the
-zero offset, the command line's controller with tip feedback); its rows are named
-``ppo_references``. ``--action-every m`` holds each action for m physics steps.
+``--actions references`` (with ``--override control.tip_gain=1``, the ``tip_feedback``
+bundle's gain: the reach task's references move the tip feedback's target,
+:mod:`quadarm.envs.references`; a gain of 20 leaves the zero action's own reach 4 m off)
+trains a policy whose action is the offset of the controller's tip target instead, ``scale``
+x the policy output (the base is the zero offset, the command line's controller with tip
+feedback); its rows are named ``ppo_references``. ``--action-every m`` holds each action for
+m physics steps.
 
 Training draws the target of each episode from the task's 16 targets (``choice``), so the
 task's own draw is in-sample; evaluation flies each of them once, deterministically, and
@@ -360,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
                         "on the controller) or offsets of the controller's references")
     parser.add_argument("--override", action="append", default=[],
                         help="a config override after the task's (repeatable), e.g. "
-                        "control.tip_gain=20 (the reach task's references need it)")
+                        "control.tip_gain=1 (the reach task's references need it)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.held_out < 0:

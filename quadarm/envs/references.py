@@ -83,7 +83,7 @@ def checked_actions(actions: Any, cfg: Config, tip: bool) -> str:
     if actions == "references" and tip and not cfg.control.tip_gain > 0.0:
         raise ValueError("actions='references' on quadarm/QuadArmReach-v0 offsets the tip "
                          "feedback's target: needs control.tip_gain > 0 (e.g. "
-                         "control.tip_gain=20)")
+                         "control.tip_gain=1, the tip_feedback bundle's)")
     return str(actions)
 
 
