@@ -15,6 +15,14 @@ rotor thrusts from scratch at 500 Hz does not get off the ground in minutes of C
 ``--observe sensed`` (sensing=realistic) the policy sees the sensing term's estimates
 (``observe="sensed"``) while its base controller still reads the exact state.
 
+``--actions references`` (with ``--override control.tip_gain=1``, the ``tip_feedback``
+bundle's gain: the reach task's references move the tip feedback's target,
+:mod:`quadarm.envs.references`; a gain of 20 leaves the zero action's own reach 4 m off)
+trains a policy whose action is the offset of the controller's tip target instead, ``scale``
+x the policy output (the base is the zero offset, the command line's controller with tip
+feedback); its rows are named ``ppo_references``. ``--action-every m`` holds each action for
+m physics steps.
+
 Training draws the target of each episode from the task's 16 targets (``choice``), so the
 task's own draw is in-sample; evaluation flies each of them once, deterministically, and
 reports the environment's end-of-episode metrics (the scenario's, the same function as
@@ -30,7 +38,11 @@ training-episode return against environment steps), ``policy.zip`` and ``vecnorm
 versions, wall time and the rates: ``training_steps_per_s``, environment steps over the whole
 training wall time, PPO's updates and the set-up included; ``env_own_steps_per_s``,
 environment steps over the time spent inside the environment's own calls, the controller's
-action and the step, i.e. the environment's rate with the learner taken out).
+action and the step, i.e. the environment's rate with the learner taken out;
+``physics_steps_per_s``, the physics steps (``sim.timestep`` each, every row's ``mj_step``
+counted by the vector environment) over the whole training wall time: with
+``--action-every m`` (each action held for m physics steps, the environment's
+``action_every``) about m times the environment steps' rate, and equal to it for m = 1).
 """
 
 from __future__ import annotations
@@ -49,6 +61,7 @@ import numpy as np
 import pandas as pd
 
 BASELINE = "ppo_residual"
+BASELINES = {"rotors": BASELINE, "references": "ppo_references"}  # the row's name per action kind
 TASK_SCENARIO = {"task_reach": "reach"}
 HELD_OUT = 16  # targets the policy never trained on, flown after the task's draw
 HELD_OUT_SEED = 1_000_003  # mixed with --seed: the held-out draw's own stream
@@ -152,10 +165,15 @@ def versions() -> dict[str, str]:
 
 
 def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
-             record: bool = False, extra: Sequence[str] = ()) -> tuple[Any, list[str]]:
+             record: bool = False, extra: Sequence[str] = (), action_every: int = 1,
+             per_env: bool = False, actions: str = "rotors") -> tuple[Any, list[str]]:
     """The training or evaluation environment: the reach vector env behind SB3's API, the
-    targets drawn per episode from ``targets`` (None: the task's first); ``extra``
-    overrides after the task's (a shortened episode for the tests)."""
+    targets drawn per episode from ``targets`` (None: the task's first) or, with ``per_env``,
+    environment i flying ``targets[i]`` (``n_envs`` = len(targets): a draw in one batch);
+    ``extra`` overrides after the task's (a shortened episode for the tests);
+    ``action_every`` physics steps per action; ``actions`` the environment's action kind
+    (``"references"``: offsets of the controller's references, whose zero is the command
+    line's controller, so the residual's base is zero)."""
     from quadarm.envs import REACH_ENV_ID
     from quadarm.envs.sb3 import QuadArmSB3VecEnv
 
@@ -166,20 +184,25 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
         over.append("sensing=realistic")
     over += list(extra)
     randomize = ({"scenario.targets": {"dist": "choice", "values": targets}}
-                 if targets and len(targets) > 1 else None)
+                 if targets and len(targets) > 1 and not per_env else None)
+    own = ([[f"scenario.targets={json.dumps(t)}"] for t in targets]
+           if per_env and targets else None)
     venv = QuadArmSB3VecEnv(n_envs, over[1:], randomize=randomize, record=record,
-                            env_id=REACH_ENV_ID, observe=observe)
+                            env_id=REACH_ENV_ID, observe=observe, action_every=action_every,
+                            per_env=own, actions=actions)
     return venv, over
 
 
 def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path,
           scale: float = 0.1, n_steps: int = 256, evaluate: bool = True,
           extra: Sequence[str] = (), draw: list[Any] | None = None,
-          held_out: int = HELD_OUT) -> dict[str, Any]:
+          held_out: int = HELD_OUT, action_every: int = 1, actions: str = "rotors"
+          ) -> dict[str, Any]:
     """Train ``steps`` environment steps on ``n_envs`` environments, evaluate on the task's
     draw (or ``draw``) and on ``held_out`` targets training never drew
     (:func:`held_out_targets`), write the outputs into ``out``; returns the summary.
-    ``extra``: overrides after the task's (the tests shorten the episode)."""
+    ``extra``: overrides after the task's (the tests shorten the episode);
+    ``action_every``: physics steps per action (the environment's)."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -188,7 +211,8 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     torch.set_num_threads(1)  # the batch's threads are the machine's cores
     out.mkdir(parents=True, exist_ok=True)
     draw = task_overrides(task)[1] if draw is None else draw
-    base, over = make_env(task, observe, n_envs, draw, extra=extra)
+    base, over = make_env(task, observe, n_envs, draw, extra=extra, action_every=action_every,
+                          actions=actions)
     residual = Residual.wrap(VecMonitor(base), scale)
     venv = VecNormalize(residual, norm_obs=True, norm_reward=True, gamma=0.99)
     venv.seed(seed)
@@ -221,27 +245,34 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     model.learn(total_timesteps=steps, callback=Curve())
     wall = time.perf_counter() - t0
     done_steps = int(model.num_timesteps)
+    physics = int(base.venv.physics_steps)  # every row's mj_step during training
     model.save(out / "policy.zip")
     venv.save(str(out / "vecnormalize.pkl"))
     pd.DataFrame(curve).to_parquet(out / "curve.parquet")
     summary: dict[str, Any] = {
         "command": "python -m quadarm.learn " + " ".join(sys.argv[1:]),
         "task": task, "observe": observe, "seed": seed, "env_steps": done_steps,
-        "n_envs": n_envs, "residual_scale": scale, "wall_s": wall,
+        "n_envs": n_envs, "residual_scale": scale, "action_every": action_every,
+        "actions": actions,
+        "physics_steps": physics, "wall_s": wall,
         # The training throughput: every step over the whole training wall time (PPO's
         # updates, the rollouts' policy evaluations and the set-up included) ...
         "training_steps_per_s": done_steps / wall if wall > 0 else np.nan,
         # ... and the environment's own rate: the steps over the time inside its calls.
         "env_s": residual.env_s,
         "env_own_steps_per_s": done_steps / residual.env_s if residual.env_s > 0 else np.nan,
+        # ... and the physics steps (sim.timestep each) over the whole training wall time.
+        "physics_steps_per_s": physics / wall if wall > 0 else np.nan,
         "overrides": over, "versions": versions()}
     if evaluate:
         summary["eval"] = evaluate_policy_on_draw(model, venv, task, observe, draw, seed, out,
-                                                  extra)
+                                                  extra, action_every=action_every,
+                                                  actions=actions)
         if held_out > 0:  # targets training never drew: out of sample
             targets = held_out_targets(draw, held_out, seed)
             summary["eval_held_out"] = evaluate_policy_on_draw(
-                model, venv, task, observe, targets, seed, out, extra, tables=False)
+                model, venv, task, observe, targets, seed, out, extra, tables=False,
+                action_every=action_every, actions=actions)
             summary["eval_held_out"]["targets"] = targets
     (out / "learn.json").write_text(json.dumps(summary, indent=2, default=str))
     venv.close()
@@ -250,11 +281,14 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
 
 def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
                             draw: list[Any], seed: int, out: Path,
-                            extra: Sequence[str] = (), tables: bool = True) -> dict[str, Any]:
+                            extra: Sequence[str] = (), tables: bool = True,
+                            action_every: int = 1, actions: str = "rotors") -> dict[str, Any]:
     """Fly each target of the draw once with the deterministic policy (the training
-    normaliser frozen); write the metrics as the runner's tables (``tables``) or, for the
-    held-out targets, as ``held_out_metrics.parquet`` (trial, target, phase, metric, value),
-    which the leaderboard does not collect."""
+    normaliser frozen), all of them in one batch (the vector environment's ``per_env``:
+    environment j flies target j, its metrics the command line's for that config); write the
+    metrics as the runner's tables (``tables``) or, for the held-out targets, as
+    ``held_out_metrics.parquet`` (trial, target, phase, metric, value), which the leaderboard
+    does not collect. A row's ``wall_s`` is the batch's wall time over its trials."""
     from stable_baselines3.common.vec_env import VecNormalize
 
     from quadarm.config.compose import flatten
@@ -263,34 +297,37 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
 
     runs, tidy = [], []
     t0 = time.perf_counter()
-    for j, targets in enumerate(draw):
-        base, _ = make_env(task, observe, 1, [targets], record=True, extra=extra)
-        env = VecNormalize(Residual.wrap(base, train_env.venv.scale), training=False,
-                           norm_obs=True, norm_reward=False)
-        env.obs_rms = train_env.obs_rms
-        env.seed(seed)
-        obs: Any = env.reset()
-        info: dict[str, Any] = {}
-        start = time.perf_counter()
-        steps = 0
-        while True:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, done, infos = env.step(action)
-            steps += 1
-            if done[0]:
-                info = infos[0]
-                break
-        cfg = base.venv.tasks[0].cfg  # the episode's drawn config
-        rid = hashlib.sha1(f"{trial_id(cfg)}|{BASELINE}|{observe}|{seed}".encode()).hexdigest()
+    base, _ = make_env(task, observe, len(draw), list(draw), record=True, extra=extra,
+                       action_every=action_every, per_env=True, actions=actions)
+    env = VecNormalize(Residual.wrap(base, train_env.venv.scale), training=False,
+                       norm_obs=True, norm_reward=False)
+    env.obs_rms = train_env.obs_rms
+    env.seed(seed)
+    obs: Any = env.reset()
+    ended: dict[int, tuple[dict[str, Any], int]] = {}  # trial -> its first episode's (info,
+    #                                                    steps)
+    steps = 0
+    while len(ended) < len(draw):
+        action, _ = model.predict(obs, deterministic=True)
+        obs, _, done, infos = env.step(action)
+        steps += 1
+        for i in np.flatnonzero(done).tolist():
+            ended.setdefault(i, (infos[i], steps))
+    wall = time.perf_counter() - t0
+    for j in range(len(draw)):
+        info, n_steps = ended[j]
+        cfg = base.venv.tasks[j].cfg  # trial j's config
+        name = BASELINES[actions]
+        rid = hashlib.sha1(f"{trial_id(cfg)}|{name}|{observe}|{seed}".encode()).hexdigest()
         row = {"run_id": rid[:16], "scenario": cfg.scenario.kind,
                "status": info.get("status", "ok"), "message": info.get("message", ""),
-               "seed": seed, "wall_s": time.perf_counter() - start, "steps": steps,
-               "trial": j, "baseline": BASELINE}
+               "seed": seed, "wall_s": wall / len(draw), "steps": n_steps,
+               "trial": j, "baseline": name}
         row.update({k: v for k, v in flatten(cfg).items() if not k.startswith("runner.")})
         runs.append(row)
         for phase, values in (info.get("metrics") or {}).items():
             tidy += [(row["run_id"], phase, m, float(v)) for m, v in values.items()]
-        env.close()
+    env.close()
     meta = {"quadarm_learn": json.dumps({"task": task, "observe": observe, "seed": seed})}
     frame = pd.DataFrame(tidy, columns=["run_id", "phase", "metric", "value"])
     if tables:
@@ -318,18 +355,36 @@ def main(argv: list[str] | None = None) -> int:
                         help="the residual's share of each actuator's half range")
     parser.add_argument("--held-out", type=int, default=HELD_OUT,
                         help="targets training never drew, flown after the task's draw")
+    parser.add_argument("--action-every", type=int, default=1,
+                        help="physics steps per action (each action held in between)")
+    parser.add_argument("--actions", default="rotors", choices=sorted(BASELINES),
+                        help="the environment's actions: rotor and tendon commands (a residual "
+                        "on the controller) or offsets of the controller's references")
+    parser.add_argument("--override", action="append", default=[],
+                        help="a config override after the task's (repeatable), e.g. "
+                        "control.tip_gain=1 (the reach task's references need it)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.held_out < 0:
         print(f"quadarm.learn: --held-out must be >= 0, got {args.held_out}", file=sys.stderr)
         return 2
-    for key in ("steps", "envs"):
+    for key in ("steps", "envs", "action_every"):
         if getattr(args, key) < 1:
-            print(f"quadarm.learn: --{key} must be >= 1, got {getattr(args, key)}",
+            print(f"quadarm.learn: --{key.replace('_', '-')} must be >= 1, got "
+                  f"{getattr(args, key)}",
                   file=sys.stderr)
             return 2
     if not 0.0 <= args.scale <= 2.0:
         print(f"quadarm.learn: --scale must be in [0, 2], got {args.scale}", file=sys.stderr)
+        return 2
+    try:  # the task's config with the overrides, and the action kind it allows: before training
+        from quadarm.api import compose
+        from quadarm.envs.references import checked_actions
+
+        cfg = compose([*task_overrides(args.task)[0], *args.override])
+        checked_actions(args.actions, cfg, tip=True)
+    except ValueError as err:  # ConfigError is one
+        print(f"quadarm.learn: {err}", file=sys.stderr)
         return 2
     try:
         import stable_baselines3  # noqa: F401
@@ -339,11 +394,13 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     s = train(args.task, args.observe, args.steps, args.envs, args.seed, args.out, args.scale,
-              held_out=args.held_out)
+              held_out=args.held_out, action_every=args.action_every, actions=args.actions,
+              extra=args.override)
     ev, ho = s.get("eval", {}), s.get("eval_held_out", {})
     print(f"{args.task} observe={args.observe}: {s['env_steps']} env steps in "
           f"{s['wall_s']:.1f} s (training {s['training_steps_per_s']:.0f} steps/s, the "
-          f"environment alone {s['env_own_steps_per_s']:.0f} steps/s); final tip error "
+          f"environment alone {s['env_own_steps_per_s']:.0f} steps/s; "
+          f"{s['physics_steps_per_s']:.0f} physics steps/s); final tip error "
           f"{ev.get('tip_err_cm_mean', float('nan')):.3f} cm over the task's "
           f"{ev.get('trials', 0)} targets, {ho.get('tip_err_cm_mean', float('nan')):.3f} cm "
           f"over {ho.get('trials', 0)} held-out targets -> {args.out}")

@@ -26,7 +26,9 @@ slice        size   content
                     servos: the length command before the backlash's play)
 ===========  =====  ============================================================================
 
-Action: ``n_rotors + n_t`` numbers in [-1, 1], rotor thrusts first then the tendon
+Action (``actions="rotors"``, the default; ``"references"`` offsets the controller's
+references instead: :mod:`quadarm.envs.references`): ``n_rotors + n_t`` numbers in [-1, 1],
+rotor thrusts first then the tendon
 commands (section by section for a multi-section arm), mapped affinely onto each actuator's
 range, lo + (a + 1) (hi - lo) / 2: -1 -> 0 N, +1 -> ``airframe.thrust_max`` (rotors) or
 ``arm.tension_max`` (tendon tensions). Values outside [-1, 1] are clipped to it; a NaN raises
@@ -58,7 +60,7 @@ left, so that ending an episode early never pays.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,27 +81,37 @@ CM2 = 1e4  # (cm / m)^2
 
 class Randomizer:
     """Draws a config per episode from distributions over dotted keys, as ``runner.randomize``
-    does for Monte-Carlo trials (same distributions, same checks: :mod:`quadarm.runner.trials`)."""
+    does for Monte-Carlo trials (same distributions, same checks: :mod:`quadarm.runner.trials`),
+    and ``"arm": {"dist": "identified", "fit": ...}``: the arm's fitted keys from their
+    identified standard errors (:mod:`quadarm.envs.identified`)."""
 
     def __init__(self, cfg: Config, randomize: Mapping[str, Any]) -> None:
         from omegaconf import OmegaConf
 
+        from quadarm.envs import identified
         from quadarm.runner.trials import check_distributions, lookup
 
-        self.spec = {str(k): dict(v) if isinstance(v, Mapping) else v
-                     for k, v in randomize.items()}
         self.node = OmegaConf.structured(cfg)
         if cfg.scenario.derives_duration():
             # A derived duration: recomputed from the drawn phase, move and dwell times.
             self.node.scenario.duration = None
+        spec, self.tied = identified.expand(self.node, randomize)
+        self.spec = {str(k): dict(v) if isinstance(v, Mapping) else v for k, v in spec.items()}
         check_distributions(self.node, self.spec)
         self.nominal = {k: lookup(self.node, k, f"randomize.{k}") for k in self.spec}
+        for keys in self.tied.values():  # the other keys a tied draw moves
+            self.nominal.update({k: lookup(self.node, k, f"randomize.{k}") for k in keys[1:]})
 
     def draw(self, rng: np.random.Generator) -> tuple[Config, dict[str, Any]]:
-        """A config with every key drawn from ``rng`` (in the order given), and the values."""
+        """A config with every key drawn from ``rng`` (in the order given), and the values; a
+        tied group's other keys move by its first key's deviation."""
         from quadarm.runner.trials import apply, draw
 
         values = {k: draw(s, self.nominal[k], rng) for k, s in self.spec.items()}
+        for first, keys in self.tied.items():
+            shift = values[first] - self.nominal[first]
+            for k in keys[1:]:
+                values[k] = self.nominal[k] + shift
         return apply(self.node, values), values
 
 
@@ -219,6 +231,22 @@ def servo_unplay(c: np.ndarray, y: np.ndarray, h: Any) -> np.ndarray:
     ``c`` (m, (..., n_t)): the play's input moves ``h`` ahead of its output, and an output that
     stays is its own input (up to rounding: (c + h) - h may differ from c in the last bit)."""
     return np.where(c > y, c + h, np.where(c < y, c - h, c))
+
+
+STRUCTURE = ("nq", "nv", "nu", "na", "nbody", "nsite", "nsensordata", "ntendon")
+
+
+def same_structure(models: Sequence[mujoco.MjModel], key: str) -> None:
+    """ValueError (one line naming ``key``) unless every model has the first one's sizes
+    (:data:`STRUCTURE`): the rows of one ``mujoco.batch`` share them."""
+    first = models[0]
+    for i, m in enumerate(models):
+        for size in STRUCTURE:
+            if getattr(m, size) != getattr(first, size):
+                raise ValueError(f"{key}: environment {i}'s model has {size}="
+                                 f"{getattr(m, size)}, environment 0's {getattr(first, size)};"
+                                 " one batch's models must share their sizes (the same arm "
+                                 "and airframe, world objects and sensors)")
 
 
 def refuse_terms(cfg: Config) -> None:

@@ -67,13 +67,17 @@ class QuadArmReachEnv(QuadArmEnv):
     """:class:`~quadarm.envs.single.QuadArmEnv` on ``scenario=reach`` with the tip target in
     the observation and the reward on the tip error (see the module docstring). ``overrides``
     come after ``scenario=reach``; a ``config`` must be a reach config. Other keyword arguments
-    are :class:`QuadArmEnv`'s."""
+    are :class:`QuadArmEnv`'s; ``actions="references"`` offsets the tip target
+    (:mod:`quadarm.envs.references`)."""
+
+    _TIP = True
 
     def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
                  **kwargs: Any) -> None:
         super().__init__(config=reach_config(overrides, config), **kwargs)
-        self.observation_space = core.observation_space(
-            core.obs_dim(self.task.built.model) + EXTRA, self._dtype)
+        if self.layout == "state":  # the task layout has the tip's entries already
+            self.observation_space = core.observation_space(
+                core.obs_dim(self.task.built.model) + EXTRA, self._dtype)
 
     def _load(self, task: core.Task) -> None:
         super()._load(task)
@@ -82,6 +86,8 @@ class QuadArmReachEnv(QuadArmEnv):
 
     def _observe(self, k: int) -> np.ndarray:
         base = super()._observe(k)  # runs sample k's sensors first when observing them
+        if self.layout == "task":  # the tip's entries are in it (_tip_pair)
+            return base
         if self.observe == "sensed":
             ss = self._state.ss
             tip, hub = ss.tip[0], ss.q[0, :3]
@@ -90,6 +96,13 @@ class QuadArmReachEnv(QuadArmEnv):
         target = self._tip_target[k]
         extra = np.concatenate((target - tip, target - hub))
         return np.concatenate((base, extra.astype(base.dtype)))
+
+    def _tip_pair(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The tip (the tracker's sample when observing the sensors) and its target at
+        sample k (m, world)."""
+        tip = (self._state.ss.tip[0] if self.observe == "sensed"
+               else self._site_xpos[self._tip_site])
+        return tip, self._tip_target[k]
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         obs, r, terminated, truncated, info = super().step(action)
@@ -114,15 +127,23 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
     """:class:`~quadarm.envs.vector.QuadArmVectorEnv` on ``scenario=reach``: ``num_envs``
     :class:`QuadArmReachEnv` on ``mujoco.batch`` (environment i equals a single one seeded
     ``seed + i`` given the same actions, bit for bit). ``overrides`` come after
-    ``scenario=reach``; other keyword arguments are :class:`QuadArmVectorEnv`'s."""
+    ``scenario=reach`` (and each environment's ``per_env`` overrides after those); other
+    keyword arguments are :class:`QuadArmVectorEnv`'s."""
+
+    _TIP = True
 
     def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
                  config: Config | None = None, **kwargs: Any) -> None:
-        super().__init__(num_envs, config=reach_config(overrides, config), **kwargs)
+        super().__init__(num_envs, overrides, config=config, **kwargs)
         model = self.tasks[0].built.model
-        self.single_observation_space = core.observation_space(core.obs_dim(model) + EXTRA,
-                                                               self._dtype)
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        if self.layout == "state":  # the task layout has the tip's entries already
+            self.single_observation_space = core.observation_space(
+                core.obs_dim(model) + EXTRA, self._dtype)
+            self.observation_space = batch_space(self.single_observation_space,
+                                                 self.num_envs)
+
+    def _config(self, overrides: Sequence[str], config: Config | None) -> Config:
+        return reach_config(overrides, config)
 
     def _arrays(self) -> None:
         super()._arrays()
@@ -137,6 +158,8 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
 
     def _observe(self, ids: Any = slice(None)) -> np.ndarray:
         base = super()._observe(ids)
+        if self.layout == "task":  # the tip's entries are in it (_tip_rows)
+            return base
         target = self._TT[self._ix(self._k[ids], ids)]
         if self._sensing:
             tip, hub = self._estimates("tip")[ids], self._estimates("q")[ids, :3]
@@ -144,6 +167,13 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
             tip, hub = self._site_xpos[ids, self._tip_site], self._qpos[ids, :3]
         extra = np.concatenate((target - tip, target - hub), axis=1)
         return np.concatenate((base, extra.astype(base.dtype)), axis=1)
+
+    def _tip_rows(self, ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The tips (the trackers' samples when observing the sensors) and their targets
+        (len(ids), 3) m, world."""
+        tip = (self._estimates("tip")[ids] if self._sensing
+               else self._site_xpos[ids, self._tip_site])
+        return tip, self._TT[self._ix(self._k[ids], ids)]
 
     def _rewards(self, obs: np.ndarray, ids: np.ndarray) -> np.ndarray:
         err = self._TT[self._ix(self._k[ids], ids)] - self._site_xpos[ids, self._tip_site]

@@ -57,6 +57,12 @@ class QuadArmSB3VecEnv(VecEnv):
         env_id: the task, ``quadarm/QuadArm-v0`` (default) or ``quadarm/QuadArmReach-v0``
             (:class:`~quadarm.envs.reach.QuadArmReachVectorEnv`).
         observe: ``"exact"`` (default) or ``"sensed"``, as the vector environment's.
+        action_every: physics steps per action (default 1), as the vector environment's:
+            each SB3 step holds the action for that many physics steps, and its reward is
+            their rewards summed.
+        actions: ``"rotors"`` (default) or ``"references"``, as the vector environment's
+            (:mod:`quadarm.envs.references`).
+        per_env: one list of overrides per environment, as the vector environment's.
 
     ``seed(s)`` before ``reset()`` seeds environment i with ``s + i`` (SB3's rule, which is
     also the vector environment's). ``get_attr``, ``set_attr`` and ``env_method`` act on the
@@ -66,13 +72,16 @@ class QuadArmSB3VecEnv(VecEnv):
     def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
                  config: Config | None = None, randomize: Mapping[str, Any] | None = None,
                  record: bool = False, nthread: int = 0, dtype: str = "float32",
-                 env_id: str = ENV_ID, observe: str = "exact") -> None:
+                 env_id: str = ENV_ID, observe: str = "exact", action_every: int = 1,
+                 actions: str = "rotors", per_env: Sequence[Sequence[str]] | None = None
+                 ) -> None:
         if env_id not in VECTORS:
             raise ValueError(f"env_id={env_id!r}: must be one of {', '.join(VECTORS)}")
         self.venv = VECTORS[env_id](num_envs, overrides, config=config, randomize=randomize,
                                     record=record, nthread=nthread,
                                     autoreset_mode=AutoresetMode.SAME_STEP, dtype=dtype,
-                                    observe=observe)
+                                    observe=observe, action_every=action_every,
+                                    actions=actions, per_env=per_env)
         self.render_mode = None
         super().__init__(self.venv.num_envs, self.venv.single_observation_space,
                          self.venv.single_action_space)

@@ -44,7 +44,7 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config
-from quadarm.envs import core, sensed
+from quadarm.envs import core, features, references, sensed
 from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import (
@@ -81,10 +81,21 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             entries are the sensing term's estimates (:mod:`quadarm.envs.sensed`; needs a
             ``sensing`` preset other than ``exact``), with noise drawn per episode from
             ``np_random``. Rewards, terminations and metrics still read the simulated state.
+            ``"task"`` (``"task_sensed"``): the same state (the estimates) laid out for a
+            learner, hub frame and stated scales, with the last action
+            (:mod:`quadarm.envs.features`); ``observe`` then holds the source (``"exact"``
+            or ``"sensed"``) and ``layout`` is ``"task"`` (``"state"`` otherwise).
         action_every: physics steps (``sim.timestep`` each) per action, an integer >= 1
             (default 1: one step per action, as before): the action is held in between (see
             the module docstring), e.g. 10 for 50 Hz at the default 2 ms.
+        actions: ``"rotors"`` (default: the rotor and tendon commands, :mod:`quadarm.envs.core`)
+            or ``"references"``: offsets of the controller's references (the hub position and
+            heading, each section's bend; the reach environment's tip target), which the
+            command line's controller flies at every physics step
+            (:mod:`quadarm.envs.references`). Not with ``observe="sensed"`` yet.
     """
+
+    _TIP = False  # the reach environment's references are its tip target
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
 
@@ -92,13 +103,21 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                  randomize: Mapping[str, Any] | None = None, render_mode: str | None = None,
                  width: int = 480, height: int = 480, record: bool = True,
                  dtype: str = "float64", observe: str = "exact",
-                 action_every: int = 1) -> None:
+                 action_every: int = 1, actions: str = "rotors") -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r}: must be None or 'rgb_array'")
         self.action_every = core.checked_action_every(action_every)
         self._dtype = core.space_dtype(dtype)
         self.cfg = config if config is not None else core.compose(overrides)
-        self.observe = sensed.checked_observe(observe, self.cfg)
+        source, self.layout = features.parse(observe)
+        self.observe = sensed.checked_observe(source, self.cfg)
+        self._err = np.zeros(3)  # the hub's error the task layout's rewards read (m, world)
+        self.actions = references.checked_actions(actions, self.cfg, self._TIP)
+        self._refs = self.actions == "references"
+        if self._refs and self.observe == "sensed":
+            raise ValueError("actions='references' with observe='sensed': not supported; "
+                             "observe='exact' (the controller still reads the sensing "
+                             "preset's estimates)")
         self._sensed: int = -1  # the last sample whose sensors ran (observe="sensed")
         self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
         self.render_mode = render_mode
@@ -107,10 +126,13 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self.drawn: dict[str, Any] = {}
         self._renderer: mujoco.Renderer | None = None
         self._load(core.make_task(self.cfg))
-        na = self.task.act_ids.size
+        na = (references.action_size(self.cfg, self._TIP) if self._refs
+              else self.task.act_ids.size)
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=self._dtype)
-        self.observation_space = core.observation_space(core.obs_dim(self.task.built.model),
-                                                        self._dtype)
+        model = self.task.built.model
+        dim = (features.dim(model, na, self._TIP, bool(self._contact.size))
+               if self.layout == "task" else core.obs_dim(model))
+        self.observation_space = core.observation_space(dim, self._dtype)
         self._k = -1
 
     # ---------------------------------------------------------------------------------------
@@ -126,7 +148,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         ids = task.act_ids
         contiguous = np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
         self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
-        self._shape = (ids.size,)
+        self._shape = ((references.action_size(task.cfg, self._TIP),) if self._refs
+                       else (ids.size,))
+        self._last = np.zeros(self._shape)  # the last action, clipped (observe="task")
         self._lo, self._half, self._n = task.lo.tolist(), task.half.tolist(), task.n
         self._nr = task.built.rotor_actuators.size
         # The servos' backlash (sections.play_step): the tendon commands the play let through.
@@ -146,8 +170,14 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         step.warm(compiled)  # the gust recursions, which step.params may run
         self._wind = m.opt.wind  # live view: gusts are written into it before each step
         # Held actions (action_every > 1) read the samples in between from the log.
-        self._seam, airs = step.params([task.prepared], step.EXTERNAL,
+        # With references actions the seam is the command line's (mode FLY: the controller at
+        # every sample) on plan rows the actions offset (quadarm.envs.references).
+        refs = self._refs
+        self._seam, airs = step.params([task.prepared], step.FLY if refs else step.EXTERNAL,
                                        self.record or self.action_every > 1, compiled=compiled)
+        if refs:
+            self._seam = references.seam_params(self._seam)
+            self._plan = references.Plan(task, self._TIP)
         self._gusty = airs[0] is not None and airs[0].gusty
         self._state = step.one_state(d, self._wind, self._seam)
         self._logs = step.log(self._seam, m.nq, m.nv, m.nu)
@@ -186,11 +216,33 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                 sensed.sense_rows(np.array([k]), self._seam, self._state, self._logs, _ONE)
                 self._sensed = k
             q, v = self._state.ss.q[0], self._state.ss.v[0]
+        if self.layout == "task":
+            obs = self._task_observation(k, q, v)
+            return obs if self._dtype is np.float64 else obs.astype(self._dtype)
         parts = [q[:3] - self._ref_p[k], v[:3] - self._ref_v[k], q[3:], v[3:], self.task.ff[k]]
         if self._contact.size:  # world objects: the net contact force on the arm (N)
             parts.append(core.contact_force(self.data.sensordata[None], self._contact)[0])
         obs = np.concatenate(parts)
         return obs if self._dtype is np.float64 else obs.astype(self._dtype)
+
+    def _task_observation(self, k: int, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The task layout (:mod:`quadarm.envs.features`) of sample k from the state q, v; the
+        hub's error q[:3] - p_d, which the rewards read, into ``_err``."""
+        task = self.task
+        self._err = q[:3] - self._ref_p[k]
+        pair = self._tip_pair(k)
+        tip, target = (None, None) if pair is None else (pair[0][None], pair[1][None])
+        contact = (core.contact_force(self.data.sensordata[None], self._contact)
+                   if self._contact.size else None)
+        return features.observe(q[None], v[None], self._ref_p[k][None],
+                                self._ref_v[k][None], task.plan.ref.a[k][None],
+                                task.ff[k][None, 6:], self._last[None], tip, target,
+                                contact)[0]
+
+    def _tip_pair(self, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The tip and its target at sample k (m, world) that the task layout observes: none
+        here (the reach environment's)."""
+        return None
 
     # ---------------------------------------------------------------------------------------
 
@@ -218,6 +270,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._ctl_state = self._controller_state()
         self._ctl_ctrl[0] = self._ctrl
         self._ctl_ks[0] = -1
+        self._last[:] = 0.0
+        if self._refs:  # the seam is the controller: its memory afresh, as a new trial's
+            self._state = step.one_state(self.data, self._wind, self._seam)
         info: dict[str, Any] = {"drawn": dict(self.drawn)} if self.randomizer else {}
         return self._observe(0), info
 
@@ -225,6 +280,13 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         k = self._k
         if k < 0:
             raise RuntimeError("the episode has ended (or not started): call reset()")
+        if self._refs:  # the references of samples k..k + action_every - 1 into the seam
+            a = core.checked_action(action, self._shape)
+            self._last[:] = a
+            references.write(self._seam, self._state, 0, k, min(k + self.action_every,
+                                                                self._n + 1),
+                             self._plan, a, self._TIP)
+            return self._fly_step(k)
         a = np.asarray(action, dtype=np.float64)
         if a.shape != self._shape:
             core.checked_action(a, self._shape)  # raises the shape error
@@ -236,7 +298,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                 core.checked_action(a, self._shape)  # raises the NaN error
             u.append(lo + (min(max(x, -1.0), 1.0) + 1.0) * half)
         task = self.task
-        n = self._n
+        if self.layout == "task":  # the observation's last action
+            self._last[:] = np.clip(a, -1.0, 1.0)
         if self._play is not None:  # the servo's play, from the first command (y_0 = u_0)
             nr = self._nr
             cmd = np.array(u[nr:])
@@ -248,8 +311,14 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._control(k)
         ctrl = self._ctrl
         ctrl[self._act] = u
+        return self._fly_step(k)
+
+    def _fly_step(self, k: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Fly the step from sample k with the commands (or, with references actions, the
+        references) written: one sample, or ``action_every`` held (:meth:`_held`)."""
         if self.action_every > 1:
             return self._held(k)
+        task, n = self.task, self._n
         # Log, the air terms, mj_step (at the last sample: the kinematics, no step), the tip's
         # log; negative when the state after the step is flagged.
         flagged = self._fly(self._mp, self._dp, k, k + 1, self._seam, self._state,
@@ -261,7 +330,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self._k = k
         self._events(k)
         obs = self._observe(k)
-        ex, ey, ez = obs[0], obs[1], obs[2]
+        ex, ey, ez = (obs[0], obs[1], obs[2]) if self.layout == "state" else self._err
         r = -(ex * ex + ey * ey + ez * ez) * (core.CM2 / (n + 1))
         reason = ""
         if flagged:  # the full test names the reason
@@ -329,7 +398,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             if j < j1 or obs is None:
                 ex, ey, ez = (q[j, 0, c] - ref_p[j][c] for c in range(3))
             else:
-                ex, ey, ez = obs[0], obs[1], obs[2]
+                ex, ey, ez = (obs[0], obs[1], obs[2]) if self.layout == "state" \
+                    else self._err
             total += float(-(ex * ex + ey * ey + ez * ez) * (core.CM2 / (n + 1)))
         return total
 
@@ -366,10 +436,14 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         command line's closed loop (the sensing term aside: the controller reads the simulated
         state, see :data:`quadarm.terms.TERMS`). With servo-driven tendons and a backlash the
         tendon entries are the commands whose play (:func:`quadarm.model.sections.play_step`)
-        gives the controller's lengths (:func:`quadarm.envs.core.servo_unplay`)."""
+        gives the controller's lengths (:func:`quadarm.envs.core.servo_unplay`). With
+        ``actions="references"``: zeros, the plan's references, which the seam's controller
+        flies as the command line does."""
         k = self._k
         if k < 0:
             raise RuntimeError("the episode has ended (or not started): call reset()")
+        if self._refs:
+            return np.zeros(self._shape)
         core.refuse_terms(self.task.cfg)
         self._control(k)
         task = self.task

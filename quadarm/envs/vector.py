@@ -50,7 +50,7 @@ from gymnasium.vector.utils import batch_space
 
 from quadarm import terms
 from quadarm.config import Config
-from quadarm.envs import core, sensed
+from quadarm.envs import core, features, references, sensed
 from quadarm.envs.batches import Batches
 from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
@@ -83,11 +83,25 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
     environment's held step bit for bit. The batch's rows step together, so the held samples
     are a loop of ``Batch.step`` calls from Python, one per physics step for all the rows,
     each row's rewards summed in sample order and its episode ending at its own sample).
-    ``record`` keeps every environment's log (memory: about ``num_envs * (duration / dt) *
-    570`` bytes for the paper's arm).
+    ``actions``: ``"rotors"`` (default) or ``"references"``, as the single environment's
+    (:mod:`quadarm.envs.references`): each row's seam is then the command line's controller,
+    run over the batch's rows at every held sample (``step.batch_rows`` in mode ``FLY``) on
+    plan rows the actions offset, its memory restarted with each row's episode and carried
+    through model rebuilds. ``per_env``: one list of overrides per environment, applied after
+    ``overrides`` (not with ``config``): environment i flies its own config (a task's draw:
+    its targets, paths, payload masses, gust seeds), on a model of its own that must share the
+    others' sizes (:func:`quadarm.envs.core.same_structure`); with ``randomize`` each
+    environment's draws start from its own config. Its episodes' metrics are the command
+    line's for that config (flown with the controller's actions, or with
+    ``actions="references"`` and zero actions at any ``action_every``). ``record`` keeps
+    every environment's log (memory: about
+    ``num_envs * (duration / dt) * 570`` bytes for the paper's arm). ``physics_steps``
+    counts the physics steps (one row's ``mj_step``) flown since construction, over every
+    row.
     """
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
+    _TIP = False  # the reach environment's references are its tip target
 
     def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
                  config: Config | None = None, randomize: Mapping[str, Any] | None = None,
@@ -95,7 +109,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                  autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
                  render_mode: str | None = None, max_episode_steps: int | None = None,
                  dtype: str = "float64", observe: str = "exact",
-                 action_every: int = 1) -> None:
+                 action_every: int = 1, actions: str = "rotors",
+                 per_env: Sequence[Sequence[str]] | None = None) -> None:
         self.action_every = core.checked_action_every(action_every)
         if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
                 or num_envs < 1:
@@ -116,27 +131,65 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self.metadata = {**self.metadata, "autoreset_mode": mode}
         self._dtype = core.space_dtype(dtype)
         self.num_envs = int(num_envs)
-        self.cfg = config if config is not None else core.compose(overrides)
-        self.observe = sensed.checked_observe(observe, self.cfg)
-        self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
+        if per_env is not None:  # one config per environment: the overrides, then its own
+            if config is not None:
+                raise ValueError("per_env: overrides per environment apply after "
+                                 "`overrides`; pass overrides, not config")
+            if isinstance(per_env, str) or len(per_env) != self.num_envs:
+                raise ValueError(f"per_env: one list of overrides per environment "
+                                 f"({self.num_envs}), got {per_env!r:.80}")
+            cfgs = [self._config([*overrides, *extra], None) for extra in per_env]
+        else:
+            cfgs = [self._config(overrides, config)] * self.num_envs
+        self.cfg = cfgs[0]
+        source, self.layout = features.parse(observe)
+        for c in {id(c): c for c in cfgs}.values():
+            self.observe = sensed.checked_observe(source, c)
+            self.actions = references.checked_actions(actions, c, self._TIP)
+            core.refuse_scenario(c)
+        self._refs = self.actions == "references"
+        if self._refs and self.observe == "sensed":
+            raise ValueError("actions='references' with observe='sensed': not supported; "
+                             "observe='exact' (the controller still reads the sensing "
+                             "preset's estimates)")
+        self._plans: dict[int, references.Plan] = {}  # id(task) -> its references' plan rows
+        # One randomiser per environment's config (the same one without per_env).
+        self._randomizers = (
+            [core.Randomizer(c, randomize) for c in cfgs] if per_env is not None
+            else [core.Randomizer(self.cfg, randomize)] * self.num_envs) if randomize else []
+        self.randomizer = self._randomizers[0] if randomize else None
         self.record = bool(record)
         self.render_mode = None
-        core.refuse_scenario(self.cfg)
         task = core.make_task(self.cfg)
-        self.tasks = [task] * self.num_envs
+        self.tasks = ([task] + [core.make_task(c) for c in cfgs[1:]] if per_env is not None
+                      else [task] * self.num_envs)
+        # Each environment on a model of its own (drawn, or its own config's); else all share
+        # the first.
+        self._own_models = bool(randomize) or per_env is not None
+        if per_env is not None:
+            core.same_structure([t.built.model for t in self.tasks], "per_env")
         self.drawn: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         from quadarm.runner.engine import threads
 
         model = task.built.model
         self.sims = Batches(model, self.num_envs, threads(nthread))
+        if per_env is not None:
+            self.sims.set_models([t.built.model for t in self.tasks])
         self._refresh()
-        na = self._na = task.act_ids.size
+        na = self._na = (references.action_size(self.cfg, self._TIP) if self._refs
+                         else task.act_ids.size)
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=self._dtype)
-        self.single_observation_space = core.observation_space(core.obs_dim(model), self._dtype)
+        dim = (features.dim(model, na, self._TIP, bool(core.contact_addresses(model).size))
+               if self.layout == "task" else core.obs_dim(model))
+        self.single_observation_space = core.observation_space(dim, self._dtype)
+        self._last = np.zeros((self.num_envs, na))  # the last actions, clipped (task layout)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self._rngs: list[np.random.Generator | None] = [None] * self.num_envs
         self._k = np.full(self.num_envs, -1, dtype=np.int64)
+        # Physics steps (mj_step of one row) flown since construction, over every row: what
+        # a learner's physics_steps_per_s counts (quadarm.learn).
+        self.physics_steps = 0
         self._ended = np.zeros(self.num_envs, dtype=bool)
         self._all = np.arange(self.num_envs)
         self._rows = np.zeros(self.num_envs, dtype=bool)
@@ -169,6 +222,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             args = (self._k[part.start:part.stop], *self._ctls[j],
                     self._rows[part.start:part.stop])
             self._ctl_entries[j] = jit.entry(core.control_kernel(self._compiled), *args)
+
+    def _config(self, overrides: Sequence[str], config: Config | None) -> Config:
+        """The config of ``overrides`` (or ``config`` itself)."""
+        return config if config is not None else core.compose(overrides)
 
     # ---------------------------------------------------------------------------------------
 
@@ -219,10 +276,13 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         (mid-episode) are kept."""
         part = self.sims.parts[j]
         tasks = self.tasks[part.start:part.stop]
-        prm, _ = step.params([t.prepared for t in tasks], step.EXTERNAL, self.record,
+        prm, _ = step.params([t.prepared for t in tasks],
+                             step.FLY if self._refs else step.EXTERNAL, self.record,
                              self._compiled)
+        if self._refs:  # the command line's controller on rows the actions offset
+            prm = references.seam_params(prm)
         self._winds[j] = []
-        if self.randomizer is None and prm.air.gusty.any():
+        if not self._own_models and prm.air.gusty.any():
             wind = part.batch.expand("opt.wind")  # live (nsim, 3): each simulation's own air
             for i, t in enumerate(tasks):
                 wind[i] = t.cfg.aero.wind if prm.air.gusty[i] else t.built.model.opt.wind
@@ -243,6 +303,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                     new_f[:rows, keep] = old_f[:rows, keep]
             if self._sensing:
                 sensed.keep_rows((prm, st), (old[0], old[1]), keep)
+            if self._refs:  # the controller's memory of the rows mid-episode
+                for f in step.MEMORY:
+                    new, was = _memory(st, f), _memory(old[1], f)
+                    for r in keep:
+                        new[r] = list(was[r]) if isinstance(was, list) else was[r]
         return prm, st, lg
 
     def _controller(self, j: int, old: tuple[step.Params, step.State, step.Log] | None = None,
@@ -310,6 +375,15 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                     arr[r] = start if start is not None else 0.0
             st.data.ctrl[r] = self.sims.parts[j].fields["ctrl"][r]
             self._ctl_k[i] = -1
+            if self._refs:  # the seam is the controller: its memory afresh
+                prm, st = self._seams[j][0], self._seams[j][1]
+                for f in step.MEMORY:
+                    arr = _memory(st, f)
+                    start = prm.law.prm[r] if f == ("law", "prm") else None
+                    if isinstance(arr, list):
+                        arr[r] = list(start) if start is not None else [0.0] * len(arr[r])
+                    else:
+                        arr[r] = start if start is not None else 0.0
 
     def _refresh(self) -> None:
         """Read the simulations' state after a call that changed it."""
@@ -334,12 +408,27 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             q, v = self._estimates("q")[ids], self._estimates("v")[ids]
         else:
             q, v = self._qpos[ids], self._qvel[ids]
-        obs = core.observe(q, v, self._P[ix], self._V[ix], self._FF[ix], contact)
+        if self.layout == "task":
+            ff = self._FF[ix]
+            pair = self._tip_rows(ids)
+            tip, target = (None, None) if pair is None else pair
+            obs = features.observe(q, v, self._P[ix], self._V[ix], self._A[ix], ff[:, 6:],
+                                   self._last[ids], tip, target, contact)
+        else:
+            obs = core.observe(q, v, self._P[ix], self._V[ix], self._FF[ix], contact)
         return obs if self._dtype is np.float64 else obs.astype(self._dtype)
+
+    def _tip_rows(self, ids: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """The tips and their targets (len(ids), 3) m, world, that the task layout observes:
+        none here (the reach environment's)."""
+        return None
 
     def _rewards(self, obs: np.ndarray, ids: np.ndarray) -> np.ndarray:
         """Rewards (len(ids),) of the steps of environments ``ids`` that arrived in their
         current samples, observed as ``obs`` (len(ids), obs_dim)."""
+        if self.layout == "task":  # the hub's error q[:3] - p_d, as the state layout's
+            q = self._estimates("q")[ids] if self._sensing else self._qpos[ids]
+            obs = q[:, :3] - self._P[self._ix(self._k[ids], ids)]
         if self._shared:
             return core.reward(obs, int(self._n[0]))
         return core.reward(obs, self._n[ids])
@@ -375,7 +464,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         if self.randomizer is not None:
             tasks = list(self.tasks)
             for i in ids:
-                cfg, self.drawn[i] = self.randomizer.draw(self._rngs[i])
+                cfg, self.drawn[i] = self._randomizers[i].draw(self._rngs[i])
                 tasks[i] = core.make_task(cfg)
             self.tasks = tasks
             self.sims.set_models([t.built.model for t in tasks])
@@ -396,13 +485,14 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             j, local = self._part(int(i))
             if self._seams[j][0].air.gusty[local]:
                 self._seams[j][1].data.wind[local] = self.tasks[i].cfg.aero.wind
-                if self.randomizer is not None:
+                if self._own_models:
                     self.tasks[i].built.model.opt.wind[:] = self.tasks[i].cfg.aero.wind
         sims.write("qpos", ids, slice(0, 3), self._start[ids])
         sims.forward(ids)
         self._refresh()
         self._k[ids] = 0
         self._ended[ids] = False
+        self._last[ids] = 0.0
         self._restart_controller(ids)
         if self._sensing:
             self._restart_sensing(ids)
@@ -430,13 +520,18 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         sims = self.sims
         if self._pulsed:
             self._pulses(act)
-        u = self._lo[sel] + (a[sel] + 1.0) * self._half[sel]
-        if self._played.any():  # the servos' play, from each episode's first command
-            self._servo(u, act, kx)
-        sims.write("ctrl", None if live is None else act, self._act, u)
-        # The controller runs at every sample, whatever the actions, so that its memory
-        # follows the flown states (as QuadArmEnv.step's); held actions: at the action's.
-        self._control(act)
+        if self.layout == "task":  # the observation's last actions
+            self._last[act] = a[act]
+        if self._refs:  # the references of each row's samples k..k + action_every - 1
+            self._references(a, act)
+        else:
+            u = self._lo[sel] + (a[sel] + 1.0) * self._half[sel]
+            if self._played.any():  # the servos' play, from each episode's first command
+                self._servo(u, act, kx)
+            sims.write("ctrl", None if live is None else act, self._act, u)
+            # The controller runs at every sample, whatever the actions, so that its memory
+            # follows the flown states (as QuadArmEnv.step's); held actions: at the action's.
+            self._control(act)
         rows = self._rows
         rewards = np.zeros(self.num_envs)
         terminated = np.zeros(self.num_envs, dtype=bool)
@@ -452,7 +547,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 if self._pulsed:  # the events of the samples the rows arrived at
                     self._pulses(np.flatnonzero(going))
             rows[:] = going
-            if self.record or self._air:  # else the seam has nothing to do
+            if self.record or self._air or self._refs:  # else the seam has nothing to do
                 self._seam_rows(self._before, ks, rows)  # log, the air terms before the step
             gone = self._all[going]
             final = ks[gone] == self._n[gone]
@@ -468,6 +563,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             self._refresh()
             qpos, qvel = self._qpos, self._qvel
             ks[stepping] += 1
+            self.physics_steps += len(stepping)
             if self._sensing and len(stepping):  # the sensors of the samples arrived at
                 rows[:] = False
                 rows[stepping] = True
@@ -518,6 +614,24 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             obs[ids] = self._observe(ids)
             self._ended[ids] = False
         return obs, rewards, terminated, truncated, infos
+
+    def _references(self, a: np.ndarray, ids: np.ndarray) -> None:
+        """Write the references of actions ``a`` (num_envs, n_actions), clipped, of
+        environments ``ids`` into their seam rows (:func:`quadarm.envs.references.write`),
+        for the samples each one's step flies."""
+        for i in ids:
+            t = self.tasks[i]
+            plan = self._plans.get(id(t))
+            if plan is None:
+                plan = self._plans[id(t)] = references.Plan(t, self._TIP)
+            j, local = self._part(int(i))
+            prm, st, _ = self._seams[j]
+            k = int(self._k[i])
+            references.write(prm, st, local, k, min(k + self.action_every, t.n + 1), plan,
+                             a[i], self._TIP)
+        if len(self._plans) > 2 * self.num_envs:  # forget the plans of tasks drawn over
+            alive = {id(t) for t in self.tasks}
+            self._plans = {key: v for key, v in self._plans.items() if key in alive}
 
     def _pulses(self, ids: np.ndarray) -> None:
         """The scenario tasks' events of environments ``ids`` at their current samples
@@ -621,7 +735,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         its position integral and tip feedback, the tendon terms), run row by row on the
         states flown so far, as :meth:`QuadArmEnv.controller_action
         <quadarm.envs.single.QuadArmEnv.controller_action>` (row i equals it bit for bit). An
-        environment that waits for its autoreset gets its last action (it is ignored)."""
+        environment that waits for its autoreset gets its last action (it is ignored). With
+        ``actions="references"``: zeros, the plan's references (the seam's controller flies
+        them as the command line does)."""
+        if self._refs:
+            return np.zeros((self.num_envs, self._na))
         for t in {id(t): t for t in self.tasks}.values():
             core.refuse_terms(t.cfg)  # a registered term it does not run (none today)
         self._control(self._all)

@@ -166,5 +166,6 @@ def test_default_observes_the_exact_state():
             assert np.array_equal(oa, ob) and np.array_equal(ra, rb)
     with pytest.raises(ValueError, match=r"^observe='sensed': needs a sensing preset"):
         QuadArmVectorEnv(1, over, observe="sensed")
-    with pytest.raises(ValueError, match=r"^observe='noisy': must be one of exact, sensed$"):
+    with pytest.raises(ValueError,
+                       match=r"^observe='noisy': must be one of exact, sensed, task, task_sensed$"):
         QuadArmReachVectorEnv(1, REACH, observe="noisy")

@@ -46,6 +46,11 @@ def test_a_zero_residual_flies_the_nominal_controller(tmp_path: Path) -> None:
     # the environment's own rate is the steps over a part of the training wall time
     assert 0 < summary["env_s"] < summary["wall_s"]
     assert summary["env_own_steps_per_s"] > summary["training_steps_per_s"] > 0
+    # one physics step per environment step but an episode's last (recorded, not integrated)
+    episodes = -(-summary["env_steps"] // 251) * 2  # 250 steps + the final sample, 2 envs
+    assert summary["env_steps"] - episodes <= summary["physics_steps"] < summary["env_steps"]
+    assert summary["physics_steps_per_s"] == pytest.approx(
+        summary["physics_steps"] / summary["wall_s"])
     held = pd.read_parquet(out / "held_out_metrics.parquet")
     assert summary["eval_held_out"]["trials"] == 1
     assert json.loads(held["targets"].iloc[0]) not in [target]
@@ -70,3 +75,15 @@ def test_a_zero_residual_flies_the_nominal_controller(tmp_path: Path) -> None:
     both = pd.concat([runs, ref.runs], ignore_index=True)
     names = tasks.baseline(both).tolist()
     assert names == [learn.BASELINE, "nominal"]
+
+
+def test_learn_refuses_before_training(tmp_path: Path, capsys: Any) -> None:
+    """``--actions references`` on the reach task without the tip feedback its actions move,
+    and a bad ``--override``: one line, exit 2, nothing written."""
+    out = tmp_path / "rl"
+    assert learn.main(["--actions", "references", "--out", str(out)]) == 2
+    assert "control.tip_gain > 0" in capsys.readouterr().err
+    assert learn.main(["--override", "control.tip_gain=-1", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("quadarm.learn: ") and err.count("\n") == 1
+    assert not out.exists()
