@@ -15,7 +15,8 @@ this order at sample k of simulation i, each one a function of its own:
    the sample (into ``State.contact``);
 2. the arm-aware feed-forward (``control.feedforward``, ``feedforward``:
    :func:`quadarm.control.arm.feedforward`) writes the feed-forward slots of the law's live
-   parameter row (``State.law.prm``);
+   parameter row (``State.law.prm``); then, in the payload tasks, the weight feed-forward
+   (``scenario.weight_feedforward``, :func:`carry_term`) adds the held payload's weight;
 3. with ``control.tip_gain``, the tip feedback (:func:`tip_term`: ``tip_feedback``, or with
    ``control.tip_bend`` ``tip_bend_feedback``) corrects the hub's reference; then the control
    law (:func:`quadarm.control.geometric.law`) writes the rotor commands;
@@ -157,6 +158,15 @@ class TipState(NamedTuple):
     #                        tendon commands
 
 
+class Carry(NamedTuple):
+    """The weight feed-forward of the payload tasks (``Params.carry``,
+    ``scenario.weight_feedforward``, :func:`carry_term`)."""
+
+    weight: np.ndarray  # (nsim,) float, N: the payload's weight m g told to the law while the
+    #                     grasp weld holds it (0: off)
+    weld: np.ndarray  # (nsim,) int64: the grasp weld's equality id (-1: none)
+
+
 class Params(NamedTuple):
     """What a batch of nsim trials' configs and plans fix (one trial: nsim = 1), written once
     before the first step and only read in flight (what changes per step is in
@@ -178,6 +188,7 @@ class Params(NamedTuple):
     tip: Tip  # the tip feedback (this module)
     sn: sensing.Sense  # the sensing term (quadarm.runner.sense; inert for exact)
     servo: servo_setup.Servo  # the servo model (quadarm.runner.servo; inert without arm.servo)
+    carry: Carry  # the payload tasks' weight feed-forward (this module)
 
 
 class Data(NamedTuple):
@@ -198,6 +209,8 @@ class Data(NamedTuple):
     sensordata: np.ndarray  # (nsim, nsensordata)
     actuator_force: np.ndarray  # (nsim, nu) N
     xfrc_applied: np.ndarray  # (nsim, nbody, 6) N, N m
+    eq_active: np.ndarray  # (nsim, neq) uint8: the equality constraints switched on (the
+    #                        payload's welds, which the scenario's events switch)
     wind: np.ndarray  # (nsim, 3) m/s: opt.wind
 
 
@@ -341,6 +354,23 @@ def tip_term(k: int, p: Params, s: State, i: int, ref: Any) -> None:
 
 
 @jit.inline
+def carry_term(p: Params, s: State, i: int, prm: Any) -> None:
+    """``scenario.weight_feedforward``: while the grasp weld holds the payload (the task's
+    grasp, capture and release events switch it), its weight ``p.carry.weight[i]`` (N) is
+    added to the law's desired force along world +z (the feed-forward slot ``FF_FZ`` of the
+    live parameter row ``prm``), so that the thrust rises by m g at the grasp and falls back
+    at the release instead of the position loop finding the weight from the hub's sag. After
+    the arm's feed-forward (which rewrites the slots every step when it is on) it adds to its
+    force; alone it owns the slots."""
+    w = p.carry.weight[i] if s.data.eq_active[i, p.carry.weld[i]] != 0 else 0.0
+    if p.arm.ffp[i, arm_control.F_MODE] != 0.0:
+        prm[geometric.FF_FZ] = prm[geometric.FF_FZ] + w
+    else:
+        prm[geometric.FF_ON] = 1.0
+        prm[geometric.FF_FZ] = w
+
+
+@jit.inline
 def sense(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """The sensing term of sample k (:func:`quadarm.runner.sense.sense_term`): the sensors
     and estimators, their estimates into ``s.ss`` and, when logging, into ``lg.est``. The
@@ -376,6 +406,8 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
             feedforward(prm, qpos, a_d, arm.ffp[i], arm.chain[i], arm_s.work[i], arm_s.s3[i],
                         arm.sites[i], sensordata, d.site_xmat[i], d.site_xpos[i],
                         d.xipos[i], d.actuator_force[i], p.tendon.actuators)
+        if p.carry.weight[i] != 0.0:
+            carry_term(p, s, i, prm)
         ref = ref_p
         if p.tip.gain_dt[i] != 0.0:
             tip_term(k, p, s, i, ref_p)
@@ -621,7 +653,8 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
                   tip_site=int(b0.tip_site), law=_law(preps, big, held, compiled),
                   tendon=_tendon(preps, big), arm=arm_aware.records(preps, held), air=air,
                   contact=contact.records(preps, held), tip=_tip(preps, big, held),
-                  sn=sensing.records(preps, held), servo=servo_setup.records(preps)), airs
+                  sn=sensing.records(preps, held), servo=servo_setup.records(preps),
+                  carry=_carry(preps, held)), airs
 
 
 def _law(preps: Sequence[Prepared], big: int, held: bool, compiled: bool) -> Law:
@@ -642,6 +675,24 @@ def _law(preps: Sequence[Prepared], big: int, held: bool, compiled: bool) -> Law
         return Law(prm=prm.tolist(), mix=mix.tolist(), rotors=rotors, ref_p=ref_p.tolist(),
                    ref_v=ref_v.tolist(), ref_a=ref_a.tolist())
     return Law(prm=prm, mix=mix, rotors=rotors, ref_p=ref_p, ref_v=ref_v, ref_a=ref_a)
+
+
+def _carry(preps: Sequence[Prepared], held: bool) -> Carry:
+    """The :class:`Carry` of ``preps``: the payload's weight m g (N, ``Task.carried``) where
+    ``scenario.weight_feedforward`` is on, the model has the grasp weld and the arm's
+    feed-forward does not already measure it (``control.feedforward=wrench``: the flange
+    sensor reports the payload's pull with the arm's)."""
+    from quadarm.model.payload import Payload
+
+    weight, weld = np.zeros(len(preps)), np.full(len(preps), -1, dtype=np.int64)
+    for r, p in enumerate(preps):
+        mass = p.task.carried(p.cfg)
+        if held or mass <= 0.0 or p.cfg.control.feedforward == "wrench":
+            continue
+        pl = Payload.of(p.built.model)
+        weight[r] = mass * float(np.linalg.norm(p.cfg.sim.gravity))
+        weld[r] = pl.weld
+    return Carry(weight=weight, weld=weld)
 
 
 def _tendon(preps: Sequence[Prepared], big: int) -> Tendon:
