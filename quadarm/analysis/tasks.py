@@ -13,7 +13,14 @@ equal the trial's (:func:`baseline_specs`, :func:`baseline`), ``custom`` when no
 results table may also carry its own ``baseline`` column (the learned policy's rows,
 :mod:`quadarm.learn`), which wins.
 
-Leaderboard row (per baseline x sensing preset): the trials, how many succeeded, the ranking
+A trial's arm is read the same way: the ``conf/arm/*.yaml`` whose every key (``arm.*``, its
+defaults list's schema aside) equals the trial's (:func:`arm_specs`, :func:`arm`), a key the
+results lack reading as the default arm's (results from before the key existed flew it), ``custom``
+when none matches. Every leaderboard row is one arm's, and the arm is its first column, so that
+two arms' rows (``make tasks ARM=...``, one run per arm) never read as one; the rows of each arm
+stay together, in the order the arms first appear, each arm's ranked as below.
+
+Leaderboard row (per arm x baseline x sensing preset): the trials, how many succeeded, the ranking
 metric's mean and worst over the draw, and the means of the also-reported metrics. A diverged
 or failed trial counts as a failure and has no metrics. A trial without a value of a metric
 (it diverged, or never reached what the metric times: a recovery that never came back within
@@ -308,6 +315,83 @@ def baseline(runs: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]] | None =
     return pd.Series(out, index=runs.index, dtype=object)
 
 
+def _yaml(path: Path) -> dict[str, Any]:
+    node = OmegaConf.to_container(OmegaConf.load(path))
+    assert isinstance(node, dict)
+    return {str(k): v for k, v in node.items()}
+
+
+def arm_specs(conf_dir: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """Every ``conf/arm/<name>.yaml`` as the dotted ``arm.*`` keys it sets (a list of
+    sections is one key, compared whole). Read as YAML; nothing is composed."""
+    if conf_dir is None:
+        from quadarm.config import CONF_DIR
+
+        conf_dir = CONF_DIR
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((Path(conf_dir) / "arm").glob("*.yaml")):
+        out[path.stem] = _flat(_yaml(path), "arm.")
+    return out
+
+
+def default_arm(conf_dir: Path | str | None = None) -> str:
+    """The arm of ``conf/config.yaml``'s defaults list (the one a trial without ``arm=``
+    flies)."""
+    if conf_dir is None:
+        from quadarm.config import CONF_DIR
+
+        conf_dir = CONF_DIR
+    for entry in _yaml(Path(conf_dir) / "config.yaml").get("defaults", []):
+        if isinstance(entry, dict) and "arm" in entry:
+            return str(entry["arm"])
+    return CUSTOM
+
+
+def _same_deep(cell: Any, want: Any) -> bool:
+    """A results cell (lists and mappings as JSON text) equal to a YAML value (a mapping: in
+    the keys the YAML sets), floats to 1e-12 relative."""
+    if isinstance(cell, str) and isinstance(want, list | dict):
+        try:
+            cell = json.loads(cell)
+        except ValueError:
+            return False
+    if isinstance(want, dict):
+        # The keys the file sets (the results also hold the schema's defaults of the rest).
+        return (isinstance(cell, Mapping)
+                and all(k in cell and _same_deep(cell[k], v) for k, v in want.items()))
+    if isinstance(want, list):
+        if isinstance(cell, np.ndarray):
+            cell = cell.tolist()
+        return (isinstance(cell, list | tuple) and len(cell) == len(want)
+                and all(_same_deep(c, w) for c, w in zip(cell, want, strict=True)))
+    if want is None:
+        return cell is None or (isinstance(cell, float) and math.isnan(cell))
+    return _same(cell, want)
+
+
+def _cell(row: pd.Series, key: str) -> Any:
+    """A results row's value of ``key``; None where the column or the cell is missing."""
+    v = row[key] if key in row else None
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def arm(runs: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]] | None = None,
+        default: str | None = None) -> pd.Series:
+    """Each trial's arm name: the ``conf/arm`` file whose every key it matches (a key the
+    results lack reads as the ``default`` arm's), else :data:`CUSTOM`."""
+    specs = arm_specs() if specs is None else specs
+    default = default_arm() if default is None else default
+    base = specs.get(default, {})
+    out = []
+    for _, row in runs.iterrows():
+        cells = {k: _cell(row, k) for k in {k for keys in specs.values() for k in keys}}
+        if all(v is None for v in cells.values()):  # results from before the arm keys
+            cells = {k: base.get(k) if v is None else v for k, v in cells.items()}
+        out.append(next((n for n, keys in specs.items()
+                         if all(_same_deep(cells[k], v) for k, v in keys.items())), CUSTOM))
+    return pd.Series(out, index=runs.index, dtype=object)
+
+
 # Keys a results table may lack (it predates them): their defaults.
 _DEFAULTS: dict[str, Any] = {"control.feedforward": "none", "control.tendon_damping": 0.0,
                              "control.tendon_bias": 0.0, "control.tip_gain": 0.0,
@@ -317,8 +401,9 @@ _DEFAULTS: dict[str, Any] = {"control.feedforward": "none", "control.tendon_damp
 # --- leaderboards ----------------------------------------------------------------------------
 
 def per_trial(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
-              specs: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
-    """One row per trial of the task: baseline, sensing, case, status, success and every
+              specs: Mapping[str, Mapping[str, Any]] | None = None,
+              arms: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per trial of the task: arm, baseline, sensing, case, status, success and every
     metric of the leaderboard. ValueError when the frames hold none of its trials."""
     if runs.empty or "scenario" not in runs:
         raise ValueError(f"no {spec.name} trials (scenario={spec.scenario})")
@@ -347,6 +432,7 @@ def per_trial(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
     out.insert(0, "case", spec.case(sel).values)
     out.insert(0, "sensing", column(sel, "sensing.preset", "exact").fillna("exact").values)
     out.insert(0, "baseline", baseline(sel, specs).values)
+    out.insert(0, "arm", arm(sel, arms).values)
     out.insert(0, "run_id", sel["run_id"].values)
     return out
 
@@ -365,14 +451,18 @@ def _summary(v: pd.Series) -> tuple[float, float, int]:
 
 
 def leaderboard(spec: TaskSpec, trials: pd.DataFrame) -> pd.DataFrame:
-    """One row per (baseline, sensing): trials, successes, success rate, the metric's mean
-    and worst and its count of trials without a value (``<metric> never``), the
-    also-reported metrics' means and counts; best first (see the module docstring)."""
+    """One row per (arm, baseline, sensing): trials, successes, success rate, the metric's
+    mean and worst and its count of trials without a value (``<metric> never``), the
+    also-reported metrics' means and counts; each arm's rows together (in the order the arms
+    first appear), best first (see the module docstring)."""
     m = spec.metric.label
+    if "arm" not in trials:
+        trials = trials.assign(arm=CUSTOM)
     rows = []
-    for (base, sensing), g in trials.groupby(["baseline", "sensing"], sort=False):
+    for (arm_name, base, sensing), g in trials.groupby(["arm", "baseline", "sensing"],
+                                                         sort=False):
         mean, worst, never = _summary(g[m].astype(float))
-        row = {"baseline": base, "sensing": sensing, "trials": len(g),
+        row = {"arm": arm_name, "baseline": base, "sensing": sensing, "trials": len(g),
                "ok": int((g["status"] == "ok").sum()), "success": int(g["success"].sum()),
                "success rate": float(g["success"].mean()),
                f"{m} mean": mean, f"{m} worst": worst}
@@ -387,34 +477,39 @@ def leaderboard(spec: TaskSpec, trials: pd.DataFrame) -> pd.DataFrame:
         rows.append(row)
     board = pd.DataFrame(rows)
     board["_rate"] = -board["success rate"]
+    order = {a: i for i, a in enumerate(dict.fromkeys(trials["arm"]))}
+    board["_arm"] = board["arm"].map(order)
     by = ["_rate", f"{m}{NEVER}", "_reached"] if spec.rank_by_success else \
         [f"{m}{NEVER}", "_reached", "_rate"]
-    board = board.sort_values(by, kind="stable")
-    return board.drop(columns=["_rate", "_reached"]).reset_index(drop=True)
+    board = board.sort_values(["_arm", *by], kind="stable")
+    return board.drop(columns=["_rate", "_reached", "_arm"]).reset_index(drop=True)
 
 
 def table(name: str, runs: pd.DataFrame, metrics: pd.DataFrame,
-          specs: Mapping[str, Mapping[str, Any]] | None = None) -> Table:
+          specs: Mapping[str, Mapping[str, Any]] | None = None,
+          arms: Mapping[str, Mapping[str, Any]] | None = None) -> Table:
     """The task's :class:`Table`: ``leaderboard`` and ``trials`` sections. A leaderboard row
-    is (baseline, sensing preset) over the draw's cases: trials that differ in any other config
-    key inside one case are split by setup (:mod:`quadarm.analysis.pooling`), one leaderboard
-    per setup."""
+    is (arm, baseline, sensing preset) over the draw's cases: trials that differ in any other
+    config key inside one case are split by setup (:mod:`quadarm.analysis.pooling`), one
+    leaderboard per setup."""
     spec = TASKS[name]
     specs = baseline_specs() if specs is None else specs
+    arms = arm_specs() if arms is None else arms
 
     def row(sel: pd.DataFrame) -> pd.Series:
-        return (baseline(sel, specs) + "|"
+        return (arm(sel, arms) + "|" + baseline(sel, specs) + "|"
                 + column(sel, "sensing.preset", "exact").fillna("exact").astype(str) + "|"
                 + spec.case(sel).astype(str))
 
-    return pooling.build(name, lambda r, m: _table(spec, r, m, specs), Grouping(by=row),
+    return pooling.build(name, lambda r, m: _table(spec, r, m, specs, arms), Grouping(by=row),
                          runs, metrics)
 
 
 def _table(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
-           specs: Mapping[str, Mapping[str, Any]]) -> Table:
+           specs: Mapping[str, Mapping[str, Any]],
+           arms: Mapping[str, Mapping[str, Any]] | None = None) -> Table:
     name = spec.name
-    trials = per_trial(spec, runs, metrics, specs)
+    trials = per_trial(spec, runs, metrics, specs, arms)
     board = leaderboard(spec, trials)
     cases = trials["case"].nunique()
     rank = ("success rate, then " if spec.rank_by_success else "") + spec.metric.label
@@ -431,8 +526,10 @@ def figure(tab: Table, path: Path | str) -> Path:
     """The ranking metric's mean per baseline (bars; exact and realistic side by side, the
     worst case as a tick) with the success rate above each bar."""
     spec = TASKS[tab.name]
-    board = tab.data["leaderboard"]
+    board = tab.data["leaderboard"].copy()
     m = spec.metric.label
+    if "arm" in board and board["arm"].nunique() > 1:  # one bar group per arm and baseline
+        board["baseline"] = board["arm"].astype(str) + "\n" + board["baseline"].astype(str)
     bases = list(dict.fromkeys(board["baseline"]))
     presets = list(dict.fromkeys(board["sensing"]))
     fig = Figure(figsize=(max(6.0, 1.1 * len(bases) + 2), 3.6), layout="constrained")
@@ -546,11 +643,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"quadarm.analysis.tasks: error: {err}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    specs = baseline_specs()
+    specs, arms = baseline_specs(), arm_specs()
     built: list[Table] = []
     for name in names:
         try:
-            tab = table(name, runs, metrics, specs)
+            tab = table(name, runs, metrics, specs, arms)
         except ValueError as err:
             print(f"{name}: skipped ({err})")
             continue
@@ -588,8 +685,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["NEVER", "TASKS", "TaskSpec", "baseline", "baseline_specs", "figure", "leaderboard",
-           "main", "page_board", "per_trial", "table"]
+__all__ = ["NEVER", "TASKS", "TaskSpec", "arm", "arm_specs", "baseline", "baseline_specs",
+           "default_arm", "figure", "leaderboard", "main", "page_board", "per_trial", "table"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
