@@ -165,6 +165,8 @@ class Carry(NamedTuple):
     weight: np.ndarray  # (nsim,) float, N: the payload's weight m g told to the law while the
     #                     grasp weld holds it (0: off)
     weld: np.ndarray  # (nsim,) int64: the grasp weld's equality id (-1: none)
+    body: np.ndarray  # (nsim,) int64: the payload's body id (-1: none)
+    vehicle: np.ndarray  # (nsim,) int64: the vehicle's body id (its centre of mass: the law's c)
 
 
 class Params(NamedTuple):
@@ -354,20 +356,36 @@ def tip_term(k: int, p: Params, s: State, i: int, ref: Any) -> None:
 
 
 @jit.inline
-def carry_term(p: Params, s: State, i: int, prm: Any) -> None:
+def carry_term(p: Params, s: State, i: int, prm: Any, qpos: Any) -> None:
     """``scenario.weight_feedforward``: while the grasp weld holds the payload (the task's
-    grasp, capture and release events switch it), its weight ``p.carry.weight[i]`` (N) is
-    added to the law's desired force along world +z (the feed-forward slot ``FF_FZ`` of the
-    live parameter row ``prm``), so that the thrust rises by m g at the grasp and falls back
-    at the release instead of the position loop finding the weight from the hub's sag. After
-    the arm's feed-forward (which rewrites the slots every step when it is on) it adds to its
-    force; alone it owns the slots."""
-    w = p.carry.weight[i] if s.data.eq_active[i, p.carry.weld[i]] != 0 else 0.0
+    grasp, capture and release events switch it), its quasi-static weight is fed forward
+    into the live parameter row ``prm``: the force m g along world +z (slot ``FF_FZ``), so
+    that the thrust rises by m g at the grasp and falls back at the release, and the torque
+    (N m, body, slots ``FF_T*``) that cancels the weight's moment (x_p - c) x (-m g z) about
+    the vehicle's centre of mass c (x_p: the payload's centre), so that the hub stays level
+    when the arm holds it off to the side; instead of the position loop finding the weight
+    from the hub's sag and drift. After the arm's feed-forward (which rewrites the slots every
+    step when it is on) it adds to it; alone it owns the slots. ``qpos`` (>= 7,): the state the
+    law reads (the attitude R)."""
+    cr = p.carry
+    w = cr.weight[i] if s.data.eq_active[i, cr.weld[i]] != 0 else 0.0
+    xp, c = s.data.xipos[i, cr.body[i]], s.data.xipos[i, cr.vehicle[i]]
+    rx, ry = xp[0] - c[0], xp[1] - c[1]
+    mx, my = -w * ry, w * rx  # world moment of the weight (0, 0, -w) at x_p about c
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = arm_control.quat_mat(
+        qpos[3], qpos[4], qpos[5], qpos[6])
+    tx = -(r00 * mx + r10 * my)  # -R^T M: the torque that cancels it, in the body frame
+    ty = -(r01 * mx + r11 * my)
+    tz = -(r02 * mx + r12 * my)
     if p.arm.ffp[i, arm_control.F_MODE] != 0.0:
         prm[geometric.FF_FZ] = prm[geometric.FF_FZ] + w
+        prm[geometric.FF_TX] = prm[geometric.FF_TX] + tx
+        prm[geometric.FF_TY] = prm[geometric.FF_TY] + ty
+        prm[geometric.FF_TZ] = prm[geometric.FF_TZ] + tz
     else:
         prm[geometric.FF_ON] = 1.0
         prm[geometric.FF_FZ] = w
+        prm[geometric.FF_TX], prm[geometric.FF_TY], prm[geometric.FF_TZ] = tx, ty, tz
 
 
 @jit.inline
@@ -407,7 +425,7 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
                         arm.sites[i], sensordata, d.site_xmat[i], d.site_xpos[i],
                         d.xipos[i], d.actuator_force[i], p.tendon.actuators)
         if p.carry.weight[i] != 0.0:
-            carry_term(p, s, i, prm)
+            carry_term(p, s, i, prm, qpos)
         ref = ref_p
         if p.tip.gain_dt[i] != 0.0:
             tip_term(k, p, s, i, ref_p)
@@ -678,21 +696,25 @@ def _law(preps: Sequence[Prepared], big: int, held: bool, compiled: bool) -> Law
 
 
 def _carry(preps: Sequence[Prepared], held: bool) -> Carry:
-    """The :class:`Carry` of ``preps``: the payload's weight m g (N, ``Task.carried``) where
+    """The :class:`Carry` of ``preps``: the payload's weight m g (N, ``Task.carried``), body
+    and grasp weld and the vehicle's body where
     ``scenario.weight_feedforward`` is on, the model has the grasp weld and the arm's
     feed-forward does not already measure it (``control.feedforward=wrench``: the flange
     sensor reports the payload's pull with the arm's)."""
     from quadarm.model.payload import Payload
 
-    weight, weld = np.zeros(len(preps)), np.full(len(preps), -1, dtype=np.int64)
+    ns = len(preps)
+    weight = np.zeros(ns)
+    weld, body = np.full(ns, -1, dtype=np.int64), np.full(ns, -1, dtype=np.int64)
+    vehicle = np.array([p.built.quad_body for p in preps], dtype=np.int64)
     for r, p in enumerate(preps):
         mass = p.task.carried(p.cfg)
         if held or mass <= 0.0 or p.cfg.control.feedforward == "wrench":
             continue
         pl = Payload.of(p.built.model)
         weight[r] = mass * float(np.linalg.norm(p.cfg.sim.gravity))
-        weld[r] = pl.weld
-    return Carry(weight=weight, weld=weld)
+        weld[r], body[r] = pl.weld, pl.body
+    return Carry(weight=weight, weld=weld, body=body, vehicle=vehicle)
 
 
 def _tendon(preps: Sequence[Prepared], big: int) -> Tendon:
