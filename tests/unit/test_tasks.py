@@ -244,3 +244,27 @@ def test_two_arms_rows_never_read_as_one() -> None:
     assert board["trials"].tolist() == [2, 3, 2, 3]
     assert "| prb12 | nominal | exact | 2 | 2 | 2 | 100% |" in tasks.block([tab], "a test",
                                                                           "figures/tasks")
+
+
+def test_rows_the_folders_do_not_hold_can_be_kept_from_the_page() -> None:
+    """``--keep ppo_residual``: the learned rows of the page's block (their Parquet files are
+    not stored) are carried into the regenerated block, under their task, with a note."""
+    page = "\n".join([
+        "intro", tasks.START, "_old_", "", "### Reach 16 targets (`task_reach`)", "",
+        "| baseline | sensing | trials |", "|---|---|---:|", "| nominal | exact | 16 |",
+        "| ppo_residual | exact | 16 |", "", "### Tip push (`task_push`)", "",
+        "| baseline | sensing | trials |", "|---|---|---:|", "| nominal | exact | 2 |",
+        tasks.END, ""])
+    kept = tasks.kept_rows(page, ["ppo_residual"], "prb12")
+    assert kept == {"task_reach": ["| prb12 | ppo_residual | exact | 16 |"]}
+    runs, metrics = _trial_frame()
+    tab = tasks.table("task_reach", runs, metrics, specs={})
+    text = tasks.block([tab], "a test", "figures/tasks", kept=kept)
+    lines = text.splitlines()
+    i = lines.index("| prb12 | ppo_residual | exact | 16 |")
+    assert lines[i - 1].startswith("| prb12 | tip_feedback")  # after the regenerated rows
+    assert "kept from the previous version of this block" in text
+    # a block that already has the arm column keeps the line as it is
+    again = tasks.kept_rows(text.join([tasks.START + "\n", "\n" + tasks.END]), ["ppo_residual"],
+                            "prb12")
+    assert again == kept
