@@ -437,6 +437,7 @@ def per_trial(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
     return out
 
 
+CURVES = "PPO learning curves"  # the heading of the learning curves' section
 NEVER = " never"  # suffix of a leaderboard's count of trials without a metric's value
 
 
@@ -605,6 +606,22 @@ def kept_rows(page: str, baselines: Iterable[str], arm_name: str) -> dict[str, l
     return out
 
 
+def kept_sections(page: str, names: Iterable[str]) -> dict[str, str]:
+    """The sections (heading to the next) of tasks ``names`` (or of headings, for a section
+    of no task) in the generated block of ``page`` (the text of docs/tasks.md), as the page
+    shows them."""
+    if START not in page or END not in page:
+        return {}
+    text = page.split(START, 1)[1].split(END, 1)[0]
+    out: dict[str, str] = {}
+    for part in text.split("\n### ")[1:]:
+        head = part.split("\n", 1)[0]
+        name = head.rsplit("(`", 1)[1].split("`)")[0] if "(`" in head else head.strip()
+        if name in set(names):
+            out[name] = "### " + part.rstrip() + "\n"
+    return out
+
+
 def block(tables: Iterable[Table], source: str, figure_dir: str,
           extra: Iterable[str] = (), kept: Mapping[str, list[str]] | None = None) -> str:
     """The generated part of docs/tasks.md: one leaderboard per task, its figure, its note;
@@ -668,6 +685,10 @@ def main(argv: list[str] | None = None) -> int:
                              "and copy the figures next to it (figures/tasks/)")
     parser.add_argument("--source", default=None,
                         help="how the results were made, for the page's note")
+    parser.add_argument("--keep-missing", action="store_true",
+                        help="with --docs: a task of --tasks whose trials are not among the "
+                             "folders read keeps its section of the page's current block, with "
+                             "a note that it was not regenerated")
     parser.add_argument("--keep", default="",
                         help="comma-separated baselines whose rows the page's current block "
                              "shows and the folders read do not hold (the learned policy's, "
@@ -703,7 +724,7 @@ def main(argv: list[str] | None = None) -> int:
     if curve_files:
         curves = pd.concat([pd.read_parquet(f) for f in curve_files], ignore_index=True)
         curves_figure(curves, args.out / "learning_curves.png")
-        extra = ["### PPO learning curves", "", "![learning curves]"
+        extra = [f"### {CURVES}", "", "![learning curves]"
                  "(FIGDIR/learning_curves.png)", ""]
     if args.docs is not None and built:
         fig_dir = args.docs.parent / "figures" / "tasks"
@@ -718,8 +739,17 @@ def main(argv: list[str] | None = None) -> int:
         held = {str(b) for tab in built for b in tab.data["leaderboard"]["baseline"]}
         kept = kept_rows(args.docs.read_text(), [k for k in keep if k not in held],
                          default_arm()) if keep else {}
+        missing: list[str] = []
+        if args.keep_missing:
+            gone = [n for n in names if n not in {t.name for t in built}]
+            old = kept_sections(args.docs.read_text(), gone)
+            missing = [f"{old[n].rstrip()}\n\n_This task's section is kept from the previous "
+                       "version of this block: it was not flown again with the rest._\n"
+                       for n in gone if n in old]
+        if kept and not curve_files:  # the kept rows' learning curves: their figure stays
+            missing += list(kept_sections(args.docs.read_text(), [CURVES]).values())
         text = block(built, args.source or ", ".join(map(str, args.dirs)), rel,
-                     [e.replace("FIGDIR", rel) for e in extra], kept)
+                     [*missing, *(e.replace("FIGDIR", rel) for e in extra)], kept)
         from quadarm.analysis.report import update_readme
 
         if not update_readme(args.docs, text, START, END):

@@ -268,3 +268,13 @@ def test_rows_the_folders_do_not_hold_can_be_kept_from_the_page() -> None:
     again = tasks.kept_rows(text.join([tasks.START + "\n", "\n" + tasks.END]), ["ppo_residual"],
                             "prb12")
     assert again == kept
+
+
+def test_a_task_not_flown_again_keeps_its_section() -> None:
+    page = "\n".join(["x", tasks.START, "_old_", "", "### Tip push (`task_push`)", "",
+                      "| baseline |", "|---|", "| nominal |", "", "![task_push](f.png)", "",
+                      f"### {tasks.CURVES}", "", "![curves](c.png)", tasks.END, ""])
+    got = tasks.kept_sections(page, ["task_push", tasks.CURVES, "task_reach"])
+    assert list(got) == ["task_push", tasks.CURVES]
+    assert got["task_push"].startswith("### Tip push") and "| nominal |" in got["task_push"]
+    assert tasks.CURVES not in got["task_push"]
