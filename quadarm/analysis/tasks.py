@@ -579,14 +579,16 @@ def curves_figure(curves: pd.DataFrame, path: Path | str) -> Path:
 
 # --- the suite's document --------------------------------------------------------------------
 
-def kept_rows(page: str, baselines: Iterable[str], arm_name: str) -> dict[str, list[str]]:
+def kept_rows(page: str, baselines: Iterable[str] | None, arm_name: str,
+              arms: Iterable[str] | None = None) -> dict[str, list[str]]:
     """The leaderboard lines of ``baselines`` in the generated block of ``page`` (the text of
     docs/tasks.md), per task name (``(`task_...`)`` in its heading): rows whose results are
     not in the folders read (the learned policy's, whose Parquet files a run of the suite does
     not make), kept as the page shows them. A line of a block from before the arm column gets
-    ``arm_name`` in front."""
-    want = set(baselines)
-    if not want or START not in page or END not in page:
+    ``arm_name`` in front. ``baselines`` None: every baseline's; ``arms``: only the rows of
+    these arms."""
+    want = None if baselines is None else set(baselines)
+    if want == set() or START not in page or END not in page:
         return {}
     text = page.split(START, 1)[1].split(END, 1)[0]
     out: dict[str, list[str]] = {}
@@ -600,8 +602,10 @@ def kept_rows(page: str, baselines: Iterable[str], arm_name: str) -> dict[str, l
             header = False
         elif line.startswith("| ") and task:
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            name = cells[1] if header else cells[0]
-            if name in want:
+            name, arm_cell = (cells[1], cells[0]) if header else (cells[0], arm_name)
+            if set(cells) <= {"", "---", "---:"} or name == "baseline":
+                continue
+            if (want is None or name in want) and (arms is None or arm_cell in set(arms)):
                 out.setdefault(task, []).append(line if header else f"| {arm_name} {line}")
     return out
 
@@ -634,6 +638,7 @@ def block(tables: Iterable[Table], source: str, figure_dir: str,
         board = page_board(tab.data["leaderboard"])
         lines = kept.get(tab.name, [])
         note = ([f"_The last {len(lines)} row(s) ("
+                 + ", ".join(sorted({ln.split("|")[1].strip() for ln in lines})) + ": "
                  + ", ".join(sorted({ln.split("|")[2].strip() for ln in lines}))
                  + ") are kept from the previous version of this block: their results are "
                  "not among the folders read (not ranked with the rows above)._", ""]
@@ -746,6 +751,13 @@ def main(argv: list[str] | None = None) -> int:
             missing = [f"{old[n].rstrip()}\n\n_This task's section is kept from the previous "
                        "version of this block: it was not flown again with the rest._\n"
                        for n in gone if n in old]
+        if args.keep_missing:  # the default arm's rows of a task flown for other arms only
+            arm0, page = default_arm(), args.docs.read_text()
+            for tab in built:
+                if arm0 not in set(tab.data["leaderboard"]["arm"]):
+                    rows = kept_rows(page, None, arm0, [arm0]).get(tab.name, [])
+                    kept[tab.name] = [*rows, *(ln for ln in kept.get(tab.name, [])
+                                               if ln not in rows)]
         if kept and not curve_files:  # the kept rows' learning curves: their figure stays
             missing += list(kept_sections(args.docs.read_text(), [CURVES]).values())
         text = block(built, args.source or ", ".join(map(str, args.dirs)), rel,

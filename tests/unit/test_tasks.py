@@ -278,3 +278,12 @@ def test_a_task_not_flown_again_keeps_its_section() -> None:
     assert list(got) == ["task_push", tasks.CURVES]
     assert got["task_push"].startswith("### Tip push") and "| nominal |" in got["task_push"]
     assert tasks.CURVES not in got["task_push"]
+
+
+def test_a_task_flown_for_another_arm_keeps_the_default_arms_rows() -> None:
+    page = "\n".join(["x", tasks.START, "### Tip push (`task_push`)", "",
+                      "| baseline | sensing |", "|---|---|", "| nominal | exact |",
+                      "| ppo_residual | exact |", tasks.END, ""])
+    assert tasks.kept_rows(page, None, "prb12", ["prb12"]) == {
+        "task_push": ["| prb12 | nominal | exact |", "| prb12 | ppo_residual | exact |"]}
+    assert tasks.kept_rows(page, None, "prb12", ["other"]) == {}
