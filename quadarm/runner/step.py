@@ -165,8 +165,9 @@ class Carry(NamedTuple):
     weight: np.ndarray  # (nsim,) float, N: the payload's weight m g told to the law while the
     #                     grasp weld holds it (0: off)
     weld: np.ndarray  # (nsim,) int64: the grasp weld's equality id (-1: none)
-    body: np.ndarray  # (nsim,) int64: the payload's body id (-1: none)
-    vehicle: np.ndarray  # (nsim,) int64: the vehicle's body id (its centre of mass: the law's c)
+    adr: np.ndarray  # (nsim,) int64: the payload's free joint's qpos address (-1: none)
+    ipos: np.ndarray  # (nsim, 3) float, m, body frame: the vehicle's centre of mass c from
+    #                   the free joint's origin (MjModel.body_ipos)
 
 
 class Params(NamedTuple):
@@ -369,11 +370,14 @@ def carry_term(p: Params, s: State, i: int, prm: Any, qpos: Any) -> None:
     law reads (the attitude R)."""
     cr = p.carry
     w = cr.weight[i] if s.data.eq_active[i, cr.weld[i]] != 0 else 0.0
-    xp, c = s.data.xipos[i, cr.body[i]], s.data.xipos[i, cr.vehicle[i]]
-    rx, ry = xp[0] - c[0], xp[1] - c[1]
-    mx, my = -w * ry, w * rx  # world moment of the weight (0, 0, -w) at x_p about c
     r00, r01, r02, r10, r11, r12, r20, r21, r22 = arm_control.quat_mat(
         qpos[3], qpos[4], qpos[5], qpos[6])
+    # Both points from the state (qpos), not from the kinematics, which a loop may have
+    # computed for the state before: c = x + R c_B, x_p the payload's free joint.
+    b, xp, a = cr.ipos[i], s.data.qpos[i], cr.adr[i]
+    rx = xp[a] - (qpos[0] + r00 * b[0] + r01 * b[1] + r02 * b[2])
+    ry = xp[a + 1] - (qpos[1] + r10 * b[0] + r11 * b[1] + r12 * b[2])
+    mx, my = -w * ry, w * rx  # world moment of the weight (0, 0, -w) at x_p about c
     tx = -(r00 * mx + r10 * my)  # -R^T M: the torque that cancels it, in the body frame
     ty = -(r01 * mx + r11 * my)
     tz = -(r02 * mx + r12 * my)
@@ -696,8 +700,8 @@ def _law(preps: Sequence[Prepared], big: int, held: bool, compiled: bool) -> Law
 
 
 def _carry(preps: Sequence[Prepared], held: bool) -> Carry:
-    """The :class:`Carry` of ``preps``: the payload's weight m g (N, ``Task.carried``), body
-    and grasp weld and the vehicle's body where
+    """The :class:`Carry` of ``preps``: the payload's weight m g (N, ``Task.carried``), its
+    grasp weld and qpos address, and the vehicle's centre of mass in its frame where
     ``scenario.weight_feedforward`` is on, the model has the grasp weld and the arm's
     feed-forward does not already measure it (``control.feedforward=wrench``: the flange
     sensor reports the payload's pull with the arm's)."""
@@ -705,16 +709,16 @@ def _carry(preps: Sequence[Prepared], held: bool) -> Carry:
 
     ns = len(preps)
     weight = np.zeros(ns)
-    weld, body = np.full(ns, -1, dtype=np.int64), np.full(ns, -1, dtype=np.int64)
-    vehicle = np.array([p.built.quad_body for p in preps], dtype=np.int64)
+    weld, adr = np.full(ns, -1, dtype=np.int64), np.full(ns, -1, dtype=np.int64)
+    ipos = np.array([p.built.model.body_ipos[p.built.quad_body] for p in preps], dtype=float)
     for r, p in enumerate(preps):
         mass = p.task.carried(p.cfg)
         if held or mass <= 0.0 or p.cfg.control.feedforward == "wrench":
             continue
         pl = Payload.of(p.built.model)
         weight[r] = mass * float(np.linalg.norm(p.cfg.sim.gravity))
-        weld[r], body[r] = pl.weld, pl.body
-    return Carry(weight=weight, weld=weld, body=body, vehicle=vehicle)
+        weld[r], adr[r] = pl.weld, pl.qpos_adr
+    return Carry(weight=weight, weld=weld, adr=adr, ipos=ipos)
 
 
 def _tendon(preps: Sequence[Prepared], big: int) -> Tendon:
