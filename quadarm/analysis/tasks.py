@@ -13,7 +13,14 @@ equal the trial's (:func:`baseline_specs`, :func:`baseline`), ``custom`` when no
 results table may also carry its own ``baseline`` column (the learned policy's rows,
 :mod:`quadarm.learn`), which wins.
 
-Leaderboard row (per baseline x sensing preset): the trials, how many succeeded, the ranking
+A trial's arm is read the same way: the ``conf/arm/*.yaml`` whose every key (``arm.*``, its
+defaults list's schema aside) equals the trial's (:func:`arm_specs`, :func:`arm`), a key the
+results lack reading as the default arm's (results from before the key existed flew it), ``custom``
+when none matches. Every leaderboard row is one arm's, and the arm is its first column, so that
+two arms' rows (``make tasks ARM=...``, one run per arm) never read as one; the rows of each arm
+stay together, in the order the arms first appear, each arm's ranked as below.
+
+Leaderboard row (per arm x baseline x sensing preset): the trials, how many succeeded, the ranking
 metric's mean and worst over the draw, and the means of the also-reported metrics. A diverged
 or failed trial counts as a failure and has no metrics. A trial without a value of a metric
 (it diverged, or never reached what the metric times: a recovery that never came back within
@@ -308,6 +315,83 @@ def baseline(runs: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]] | None =
     return pd.Series(out, index=runs.index, dtype=object)
 
 
+def _yaml(path: Path) -> dict[str, Any]:
+    node = OmegaConf.to_container(OmegaConf.load(path))
+    assert isinstance(node, dict)
+    return {str(k): v for k, v in node.items()}
+
+
+def arm_specs(conf_dir: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """Every ``conf/arm/<name>.yaml`` as the dotted ``arm.*`` keys it sets (a list of
+    sections is one key, compared whole). Read as YAML; nothing is composed."""
+    if conf_dir is None:
+        from quadarm.config import CONF_DIR
+
+        conf_dir = CONF_DIR
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((Path(conf_dir) / "arm").glob("*.yaml")):
+        out[path.stem] = _flat(_yaml(path), "arm.")
+    return out
+
+
+def default_arm(conf_dir: Path | str | None = None) -> str:
+    """The arm of ``conf/config.yaml``'s defaults list (the one a trial without ``arm=``
+    flies)."""
+    if conf_dir is None:
+        from quadarm.config import CONF_DIR
+
+        conf_dir = CONF_DIR
+    for entry in _yaml(Path(conf_dir) / "config.yaml").get("defaults", []):
+        if isinstance(entry, dict) and "arm" in entry:
+            return str(entry["arm"])
+    return CUSTOM
+
+
+def _same_deep(cell: Any, want: Any) -> bool:
+    """A results cell (lists and mappings as JSON text) equal to a YAML value (a mapping: in
+    the keys the YAML sets), floats to 1e-12 relative."""
+    if isinstance(cell, str) and isinstance(want, list | dict):
+        try:
+            cell = json.loads(cell)
+        except ValueError:
+            return False
+    if isinstance(want, dict):
+        # The keys the file sets (the results also hold the schema's defaults of the rest).
+        return (isinstance(cell, Mapping)
+                and all(k in cell and _same_deep(cell[k], v) for k, v in want.items()))
+    if isinstance(want, list):
+        if isinstance(cell, np.ndarray):
+            cell = cell.tolist()
+        return (isinstance(cell, list | tuple) and len(cell) == len(want)
+                and all(_same_deep(c, w) for c, w in zip(cell, want, strict=True)))
+    if want is None:
+        return cell is None or (isinstance(cell, float) and math.isnan(cell))
+    return _same(cell, want)
+
+
+def _cell(row: pd.Series, key: str) -> Any:
+    """A results row's value of ``key``; None where the column or the cell is missing."""
+    v = row[key] if key in row else None
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def arm(runs: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]] | None = None,
+        default: str | None = None) -> pd.Series:
+    """Each trial's arm name: the ``conf/arm`` file whose every key it matches (a key the
+    results lack reads as the ``default`` arm's), else :data:`CUSTOM`."""
+    specs = arm_specs() if specs is None else specs
+    default = default_arm() if default is None else default
+    base = specs.get(default, {})
+    out = []
+    for _, row in runs.iterrows():
+        cells = {k: _cell(row, k) for k in {k for keys in specs.values() for k in keys}}
+        if all(v is None for v in cells.values()):  # results from before the arm keys
+            cells = {k: base.get(k) if v is None else v for k, v in cells.items()}
+        out.append(next((n for n, keys in specs.items()
+                         if all(_same_deep(cells[k], v) for k, v in keys.items())), CUSTOM))
+    return pd.Series(out, index=runs.index, dtype=object)
+
+
 # Keys a results table may lack (it predates them): their defaults.
 _DEFAULTS: dict[str, Any] = {"control.feedforward": "none", "control.tendon_damping": 0.0,
                              "control.tendon_bias": 0.0, "control.tip_gain": 0.0,
@@ -317,8 +401,9 @@ _DEFAULTS: dict[str, Any] = {"control.feedforward": "none", "control.tendon_damp
 # --- leaderboards ----------------------------------------------------------------------------
 
 def per_trial(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
-              specs: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
-    """One row per trial of the task: baseline, sensing, case, status, success and every
+              specs: Mapping[str, Mapping[str, Any]] | None = None,
+              arms: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """One row per trial of the task: arm, baseline, sensing, case, status, success and every
     metric of the leaderboard. ValueError when the frames hold none of its trials."""
     if runs.empty or "scenario" not in runs:
         raise ValueError(f"no {spec.name} trials (scenario={spec.scenario})")
@@ -347,10 +432,12 @@ def per_trial(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
     out.insert(0, "case", spec.case(sel).values)
     out.insert(0, "sensing", column(sel, "sensing.preset", "exact").fillna("exact").values)
     out.insert(0, "baseline", baseline(sel, specs).values)
+    out.insert(0, "arm", arm(sel, arms).values)
     out.insert(0, "run_id", sel["run_id"].values)
     return out
 
 
+CURVES = "PPO learning curves"  # the heading of the learning curves' section
 NEVER = " never"  # suffix of a leaderboard's count of trials without a metric's value
 
 
@@ -365,14 +452,18 @@ def _summary(v: pd.Series) -> tuple[float, float, int]:
 
 
 def leaderboard(spec: TaskSpec, trials: pd.DataFrame) -> pd.DataFrame:
-    """One row per (baseline, sensing): trials, successes, success rate, the metric's mean
-    and worst and its count of trials without a value (``<metric> never``), the
-    also-reported metrics' means and counts; best first (see the module docstring)."""
+    """One row per (arm, baseline, sensing): trials, successes, success rate, the metric's
+    mean and worst and its count of trials without a value (``<metric> never``), the
+    also-reported metrics' means and counts; each arm's rows together (in the order the arms
+    first appear), best first (see the module docstring)."""
     m = spec.metric.label
+    if "arm" not in trials:
+        trials = trials.assign(arm=CUSTOM)
     rows = []
-    for (base, sensing), g in trials.groupby(["baseline", "sensing"], sort=False):
+    for (arm_name, base, sensing), g in trials.groupby(["arm", "baseline", "sensing"],
+                                                         sort=False):
         mean, worst, never = _summary(g[m].astype(float))
-        row = {"baseline": base, "sensing": sensing, "trials": len(g),
+        row = {"arm": arm_name, "baseline": base, "sensing": sensing, "trials": len(g),
                "ok": int((g["status"] == "ok").sum()), "success": int(g["success"].sum()),
                "success rate": float(g["success"].mean()),
                f"{m} mean": mean, f"{m} worst": worst}
@@ -387,34 +478,39 @@ def leaderboard(spec: TaskSpec, trials: pd.DataFrame) -> pd.DataFrame:
         rows.append(row)
     board = pd.DataFrame(rows)
     board["_rate"] = -board["success rate"]
+    order = {a: i for i, a in enumerate(dict.fromkeys(trials["arm"]))}
+    board["_arm"] = board["arm"].map(order)
     by = ["_rate", f"{m}{NEVER}", "_reached"] if spec.rank_by_success else \
         [f"{m}{NEVER}", "_reached", "_rate"]
-    board = board.sort_values(by, kind="stable")
-    return board.drop(columns=["_rate", "_reached"]).reset_index(drop=True)
+    board = board.sort_values(["_arm", *by], kind="stable")
+    return board.drop(columns=["_rate", "_reached", "_arm"]).reset_index(drop=True)
 
 
 def table(name: str, runs: pd.DataFrame, metrics: pd.DataFrame,
-          specs: Mapping[str, Mapping[str, Any]] | None = None) -> Table:
+          specs: Mapping[str, Mapping[str, Any]] | None = None,
+          arms: Mapping[str, Mapping[str, Any]] | None = None) -> Table:
     """The task's :class:`Table`: ``leaderboard`` and ``trials`` sections. A leaderboard row
-    is (baseline, sensing preset) over the draw's cases: trials that differ in any other config
-    key inside one case are split by setup (:mod:`quadarm.analysis.pooling`), one leaderboard
-    per setup."""
+    is (arm, baseline, sensing preset) over the draw's cases: trials that differ in any other
+    config key inside one case are split by setup (:mod:`quadarm.analysis.pooling`), one
+    leaderboard per setup."""
     spec = TASKS[name]
     specs = baseline_specs() if specs is None else specs
+    arms = arm_specs() if arms is None else arms
 
     def row(sel: pd.DataFrame) -> pd.Series:
-        return (baseline(sel, specs) + "|"
+        return (arm(sel, arms) + "|" + baseline(sel, specs) + "|"
                 + column(sel, "sensing.preset", "exact").fillna("exact").astype(str) + "|"
                 + spec.case(sel).astype(str))
 
-    return pooling.build(name, lambda r, m: _table(spec, r, m, specs), Grouping(by=row),
+    return pooling.build(name, lambda r, m: _table(spec, r, m, specs, arms), Grouping(by=row),
                          runs, metrics)
 
 
 def _table(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
-           specs: Mapping[str, Mapping[str, Any]]) -> Table:
+           specs: Mapping[str, Mapping[str, Any]],
+           arms: Mapping[str, Mapping[str, Any]] | None = None) -> Table:
     name = spec.name
-    trials = per_trial(spec, runs, metrics, specs)
+    trials = per_trial(spec, runs, metrics, specs, arms)
     board = leaderboard(spec, trials)
     cases = trials["case"].nunique()
     rank = ("success rate, then " if spec.rank_by_success else "") + spec.metric.label
@@ -431,8 +527,10 @@ def figure(tab: Table, path: Path | str) -> Path:
     """The ranking metric's mean per baseline (bars; exact and realistic side by side, the
     worst case as a tick) with the success rate above each bar."""
     spec = TASKS[tab.name]
-    board = tab.data["leaderboard"]
+    board = tab.data["leaderboard"].copy()
     m = spec.metric.label
+    if "arm" in board and board["arm"].nunique() > 1:  # one bar group per arm and baseline
+        board["baseline"] = board["arm"].astype(str) + "\n" + board["baseline"].astype(str)
     bases = list(dict.fromkeys(board["baseline"]))
     presets = list(dict.fromkeys(board["sensing"]))
     fig = Figure(figsize=(max(6.0, 1.1 * len(bases) + 2), 3.6), layout="constrained")
@@ -481,15 +579,72 @@ def curves_figure(curves: pd.DataFrame, path: Path | str) -> Path:
 
 # --- the suite's document --------------------------------------------------------------------
 
+def kept_rows(page: str, baselines: Iterable[str] | None, arm_name: str,
+              arms: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """The leaderboard lines of ``baselines`` in the generated block of ``page`` (the text of
+    docs/tasks.md), per task name (``(`task_...`)`` in its heading): rows whose results are
+    not in the folders read (the learned policy's, whose Parquet files a run of the suite does
+    not make), kept as the page shows them. A line of a block from before the arm column gets
+    ``arm_name`` in front. ``baselines`` None: every baseline's; ``arms``: only the rows of
+    these arms."""
+    want = None if baselines is None else set(baselines)
+    if want == set() or START not in page or END not in page:
+        return {}
+    text = page.split(START, 1)[1].split(END, 1)[0]
+    out: dict[str, list[str]] = {}
+    task, header = "", False
+    for line in text.splitlines():
+        if line.startswith("### ") and "(`" in line:
+            task, header = line.rsplit("(`", 1)[1].split("`)")[0], False
+        elif line.startswith("| arm |"):
+            header = True
+        elif line.startswith("| baseline |"):
+            header = False
+        elif line.startswith("| ") and task:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            name, arm_cell = (cells[1], cells[0]) if header else (cells[0], arm_name)
+            if set(cells) <= {"", "---", "---:"} or name == "baseline":
+                continue
+            if (want is None or name in want) and (arms is None or arm_cell in set(arms)):
+                out.setdefault(task, []).append(line if header else f"| {arm_name} {line}")
+    return out
+
+
+def kept_sections(page: str, names: Iterable[str]) -> dict[str, str]:
+    """The sections (heading to the next) of tasks ``names`` (or of headings, for a section
+    of no task) in the generated block of ``page`` (the text of docs/tasks.md), as the page
+    shows them."""
+    if START not in page or END not in page:
+        return {}
+    text = page.split(START, 1)[1].split(END, 1)[0]
+    out: dict[str, str] = {}
+    for part in text.split("\n### ")[1:]:
+        head = part.split("\n", 1)[0]
+        name = head.rsplit("(`", 1)[1].split("`)")[0] if "(`" in head else head.strip()
+        if name in set(names):
+            out[name] = "### " + part.rstrip() + "\n"
+    return out
+
+
 def block(tables: Iterable[Table], source: str, figure_dir: str,
-          extra: Iterable[str] = ()) -> str:
-    """The generated part of docs/tasks.md: one leaderboard per task, its figure, its note."""
+          extra: Iterable[str] = (), kept: Mapping[str, list[str]] | None = None) -> str:
+    """The generated part of docs/tasks.md: one leaderboard per task, its figure, its note;
+    ``kept``: lines carried into a task's leaderboard from the previous block
+    (:func:`kept_rows`), after its rows, with a note saying so."""
+    kept = kept or {}
     parts = [f"_Generated by `python -m quadarm.analysis.tasks` from the Parquet files of "
              f"{source}._", ""]
     for tab in tables:
         board = page_board(tab.data["leaderboard"])
+        lines = kept.get(tab.name, [])
+        note = ([f"_The last {len(lines)} row(s) ("
+                 + ", ".join(sorted({ln.split("|")[1].strip() for ln in lines})) + ": "
+                 + ", ".join(sorted({ln.split("|")[2].strip() for ln in lines}))
+                 + ") are kept from the previous version of this block: their results are "
+                 "not among the folders read (not ranked with the rows above)._", ""]
+                if lines else [])
         parts += [f"### {tab.title} (`{tab.name}`)", "", *(f"_{n}_" for n in tab.notes), "",
-                  markdown_table(board), "",
+                  *note, markdown_table(board).rstrip("\n"), *lines, "",
                   *(f"![{tab.name}]({figure_dir}/{path.name})" for _, path
                     in per_setup(tab, Path(f"{tab.name}.png"))), ""]
     parts += list(extra)
@@ -535,6 +690,15 @@ def main(argv: list[str] | None = None) -> int:
                              "and copy the figures next to it (figures/tasks/)")
     parser.add_argument("--source", default=None,
                         help="how the results were made, for the page's note")
+    parser.add_argument("--keep-missing", action="store_true",
+                        help="with --docs: a task of --tasks whose trials are not among the "
+                             "folders read keeps its section of the page's current block, with "
+                             "a note that it was not regenerated")
+    parser.add_argument("--keep", default="",
+                        help="comma-separated baselines whose rows the page's current block "
+                             "shows and the folders read do not hold (the learned policy's, "
+                             "when its runs are not among them): kept as they are, after each "
+                             "task's rows, with a note (with --docs)")
     args = parser.parse_args(argv)
     names = args.tasks.split(",") if args.tasks else list(TASKS)
     unknown = [n for n in names if n not in TASKS]
@@ -546,11 +710,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"quadarm.analysis.tasks: error: {err}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    specs = baseline_specs()
+    specs, arms = baseline_specs(), arm_specs()
     built: list[Table] = []
     for name in names:
         try:
-            tab = table(name, runs, metrics, specs)
+            tab = table(name, runs, metrics, specs, arms)
         except ValueError as err:
             print(f"{name}: skipped ({err})")
             continue
@@ -565,7 +729,7 @@ def main(argv: list[str] | None = None) -> int:
     if curve_files:
         curves = pd.concat([pd.read_parquet(f) for f in curve_files], ignore_index=True)
         curves_figure(curves, args.out / "learning_curves.png")
-        extra = ["### PPO learning curves", "", "![learning curves]"
+        extra = [f"### {CURVES}", "", "![learning curves]"
                  "(FIGDIR/learning_curves.png)", ""]
     if args.docs is not None and built:
         fig_dir = args.docs.parent / "figures" / "tasks"
@@ -576,8 +740,28 @@ def main(argv: list[str] | None = None) -> int:
         if curve_files:
             shutil.copyfile(args.out / "learning_curves.png", fig_dir / "learning_curves.png")
         rel = "figures/tasks"
+        keep = [k for k in args.keep.split(",") if k]
+        held = {str(b) for tab in built for b in tab.data["leaderboard"]["baseline"]}
+        kept = kept_rows(args.docs.read_text(), [k for k in keep if k not in held],
+                         default_arm()) if keep else {}
+        missing: list[str] = []
+        if args.keep_missing:
+            gone = [n for n in names if n not in {t.name for t in built}]
+            old = kept_sections(args.docs.read_text(), gone)
+            missing = [f"{old[n].rstrip()}\n\n_This task's section is kept from the previous "
+                       "version of this block: it was not flown again with the rest._\n"
+                       for n in gone if n in old]
+        if args.keep_missing:  # the default arm's rows of a task flown for other arms only
+            arm0, page = default_arm(), args.docs.read_text()
+            for tab in built:
+                if arm0 not in set(tab.data["leaderboard"]["arm"]):
+                    rows = kept_rows(page, None, arm0, [arm0]).get(tab.name, [])
+                    kept[tab.name] = [*rows, *(ln for ln in kept.get(tab.name, [])
+                                               if ln not in rows)]
+        if kept and not curve_files:  # the kept rows' learning curves: their figure stays
+            missing += list(kept_sections(args.docs.read_text(), [CURVES]).values())
         text = block(built, args.source or ", ".join(map(str, args.dirs)), rel,
-                     [e.replace("FIGDIR", rel) for e in extra])
+                     [*missing, *(e.replace("FIGDIR", rel) for e in extra)], kept)
         from quadarm.analysis.report import update_readme
 
         if not update_readme(args.docs, text, START, END):
@@ -588,8 +772,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["NEVER", "TASKS", "TaskSpec", "baseline", "baseline_specs", "figure", "leaderboard",
-           "main", "page_board", "per_trial", "table"]
+__all__ = ["NEVER", "TASKS", "TaskSpec", "arm", "arm_specs", "baseline", "baseline_specs",
+           "default_arm", "figure", "leaderboard", "main", "page_board", "per_trial", "table"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -15,7 +15,8 @@ this order at sample k of simulation i, each one a function of its own:
    the sample (into ``State.contact``);
 2. the arm-aware feed-forward (``control.feedforward``, ``feedforward``:
    :func:`quadarm.control.arm.feedforward`) writes the feed-forward slots of the law's live
-   parameter row (``State.law.prm``);
+   parameter row (``State.law.prm``); then, in the payload tasks, the weight feed-forward
+   (``scenario.weight_feedforward``, :func:`carry_term`) adds the held payload's weight;
 3. with ``control.tip_gain``, the tip feedback (:func:`tip_term`: ``tip_feedback``, or with
    ``control.tip_bend`` ``tip_bend_feedback``) corrects the hub's reference; then the control
    law (:func:`quadarm.control.geometric.law`) writes the rotor commands;
@@ -158,6 +159,18 @@ class TipState(NamedTuple):
     #                        tendon commands
 
 
+class Carry(NamedTuple):
+    """The weight feed-forward of the payload tasks (``Params.carry``,
+    ``scenario.weight_feedforward``, :func:`carry_term`)."""
+
+    weight: np.ndarray  # (nsim,) float, N: the payload's weight m g told to the law while the
+    #                     grasp weld holds it (0: off)
+    weld: np.ndarray  # (nsim,) int64: the grasp weld's equality id (-1: none)
+    adr: np.ndarray  # (nsim,) int64: the payload's free joint's qpos address (-1: none)
+    ipos: np.ndarray  # (nsim, 3) float, m, body frame: the vehicle's centre of mass c from
+    #                   the free joint's origin (MjModel.body_ipos)
+
+
 class Params(NamedTuple):
     """What a batch of nsim trials' configs and plans fix (one trial: nsim = 1), written once
     before the first step and only read in flight (what changes per step is in
@@ -179,6 +192,7 @@ class Params(NamedTuple):
     tip: Tip  # the tip feedback (this module)
     sn: sensing.Sense  # the sensing term (quadarm.runner.sense; inert for exact)
     servo: servo_setup.Servo  # the servo model (quadarm.runner.servo; inert without arm.servo)
+    carry: Carry  # the payload tasks' weight feed-forward (this module)
 
 
 class Data(NamedTuple):
@@ -199,6 +213,8 @@ class Data(NamedTuple):
     sensordata: np.ndarray  # (nsim, nsensordata)
     actuator_force: np.ndarray  # (nsim, nu) N
     xfrc_applied: np.ndarray  # (nsim, nbody, 6) N, N m
+    eq_active: np.ndarray  # (nsim, neq) uint8: the equality constraints switched on (the
+    #                        payload's welds, which the scenario's events switch)
     wind: np.ndarray  # (nsim, 3) m/s: opt.wind
 
 
@@ -344,6 +360,42 @@ def tip_term(k: int, p: Params, s: State, i: int, ref: Any) -> None:
 
 
 @jit.inline
+def carry_term(p: Params, s: State, i: int, prm: Any, qpos: Any) -> None:
+    """``scenario.weight_feedforward``: while the grasp weld holds the payload (the task's
+    grasp, capture and release events switch it), its quasi-static weight is fed forward
+    into the live parameter row ``prm``: the force m g along world +z (slot ``FF_FZ``), so
+    that the thrust rises by m g at the grasp and falls back at the release, and the torque
+    (N m, body, slots ``FF_T*``) that cancels the weight's moment (x_p - c) x (-m g z) about
+    the vehicle's centre of mass c (x_p: the payload's centre), so that the hub stays level
+    when the arm holds it off to the side; instead of the position loop finding the weight
+    from the hub's sag and drift. After the arm's feed-forward (which rewrites the slots every
+    step when it is on) it adds to it; alone it owns the slots. ``qpos`` (>= 7,): the state the
+    law reads (the attitude R)."""
+    cr = p.carry
+    w = cr.weight[i] if s.data.eq_active[i, cr.weld[i]] != 0 else 0.0
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = arm_control.quat_mat(
+        qpos[3], qpos[4], qpos[5], qpos[6])
+    # Both points from the state (qpos), not from the kinematics, which a loop may have
+    # computed for the state before: c = x + R c_B, x_p the payload's free joint.
+    b, xp, a = cr.ipos[i], s.data.qpos[i], cr.adr[i]
+    rx = xp[a] - (qpos[0] + r00 * b[0] + r01 * b[1] + r02 * b[2])
+    ry = xp[a + 1] - (qpos[1] + r10 * b[0] + r11 * b[1] + r12 * b[2])
+    mx, my = -w * ry, w * rx  # world moment of the weight (0, 0, -w) at x_p about c
+    tx = -(r00 * mx + r10 * my)  # -R^T M: the torque that cancels it, in the body frame
+    ty = -(r01 * mx + r11 * my)
+    tz = -(r02 * mx + r12 * my)
+    if p.arm.ffp[i, arm_control.F_MODE] != 0.0:
+        prm[geometric.FF_FZ] = prm[geometric.FF_FZ] + w
+        prm[geometric.FF_TX] = prm[geometric.FF_TX] + tx
+        prm[geometric.FF_TY] = prm[geometric.FF_TY] + ty
+        prm[geometric.FF_TZ] = prm[geometric.FF_TZ] + tz
+    else:
+        prm[geometric.FF_ON] = 1.0
+        prm[geometric.FF_FZ] = w
+        prm[geometric.FF_TX], prm[geometric.FF_TY], prm[geometric.FF_TZ] = tx, ty, tz
+
+
+@jit.inline
 def sense(k: int, p: Params, s: State, lg: Log, i: int) -> None:
     """The sensing term of sample k (:func:`quadarm.runner.sense.sense_term`): the sensors
     and estimators, their estimates into ``s.ss`` and, when logging, into ``lg.est``. The
@@ -379,6 +431,8 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
             feedforward(prm, qpos, a_d, arm.ffp[i], arm.chain[i], arm_s.work[i], arm_s.s3[i],
                         arm.sites[i], sensordata, d.site_xmat[i], d.site_xpos[i],
                         d.xipos[i], d.actuator_force[i], p.tendon.actuators)
+        if p.carry.weight[i] != 0.0:
+            carry_term(p, s, i, prm, qpos)
         ref = ref_p
         if p.tip.gain_dt[i] != 0.0:
             tip_term(k, p, s, i, ref_p)
@@ -624,7 +678,8 @@ def params(preps: Sequence[Prepared], mode: int = FLY, record: bool = True,
                   tip_site=int(b0.tip_site), law=_law(preps, big, held, compiled),
                   tendon=_tendon(preps, big), arm=arm_aware.records(preps, held), air=air,
                   contact=contact.records(preps, held), tip=_tip(preps, big, held),
-                  sn=sensing.records(preps, held), servo=servo_setup.records(preps)), airs
+                  sn=sensing.records(preps, held), servo=servo_setup.records(preps),
+                  carry=_carry(preps, held)), airs
 
 
 def _law(preps: Sequence[Prepared], big: int, held: bool, compiled: bool) -> Law:
@@ -645,6 +700,28 @@ def _law(preps: Sequence[Prepared], big: int, held: bool, compiled: bool) -> Law
         return Law(prm=prm.tolist(), mix=mix.tolist(), rotors=rotors, ref_p=ref_p.tolist(),
                    ref_v=ref_v.tolist(), ref_a=ref_a.tolist())
     return Law(prm=prm, mix=mix, rotors=rotors, ref_p=ref_p, ref_v=ref_v, ref_a=ref_a)
+
+
+def _carry(preps: Sequence[Prepared], held: bool) -> Carry:
+    """The :class:`Carry` of ``preps``: the payload's weight m g (N, ``Task.carried``), its
+    grasp weld and qpos address, and the vehicle's centre of mass in its frame where
+    ``scenario.weight_feedforward`` is on, the model has the grasp weld and the arm's
+    feed-forward does not already measure it (``control.feedforward=wrench``: the flange
+    sensor reports the payload's pull with the arm's)."""
+    from quadarm.model.payload import Payload
+
+    ns = len(preps)
+    weight = np.zeros(ns)
+    weld, adr = np.full(ns, -1, dtype=np.int64), np.full(ns, -1, dtype=np.int64)
+    ipos = np.array([p.built.model.body_ipos[p.built.quad_body] for p in preps], dtype=float)
+    for r, p in enumerate(preps):
+        mass = p.task.carried(p.cfg)
+        if held or mass <= 0.0 or p.cfg.control.feedforward == "wrench":
+            continue
+        pl = Payload.of(p.built.model)
+        weight[r] = mass * float(np.linalg.norm(p.cfg.sim.gravity))
+        weld[r], adr[r] = pl.weld, pl.qpos_adr
+    return Carry(weight=weight, weld=weld, adr=adr, ipos=ipos)
 
 
 def _tendon(preps: Sequence[Prepared], big: int) -> Tendon:

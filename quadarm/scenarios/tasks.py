@@ -143,6 +143,12 @@ class Task:
         """What to fly (the module's ``plan``)."""
         return self.module.plan(cfg, built)
 
+    def carried(self, cfg: Config) -> float:
+        """The mass (kg) of the payload the tip holds while the grasp weld is on, told to the
+        hub's controller (the weight feed-forward, :func:`quadarm.runner.step.carry_term`);
+        0 when the scenario carries none or does not tell (``scenario.weight_feedforward``)."""
+        return 0.0
+
     # -- between the steps ------------------------------------------------------------------
 
     def edges(self, plan: Plan) -> set[int]:
@@ -197,6 +203,10 @@ class Payload(Task):
         sc = cfg.scenario
         return {"payload": (sc.payload_mass, sc.payload_radius)}
 
+    def carried(self, cfg: Config) -> float:
+        sc = cfg.scenario
+        return float(sc.payload_mass) if sc.weight_feedforward else 0.0
+
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.payload import check
 
@@ -233,6 +243,10 @@ class PickPlace(Task):
 
     weld: bool = True
     trial: tuple[str, ...] = ("world=pedestal",)
+
+    def carried(self, cfg: Config) -> float:
+        pl = cfg.world.payload
+        return float(pl.mass) if cfg.scenario.weight_feedforward and pl is not None else 0.0
 
     def check(self, cfg: Config, build: Callable[[], BuiltModel]) -> None:
         from quadarm.scenarios.pick_place import check

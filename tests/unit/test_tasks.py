@@ -210,3 +210,80 @@ def test_an_also_reported_metric_counts_its_trials_without_a_value() -> None:
     assert board.loc[0, "dip [cm] mean"] == pytest.approx(3.5)
     assert board.loc[0, "dip [cm] never"] == 0
     assert "| 3.50 | 4.00 | n/a (1 of 2 never) |" in tasks.block([tab], "a test", "f")
+
+
+@pytest.mark.parametrize("name", ["prb12", "ftdcr_v4_calibrated"])
+def test_an_arm_is_named_by_its_columns(name: str) -> None:
+    runs = _runs_row(["scenario=reach", f"arm={name}"])
+    assert tasks.arm(runs).tolist() == [name]
+
+
+def test_results_without_arm_columns_are_the_default_arm() -> None:
+    assert tasks.arm(pd.DataFrame([{"run_id": "x"}])).tolist() == [tasks.default_arm()]
+
+
+def test_two_arms_rows_never_read_as_one() -> None:
+    """The same baseline flown with two arms: two rows, each naming its arm, each arm's rows
+    together (ranked within the arm), the arm first on the page."""
+    runs, metrics = _trial_frame()
+    v4 = runs.copy()
+    v4["run_id"] = v4["run_id"] + "_v4"
+    runs["arm.segments"], v4["arm.sections"] = 12, "[]"
+    both = pd.concat([runs, v4], ignore_index=True)
+    m4 = metrics.copy()
+    m4["run_id"] = m4["run_id"] + "_v4"
+    m4.loc[m4["metric"] == "tip_err_cm", "value"] *= 0.1  # the other arm does better
+    arms = {"prb12": {"arm.segments": 12}, "v4": {"arm.sections": []}}
+    tab = tasks.table("task_reach", both, pd.concat([metrics, m4], ignore_index=True),
+                      specs={}, arms=arms)
+    board = tab.data["leaderboard"]
+    assert list(board.columns[:3]) == ["arm", "baseline", "sensing"]
+    assert list(zip(board["arm"], board["baseline"], strict=True)) == [
+        ("prb12", "nominal"), ("prb12", "tip_feedback"), ("v4", "nominal"),
+        ("v4", "tip_feedback")]
+    assert board["trials"].tolist() == [2, 3, 2, 3]
+    assert "| prb12 | nominal | exact | 2 | 2 | 2 | 100% |" in tasks.block([tab], "a test",
+                                                                          "figures/tasks")
+
+
+def test_rows_the_folders_do_not_hold_can_be_kept_from_the_page() -> None:
+    """``--keep ppo_residual``: the learned rows of the page's block (their Parquet files are
+    not stored) are carried into the regenerated block, under their task, with a note."""
+    page = "\n".join([
+        "intro", tasks.START, "_old_", "", "### Reach 16 targets (`task_reach`)", "",
+        "| baseline | sensing | trials |", "|---|---|---:|", "| nominal | exact | 16 |",
+        "| ppo_residual | exact | 16 |", "", "### Tip push (`task_push`)", "",
+        "| baseline | sensing | trials |", "|---|---|---:|", "| nominal | exact | 2 |",
+        tasks.END, ""])
+    kept = tasks.kept_rows(page, ["ppo_residual"], "prb12")
+    assert kept == {"task_reach": ["| prb12 | ppo_residual | exact | 16 |"]}
+    runs, metrics = _trial_frame()
+    tab = tasks.table("task_reach", runs, metrics, specs={})
+    text = tasks.block([tab], "a test", "figures/tasks", kept=kept)
+    lines = text.splitlines()
+    i = lines.index("| prb12 | ppo_residual | exact | 16 |")
+    assert lines[i - 1].startswith("| prb12 | tip_feedback")  # after the regenerated rows
+    assert "kept from the previous version of this block" in text
+    # a block that already has the arm column keeps the line as it is
+    again = tasks.kept_rows(text.join([tasks.START + "\n", "\n" + tasks.END]), ["ppo_residual"],
+                            "prb12")
+    assert again == kept
+
+
+def test_a_task_not_flown_again_keeps_its_section() -> None:
+    page = "\n".join(["x", tasks.START, "_old_", "", "### Tip push (`task_push`)", "",
+                      "| baseline |", "|---|", "| nominal |", "", "![task_push](f.png)", "",
+                      f"### {tasks.CURVES}", "", "![curves](c.png)", tasks.END, ""])
+    got = tasks.kept_sections(page, ["task_push", tasks.CURVES, "task_reach"])
+    assert list(got) == ["task_push", tasks.CURVES]
+    assert got["task_push"].startswith("### Tip push") and "| nominal |" in got["task_push"]
+    assert tasks.CURVES not in got["task_push"]
+
+
+def test_a_task_flown_for_another_arm_keeps_the_default_arms_rows() -> None:
+    page = "\n".join(["x", tasks.START, "### Tip push (`task_push`)", "",
+                      "| baseline | sensing |", "|---|---|", "| nominal | exact |",
+                      "| ppo_residual | exact |", tasks.END, ""])
+    assert tasks.kept_rows(page, None, "prb12", ["prb12"]) == {
+        "task_push": ["| prb12 | nominal | exact |", "| prb12 | ppo_residual | exact |"]}
+    assert tasks.kept_rows(page, None, "prb12", ["other"]) == {}

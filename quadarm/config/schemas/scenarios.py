@@ -465,6 +465,9 @@ class PayloadScenario(ScenarioConfig):
     grasp_at: float = 2.0  # s
     release_at: float = 22.0  # s
     recover_tol: float = 0.01  # m
+    # Tell the hub's controller of the payload's weight while the tip holds it (the weight
+    # feed-forward, quadarm.runner.step.carry_term): the task knows the mass it grasps.
+    weight_feedforward: bool = True
 
     @property
     def kind(self) -> str:
@@ -511,6 +514,9 @@ class PickPlaceScenario(ScenarioConfig):
     # Plan the legs that carry the object with the loaded arm's tip map (issue 25); false:
     # the unloaded arm's, as before.
     plan_loaded: bool = True
+    # Tell the hub's controller of the object's weight while the tip holds it (the weight
+    # feed-forward, quadarm.runner.step.carry_term): the task knows the mass it grasps.
+    weight_feedforward: bool = True
 
     @property
     def kind(self) -> str:

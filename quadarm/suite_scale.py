@@ -1,0 +1,191 @@
+"""The task suite's draws in each arm's own scale (``make tasks ARM=...``, docs/tasks.md).
+
+The task files (``conf/experiment/task_*.yaml``) give their draws (reach targets, trace paths,
+press and push forces, payload masses) as numbers for the reference arm, :data:`REFERENCE`
+(prb12, the arm the suite was written for). Each draw has a scale (:data:`DRAWS`):
+
+- ``position``: a world point hanging off the hub: its offset from the hub's start
+  (0, 0, ``scenario.altitude``) scales with the arm's length L, the straight hanging arm's
+  tip below the hub (:func:`length`);
+- ``length``: a distance, or a speed along a path (the lap then takes as long): x L;
+- ``force``: x the arm's buckling load with the tip held
+  (:func:`quadarm.scenarios.touch.buckling_bound`);
+- ``mass``: x the arm's payload limit (:func:`payload_limit`): the most the rotors lift with the
+  vehicle and the arm, and for servo-driven tendons the most their servos hold
+  (:func:`quadarm.scenarios.payload.servo_pull` at ``arm.tension_max``).
+
+So one task file serves every arm: flown with another arm, each draw is the reference's times
+that arm's quantity over the reference's (:func:`runs`). With the reference arm nothing is
+overridden, so its draws are the task files' own, bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+REFERENCE = "prb12"  # the arm whose numbers the task files hold
+POSITION, LENGTH, FORCE, MASS = "position", "length", "force", "mass"
+BISECTIONS = 8  # halvings of a servo-driven arm's payload limit's bracket
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One draw of a task: a config key (dotted), its scale, and whether it is a list of
+    values of the task's grid (``runner.grid``) rather than one value."""
+
+    key: str
+    scale: str
+    grid: bool = False
+
+
+DRAWS: dict[str, tuple[Draw, ...]] = {
+    "task_hover_gusts": (),
+    "task_reach": (Draw("scenario.targets", POSITION, grid=True),),
+    "task_trace": (Draw("scenario.center", POSITION), Draw("scenario.size", LENGTH),
+                   Draw("scenario.speed", LENGTH, grid=True)),
+    "task_touch": (Draw("scenario.force", FORCE),),
+    "task_pick_place": (Draw("world.payload.mass", MASS),),
+    "task_catch": (Draw("scenario.payload_mass", MASS, grid=True),),
+    "task_push": (Draw("scenario.force", FORCE),),
+}
+# A task whose sweep runs cases that set a draw of their own (the touch task's table and wall,
+# conf/touch_case): flown as one multirun per case, each case's draw scaled.
+CASES: dict[str, tuple[str, tuple[str, ...]]] = {"task_touch": ("touch_case", ("table", "wall"))}
+
+
+@dataclass(frozen=True)
+class Scale:
+    """An arm's quantities: length L (m), buckling load (N), payload limit (kg)."""
+
+    length: float
+    buckling: float
+    payload: float
+
+    def ratio(self, ref: Scale, scale: str) -> float:
+        if scale in (POSITION, LENGTH):
+            return self.length / ref.length
+        if scale == FORCE:
+            return self.buckling / ref.buckling
+        return self.payload / ref.payload
+
+
+def length(cfg: Any) -> float:
+    """The arm's length L (m): the straight arm's tip site below the vehicle's body (the
+    fixed-base model at its rest pose)."""
+    import mujoco
+
+    from quadarm.model import build
+
+    b = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
+    m = b.model
+    d = mujoco.MjData(m)
+    d.qpos[:] = m.qpos0
+    mujoco.mj_kinematics(m, d)
+    return float(d.xpos[b.quad_body][2] - d.site_xpos[b.tip_site][2])
+
+
+def payload_limit(cfg: Any) -> float:
+    """The largest payload (kg) the arm carries: the rotors' lift left over by the vehicle and
+    the arm (the largest per-rotor hover thrust at ``airframe.thrust_max``), and, with
+    servo-driven tendons, the most their servos hold at ``arm.tension_max`` (bisected)."""
+    from quadarm.config.schemas.physical import hover_thrust
+    from quadarm.config.sections import servo_driven
+
+    frame = cfg.airframe
+    carried = frame.mass + cfg.arm.total_mass
+    per_kg = hover_thrust(frame, 1.0, cfg.sim.gravity)  # thrust per kg: linear in the mass
+    lift = frame.thrust_max / per_kg - carried
+    if not servo_driven(cfg.arm):
+        return float(lift)
+    from quadarm.scenarios.payload import servo_pull
+
+    limit = float(cfg.arm.tension_max)
+    if servo_pull(cfg, lift) <= limit:
+        return float(lift)
+    lo, hi = 0.0, float(lift)
+    for _ in range(BISECTIONS):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if servo_pull(cfg, mid) <= limit else (lo, mid)
+    return lo
+
+
+@cache
+def scale_of(overrides: tuple[str, ...], config_dir: str = "") -> Scale:
+    """The :class:`Scale` of the arm that ``overrides`` select (``arm=...`` and any of its
+    keys), composed with the suite's config folder (``config_dir``, '' for the package's)."""
+    from quadarm.api import compose
+    from quadarm.scenarios.touch import buckling_bound
+
+    cfg = compose(list(overrides), conf_dir=config_dir or None)
+    return Scale(length=length(cfg), buckling=buckling_bound(cfg), payload=payload_limit(cfg))
+
+
+def arm_overrides(args: Sequence[str]) -> tuple[str, ...]:
+    """The overrides among the suite's ``args`` that choose or change the arm."""
+    return tuple(a for a in args if a.split("=")[0].lstrip("+~").split(".")[0] == "arm")
+
+
+def _scaled(value: Any, scale: str, r: float, altitude: float) -> Any:
+    """``value`` (a number, a point (3,) or a list of points) scaled by ``r``: a position's
+    offset from the hub's start (0, 0, altitude), anything else as a whole."""
+    if scale != POSITION:
+        return float(value) * r
+    p = np.asarray(value, dtype=float)
+    hub = np.array([0.0, 0.0, altitude])
+    return (hub + (p - hub) * r).tolist()
+
+
+def _hydra(value: Any) -> str:
+    """A value as Hydra's override grammar reads it (lists in JSON's brackets, floats in full
+    precision)."""
+    return json.dumps(value).replace(" ", "")
+
+
+def task_overrides(task: str, args: Sequence[str], config_dir: str = "",
+                   case: tuple[str, str] | None = None) -> list[str]:
+    """The overrides that put ``task``'s draws in the scale of the arm ``args`` choose (none for
+    the reference arm: the task file's own draws). ``case``: (group, option) of a task flown
+    case by case (:data:`CASES`)."""
+    arm = arm_overrides(args)
+    if not arm or arm == (f"arm={REFERENCE}",) or not DRAWS.get(task):
+        return []
+    from quadarm import terms
+    from quadarm.api import compose
+
+    base = [f"+experiment={task}", *([f"{case[0]}={case[1]}"] if case else [])]
+    ref_cfg = compose(base, conf_dir=config_dir or None)  # the reference arm: the file's draws
+    ref = scale_of((f"arm={REFERENCE}",), config_dir)
+    own = scale_of(arm, config_dir)
+    altitude = float(getattr(ref_cfg.scenario, "altitude", 0.0))
+    out: list[str] = []
+    grid: dict[str, list[Any]] = {}
+    for draw in DRAWS[task]:
+        r = own.ratio(ref, draw.scale)
+        if draw.grid:
+            grid[draw.key] = [_scaled(v, draw.scale, r, altitude)
+                              for v in ref_cfg.runner.grid[draw.key]]
+        else:
+            value = _scaled(terms.get(ref_cfg, draw.key), draw.scale, r, altitude)
+            out.append(f"{draw.key}={_hydra(value)}")
+    if grid:
+        out.append("runner.grid={" + ",".join(f"{k}:{_hydra(v)}" for k, v in grid.items()) + "}")
+    return out
+
+
+def runs(task: str, args: Sequence[str], config_dir: str = ""
+         ) -> list[tuple[str, list[str]]]:
+    """The multiruns of ``task`` for the arm ``args`` choose: (the folder's suffix, the
+    overrides) each; one with no suffix, or one per case (:data:`CASES`) where the cases set
+    scaled draws of their own and the arm is not the reference."""
+    arm = arm_overrides(args)
+    if task in CASES and arm and arm != (f"arm={REFERENCE}",):
+        group, options = CASES[task]
+        return [(f"/{o}", [f"{group}={o}", *task_overrides(task, args, config_dir, (group, o))])
+                for o in options]
+    return [("", task_overrides(task, args, config_dir))]

@@ -1,0 +1,82 @@
+"""The task suite's arm axis (``make tasks ARM=...``, ``quadarm/suite_scale.py``): the task
+files hold the reference arm's draws, which another arm flies in its own scale (positions
+about the hub x its length, forces x its buckling load, masses x its payload limit); the
+reference arm's draws are the files' own, untouched."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from quadarm import suite, suite_scale
+from quadarm.api import compose
+from quadarm.studies import Env
+
+ENV = Env(python="PY", out="OUT", jobs="J", resume="R")
+REF = suite_scale.Scale(length=0.5, buckling=0.8, payload=2.0)
+OWN = suite_scale.Scale(length=0.2, buckling=2.4, payload=1.0)
+
+
+@pytest.fixture
+def scales(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two arms' quantities without building them (the suite's arithmetic alone)."""
+    def of(overrides: tuple[str, ...], config_dir: str = "") -> suite_scale.Scale:
+        return REF if overrides == (f"arm={suite_scale.REFERENCE}",) else OWN
+
+    monkeypatch.setattr(suite_scale, "scale_of", of)
+
+
+def _grid(cmd: list[str], key: str) -> list:
+    grid = next(c for c in cmd if c.startswith("runner.grid="))
+    body = grid[len("runner.grid={"):-1]
+    assert body.startswith(key + ":")
+    return json.loads(body[len(key) + 1:])
+
+
+def test_the_reference_arm_flies_the_files_draws_untouched(scales: None) -> None:
+    names = [n for n in suite_scale.DRAWS]
+    plain, _ = suite.commands(names, ENV, [], None)
+    ref, _ = suite.commands(names, ENV, [f"arm={suite_scale.REFERENCE}"], None)
+    assert [c[:-1] for c in ref] == plain  # only the arm override itself is added
+    assert all(c[-1] == f"arm={suite_scale.REFERENCE}" for c in ref)
+
+
+def test_another_arm_scales_each_draw_by_its_own_quantity(scales: None) -> None:
+    runs, report = suite.commands(["task_reach", "task_catch", "task_touch", "task_push"],
+                                  ENV, ["arm=other"], None)
+    assert all("hydra.sweep.dir=OUT/tasks/other/" in " ".join(c) for c in runs)
+    assert report[report.index("-o") + 1] == "OUT/tasks/other/report"
+    reach, catch, table, wall, push = runs
+    cfg = compose(["+experiment=task_reach"])
+    hub = np.array([0.0, 0.0, cfg.scenario.altitude])
+    ref_t = np.array(cfg.runner.grid["scenario.targets"], dtype=float)
+    got = np.array(_grid(reach, "scenario.targets"), dtype=float)
+    # positions: the offset from the hub's start x L_own / L_ref (the same fractions of L)
+    np.testing.assert_allclose((got - hub) / OWN.length, (ref_t - hub) / REF.length,
+                               rtol=1e-12, atol=1e-15)
+    masses = compose(["+experiment=task_catch"]).runner.grid["scenario.payload_mass"]
+    np.testing.assert_allclose(np.array(_grid(catch, "scenario.payload_mass")) / OWN.payload,
+                               np.array(masses) / REF.payload, rtol=1e-12)
+    # the touch task's cases set their own forces: one multirun each, each force scaled
+    for cmd, case in ((table, "table"), (wall, "wall")):
+        ref_f = compose(["+experiment=task_touch", f"touch_case={case}"]).scenario.force
+        assert f"touch_case={case}" in cmd
+        assert f"hydra.sweep.dir=OUT/tasks/other/task_touch/{case}" in cmd
+        force = float(next(c for c in cmd if c.startswith("scenario.force=")).split("=")[1])
+        assert force / OWN.buckling == pytest.approx(ref_f / REF.buckling, rel=1e-12)
+    f_push = float(next(c for c in push if c.startswith("scenario.force=")).split("=")[1])
+    ref_push = compose(["+experiment=task_push"]).scenario.force
+    assert f_push / OWN.buckling == pytest.approx(ref_push / REF.buckling, rel=1e-12)
+
+
+def test_lengths_and_speeds_scale_with_the_arm(scales: None) -> None:
+    """A path's size and its speeds scale with L, so that a lap takes as long with any arm."""
+    (cmd,), _ = suite.commands(["task_trace"], ENV, ["arm=other"], None)
+    ref = compose(["+experiment=task_trace"])
+    r = OWN.length / REF.length
+    size = float(next(c for c in cmd if c.startswith("scenario.size=")).split("=")[1])
+    assert size == pytest.approx(ref.scenario.size * r, rel=1e-12)
+    np.testing.assert_allclose(_grid(cmd, "scenario.speed"),
+                               np.array(ref.runner.grid["scenario.speed"]) * r, rtol=1e-12)
