@@ -17,8 +17,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import multiprocessing
+import pickle
 import sys
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
@@ -37,6 +39,12 @@ from quadarm.identify.replay import Bench
 
 REPLAY_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registration.rz",
                "gravity.tilt_x", "gravity.tilt_y")
+# The keys that move the markers but not the settled poses (the registration turns gravity
+# with gravity=tracking_frame, which the pose cache's key carries through the gravity vector).
+MARKER_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registration.rz")
+# Replays kept per process by Problem.simulate: the Jacobian's base point is evaluated before
+# its columns, the marker keys' columns come after the arm keys' (up to ~30 replays later).
+POSE_CACHE = 64
 
 
 def expand(arm: SectionArmConfig, parameters: dict[str, list[float]]
@@ -204,26 +212,78 @@ class Problem:
         row up to the last of ``rows`` is replayed, each from the previous recorded row's
         pose, and only ``rows`` are returned: the history drives the tendon friction's and
         backlash's play and the hinge friction (which holds each hinge where the previous
-        row left it), so the markers at ``rows`` are those of the full replay, bit for bit."""
-        arm = apply(self.arm, values)
+        row left it), so the markers at ``rows`` are those of the full replay, bit for bit.
+
+        The settled poses depend on neither ``marker_offset`` nor, with gravity along the arm
+        axis, ``registration.r*``: the last :data:`POSE_CACHE` replays' tip frames are kept
+        (keyed by everything else they depend on), and a parameter set that differs from one
+        of them in those keys alone (the finite-difference Jacobian's columns of those keys)
+        reuses its poses; its markers are formed from them with the same operations as
+        :meth:`Bench.marker`, so they are bit for bit those of a fresh replay."""
         rot = self.rotation @ register.rotation(values.get("registration.rx", 0.0),
                                                 values.get("registration.ry", 0.0),
                                                 values.get("registration.rz", 0.0))
-        bench = Bench(self.frame, arm, self.sim, self.pointing,
-                      values.get("marker_offset", self.marker_offset),
-                      self.down(rot, (values.get("gravity.tilt_x", 0.0),
-                                      values.get("gravity.tilt_y", 0.0))))
-        tendon_pull = pull[:, list(self.tendon_channel)]
-        ctrl = bench.commands(tendon_pull)
-        way = bench.directions(tendon_pull)
-        last = len(ctrl) if rows is None else (int(np.max(rows)) + 1 if len(rows) else 0)
-        bench.data.qpos[:] = bench.model.qpos0
-        out = np.empty((last, 3))
-        for i in range(last):
-            out[i] = bench.settle(ctrl[i], direction=way[i])[0]
+        down = self.down(rot, (values.get("gravity.tilt_x", 0.0),
+                               values.get("gravity.tilt_y", 0.0)))
+        total = len(pull)
+        last = total if rows is None else (int(np.max(rows)) + 1 if len(rows) else 0)
+        key = self._pose_key(values, down, pull, last)
+        cache = self._poses()
+        hit = cache.get(key)
+        if hit is None:
+            arm = apply(self.arm, values)
+            bench = Bench(self.frame, arm, self.sim, self.pointing,
+                          values.get("marker_offset", self.marker_offset), down)
+            tendon_pull = pull[:, list(self.tendon_channel)]
+            ctrl = bench.commands(tendon_pull)
+            way = bench.directions(tendon_pull)
+            bench.data.qpos[:] = bench.model.qpos0
+            xpos, zaxis = np.empty((last, 3)), np.empty((last, 3))
+            d, tip = bench.data, bench.tip_body
+            for i in range(last):
+                bench.settle(ctrl[i], direction=way[i])
+                xpos[i] = d.xpos[tip]
+                zaxis[i] = d.xmat[tip].reshape(3, 3)[:, 2]
+            hit = (xpos, zaxis, bench.base.copy())
+            cache[key] = hit
+            while len(cache) > POSE_CACHE:
+                cache.pop(next(iter(cache)))
+        else:
+            cache[key] = cache.pop(key)  # most recently used last
+        xpos, zaxis, base = hit
+        # Bench.marker's operations, row by row: (xpos - z offset) - base.
+        out = xpos - zaxis * values.get("marker_offset", self.marker_offset) - base
         if rows is not None:
             out = out[np.asarray(rows, dtype=int)]
         return out @ rot.T + self.translation
+
+    def _poses(self) -> dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The replays kept for :meth:`simulate` (oldest first), this process's own."""
+        cache = self.__dict__.get("_pose_cache")
+        if cache is None:
+            cache = self.__dict__["_pose_cache"] = {}
+        return cache
+
+    def _pose_key(self, values: dict[str, float], down: np.ndarray | None, pull: np.ndarray,
+                  last: int) -> bytes:
+        """A digest of everything a replay's settled poses depend on: the arm, airframe, sim,
+        pointing and channel map, the values but the marker's and the registration's, the
+        gravity direction (which carries the registration with ``tracking_frame``), the
+        commands and the number of rows replayed."""
+        pose_values = sorted((k, float(v)) for k, v in values.items()
+                             if k not in MARKER_KEYS)
+        blob = pickle.dumps((self.arm, self.frame, self.sim, self.pointing,
+                             tuple(self.tendon_channel), pose_values,
+                             None if down is None else np.asarray(down, dtype=float).tobytes(),
+                             np.ascontiguousarray(pull, dtype=float).tobytes(), pull.shape,
+                             last))
+        return hashlib.sha256(blob).digest()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The kept replays stay in their process (a worker starts with none).
+        state = dict(self.__dict__)
+        state.pop("_pose_cache", None)
+        return state
 
 
 def _replay_rows(problem: Problem, arm: SectionArmConfig, pull_model: np.ndarray

@@ -27,8 +27,11 @@ tension that varies along it, so flight runs without this term (``docs/arm.md``)
 
 from __future__ import annotations
 
+import math
+
 import mujoco
 import numpy as np
+from numpy.linalg import _umath_linalg
 
 from quadarm.config import AirframeConfig, SimConfig
 from quadarm.config.sections import SectionArmConfig
@@ -51,11 +54,18 @@ class Bench:
     tip ball's centre along the distal link's axis. ``down`` (3,): gravity's direction in the
     arm's base frame (z from the tip towards the base, the arm hanging along -z), a unit
     vector that replaces ``pointing``'s (0, 0, +-1) when given (``identify.gravity =
-    tracking_frame``: an arm mounted off the vertical); the magnitude stays ``sim.gravity``'s."""
+    tracking_frame``: an arm mounted off the vertical); the magnitude stays ``sim.gravity``'s.
+
+    ``fast`` (default): :meth:`residual` takes two shortcuts that leave every number bit for
+    bit as MuJoCo's own stages give it (``tests/model/test_identify.py``): fixed tendons'
+    lengths as the sequential sum MuJoCo forms (their Jacobian, the coefficients, is constant,
+    so ``mj_tendon`` runs once, at construction), and ``mj_passive`` without the fluid forces
+    when there is no wind (at rest they are zero). False: MuJoCo's stages at every
+    evaluation, the reference."""
 
     def __init__(self, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
                  pointing: str = "up", marker_offset: float = 0.0,
-                 down: np.ndarray | None = None) -> None:
+                 down: np.ndarray | None = None, fast: bool = True) -> None:
         if arm.actuation != "displacement":
             raise ValueError("the replay drives tendon displacements: arm.actuation must be "
                              "displacement")
@@ -96,6 +106,27 @@ class Bench:
         d.qpos[:] = m.qpos0
         mujoco.mj_forward(m, d)
         self._bias = np.zeros(m.nv)
+        self.fast = fast
+        # Fixed tendons (every wrap a joint): their lengths as MuJoCo sums them, in the same
+        # order (0 + c_0 q_0 + c_1 q_1 + ..., each product rounded, then each sum), so equal
+        # to the bit; their Jacobian (the coefficients) is what mj_forward left in ten_J.
+        self._fixed = bool(fast and m.ntendon and m.nwrap
+                           and np.all(m.wrap_type == mujoco.mjtWrap.mjWRAP_JOINT))
+        if self._fixed:
+            num, adr = m.tendon_num, m.tendon_adr
+            width = int(num.max())
+            qadr = np.zeros((width, m.ntendon), dtype=int)
+            coef = np.zeros((width, m.ntendon))
+            for t in range(m.ntendon):
+                span = slice(adr[t], adr[t] + num[t])
+                qadr[:num[t], t] = m.jnt_qposadr[m.wrap_objid[span]]
+                coef[:num[t], t] = m.wrap_prm[span]
+            self._ten_qadr, self._ten_coef = qadr, coef
+            self._ten_last, self._ten_index = num - 1, np.arange(m.ntendon)
+            self._ten_buf = np.empty_like(coef)
+        # The Newton matrix's tendon part per set of taut tendons (the same set gives the same
+        # matrix, so it is formed once).
+        self._taut_h: dict[bytes, np.ndarray] = {}
         self.mu = float(arm.tendon_capstan_mu)
         self.direction = np.ones(len(self.acts))
         self.yield_kappa = float(arm.bend_yield_curvature)
@@ -135,10 +166,28 @@ class Bench:
         m, d = self.model, self.data
         mujoco.mj_kinematics(m, d)
         mujoco.mj_comPos(m, d)
-        mujoco.mj_tendon(m, d)
+        if self._fixed:
+            # mj_tendon's lengths, summed in its order (see __init__).
+            buf = self._ten_buf
+            np.multiply(self._ten_coef, d.qpos[self._ten_qadr], out=buf)
+            np.add.accumulate(buf, axis=0, out=buf)
+            d.ten_length[:] = buf[self._ten_last, self._ten_index]
+        else:
+            mujoco.mj_tendon(m, d)
         mujoco.mj_transmission(m, d)
         mujoco.mj_fwdActuation(m, d)
-        mujoco.mj_passive(m, d)
+        opt = m.opt
+        if self.fast and (opt.density or opt.viscosity) and not opt.wind.any():
+            # The fluid forces at rest in still air are zero: skip them (the model keeps its
+            # fluid for MuJoCo's own steps, e.g. trust.sag).
+            density, viscosity = opt.density, opt.viscosity
+            opt.density = opt.viscosity = 0.0
+            try:
+                mujoco.mj_passive(m, d)
+            finally:
+                opt.density, opt.viscosity = density, viscosity
+        else:
+            mujoco.mj_passive(m, d)
         mujoco.mj_rne(m, d, 0, self._bias)
         r = d.qfrc_passive + d.qfrc_actuator - self._bias
         if self.mu > 0:
@@ -221,25 +270,30 @@ class Bench:
             return r
 
         r = force()
-        norm = float(np.linalg.norm(r))
+        norm = _norm(r)
         evals = 1
         while evals < iterations and norm > tol:
             f = d.actuator_force[self.acts]
             taut = (f < 0.0) & (f > -self.t_max)
-            h = self.stiff + (self.jac[taut].T * self.k[taut]) @ self.jac[taut]
-            if self.yield_kappa > 0:
-                h = h + np.diag(self._yield(tangent=True))
-            if fj > 0:
-                slope = 1.0 - np.tanh((d.qpos - start) / JOINT_FRICTION_EPS) ** 2
-                h = h + np.diag(fj / JOINT_FRICTION_EPS * slope)
-            dq = np.linalg.solve(h, r)
+            h = self._tendon_h(taut)
+            if self.yield_kappa > 0 or fj > 0:
+                # The diagonal terms, added to the diagonal alone (adding zeros elsewhere, as
+                # h + diag(v) does, changes no bit).
+                h = h.copy()
+                dia = np.einsum("ii->i", h)
+                if self.yield_kappa > 0:
+                    dia += self._yield(tangent=True)
+                if fj > 0:
+                    slope = 1.0 - np.tanh((d.qpos - start) / JOINT_FRICTION_EPS) ** 2
+                    dia += fj / JOINT_FRICTION_EPS * slope
+            dq = _solve(h, r)
             q0 = d.qpos.copy()
             alpha = 1.0
             while True:
                 d.qpos[:] = q0 + alpha * dq
                 r = force()
                 evals += 1
-                new = float(np.linalg.norm(r))
+                new = _norm(r)
                 if new < norm or alpha < 1e-3 or evals >= iterations:
                     break
                 alpha *= 0.5
@@ -247,6 +301,15 @@ class Bench:
             if float(np.max(np.abs(alpha * dq))) < 1e-12:
                 break
         return self.marker(), evals
+
+    def _tendon_h(self, taut: np.ndarray) -> np.ndarray:
+        """K + sum over the taut tendons of k_i J_i^T J_i (nv, nv), formed once per taut set
+        (``taut`` (n_tendons,) bool); the caller must not change it in place."""
+        key = taut.tobytes()
+        h = self._taut_h.get(key)
+        if h is None:
+            h = self._taut_h[key] = self.stiff + (self.jac[taut].T * self.k[taut]) @ self.jac[taut]
+        return h
 
     def marker(self) -> np.ndarray:
         """The tracked point (3,) in the arm's base frame, m."""
@@ -264,3 +327,22 @@ class Bench:
         for i, u in enumerate(ctrl):
             out[i] = self.settle(u, direction=way[i])[0]
         return out
+
+
+def _norm(r: np.ndarray) -> float:
+    """|r| (1-D), as ``np.linalg.norm`` computes it (sqrt of the dot product), without its
+    dispatch."""
+    return math.sqrt(float(r.dot(r)))
+
+
+def _raise_singular(err: str, flag: int) -> None:
+    raise np.linalg.LinAlgError("Singular matrix")
+
+
+def _solve(h: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``np.linalg.solve(h, r)`` for a real (n, n) ``h`` and (n,) ``r``: the same LAPACK call
+    (numpy's gufunc, LU with partial pivoting) under the same error state, so the same bits,
+    without the public function's argument checks and conversions."""
+    with np.errstate(call=_raise_singular, invalid="call", over="ignore", divide="ignore",
+                     under="ignore"):
+        return _umath_linalg.solve1(h, r, signature="dd->d")

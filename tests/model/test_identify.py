@@ -239,3 +239,126 @@ def test_the_fitted_rows_see_every_recorded_rows_history():
     err = sim[rows] - np.mean(sim[rows] - meas[rows], axis=0) - meas[rows]
     res = fit._residuals(np.array([0.5]), problem, pull, rows, meas[rows])
     assert np.array_equal(res, err.ravel() * 1e3)
+
+
+def _reference_settle(bench, ctrl: np.ndarray, direction: np.ndarray,
+                      iterations: int = 40, tol: float = 1e-9) -> np.ndarray:
+    """The replay's Newton solve as it was written before its shortcuts, numpy's public
+    ``solve`` and ``norm``, the Newton matrix formed at every step, its diagonal terms added
+    as ``h + diag(v)``: the reference :meth:`Bench.settle` must equal to the bit."""
+    from quadarm.identify.replay import JOINT_FRICTION_EPS
+
+    d = bench.data
+    bench.direction = np.asarray(direction, dtype=float)
+    d.ctrl[bench.acts] = ctrl
+    d.qvel[:] = 0.0
+    fj = bench.arm.joint_friction
+    start = d.qpos.copy()
+
+    def force() -> np.ndarray:
+        r = bench.residual()
+        if fj > 0:
+            r = r - fj * np.tanh((d.qpos - start) / JOINT_FRICTION_EPS)
+        return r
+
+    r = force()
+    norm = float(np.linalg.norm(r))
+    evals = 1
+    while evals < iterations and norm > tol:
+        f = d.actuator_force[bench.acts]
+        taut = (f < 0.0) & (f > -bench.t_max)
+        h = bench.stiff + (bench.jac[taut].T * bench.k[taut]) @ bench.jac[taut]
+        if bench.yield_kappa > 0:
+            h = h + np.diag(bench._yield(tangent=True))
+        if fj > 0:
+            slope = 1.0 - np.tanh((d.qpos - start) / JOINT_FRICTION_EPS) ** 2
+            h = h + np.diag(fj / JOINT_FRICTION_EPS * slope)
+        dq = np.linalg.solve(h, r)
+        q0 = d.qpos.copy()
+        alpha = 1.0
+        while True:
+            d.qpos[:] = q0 + alpha * dq
+            r = force()
+            evals += 1
+            new = float(np.linalg.norm(r))
+            if new < norm or alpha < 1e-3 or evals >= iterations:
+                break
+            alpha *= 0.5
+        norm = new
+        if float(np.max(np.abs(alpha * dq))) < 1e-12:
+            break
+    return bench.marker()
+
+
+@pytest.mark.parametrize("extra", [
+    {"joint_friction": 0.005, "tendon_friction": 0.3, "backlash": 1e-4},
+    {"joint_friction": 0.002, "bend_yield_curvature": 15.0, "bend_yield_ratio": 1.5,
+     "tendon_capstan_mu": 0.1},
+])
+def test_the_fast_replay_equals_mujocos_own_stages_to_the_bit(extra):
+    """The replay's shortcuts (fixed tendons' lengths summed in MuJoCo's order, the fluid
+    forces skipped at rest, numpy's LU solve without its checks, the Newton matrix's tendon
+    part kept per taut set, its diagonal terms added in place) change no bit: a replay with
+    hinge and tendon friction, reversals and slack tendons (several taut sets), with the
+    bilinear spring and capstan friction, equals the plain Newton solve on MuJoCo's own
+    stages, every marker and every hinge, and it takes the same number of evaluations."""
+    from quadarm.identify.replay import Bench
+
+    arm = replace(_small_arm(), **extra)
+    problem = _problem(arm)
+    assert problem.sim.air_density > 0  # the fluid shortcut is exercised
+    ramp = np.concatenate([np.linspace(0.0, 1.0, 5), np.linspace(1.0, 0.0, 5)[1:]])
+    pull = np.full((2 * len(ramp), arm.n_tendons), -0.001)
+    pull[:len(ramp), 0] = 0.004 * ramp
+    pull[len(ramp):, 2] = 0.004 * ramp
+    pull[len(ramp):, 4] = 0.002 * ramp
+    fast = Bench(problem.frame, arm, problem.sim, problem.pointing, problem.marker_offset)
+    ref = Bench(problem.frame, arm, problem.sim, problem.pointing, problem.marker_offset,
+                fast=False)
+    assert fast._fixed and not ref._fixed
+    ctrl, way = fast.commands(pull), fast.directions(pull)
+    for b in (fast, ref):
+        b.data.qpos[:] = b.model.qpos0
+    sets = set()
+    for u, w in zip(ctrl, way, strict=True):
+        got = fast.settle(u, direction=w)[0]
+        want = _reference_settle(ref, u, w)
+        assert np.array_equal(got, want)
+        assert np.array_equal(fast.data.qpos, ref.data.qpos)
+        f = ref.data.actuator_force[ref.acts]
+        sets.add(tuple((f < 0.0) & (f > -ref.t_max)))
+    assert len(sets) >= 3 and len(fast._taut_h) >= 3  # several taut sets, each kept once
+
+
+@pytest.mark.parametrize("gravity", ["arm_axis", "tracking_frame"])
+def test_the_marker_keys_reuse_the_settled_poses_to_the_bit(monkeypatch, gravity):
+    """marker_offset and registration.r* move the markers, not the settled poses (with
+    gravity along the arm axis): a parameter set differing from a replayed one in those keys
+    alone reuses its poses without a replay, and its markers equal a fresh replay's to the
+    bit; with gravity=tracking_frame the registration turns gravity, so it replays."""
+    arm = replace(_small_arm(), joint_friction=0.003)
+    rng = np.random.default_rng(7)
+    pull = np.clip(rng.uniform(-0.002, 0.003, (8, arm.n_tendons)), -0.001, None)
+    rows = np.array([1, 4, 6])
+    problem = replace(_problem(arm), gravity=gravity,
+                      rotation=register.rotation(0.2, -0.1, 0.3))
+    base = {"joint_friction": 0.003, "marker_offset": 0.004, "registration.rx": 0.01}
+    moved = {**base, "marker_offset": 0.006, "registration.rx": 0.02,
+             "registration.rz": -0.01}
+    problem.simulate(base, pull, rows)
+    built = []
+    real = fit.Bench
+
+    def counting(*args, **kwargs):
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fit, "Bench", counting)
+    got = problem.simulate(moved, pull, rows)
+    assert len(built) == (0 if gravity == "arm_axis" else 1)
+    fresh = replace(problem).simulate(moved, pull, rows)  # a new problem: nothing kept
+    assert len(built) == (1 if gravity == "arm_axis" else 2)
+    assert np.array_equal(got, fresh)
+    # Any other key replays.
+    problem.simulate({**moved, "joint_friction": 0.004}, pull, rows)
+    assert len(built) == (2 if gravity == "arm_axis" else 3)
