@@ -106,7 +106,7 @@ def _vector(overrides):
 @pytest.mark.parametrize("make", [lambda o: QuadArmEnv(overrides=o), _vector],
                          ids=["single", "vector"])
 @pytest.mark.parametrize(("override", "key"), [
-    (("arm.actuation=tension", "sensing=realistic"), "sensing.preset"),
+    (("arm.actuation=tension", "control.tendon_map=legacy"), "control.tendon_map"),
 ])
 def test_what_they_cannot_fly_is_refused_in_one_line(make, override, key):
     with pytest.raises(ValueError, match=rf"^{re.escape(key)}") as err:

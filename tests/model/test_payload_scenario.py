@@ -87,8 +87,9 @@ def test_the_payload_table_reads_the_studys_parquet_frames(tmp_path):
     from quadarm import api
     from quadarm.analysis.beyond import payload as payload_table
 
+    # As the payload study flies it (conf/experiment/payload.yaml): the controller untold.
     base = ["scenario=payload", "scenario.duration=3", "scenario.grasp_at=0.5",
-            "scenario.release_at=2.5"]
+            "scenario.release_at=2.5", "scenario.weight_feedforward=false"]
     for ff in ("none", "wrench"):
         for mass in (0.05, 0.1):
             api.run([*base, f"scenario.payload_mass={mass}", f"control.feedforward={ff}"],
