@@ -65,6 +65,18 @@ def _memory(st: step.State, path: tuple[str, str]) -> Any:
     return getattr(getattr(st, path[0]), path[1])
 
 
+def _forget(prm: Any, st: Any, r: int) -> None:
+    """Row ``r`` of the records ``st``'s memory (:data:`quadarm.runner.step.MEMORY`) afresh:
+    zeros, but the law's live parameter row, which starts as ``prm.law.prm``'s."""
+    for f in step.MEMORY:
+        arr = _memory(st, f)
+        start = prm.law.prm[r] if f == ("law", "prm") else None
+        if isinstance(arr, list):
+            arr[r] = list(start) if start is not None else [0.0] * len(arr[r])
+        else:
+            arr[r] = start if start is not None else 0.0
+
+
 def _no_weld() -> Any:
     """The events' model and data: none here (weld scenarios are refused,
     :func:`quadarm.envs.core.refuse_scenario`)."""
@@ -366,24 +378,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         for i in ids:
             j, r = self._part(int(i))
             prm, st = self._ctls[j][0], self._ctls[j][1]
-            for f in step.MEMORY:  # the law's live parameter row starts as Params.law.prm's
-                arr = _memory(st, f)
-                start = prm.law.prm[r] if f == ("law", "prm") else None
-                if isinstance(arr, list):
-                    arr[r] = list(start) if start is not None else [0.0] * len(arr[r])
-                else:
-                    arr[r] = start if start is not None else 0.0
+            _forget(prm, st, r)
             st.data.ctrl[r] = self.sims.parts[j].fields["ctrl"][r]
             self._ctl_k[i] = -1
             if self._refs:  # the seam is the controller: its memory afresh
-                prm, st = self._seams[j][0], self._seams[j][1]
-                for f in step.MEMORY:
-                    arr = _memory(st, f)
-                    start = prm.law.prm[r] if f == ("law", "prm") else None
-                    if isinstance(arr, list):
-                        arr[r] = list(start) if start is not None else [0.0] * len(arr[r])
-                    else:
-                        arr[r] = start if start is not None else 0.0
+                _forget(self._seams[j][0], self._seams[j][1], r)
 
     def _refresh(self) -> None:
         """Read the simulations' state after a call that changed it."""
