@@ -494,6 +494,9 @@ def feedforward(prm, qpos, a_d, ffp, chain, work, s, sites, sensordata, site_xma
     if mode == 1.0:
         arm_first_moment(chain, qpos, work, s)
         tx, ty, tz = com_torque(s, qpos, ffp[F_GX], ffp[F_GY], ffp[F_GZ], a_d)
+        # No force, written every sample as the torque is: a term after this one (the payload
+        # tasks' weight feed-forward) adds to the slots, and must add to this sample's.
+        prm[FF_FX], prm[FF_FY], prm[FF_FZ] = 0.0, 0.0, 0.0
         prm[FF_TX], prm[FF_TY], prm[FF_TZ] = tx, ty, tz
     elif mode == 2.0:
         fx, fy, fz, tx, ty, tz = wrench_feedforward(

@@ -69,3 +69,21 @@ def test_the_wrench_feedforward_is_not_told_twice():
     a = _fly(False, "control.feedforward=wrench")
     b = _fly(True, "control.feedforward=wrench")
     assert np.array_equal(a.log.ctrl, b.log.ctrl)
+
+
+def test_with_the_com_feedforward_the_weight_is_told_once_per_sample():
+    # The com feed-forward rewrites the torque slots every sample; the weight's force adds to
+    # the force slots after it. Were those slots not rewritten too, m g would pile up every
+    # sample the weld holds (the pick-and-place suite's ff_com rows diverged so). The told
+    # weight's thrust rise stays m g r22 all through the carry, as without the arm's term.
+    off = _fly(False, "control.feedforward=com")
+    on = _fly(True, "control.feedforward=com")
+    kg, kr = int(round(GRASP / DT)), int(round(RELEASE / DT))
+    assert np.array_equal(off.log.ctrl[:kg], on.log.ctrl[:kg])
+    q = on.log.qpos[kg, 3:7]
+    r22 = 1.0 - 2.0 * (q[1] ** 2 + q[2] ** 2)
+    assert _thrust(on, kg) - _thrust(off, kg) == pytest.approx(MASS * 9.81 * r22, rel=1e-9)
+    # Later in the carry the summed command holds the hub and the payload (its hover before
+    # the grasp plus m g, and the loop's transient), not m g more at every sample.
+    carry = np.array([_thrust(on, k) for k in range(kg, kr)])
+    assert carry.max() < _thrust(on, kg - 1) + 3.0 * MASS * 9.81
