@@ -457,8 +457,8 @@ def tendon_speeds(cfg: Config) -> typing.Any:
 
 def check_sections(cfg: Config) -> None:
     """Refuse, in one line, what a multi-section arm (kind ``sections``) cannot fly:
-    :func:`quadarm.scenarios.drive.check` (the scenarios whose plans bend each section, and
-    the terms written for one section of three tendons)."""
+    :func:`quadarm.scenarios.drive.check` (the legacy tendon map, the physics only the bench
+    replay holds, and sections whose tendons cannot bend them every way)."""
     from quadarm.scenarios.drive import check
 
     check(cfg)
