@@ -137,3 +137,19 @@ def assert_rows_follow_singles(venv: Any, singles: list[Any], steps: int,
         obs, *_ = venv.step(a)
         for i, e in enumerate(singles):
             assert np.array_equal(obs[i], e.step(a[i])[0]), (n, i)
+
+
+def first_order_lag(x: Any, dt: float, tau: float) -> Any:
+    """The exact zero-order-hold response (K, n) of dy/dt = (x - y) / tau to the commands
+    ``x`` (K, n), each held over its step of ``dt`` s, from y_0 = x_0: the independent
+    reference of the tendon command low-pass (``control.tendon_tau``, s)."""
+    import math
+
+    import numpy as np
+
+    ref = np.empty_like(np.asarray(x, dtype=float))
+    ref[0] = x[0]
+    decay = math.exp(-dt / tau)
+    for k in range(1, len(x)):
+        ref[k] = x[k] + (ref[k - 1] - x[k]) * decay
+    return ref

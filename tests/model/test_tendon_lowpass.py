@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from helpers import nominal
+from helpers import first_order_lag, nominal
 
 from quadarm.config import ConfigError, ControlConfig, HeldBendScenario
 from quadarm.runner import engine, episode, jit, lifecycle
@@ -47,11 +47,7 @@ def test_on_is_the_exact_first_order_lag_of_the_plan(native, monkeypatch):
     x, y = p.plan.tensions, log.ctrl[:, log.tendon_ids]
     dt = p.built.model.opt.timestep
     # Independent reference: dy/dt = (x - y) / tau, x held over each step, from y_0 = x_0.
-    ref = np.empty_like(x)
-    ref[0] = x[0]
-    decay = math.exp(-dt / TAU)
-    for k in range(1, len(x)):
-        ref[k] = x[k] + (ref[k - 1] - x[k]) * decay
+    ref = first_order_lag(x, dt, TAU)
     np.testing.assert_allclose(y, ref, rtol=0, atol=1e-12)
     # Closed form once the command is constant: the gap decays as exp(-t / tau).
     held = int(round(0.3 / dt)) + 1  # the first sample after the ramp

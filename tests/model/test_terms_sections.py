@@ -11,6 +11,7 @@ import math
 import mujoco
 import numpy as np
 import pytest
+from helpers import first_order_lag
 
 from quadarm.api import compose
 from quadarm.config import SimConfig
@@ -269,11 +270,7 @@ def test_lowpass_is_the_exact_first_order_lag_on_every_tendon(arm, monkeypatch):
     x, y = np.asarray(p.plan.tensions), out.log.ctrl[:, out.log.tendon_ids]
     assert x.shape[1] == cfg.arm.n_tendons
     dt = p.built.model.opt.timestep
-    ref = np.empty_like(x)
-    ref[0] = x[0]
-    decay = math.exp(-dt / TAU)
-    for k in range(1, len(x)):
-        ref[k] = x[k] + (ref[k - 1] - x[k]) * decay
+    ref = first_order_lag(x, dt, TAU)
     np.testing.assert_allclose(y, ref, rtol=0, atol=1e-12 * np.abs(x).max())
     held = int(round(0.2 / dt)) + 1
     assert np.all(x[held:] == x[held])
