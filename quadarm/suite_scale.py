@@ -25,6 +25,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -175,7 +176,24 @@ def task_overrides(task: str, args: Sequence[str], config_dir: str = "",
             out.append(f"{draw.key}={_hydra(value)}")
     if grid:
         out.append("runner.grid={" + ",".join(f"{k}:{_hydra(v)}" for k, v in grid.items()) + "}")
+    # The scaled draws follow from the arm, which the job folders already name: kept out of
+    # the folder names (a grid of 16 targets in full precision is longer than a file name may
+    # be), by the experiment's own list of excluded keys plus these.
+    scaled = [o.split("=", 1)[0] for o in out]
+    out.append(dirname_excludes(base, scaled, config_dir))
     return out
+
+
+def dirname_excludes(base: Sequence[str], keys: Sequence[str], config_dir: str = "") -> str:
+    """The override that adds ``keys`` to the ``hydra.job.config.override_dirname.exclude_keys``
+    that ``base`` (the task's experiment) composes to."""
+    from quadarm.config import CONF_DIR
+    from quadarm.config import compose as hydra_compose
+
+    node = hydra_compose(list(base), str(Path(config_dir or CONF_DIR).resolve())).hydra
+    have = [str(k) for k in node.job.config.override_dirname.exclude_keys]
+    return ("hydra.job.config.override_dirname.exclude_keys=["
+            + ",".join([*have, *(k for k in keys if k not in have)]) + "]")
 
 
 def runs(task: str, args: Sequence[str], config_dir: str = ""

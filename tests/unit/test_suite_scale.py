@@ -80,3 +80,27 @@ def test_lengths_and_speeds_scale_with_the_arm(scales: None) -> None:
     assert size == pytest.approx(ref.scenario.size * r, rel=1e-12)
     np.testing.assert_allclose(_grid(cmd, "scenario.speed"),
                                np.array(ref.runner.grid["scenario.speed"]) * r, rtol=1e-12)
+
+
+def test_scaled_draws_stay_out_of_the_job_folder_names(scales: None) -> None:
+    """Hydra names a multirun's job folders by their overrides; the scaled draws (16 targets
+    in full precision) would make a name longer than a file system allows (255 bytes), so the
+    suite excludes them, keeping the experiment's own exclusions: the folder names are those of
+    the reference arm's run plus ``arm=...``."""
+    from quadarm.config import compose as hydra_compose
+
+    runs, _ = suite.commands(list(suite_scale.DRAWS), ENV, ["arm=rod"], None)
+    for cmd in runs:
+        first = next(i for i, c in enumerate(cmd) if c.startswith("+experiment="))
+        over = [c for c in cmd[first:] if not c.startswith(("hydra.", "runner.resume="))]
+        if not any(c.startswith(("runner.grid=", "scenario.")) for c in over):
+            continue  # a task without draws to scale (its folders are the reference's)
+        exclude = next(c for c in cmd if ".override_dirname.exclude_keys=" in c)
+        task = next(c.split("=", 1)[1] for c in cmd if c.startswith("+experiment="))
+        own = hydra_compose([f"+experiment={task}"]).hydra.job.config.override_dirname
+        keys = exclude.split("=", 1)[1].strip("[]").split(",")
+        assert keys[:len(own.exclude_keys)] == list(own.exclude_keys)
+        # one job of the sweep: its swept values are given as plain overrides
+        job = hydra_compose([*over, "+baseline=nominal", "sensing=exact", exclude]).hydra.job
+        assert len(job.override_dirname) < 255, job.override_dirname[:120]
+        assert "arm=rod" in job.override_dirname.split(",")
