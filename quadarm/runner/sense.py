@@ -668,6 +668,8 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
     q0[:, :3] = sn.start
     q0[:, 3] = 1.0
     nh, nl = sn.hq.size, max(sn.n_links, 1)
+    # The shape fit's coefficients: a table's bend (2) and two per profile (shape.estimate).
+    n_coef = (2 if sn.tab.shape[1] > 0 else 0) + 2 * sn.prof.shape[0]
     nt = sn.enc_w.shape[2]
     caps = [int(c) for c in sn.caps]
     dims = [nt if n == "encoder" else noise.DIMS[n] for n in SENSORS]
@@ -676,7 +678,7 @@ def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
     return SenseState(
         **rings, **last, truth=z((ns, 6)), prev=z((ns, 7)), x=x, p=pm,
         ring=z((ns, caps[5], ekf.R_STRIDE)), meta=z((ns, ekf.META)), work=z((ns, ekf.WORK)), q=q0,
-        v=z((ns, nv)), sd=z((ns, nsd)), c=z((ns, 2)), th=z((ns, nh)), th_prev=z((ns, nh)),
+        v=z((ns, nv)), sd=z((ns, nsd)), c=z((ns, n_coef)), th=z((ns, nh)), th_prev=z((ns, nh)),
         th_true=z((ns, nh)), swork=z((ns, shape.W_STRIDE * nl)),
         sscratch=z((ns, shape.scratch_size(sn.prof.shape[0], table=sn.tab.shape[1] > 0,
                                            tendons=nt))), meas=z((ns, 2 * nt + 6)),

@@ -158,3 +158,19 @@ def test_compiled_equals_plain_on_a_multi_section_arm() -> None:
     for name in ("qpos", "qvel", "ctrl", "est"):
         a, b = getattr(plain.log, name), getattr(comp.log, name)
         assert np.array_equal(a, b, equal_nan=True), name
+
+
+def test_the_encoder_fit_of_a_multi_section_arm_holds_every_coefficient() -> None:
+    # Under sensing=realistic (encoders, no arm IMUs) the arm's shape is the quasi-static fit
+    # of two coefficients per section profile (six for the three sections). Plain Python
+    # checks every index; a state sized for prb12's one bend (two) overran it, and the
+    # compiled loop wrote past it (a segfault in the task suite). A short hover: the fit
+    # holds the tip within 3 % of L.
+    from quadarm.runner import episode
+
+    cfg = cfg_of(V4, "sensing=realistic", "scenario=hover", "scenario.duration=0.2",
+                 "runner.compiled=false")
+    ep = episode.run_episode(cfg)
+    assert ep.status == "ok", ep.message
+    metrics = {(p, k): v for p, k, v in ep.metrics}
+    assert metrics[("whole", "shape_tip_rms_pct")] <= 3.0
