@@ -31,7 +31,7 @@ test-all: ## every test, the slow ones too (reproduction, compiled-vs-plain of e
 	$(PYTHON) -m pytest -q -m "not timing" -n 2 --dist loadfile
 	$(PYTHON) -m pytest -q -m timing
 
-test-fast: ## the unit tests and the paper's headline (one mission), on two processes: about 50 s
+test-fast: ## the unit tests and the paper's headline (one mission), on two processes: budget 60 s
 	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadfile tests/unit tests/model/test_headline.py
 
 lint: ## ruff on everything, mypy on quadarm/

@@ -13,10 +13,12 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 _register: Any
+_overload: Any
 try:  # numba compiles these functions into the kernels that call them
+    from numba.extending import overload as _overload
     from numba.extending import register_jitable as _register
 except ImportError:  # pragma: no cover - numba is optional: plain Python runs the same source
-    _register = None
+    _register = _overload = None
 
 
 def register_jitable(fn: F) -> F:
@@ -24,3 +26,21 @@ def register_jitable(fn: F) -> F:
     if _register is not None:
         _register(fn)
     return fn
+
+
+def compiled_as(scalar: Callable[..., Any]) -> Callable[[F], F]:
+    """Decorator: plain Python calls the decorated function, numba compiles ``scalar`` (same
+    arguments, same results) wherever compiled code calls it.
+
+    For a per-call function whose plain-Python form is vectorised with numpy (it allocates,
+    which the compiled kernels must not: they run without numba's reference counting) while
+    compiled code keeps the scalar loop. The two must give the same numbers bit for bit: the
+    same IEEE operations in the same order per element (their tests compare them)."""
+
+    def wrap(fn: F) -> F:
+        if _overload is not None:
+            # As register_jitable does it, with the other function as the implementation.
+            _overload(fn, strict=False)(lambda *args, **kwargs: scalar)
+        return fn
+
+    return wrap

@@ -115,10 +115,27 @@ def header(path: Path) -> dict[str, object]:
                      "(docs/architecture.md, 'Add a study')")
 
 
+# studies()'s result by folder and by the name, size and modification time of every file in
+# it (an edited, added or removed file is read again): the runner's plan of each make target
+# asks for the registry, and parsing every file's line each time cost seconds per session.
+_read: dict[tuple[object, ...], dict[str, Study]] = {}
+
+
 def studies(conf_dir: str = CONF_DIR) -> dict[str, Study]:
     """Every study of ``conf_dir/experiment`` by name, in file-name order."""
+    paths = sorted((Path(conf_dir) / "experiment").glob("*.yaml"))
+    key = (str(Path(conf_dir).resolve()),
+           *((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in paths))
+    if key not in _read:
+        _read.clear()  # one registry at a time: a new state of the files replaces the old
+        _read[key] = _studies(paths)
+    return dict(_read[key])  # a new dict each call; its Study records are frozen
+
+
+def _studies(paths: list[Path]) -> dict[str, Study]:
+    """The studies of these experiment files (:func:`studies`)."""
     out = {}
-    for path in sorted((Path(conf_dir) / "experiment").glob("*.yaml")):
+    for path in paths:
         meta = header(path)
         tables = meta.get("tables") or []
         out[path.stem] = Study(

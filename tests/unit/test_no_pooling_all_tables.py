@@ -121,9 +121,31 @@ def _frames(name: str, tag: str = "a", change: dict | None = None, scale: float 
 
 
 def _build(name: str) -> Callable[[pd.DataFrame, pd.DataFrame], object]:
-    if name.startswith("task_"):
-        return lambda r, m: tasks.table(name, r, m, specs={})
-    return lambda r, m: studies.build(name, r, m)
+    """The table's builder, through the no-pooling guard. A table without its GROUPING entry,
+    or whose builder cannot read its sample frame (a column of the runs or a phase's metric
+    that ``_rows`` or ``PHASES`` here lacks), fails in one line naming the place to add."""
+    if not name.startswith("task_") and name not in studies.GROUPING:
+        _fail(f"table {name!r}: no entry in quadarm/analysis/studies.py::GROUPING: add the "
+              "config keys that key its rows")
+
+    def build(runs: pd.DataFrame, metrics: pd.DataFrame) -> object:
+        try:
+            if name.startswith("task_"):
+                return tasks.table(name, runs, metrics, specs={})
+            return studies.build(name, runs, metrics)
+        except Pooled:
+            raise
+        except (KeyError, IndexError, ValueError) as err:  # ValueError: none of its trials
+            _fail(f"table {name!r}: its builder cannot read the sample frame ({type(err).__name__}"
+                  f" {err}): add what it reads to tests/unit/test_no_pooling_all_tables.py "
+                  "(_rows: the runs' config columns; PHASES: the phases' metric names)")
+            raise  # not reached: _fail raises
+
+    return build
+
+
+def _fail(line: str) -> None:
+    pytest.fail(line, pytrace=False)
 
 
 # Tables that sweep the gains themselves (or select, or pool them on purpose): a gain sweep is
@@ -147,8 +169,8 @@ def test_every_table_has_a_grouping() -> None:
     assert set(studies.GROUPING) <= set(studies.NAMES)
     for name in studies.NAMES:  # each fixture builds its table from one setup
         runs, metrics = _frames(name)
-        table = studies.build(name, runs, metrics)
-        assert not table.parts, name
+        table = _build(name)(runs, metrics)
+        assert not table.parts, name  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("name,key", FOREIGN)
