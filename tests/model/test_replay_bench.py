@@ -264,3 +264,16 @@ def test_the_time_series_and_the_quick_look_carry_the_new_columns(tmp_path, monk
     assert "quicklook_replay.png" in files
     drawn = quicklook._replay_extra(Results.load([tmp_path / "with"]), [with_id])
     assert set(drawn) == set(wanted)
+
+
+def test_a_wrapped_heading_is_unwrapped_before_it_is_interpolated(tmp_path):
+    """A heading logged in (-pi, pi] that crosses pi jumps by -2 pi: read back unwrapped, the
+    plan turns 0.083 rad the short way between the two samples, not 6.2 rad back."""
+    from quadarm.results import replaylog
+
+    yaw = np.array([3.0, 3.1, -3.1, -3.0, -2.9])
+    path = _bad(tmp_path, {"x_ref": 0.0, "y_ref": 0.0, "z_ref": 1.0, "yaw_ref": yaw})
+    rec = replaylog.read(path, {}, 3, False)
+    assert rec.yaw is not None
+    short = 2 * math.pi - 6.2  # from 3.1 to -3.1 through pi: 0.083 rad
+    np.testing.assert_allclose(np.diff(rec.yaw), [0.1, short, 0.1, 0.1], atol=1e-12)
