@@ -225,7 +225,8 @@ def simulate(cfg: Config | Sequence[str] | None = None, overrides: Sequence[str]
     assert trial.cfg is not None
     ep = run_episode(trial.cfg)
     metrics = store.metrics_frame(trial.run_id, ep.metrics)
-    series = (store.timeseries_frame(ep, trial.run_id, trial.cfg.sim.log_every, trial.cfg.world)
+    series = (store.timeseries_frame(ep, trial.run_id, trial.cfg.sim.log_every, trial.cfg.world,
+                                     trial.cfg)
               if ep.log is not None and len(ep.log.t) else None)
     model = ep.built.model if ep.built is not None else None
     return Simulation(metrics, series, model, ep.status, ep.message, trial.cfg, ep)

@@ -66,8 +66,10 @@ _TARGET = re.compile(r"^target_\d+$")
 
 
 # scenario=replay reports one phase per measured column it compares (quadarm.results.replaylog.
-# measured_names): the tip, the hub, and a servo-driven tendon's tension and servo torque.
-_COMPARED = re.compile(r"^(tip_[xyz]|[xyz]|tension_[a-z]_n|servo_[a-z]_torque_nm)$")
+# measured_names): the tip, the hub, a servo-driven tendon's tension and servo torque, a
+# section end's roll and pitch, the flange's force and torque.
+_COMPARED = re.compile(r"^(tip_[xyz]|[xyz]|tension_[a-z]_n|servo_[a-z]_torque_nm"
+                       r"|section\d+_(roll|pitch)_rad|flange_f[xyz]_n|flange_t[xyz]_nm)$")
 
 
 def known_phase(phase: str) -> bool:
@@ -210,6 +212,7 @@ def metric_label(metric: str) -> tuple[str, str]:
 TIME = "t"  # s
 POSITION = ("x", "y", "z")  # hub position, world frame, m
 REFERENCE = ("x_ref", "y_ref", "z_ref")  # reference position, m
+YAW_REFERENCE = "yaw_ref"  # the vehicle's heading reference (rad, about world z; replay's input)
 QUATERNION = ("qw", "qx", "qy", "qz")  # hub attitude, world frame
 VELOCITY = ("vx", "vy", "vz", "wx", "wy", "wz")  # free-joint qvel: m/s, then rad/s
 TIP = ("tip_x", "tip_y", "tip_z")  # arm tip, world frame, m
@@ -252,6 +255,21 @@ CONTACT_TANGENTIAL = "contact_ft"
 def touched_column(name: str) -> str:
     """The touched flag (0/1) of world object ``name``."""
     return f"touched_{name}"
+
+
+def section_end_columns(j: int) -> tuple[str, str]:
+    """The roll and pitch (rad) of section j's end (its last link) relative to the arm's mount
+    (the airframe's frame): an IMU at the section end, as ``scenario=replay`` compares it;
+    R = Rz(yaw) Ry(pitch) Rx(roll) of the end's frame in the mount's (0 -> ``section0_roll_rad``,
+    ``section0_pitch_rad``; a one-section arm has section 0 only)."""
+    return f"section{j}_roll_rad", f"section{j}_pitch_rad"
+
+
+# The arm's flange wrench (scenario=replay compares it): the force (N) and torque (N m) the
+# airframe exerts on the arm at the flange's force-torque site (FLANGE_SITE), in that site's
+# frame (MuJoCo's force and torque sensors there).
+FLANGE_FORCE_COLUMNS = ("flange_fx_n", "flange_fy_n", "flange_fz_n")
+FLANGE_TORQUE_COLUMNS = ("flange_tx_nm", "flange_ty_nm", "flange_tz_nm")
 
 
 def rotor_column(j: int) -> str:

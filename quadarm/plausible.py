@@ -34,7 +34,7 @@ import math
 import mujoco
 import numpy as np
 
-from quadarm.config import GROUNDED, Config, ConfigError
+from quadarm.config import Config, ConfigError, fixed_base
 from quadarm.config.schemas import ArmConfig, inertia_matrix
 from quadarm.model import BuiltModel, names
 
@@ -57,7 +57,7 @@ def attitude_poles(cfg: Config) -> np.ndarray:
 def check_timestep(cfg: Config) -> None:
     """Refuse a ``sim.timestep`` at which the sampled attitude loop is unstable (see the
     module docstring): some pole lambda with |1 + lambda dt| > 1."""
-    if cfg.scenario.kind in GROUNDED:
+    if fixed_base(cfg.scenario, cfg.airframe.bench):
         return  # no flight controller
     dt = float(cfg.sim.timestep)
     poles = attitude_poles(cfg)
@@ -85,7 +85,7 @@ def notes(cfg: Config) -> list[str]:
     """The warnings of one job (see the module docstring); empty for the paper's configs."""
     out: list[str] = []
     dt = float(cfg.sim.timestep)
-    if cfg.scenario.kind not in GROUNDED:
+    if not fixed_base(cfg.scenario, cfg.airframe.bench):
         poles = attitude_poles(cfg)
         if poles.size and float(np.abs(poles).max()) * dt > COARSE:
             fast = float(np.abs(poles).max())

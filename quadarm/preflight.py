@@ -366,14 +366,15 @@ def check_align(cfg: Config) -> None:
 
 
 def check_bench(cfg: Config) -> None:
-    """Refuse a bench-mounted airframe (``airframe=bench``) outside the grounded scenarios:
-    a frame welded to the world cannot fly."""
-    from quadarm.config import GROUNDED
+    """Refuse a bench-mounted airframe (``airframe=bench``) outside the grounded scenarios
+    and those that may run on the bench (``replay``): a frame welded to the world cannot
+    fly."""
+    from quadarm.config import BENCHED, GROUNDED
 
-    if cfg.airframe.bench != "none" and cfg.scenario.kind not in GROUNDED:
+    if cfg.airframe.bench != "none" and cfg.scenario.kind not in GROUNDED + BENCHED:
         raise ConfigError("airframe.bench", cfg.airframe.bench,
                           f"a bench mount holds the arm still: scenario must be "
-                          f"{'|'.join(GROUNDED)}, or airframe.bench=none to fly")
+                          f"{'|'.join(GROUNDED + BENCHED)}, or airframe.bench=none to fly")
 
 
 def check_plan(cfg: Config, build: typing.Callable[[], typing.Any]) -> None:

@@ -222,6 +222,7 @@ BASE_RECORDS = (
     # the paper's law, field by field (a field added to its records needs a row, or a line here)
     "Params.law.prm", "Params.law.mix", "Params.law.rotors", "Params.law.ref_p",
     "Params.law.ref_v", "Params.law.ref_a", "State.law.prm", "State.law.integ", "State.law.u",
+    "Params.law.yawed", "Params.law.yaw",  # a plan's heading reference (a replay's yaw_ref)
     "Params.tendon.actuators", "Params.tendon.tense", "Params.tendon.tensions",
     "State.tendon.out",
     "Params.tendon.servo", "Log.tension",  # servo-driven tendons: their logged tensions

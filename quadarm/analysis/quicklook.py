@@ -14,19 +14,22 @@ that vary across them (:func:`quadarm.analysis.select.varying`) and its ``whole`
 - pick_place: the object's path (m, top and side views) with its place, and the tip's;
 - payload: the dip, the hub's altitude below its reference (cm), with grasp and release;
 - replay: the tip's x, y, z (m) over time, simulated against the log's measured ones (read
-  from ``scenario.log`` through ``scenario.columns``, when the log is still there); its table
-  shows the tip_z phase's comparison (docs/replay.md).
+  from ``scenario.log`` through ``scenario.columns``, when the log is still there), and, where
+  the log has them, each section end's roll and pitch (rad) and the flange's force (N) and
+  torque (N m); its table shows the tip_z phase's comparison (docs/replay.md).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 from matplotlib.figure import Figure
 
 from quadarm.analysis.figures import save
@@ -177,10 +180,32 @@ def _payload(fig: Figure, res: Results, ids: list[str], frame: pd.DataFrame) -> 
     ax.legend(fontsize=7, loc="upper right")
 
 
+# A replay's compared quantities drawn beside the tip: the section ends' angles and the flange
+# wrench, which its time series holds where its log has them (quadarm.scenarios.tasks.Replay).
+_REPLAY_EXTRA = re.compile(r"^(section\d+_(roll|pitch)_rad|flange_f[xyz]_n|flange_t[xyz]_nm)$")
+
+
+def _replay_extra(res: Results, ids: list[str]) -> list[str]:
+    """The section-end and flange quantities the trials ``ids`` compared (their phases)."""
+    m = res.metrics[res.metrics["run_id"].isin(ids) & (res.metrics["metric"] == "replay_rmse")]
+    return sorted({str(p) for p in m["phase"] if _REPLAY_EXTRA.match(str(p))},
+                  key=lambda q: (not q.startswith("section"), q))
+
+
 def _replay(fig: Figure, res: Results, ids: list[str], frame: pd.DataFrame) -> None:
-    axes = fig.subplots(1, 3)
+    extra = _replay_extra(res, ids)
+    shown = (*TIP, *extra)
+    if extra:  # three panels a row, the tip's first
+        rows = math.ceil(len(shown) / 3)
+        fig.set_size_inches(9.0, 3.8 * rows)
+        axes = list(np.ravel(fig.subplots(rows, 3)))
+        for ax in axes[len(shown):]:
+            ax.set_visible(False)
+    else:
+        axes = list(fig.subplots(1, 3))
     for i, r in enumerate(ids):
-        ts = res.timeseries(r, list(TIP))
+        stored = set(pq.read_schema(res.series[r]).names)
+        ts = res.timeseries(r, [q for q in shown if q in TIP or q in stored])
         run = res.run(r)
         log = Path(str(run.get("scenario.log", "")))
         meas = None
@@ -191,17 +216,21 @@ def _replay(fig: Figure, res: Results, ids: list[str], frame: pd.DataFrame) -> N
                     and run["scenario.run_id"]:
                 meas = meas[meas["run_id"].astype(str) == run["scenario.run_id"]]
         col = {q: str(run.get(f"scenario.columns.{q}", q)) if isinstance(
-            run.get(f"scenario.columns.{q}"), str) else q for q in (TIME, *TIP)}
-        for ax, q in zip(axes, TIP, strict=True):
+            run.get(f"scenario.columns.{q}"), str) else q for q in (TIME, *shown)}
+        for ax, q in zip(axes, shown, strict=False):
+            if q not in ts:
+                continue
             line = ax.plot(ts[TIME], ts[q], lw=1.0,
                            label=f"simulated, {_label(frame, r)}" if q == TIP[0] else None)[0]
             if meas is not None and col[q] in meas and col[TIME] in meas:
                 t = meas[col[TIME]].to_numpy(float)
                 ax.plot(t - t[0], meas[col[q]], ls="--", lw=1.0, color=line.get_color(),
                         label="measured" if q == TIP[0] and i == 0 else None)
-    for ax, q in zip(axes, TIP, strict=True):
+    for ax, q in zip(axes, shown, strict=False):
+        unit = "rad" if q.endswith("_rad") else "N m" if q.endswith("_nm") else \
+            "N" if q.endswith("_n") else "m"
         ax.set_xlabel("t [s]")
-        ax.set_ylabel(f"{q} [m]")
+        ax.set_ylabel(f"{q} [{unit}]")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, loc="best")
 

@@ -20,6 +20,7 @@ from quadarm.config.schemas import (
     AFTER_PHASE,
     ARMS,
     BACKENDS,
+    BENCHED,
     DEFAULT_STORE,
     ENGINES,
     EVENTS,
@@ -63,11 +64,13 @@ from quadarm.config.schemas import (
     WorldConfig,
     WorldObject,
     WorldPayload,
+    fixed_base,
 )
 from quadarm.config.store import default_store
 
 __all__ = [
-    "ARMS", "EVENTS", "GROUNDED", "JOINT_PLACEMENTS", "MAX_SEGMENTS", "RodArmConfig",
+    "ARMS", "BENCHED", "EVENTS", "GROUNDED", "fixed_base", "JOINT_PLACEMENTS", "MAX_SEGMENTS",
+    "RodArmConfig",
     "AFTER_PHASE", "DEFAULT_STORE", "MISSION_PHASES", "MISSION_PHASE_TIMES", "WHOLE_PHASE",
     "BACKENDS", "CONF_DIR", "ENGINES", "GROUPS", "INTEGRATORS", "SCENARIOS", "TENDON_MAPS",
     "WIND_MAX", "WORLD_KINDS", "AeroConfig", "AirframeConfig", "ArmConfig", "BendScenario",

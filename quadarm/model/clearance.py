@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import mujoco
 
-from quadarm.config import GROUNDED, Config, ConfigError, WorldConfig
+from quadarm.config import Config, ConfigError, WorldConfig, fixed_base
 from quadarm.model import names
 from quadarm.model.builder import build
 
@@ -59,5 +59,6 @@ def check_start(cfg: Config) -> None:
     if not cfg.world.objects:
         return
     built = build(cfg.airframe, cfg.arm, cfg.sim, start=(0.0, 0.0, cfg.scenario.altitude),
-                  aero=cfg.aero, fixed_base=cfg.scenario.kind in GROUNDED, world=cfg.world)
+                  aero=cfg.aero, fixed_base=fixed_base(cfg.scenario, cfg.airframe.bench),
+                  world=cfg.world)
     check_clear(built.model, cfg.world)

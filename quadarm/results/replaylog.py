@@ -12,8 +12,11 @@ quadarm ``timeseries.parquet`` replays as it is:
 - the commands, one per tendon: ``tension_<x>_n`` (N) for force-driven tendons,
   ``length_cmd_<x>_m`` (m) for servo-driven ones (``arm.actuation=displacement``);
 - optional, all three or none: the vehicle's references ``x_ref, y_ref, z_ref`` (m, world),
-  and its logged position ``x, y, z`` (m: where it starts);
-- optional, to compare: any of :func:`measured_names` (tip, hub, tensions, servo torques).
+  and its logged position ``x, y, z`` (m: where it starts); with the references, optionally
+  its heading reference ``yaw_ref`` (rad, about world z; unwrapped before it is
+  interpolated);
+- optional, to compare: any of :func:`measured_names` (tip, hub, tensions, servo torques,
+  section-end roll and pitch in pairs, the flange's force and torque in triples).
 
 A log with a ``run_id`` column holding several runs needs ``scenario.run_id``.
 """
@@ -35,6 +38,9 @@ MAX_DT = 0.5  # s: a log's median step above it is not in seconds (wrong unit?)
 MAX_POSITION = 100.0  # m: a position beyond it is not in metres
 MAX_LENGTH = 10.0  # m: a tendon length command beyond it is not in metres
 MAX_TENSION = 1e4  # N
+MAX_FORCE = 1e4  # N: a flange force beyond it is not in newtons
+MAX_TORQUE = 1e3  # N m: a flange torque beyond it is not in newton metres
+MAX_YAW = 4.0 * np.pi  # rad: a heading reference beyond two turns is not in radians
 # A log shipped with the package (package data): quadarm's own 1.5 s held bend of prb12
 # (mu = 1, beta = 0, its 1 s ramp), its time series at 100 Hz (every fifth sample) with the
 # references, the hub and tip positions and the three tendon tensions. It is the replay's
@@ -46,7 +52,10 @@ SAMPLE_LOG = Path(__file__).resolve().parents[1] / "data" / "replay" / "held_ben
 class ReplayLog:
     """A checked log: ``t`` (K,) s from 0, ``commands`` (K, n_tendons) in the commands' SI
     unit, ``ref`` (K, 3) m or None, ``start`` (3,) m (the logged position at t = 0) or None,
-    ``measured`` {quantity: (K,)} in its SI unit, ``path``."""
+    ``measured`` {quantity: (K,)} in its SI unit, ``path``; ``yaw`` (K,) rad, the heading
+    reference unwrapped, or None; ``vehicle``: the vehicle's setpoints the log moves (its
+    references that change, a heading other than 0), which a bench mount refuses (a logged
+    position, or references held still, are where the frame is held)."""
 
     t: np.ndarray
     commands: np.ndarray
@@ -54,6 +63,8 @@ class ReplayLog:
     start: np.ndarray | None
     measured: dict[str, np.ndarray]
     path: str
+    yaw: np.ndarray | None = None
+    vehicle: tuple[str, ...] = ()
 
 
 def command_names(n_tendons: int, servo: bool) -> list[str]:
@@ -62,14 +73,26 @@ def command_names(n_tendons: int, servo: bool) -> list[str]:
     return [col(i) for i in range(n_tendons)]
 
 
-def measured_names(n_tendons: int, servo: bool) -> list[str]:
+def section_names(n_sections: int) -> list[str]:
+    """The section-end orientation quantities of an arm of ``n_sections`` sections (rad):
+    each end's roll, then its pitch (:func:`quadarm.names.section_end_columns`)."""
+    return [q for j in range(n_sections) for q in names.section_end_columns(j)]
+
+
+FLANGE = (*names.FLANGE_FORCE_COLUMNS, *names.FLANGE_TORQUE_COLUMNS)
+"""The flange wrench's quantities: force (N), then torque (N m), the flange site's frame."""
+
+
+def measured_names(n_tendons: int, servo: bool, n_sections: int = 1) -> list[str]:
     """The quantities a log may carry to compare with the replay: the tip and the hub
-    (m, world), and for servo-driven tendons their tensions (N) and servo torques (N m)."""
+    (m, world), for servo-driven tendons their tensions (N) and servo torques (N m), each
+    section end's roll and pitch (rad, :func:`section_names`) and the flange's force (N) and
+    torque (N m) (:data:`FLANGE`)."""
     out = [*names.TIP, *names.POSITION]
     if servo:
         out += [names.tension_column(i) for i in range(n_tendons)]
         out += [names.servo_torque_column(i) for i in range(n_tendons)]
-    return out
+    return out + section_names(n_sections) + list(FLANGE)
 
 
 def _frame(path: str, run_id: str) -> pd.DataFrame:
@@ -143,9 +166,9 @@ def _time(frame: pd.DataFrame, columns: Mapping[str, str], path: str) -> np.ndar
 
 
 def read(path: str, columns: Mapping[str, str], n_tendons: int, servo: bool,
-         run_id: str = "") -> ReplayLog:
+         run_id: str = "", n_sections: int = 1) -> ReplayLog:
     """Read and check a log (see the module docstring) for an arm of ``n_tendons`` tendons,
-    servo-driven or not."""
+    servo-driven or not, of ``n_sections`` sections."""
     frame = _frame(path, run_id)
     t = _time(frame, columns, path)
 
@@ -173,8 +196,30 @@ def read(path: str, columns: Mapping[str, str], n_tendons: int, servo: bool,
             raise ConfigError(KEY, path, f"has part of the {what} ({', '.join(qs)}): "
                               "all three or none")
         triples[what] = _numbers(frame, [col(q) for q in qs], path) if all(have) else None
+    # Quantities that come in groups (a section end's roll and pitch, the flange's force and
+    # its torque): all of a group or none, as the references.
+    groups: list[tuple[str, ...]] = [names.section_end_columns(j) for j in range(n_sections)]
+    groups += [names.FLANGE_FORCE_COLUMNS, names.FLANGE_TORQUE_COLUMNS]
+    for group in groups:
+        have = [col(q) in frame.columns for q in group]
+        if any(have) and not all(have):
+            gone = [col(q) for q, h in zip(group, have, strict=True) if not h]
+            raise ConfigError(KEY, path, f"has part of ({', '.join(group)}): missing "
+                              f"{', '.join(gone)} (all of them or none)")
     measured = {q: _numbers(frame, [col(q)], path)[:, 0]
-                for q in measured_names(n_tendons, servo) if col(q) in frame.columns}
+                for q in measured_names(n_tendons, servo, n_sections) if col(q) in frame.columns}
+    for q in section_names(n_sections):
+        v = measured.get(q)
+        if v is not None and np.abs(v).max() > np.pi + 1e-9:
+            raise ConfigError(KEY, path, f"column {col(q)} ({q}) reaches {np.abs(v).max():g}: "
+                              "not radians (wrong unit?)")
+    for qs, bound, unit in ((names.FLANGE_FORCE_COLUMNS, MAX_FORCE, "newtons"),
+                            (names.FLANGE_TORQUE_COLUMNS, MAX_TORQUE, "newton metres")):
+        for q in qs:
+            v = measured.get(q)
+            if v is not None and np.abs(v).max() > bound:
+                raise ConfigError(KEY, path, f"column {col(q)} ({q}) reaches "
+                                  f"{np.abs(v).max():g}: not {unit} (wrong unit?)")
     for q in [*names.TIP, *names.POSITION]:
         v = measured.get(q)
         if v is not None and np.abs(v).max() > MAX_POSITION:
@@ -184,6 +229,26 @@ def read(path: str, columns: Mapping[str, str], n_tendons: int, servo: bool,
     if ref is not None and np.abs(ref).max() > MAX_POSITION:
         raise ConfigError(KEY, path, f"the references reach {np.abs(ref).max():g}: not metres "
                           "(wrong unit?)")
+    yaw = None
+    yaw_col = col(names.YAW_REFERENCE)
+    if yaw_col in frame.columns:
+        if ref is None:
+            raise ConfigError(KEY, path, f"has the heading reference {yaw_col} "
+                              f"({names.YAW_REFERENCE}) without the position references "
+                              f"({', '.join(names.REFERENCE)}): the flight controller takes "
+                              "them together")
+        yaw = _numbers(frame, [yaw_col], path)[:, 0]
+        if np.abs(yaw).max() > MAX_YAW:
+            raise ConfigError(KEY, path, f"column {yaw_col} ({names.YAW_REFERENCE}) reaches "
+                              f"{np.abs(yaw).max():g}: not radians (wrong unit?)")
+        # A heading logged in (-pi, pi] jumps by 2 pi where it wraps: unwrapped, the
+        # interpolation between two samples turns the short way.
+        yaw = np.unwrap(yaw)
     pos = triples["position"]
+    # The setpoints a vehicle would fly: references that move (a bench run's own log holds
+    # them still, at the frame's pose) and a heading other than 0.
+    vehicle = (*(q for c, q in enumerate(names.REFERENCE)
+                 if ref is not None and np.ptp(ref[:, c]) > 0.0),
+               *((names.YAW_REFERENCE,) if yaw is not None and np.any(yaw != 0.0) else ()))
     return ReplayLog(t=t, commands=commands, ref=ref, start=None if pos is None else pos[0],
-                     measured=measured, path=str(path))
+                     measured=measured, path=str(path), yaw=yaw, vehicle=vehicle)

@@ -26,7 +26,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from quadarm.config import Config
+from quadarm.config import Config, fixed_base
 from quadarm.control.geometric import FF_ON, GeometricController
 from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import mixer, total_mass
@@ -114,8 +114,8 @@ def build_model(cfg: Config, start: np.ndarray | None = None) -> BuiltModel:
 
 def grounded(cfg: Config) -> bool:
     """Whether the trial holds the airframe fixed (no free joint, no flight controller: the
-    ``statics`` scenario)."""
-    return tasks.of(cfg).grounded
+    ``statics`` scenario, or a replay on the bench mount: ``airframe.bench``)."""
+    return tasks.of(cfg).grounded or fixed_base(cfg.scenario, cfg.airframe.bench)
 
 
 def make_controller(cfg: Config, built: BuiltModel) -> GeometricController:

@@ -105,6 +105,9 @@ class Law(NamedTuple):
     ref_p: Any  # (K + 1, nsim, 3) float, m: the plan's position reference
     ref_v: Any  # (K + 1, nsim, 3) float, m/s: its velocity
     ref_a: Any  # (K + 1, nsim, 3) float, m/s^2: its acceleration
+    yawed: np.ndarray  # (nsim,) bool: the plan has a heading reference (Plan.yaw: a replay's)
+    yaw: np.ndarray  # (K + 1, nsim, 2) float: cos and sin of that heading ((1, nsim, 2)
+    #                  zeros when no trial has one), written into the live parameter row
 
 
 class LawState(NamedTuple):
@@ -426,6 +429,9 @@ def control(k: int, p: Params, s: State, lg: Log, i: int, qpos: Any, qvel: Any,
                                qpos, rp, rv, ra, lg.force[k, i])
             ref_p, ref_v, a_d = rp, rv, ra
         prm = law_s.prm[i]
+        if law_p.yawed[i]:  # the plan's heading of sample k (a replayed log's yaw_ref)
+            prm[geometric.COS_YAW] = law_p.yaw[k, i, 0]
+            prm[geometric.SIN_YAW] = law_p.yaw[k, i, 1]
         if p.arm.ffp[i, arm_control.F_MODE] != 0.0:
             arm, arm_s = p.arm, s.arm
             feedforward(prm, qpos, a_d, arm.ffp[i], arm.chain[i], arm_s.work[i], arm_s.s3[i],
@@ -694,12 +700,20 @@ def _law(preps: Sequence[Prepared], big: int, held: bool, compiled: bool) -> Law
     else:
         ctls = [make_controller(p.cfg, p.built) for p in preps]
         prm, mix = _c([c.params for c in ctls]), _c([c.mix_flat for c in ctls])
+    yawed = np.array([not held and p.plan.yaw is not None for p in preps], dtype=bool)
+    yaw = np.zeros((1, ns, 2))
+    if yawed.any():
+        rows = [np.zeros((big + 1, 2)) if p.plan.yaw is None or not y else
+                _pad(np.column_stack([np.cos(p.plan.yaw), np.sin(p.plan.yaw)]), big + 1)
+                for p, y in zip(preps, yawed, strict=True)]
+        yaw = _c(np.stack(rows, axis=1))
     if not compiled:
         # Plain Python indexes nested lists of floats several times faster than numpy rows
         # (same values): the fields the law reads element by element every step.
         return Law(prm=prm.tolist(), mix=mix.tolist(), rotors=rotors, ref_p=ref_p.tolist(),
-                   ref_v=ref_v.tolist(), ref_a=ref_a.tolist())
-    return Law(prm=prm, mix=mix, rotors=rotors, ref_p=ref_p, ref_v=ref_v, ref_a=ref_a)
+                   ref_v=ref_v.tolist(), ref_a=ref_a.tolist(), yawed=yawed, yaw=yaw)
+    return Law(prm=prm, mix=mix, rotors=rotors, ref_p=ref_p, ref_v=ref_v, ref_a=ref_a,
+               yawed=yawed, yaw=yaw)
 
 
 def _carry(preps: Sequence[Prepared], held: bool) -> Carry:

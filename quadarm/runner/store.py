@@ -48,7 +48,7 @@ from quadarm.runner import sense
 from quadarm.runner.episode import run_episode
 from quadarm.runner.lifecycle import Episode
 from quadarm.runner.trials import Trial
-from quadarm.scenarios import estimates
+from quadarm.scenarios import estimates, tasks
 
 DONE = ("ok", "diverged", "failed")  # statuses a resumed study does not recompute
 FINGERPRINT_KEY = "quadarm.fingerprint"
@@ -81,10 +81,12 @@ def config_yaml(cfg: Config) -> str:
 
 
 def timeseries_frame(ep: Episode, run_id: str, every: int,
-                     world: WorldConfig | None = None) -> pd.DataFrame:
+                     world: WorldConfig | None = None, cfg: Config | None = None) -> pd.DataFrame:
     """The logged signals of one episode, every ``every``-th sample, as a flat frame; its
     columns are named in :mod:`quadarm.names`. With the objects of ``world``, the contact
-    columns too (:func:`contact_columns`)."""
+    columns too (:func:`contact_columns`); with the trial's ``cfg``, the series its scenario
+    adds (:meth:`quadarm.scenarios.tasks.Task.series`: a replay's section-end angles and
+    flange wrench, where its log has them to compare)."""
     log, plan, built = ep.log, ep.plan, ep.built
     if log is None or plan is None or built is None:
         raise ValueError("the episode has no time series")
@@ -140,6 +142,9 @@ def timeseries_frame(ep: Episode, run_id: str, every: int,
             for j in range((log.est.shape[1] - sense.U_SAMPLES) // 6):
                 for i, c in enumerate(names.arm_imu_columns(j)):
                     data[c] = log.est[rows, sense.U_SAMPLES + 6 * j + i]
+    if cfg is not None:
+        for c, v in tasks.of(cfg).series(cfg, plan, log).items():
+            data[c] = v[rows]
     # Arm joint angles (rad) and velocities complete the state for replay and rendering.
     # A grounded trial's model has no free joint; its log carries the fixed airframe's pose in
     # front of the arm's coordinates (see quadarm.runner.episode.hold), hence the offsets.
@@ -258,7 +263,8 @@ def record(trial: Trial, ep: Episode | None, store: Path, keep_timeseries: bool,
         if (keep_timeseries and ep is not None and ep.log is not None and len(ep.log.t)
                 and trial.cfg is not None):
             io.write_table(part / io.TIMESERIES, timeseries_frame(
-                ep, trial.run_id, trial.cfg.sim.log_every, trial.cfg.world), trial_meta)
+                ep, trial.run_id, trial.cfg.sim.log_every, trial.cfg.world, trial.cfg),
+                trial_meta)
     except Exception as err:  # noqa: BLE001 - a trial's error is data, not a crash
         row = run_row(trial, None, "error", f"{type(err).__name__} while recording: {err}",
                       ep.wall_s if ep else 0.0, ep.steps if ep else 0)

@@ -40,7 +40,9 @@ class Plan:
     ``bend`` (n + 1, 8): with ``control.tip_bend``, the planned Cartesian bend (u, v) and the
     world tip Jacobian d tip / d(u, v) (3 x 2, row-major, m) the feedback's bend correction
     reads (:func:`quadarm.scenarios.tip.bend_rows`), None otherwise; ``bend_mu_max`` the
-    largest bend the correction may command (the map's workspace edge).
+    largest bend the correction may command (the map's workspace edge). ``yaw`` (n + 1,)
+    rad: a heading reference the flight controller follows (``scenario=replay``'s
+    ``yaw_ref``), None for the others (the law's fixed heading).
     """
 
     t: np.ndarray
@@ -55,6 +57,7 @@ class Plan:
     grasp_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
     bend: np.ndarray | None = None
     bend_mu_max: float = 1.0
+    yaw: np.ndarray | None = None  # (n + 1,) rad: the heading reference (None: the law's own)
 
     @property
     def steps(self) -> int:

@@ -5,19 +5,23 @@ every physics step, written to the tendon actuators by the step seam as any plan
 vehicle's references, interpolated likewise with their velocity and acceleration by central
 differences of the interpolated positions, through the flight controller (no references: it
 holds its start). So the replay is a scenario on the step seam: compiled and batched like every
-other. The metrics: per measured column of the log (the phase is its quantity's name), the
-simulated against the measured at the log's times (:func:`compare`).
+other. A heading reference (``yaw_ref``) goes to the law with the position references
+(``Plan.yaw``). The metrics: per measured column of the log (the phase is its quantity's
+name), the simulated against the measured at the log's times (:func:`compare`); the
+section-end angles and the flange wrench, which the time series does not hold, are computed
+from the logged states on the trial's model (:func:`derived`).
 """
 
 from __future__ import annotations
 
+import mujoco
 import numpy as np
 
 from quadarm import names
-from quadarm.config import Config, ReplayScenario
+from quadarm.config import Config, ReplayScenario, fixed_base
 from quadarm.config.sections import servo_driven
 from quadarm.control.trajectory import Reference, constant
-from quadarm.model import BuiltModel
+from quadarm.model import BuiltModel, build
 from quadarm.results import replaylog
 from quadarm.scenarios.common import Log, Metric, Plan, times
 
@@ -29,7 +33,21 @@ def read(cfg: Config) -> replaylog.ReplayLog:
     sc: ReplayScenario = cfg.scenario
     arm = cfg.arm
     n = arm.n_tendons if hasattr(arm, "n_tendons") else len(arm.tendon_angles_deg)
-    return replaylog.read(sc.log, dict(sc.columns), n, servo_driven(arm), sc.run_id)
+    return replaylog.read(sc.log, dict(sc.columns), n, servo_driven(arm), sc.run_id,
+                          n_sections(cfg))
+
+
+def n_sections(cfg: Config) -> int:
+    """The arm's number of sections (a one-section arm: 1)."""
+    return len(getattr(cfg.arm, "sections", ())) or 1
+
+
+def section_end_links(cfg: Config) -> list[int]:
+    """The link (proximal first) that ends each section of the arm."""
+    sections = getattr(cfg.arm, "sections", ())
+    if not sections:
+        return [cfg.arm.segments - 1]
+    return [int(k) - 1 for k in np.cumsum([sec.links for sec in sections])]
 
 
 def resample(t: np.ndarray, t_log: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -60,13 +78,73 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     start = np.asarray(start, dtype=float)
     if rec.ref is None:
         ref = constant(start, len(t))
+    yaw = None if rec.yaw is None else resample(t, rec.t, rec.yaw[:, None])[:, 0]
     return Plan(t=t, ref=ref, start=start, tensions=rows,
-                phases={names.WHOLE: (0.0, sc.duration)})
+                phases={names.WHOLE: (0.0, sc.duration)}, yaw=yaw)
+
+
+def derived_names(cfg: Config) -> list[str]:
+    """The log's measured quantities that :func:`derived` computes (the section-end angles,
+    the flange wrench)."""
+    return [q for q in read(cfg).measured
+            if q in replaylog.FLANGE or q in replaylog.section_names(n_sections(cfg))]
+
+
+def derived(cfg: Config, plan: Plan, log: Log, quantities: list[str]) -> dict[str, np.ndarray]:
+    """The simulated series (n + 1,) of the ``quantities`` the time series does not hold,
+    from the logged states on the trial's model (built again, with the flange sensor):
+    each section end's roll and pitch (rad; its last link's frame in the airframe's, R =
+    Rz Ry(pitch) Rx(roll): the kinematics of the logged ``qpos``, exact), and the flange's
+    force (N) and torque (N m) in the flange site's frame (MuJoCo's sensors there, the force
+    the airframe exerts on the arm through the hinges: the forward dynamics of the logged
+    state and commands, sample after sample, equal to the run's to the constraint solver's
+    tolerance where friction or contacts make one)."""
+    if not quantities:
+        return {}
+    x, y, z = (float(v) for v in plan.start)
+    built = build(cfg.airframe, cfg.arm, cfg.sim, start=(x, y, z),
+                  aero=cfg.aero, flange_sensor=True,
+                  fixed_base=fixed_base(cfg.scenario, cfg.airframe.bench),
+                  world=cfg.world if cfg.world.objects else None)
+    m = built.model
+    d = mujoco.MjData(m)
+    # A grounded trial's log carries the fixed airframe's pose first (7 + 6 columns).
+    q0, v0 = log.qpos.shape[1] - m.nq, log.qvel.shape[1] - m.nv
+    quad = m.body(names.QUAD_BODY).id
+    ends = [m.body(names.link_body(k)).id for k in section_end_links(cfg)]
+    wrench = any(q in replaylog.FLANGE for q in quantities)
+    rows = len(log.t)
+    angles = np.zeros((rows, len(ends), 2))
+    flange = np.zeros((rows, 6))
+    fa, ta = built.flange_force_adr, built.flange_torque_adr
+    for k in range(rows):
+        d.qpos[:] = log.qpos[k, q0:]
+        d.qvel[:] = log.qvel[k, v0:]
+        if wrench:
+            d.ctrl[:] = log.ctrl[k]
+            mujoco.mj_forward(m, d)  # warm-started from the previous sample, as the run was
+            flange[k, :3] = d.sensordata[fa:fa + 3]
+            flange[k, 3:] = d.sensordata[ta:ta + 3]
+        else:
+            mujoco.mj_kinematics(m, d)
+        base = d.xmat[quad].reshape(3, 3)
+        for j, b in enumerate(ends):
+            r = base.T @ d.xmat[b].reshape(3, 3)
+            angles[k, j] = (np.arctan2(r[2, 1], r[2, 2]),
+                            np.arcsin(np.clip(-r[2, 0], -1.0, 1.0)))
+    out: dict[str, np.ndarray] = {}
+    for j in range(len(ends)):
+        roll, pitch = names.section_end_columns(j)
+        out[roll], out[pitch] = angles[:, j, 0], angles[:, j, 1]
+    for c, q in enumerate(replaylog.FLANGE):
+        out[q] = flange[:, c]
+    return {q: out[q] for q in quantities if q in out}
 
 
 def simulated(log: Log, quantity: str) -> np.ndarray | None:
     """The simulation's series (n + 1,) of a measured quantity (replaylog.measured_names), in
-    its SI unit; None when the run has no such signal."""
+    its SI unit, from the time series; None when the run has no such signal (or the time
+    series does not hold it: :func:`derived`)."""
     if quantity in names.TIP:
         return log.tip[:, names.TIP.index(quantity)]
     if quantity in names.POSITION:
@@ -112,8 +190,11 @@ def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
     rec = read(cfg)
     keep = rec.t <= log.t[-1] + 1e-12
     out: list[Metric] = []
+    extra = derived(cfg, plan, log, derived_names(cfg))
     for quantity, meas in rec.measured.items():
         sim = simulated(log, quantity)
+        if sim is None:
+            sim = extra.get(quantity)
         if sim is None:
             continue
         for metric, value in compare(log.t, sim, rec.t[keep], meas[keep],

@@ -171,6 +171,11 @@ class Task:
         """What the log reports: the module's metrics, then the estimates' (sensed trials)."""
         return self.module.metrics(cfg, plan, log) + estimates.metrics(cfg, plan, log)
 
+    def series(self, cfg: Config, plan: Plan, log: Any) -> dict[str, np.ndarray]:
+        """Time-series columns (n + 1,) the scenario adds to its trial's ``timeseries.parquet``
+        beyond the log's own (none by default)."""
+        return {}
+
     def failure(self, cfg: Config, values: list[Metric]) -> str:
         """Why the scenario's task was not done ('' when it was, or when it has no task): the
         module's optional ``failure(cfg, values)``."""
@@ -254,6 +259,18 @@ class PickPlace(Task):
         check(cfg)
 
 
+@dataclass(frozen=True)
+class Replay(Task):
+    """A recorded experiment: its time series gains the simulated section-end angles and
+    flange wrench where the log has them to compare (:func:`quadarm.scenarios.replay.
+    derived`), so that the figures draw them against the log's."""
+
+    def series(self, cfg: Config, plan: Plan, log: Any) -> dict[str, np.ndarray]:
+        from quadarm.scenarios import replay
+
+        return replay.derived(cfg, plan, log, replay.derived_names(cfg))
+
+
 TASKS: dict[str, Task] = {
     "mission": Task("mission"),
     "workspace": Task("workspace"),
@@ -267,7 +284,7 @@ TASKS: dict[str, Task] = {
     "payload": Payload("payload"),
     "pick_place": PickPlace("pick_place", pace="scenario.move_time",
                             tendon_pace="scenario.move_time"),
-    "replay": Task("replay", trial=(f"scenario.log={replaylog.SAMPLE_LOG}",),
+    "replay": Replay("replay", trial=(f"scenario.log={replaylog.SAMPLE_LOG}",),
                    needs=(("one_section", "the shipped sample log holds prb12's three tension "
                            "commands: a log replays the arm it was recorded with (give "
                            "scenario.log a log of this arm)"),)),

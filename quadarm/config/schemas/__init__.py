@@ -57,6 +57,7 @@ from quadarm.config.schemas.run import (  # noqa: F401
     _compiled,
 )
 from quadarm.config.schemas.scenarios import (  # noqa: F401
+    BENCHED,
     EVENTS,
     GROUNDED,
     SCENARIOS,
@@ -83,6 +84,7 @@ from quadarm.config.schemas.scenarios import (  # noqa: F401
     _points,
     check_lift,
     check_tip_targets,
+    fixed_base,
     outside_arena,
 )
 from quadarm.config.schemas.world import (  # noqa: F401

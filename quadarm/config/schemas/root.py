@@ -28,6 +28,7 @@ from quadarm.config.schemas.run import (
 from quadarm.config.schemas.scenarios import (
     GROUNDED,
     ScenarioConfig,
+    fixed_base,
 )
 from quadarm.config.schemas.world import (
     WorldConfig,
@@ -56,7 +57,8 @@ class Config:
         if not (isinstance(self.seed, int) and not isinstance(self.seed, bool) and self.seed >= 0):
             raise ConfigError("seed", self.seed, "must be an integer >= 0")
         if (isinstance(self.sim, SimConfig) and isinstance(self.scenario, ScenarioConfig)
-                and self.scenario.kind not in GROUNDED and not any(self.sim.gravity)):
+                and not fixed_base(self.scenario, getattr(self.airframe, "bench", "none"))
+                and not any(self.sim.gravity)):
             raise ConfigError("sim.gravity", list(self.sim.gravity),
                               f"must be non-zero for scenario {self.scenario.kind}: the flight "
                               "controller hovers against gravity (zero gravity: scenario="

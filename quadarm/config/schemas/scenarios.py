@@ -19,6 +19,7 @@ from quadarm.config.checks import (
     _vector,
 )
 from quadarm.config.schemas.physical import (
+    AeroConfig,
     AirframeConfig,
     ArmConfig,
     SimConfig,
@@ -38,6 +39,7 @@ class Config(typing.Protocol):
     (:class:`quadarm.config.schemas.root.Config`, which calls them): named here, not imported,
     so that the scenarios sit below the root."""
 
+    aero: AeroConfig
     airframe: AirframeConfig
     arm: Any
     control: ControlConfig
@@ -630,11 +632,45 @@ class ReplayScenario(ScenarioConfig):
 
         arm = cfg.arm
         n = arm.n_tendons if hasattr(arm, "n_tendons") else len(arm.tendon_angles_deg)
-        replaylog.read(self.log, dict(self.columns), n, servo_driven(arm), self.run_id)
+        rec = replaylog.read(self.log, dict(self.columns), n, servo_driven(arm), self.run_id,
+                             len(getattr(arm, "sections", ())) or 1)
+        if cfg.airframe.bench != "none" and rec.vehicle:
+            raise ConfigError("airframe.bench", cfg.airframe.bench,
+                              f"the log has the vehicle's setpoints ({', '.join(rec.vehicle)}): "
+                              "a bench mount holds the frame still (airframe.bench=none to "
+                              "fly them)")
+        if any(q in replaylog.FLANGE for q in rec.measured):
+            # The replay recomputes the flange wrench from the logged states and commands
+            # (quadarm.scenarios.replay.derived): refused where those do not fix it.
+            if cfg.airframe.motor_tau > 0.0:
+                raise ConfigError("airframe.motor_tau", cfg.airframe.motor_tau,
+                                  "must be 0 to compare the log's flange wrench (the rotors' "
+                                  "lagged thrusts are not logged)")
+            if hasattr(arm, "servos") and any(sv is not None for sv in arm.servos()):
+                raise ConfigError("arm.servo", "set", "must be null to compare the log's "
+                                  "flange wrench (the servos' states are not logged)")
+            a = cfg.aero
+            for key, on in (("aero.downwash", a.downwash), ("aero.ground_effect",
+                            a.ground_effect), ("aero.gust_intensity", a.gust_intensity > 0)):
+                if on:
+                    raise ConfigError(key, getattr(a, key.split(".")[1]), "must be off to "
+                                      "compare the log's flange wrench (the forces it applies "
+                                      "are not logged)")
 
 
 GROUNDED = ("statics",)
 """Scenarios that hold the airframe fixed (no flight controller)."""
+BENCHED = ("replay",)
+"""Scenarios that fly, or hold the airframe fixed on a bench mount when ``airframe.bench`` is
+set (a log recorded on the bench, without a vehicle: ``docs/replay.md``)."""
+
+
+def fixed_base(scenario: Any, bench: str) -> bool:
+    """Whether a trial holds the airframe fixed (no free joint, no flight controller): a
+    :data:`GROUNDED` scenario, or a :data:`BENCHED` one with ``airframe.bench`` ``bench`` set
+    (not ``none``). ``scenario`` is the scenario's config (its ``kind``)."""
+    kind = scenario.kind
+    return kind in GROUNDED or (kind in BENCHED and bench != "none")
 
 SCENARIOS: dict[str, type[ScenarioConfig]] = {
     "mission": MissionScenario,
