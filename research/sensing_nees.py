@@ -16,11 +16,17 @@ specific force, the inputs dg, dw) and internals (state, covariance, tip Jacobia
   with its four model-error terms (``swing_accel``, ``bend_accel``, ``accel_model``,
   ``length_model``) scaled by one factor k, and prints tip RMS (% of L) against NEES per phase.
   The flight does not read the shape estimate (no arm feed-forward in the mission), so the
-  replay is the flight's own filter with other numbers.
+  replay is the flight's own filter with other numbers;
+- ``direction``: the same trade with the one-section arm's quasi-static table extended over the
+  bend direction (:func:`direction_table`: one slow ramp of the fixed-base arm per commanded
+  direction, the hinges' bends along and across each ramp's own direction, interpolated in
+  direction and size; :func:`dir_hinges` takes the place of ``shape.hinges`` in this process
+  only, a diagnostic of what such a table would give, not the estimator's code).
 
     .venv/bin/python research/sensing_nees.py record OUT.npz sensing=realistic_arm seed=0
     .venv/bin/python research/sensing_nees.py decompose OUT.npz
     .venv/bin/python research/sensing_nees.py trade L_m REC.npz [REC.npz ...] -- OVERRIDES
+    .venv/bin/python research/sensing_nees.py direction 0.48 REC.npz [REC.npz ...] -- K [K ...]
 
 (``trade``: the recordings of one arm, seeds in their file names ``..._s<seed>.npz``, L the
 arm's length in m; OVERRIDES the arm, e.g. ``arm=ftdcr_v4_calibrated``.)
@@ -28,7 +34,9 @@ arm's length in m; OVERRIDES the arm, e.g. ``arm=ftdcr_v4_calibrated``.)
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import math
 import re
 import sys
 from typing import Any
@@ -39,6 +47,8 @@ from scipy.optimize import least_squares
 
 from quadarm.api import compose
 from quadarm.config.sensing import period_of
+from quadarm.control.tendons import tensions as allocate
+from quadarm.model import build
 from quadarm.runner import episode, jit, lifecycle, sense, step
 from quadarm.sensing import armfilter, sensors, shape
 
@@ -236,21 +246,26 @@ def _tipcov(p: np.ndarray, tipc: np.ndarray, nc: int) -> np.ndarray:
     return tipc.T @ p.reshape(nx, nx)[:nc, :nc] @ tipc
 
 
-def trade(length: float, paths: list[str], overrides: list[str]) -> None:
-    res: dict[float, list[list[tuple[float, float, float]]]] = {k: [] for k in FACTORS}
+def trade(length: float, paths: list[str], overrides: list[str],
+          factors: tuple[float, ...] = FACTORS, direction: bool = False) -> None:
+    res: dict[float, list[list[tuple[float, float, float]]]] = {k: [] for k in factors}
+    table = None
     for path in paths:
         seed = int(re.search(r"_s(\d+)\.npz$", path).group(1))  # type: ignore[union-attr]
-        r = np.load(path)
+        r = dict(np.load(path))
         p = _prepared(["sensing=realistic_arm", f"seed={seed}", *overrides])
+        if direction:
+            table = direction_table(p.cfg) if table is None else table
+            r["C_tab"] = table
         base = p.cfg.sensing.arm_imu
         t = r["t"]
-        for k in FACTORS:
+        for k in factors:
             cfg = dataclasses.replace(base, swing_accel=k * base.swing_accel,
                                       bend_accel=k * base.bend_accel,
                                       accel_model=k * base.accel_model,
                                       length_model=k * base.length_model)
             xs, ps, tipcs, tips = replay(r, p, cfg)
-            if k == 1.0:  # the flown settings: the replay is the flown filter
+            if k == 1.0 and not direction:  # the flown settings: the replay is the flown filter
                 assert np.array_equal(xs, r["x"]) and np.array_equal(ps, r["p"]), path
             row = []
             for name in ("figure_eight", "tendon_sweep", "whole"):
@@ -263,10 +278,112 @@ def trade(length: float, paths: list[str], overrides: list[str]) -> None:
                             float(np.mean((nees > CHI2_2[0]) & (nees < CHI2_2[1])))))
             res[k].append(row)
     print("k | figure-eight: tip RMS % L, NEES, share in 95 % | tendon sweep: same | whole")
-    for k in FACTORS:
+    for k in factors:
         m = np.array(res[k]).mean(0)
         print(f"{k:g} | " + " | ".join(f"{m[j, 0]:.2f} {m[j, 1]:.1f} {m[j, 2]:.2f}"
                                        for j in range(3)))
+
+
+ROWS = 41  # rows of each direction's ramp (as shape.quasi_static_table)
+
+
+def direction_table(cfg: Any, n_dir: int = 24, ramp: float = 20.0) -> np.ndarray:
+    """A one-section arm's quasi-static shapes over the bend direction: ``n_dir`` slow ramps of
+    the fixed-base arm (as :func:`quadarm.sensing.shape.quasi_static_table`, hinge damping x10,
+    the tendon map at the commanded direction), each resampled on ROWS total bends from 0 to
+    its largest. Packed (n_dir ROWS, 2 N + 3), ramps sorted by their own direction: column 0
+    the total bend A (rad), 1..N each hinge's bend along the ramp's direction, N+1..2N across
+    it (rad), 2N+1 the ramp's direction (rad, atan2 of the summed bend vector over its upper
+    half), 2N+2 ROWS."""
+    fixed = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
+    model = copy.deepcopy(fixed.model)
+    model.dof_damping[:] *= 10.0
+    n = int(cfg.arm.segments)
+    adr = shape.hinge_qpos(model, n)
+    ang = np.radians(cfg.arm.tendon_angles_deg)
+    steps = int(round(ramp / model.opt.timestep))
+    ramps = []
+    for j in range(n_dir):
+        beta = 2.0 * math.pi * j / n_dir
+        data = mujoco.MjData(model)
+        rows = []
+        for s in range(steps):
+            data.ctrl[fixed.tendon_actuators] = allocate((s + 1) / steps, beta, ang,
+                                                         cfg.arm.tension_max,
+                                                         cfg.control.tendon_map)
+            mujoco.mj_step(model, data)
+            if s % 20 == 0:
+                th = data.qpos[adr]
+                bx, by = -th[1::2], th[0::2].copy()  # each hinge's bend vector b = (-ty, tx)
+                rows.append((math.hypot(bx.sum(), by.sum()),
+                             math.atan2(by.sum(), bx.sum()), bx, by))
+        total = np.array([r[0] for r in rows])
+        keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
+        rows = [r for r, k in zip(rows, keep, strict=True) if k]
+        total, be = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+        half = be[len(be) // 2:]
+        own = math.atan2(np.sin(half).mean(), np.cos(half).mean())
+        grid = np.linspace(0.0, total.max(), ROWS)
+        along, across = np.zeros((ROWS, n)), np.zeros((ROWS, n))
+        for k in range(n):
+            bx = np.array([r[2][k] for r in rows])
+            by = np.array([r[3][k] for r in rows])
+            xs = np.concatenate([[0.0], total])
+            along[:, k] = np.interp(grid, xs, np.concatenate(
+                [[0.0], bx * math.cos(own) + by * math.sin(own)]))
+            across[:, k] = np.interp(grid, xs, np.concatenate(
+                [[0.0], -bx * math.sin(own) + by * math.cos(own)]))
+        ramps.append((own, grid, along, across))
+    ramps.sort(key=lambda o: o[0])
+    tab = np.zeros((n_dir * ROWS, 2 * n + 3))
+    for j, (own, grid, along, across) in enumerate(ramps):
+        blk = tab[j * ROWS:(j + 1) * ROWS]
+        blk[:, 0], blk[:, 1:n + 1], blk[:, n + 1:2 * n + 1] = grid, along, across
+        blk[:, 2 * n + 1], blk[:, 2 * n + 2] = own, ROWS
+    return tab
+
+
+@jit.inline
+def _ramp_at(tab, j: int, rows: int, n: int, big_a: float, k: int):  # noqa: ANN001, ANN202
+    """Hinge k's bend along and across ramp j at total bend ``big_a`` (linear in A,
+    extrapolated beyond the ramp's last row as the shipped table is)."""
+    r0 = j * rows
+    u = (big_a - tab[r0, 0]) / (tab[r0 + 1, 0] - tab[r0, 0])
+    i = min(max(int(math.floor(u)), 0), rows - 2)
+    f = u - i
+    a = tab[r0 + i, 1 + k] + f * (tab[r0 + i + 1, 1 + k] - tab[r0 + i, 1 + k])
+    c = tab[r0 + i, 1 + n + k] + f * (tab[r0 + i + 1, 1 + n + k] - tab[r0 + i, 1 + n + k])
+    return a, c
+
+
+@jit.inline
+def dir_hinges(tab, prof, c, th) -> None:  # noqa: ANN001
+    """``shape.hinges`` for a :func:`direction_table` (no profiles): the bend vector c[0:2] =
+    A (cos beta, sin beta); the two ramps on either side of beta blended linearly in beta."""
+    n = len(th) // 2
+    for k in range(2 * n):
+        th[k] = 0.0
+    big_a = math.sqrt(c[0] * c[0] + c[1] * c[1])
+    if tab.shape[0] == 0 or big_a <= 0.0:
+        return
+    rows = int(tab[0, 2 * n + 2])
+    nd = tab.shape[0] // rows
+    bq = math.atan2(c[1], c[0])
+    j1 = nd - 1
+    for j in range(nd):
+        if tab[j * rows, 2 * n + 1] <= bq:
+            j1 = j
+    j2 = (j1 + 1) % nd
+    b1, b2 = tab[j1 * rows, 2 * n + 1], tab[j2 * rows, 2 * n + 1]
+    span, off = (b2 - b1) % (2.0 * math.pi), (bq - b1) % (2.0 * math.pi)
+    w = off / span if span > 0.0 else 0.0
+    sb, cb = math.sin(bq), math.cos(bq)
+    for k in range(n):
+        a1, c1 = _ramp_at(tab, j1, rows, n, big_a, k)
+        a2, c2 = _ramp_at(tab, j2, rows, n, big_a, k)
+        along, across = (1.0 - w) * a1 + w * a2, (1.0 - w) * c1 + w * c2
+        th[2 * k] = along * sb + across * cb
+        th[2 * k + 1] = -(along * cb - across * sb)
 
 
 if __name__ == "__main__":
@@ -278,5 +395,10 @@ if __name__ == "__main__":
     elif cmd == "trade":
         split = args.index("--") if "--" in args else len(args)
         trade(float(args[0]), args[1:split], args[split + 1:])
+    elif cmd == "direction":  # before the replay's first compile: it then uses dir_hinges
+        shape.hinges = dir_hinges
+        split = args.index("--") if "--" in args else len(args)
+        trade(float(args[0]), args[1:split], [],
+              tuple(float(k) for k in args[split + 1:]) or (1.0,), direction=True)
     else:
-        raise SystemExit(f"unknown command {cmd!r}: record, decompose or trade")
+        raise SystemExit(f"unknown command {cmd!r}: record, decompose, trade or direction")
