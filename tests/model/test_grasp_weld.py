@@ -13,6 +13,7 @@ import pytest
 from quadarm.api import compose
 from quadarm.runner.episode import run_episode
 from quadarm.runner.lifecycle import build_model
+from quadarm.runner.trials import trial_id
 
 PICK = ["scenario=pick_place", "world=pedestal"]
 
@@ -25,6 +26,11 @@ def test_unset_the_weld_is_mujocos_default_and_the_model_unchanged():
     np.testing.assert_array_equal(base.model.eq_solref[weld], mujoco.MjModel.from_xml_string(
         "<mujoco><worldbody><body name='a'><freejoint/><geom size='.1'/></body></worldbody>"
         "<equality><weld body1='a'/></equality></mujoco>").eq_solref[0])
+    # The trial's id is the one from before the key (the trial store reuses those runs).
+    assert trial_id(compose([*PICK, "arm=prb12"])) == trial_id(compose(
+        [*PICK, "arm=prb12", "world.payload.grasp_timeconst=0"]))
+    assert trial_id(compose([*PICK, "arm=prb12"])) != trial_id(compose(
+        [*PICK, "arm=prb12", "world.payload.grasp_timeconst=0.004"]))
     stiff = build_model(compose([*PICK, "arm=prb12", "world.payload.grasp_timeconst=0.004"]))
     np.testing.assert_array_equal(stiff.model.eq_solref[weld], [0.004, 1.0])
 
