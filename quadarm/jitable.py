@@ -7,6 +7,8 @@ only besides the optional numba, so that every layer may import it (like :mod:`q
 
 from __future__ import annotations
 
+import os
+import typing
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -44,3 +46,27 @@ def compiled_as(scalar: Callable[..., Any]) -> Callable[[F], F]:
         return fn
 
     return wrap
+
+
+ENV = "QUADARM_NUMBA"  # the runner's override (quadarm.runner.jit.ENV): 0/false/no/off = plain
+_compiled: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+
+def wanted() -> bool:
+    """Whether numba is installed and ``QUADARM_NUMBA`` does not turn it off (unset: on)."""
+    env = os.environ.get(ENV, "").strip().lower()
+    return _register is not None and env not in ("0", "false", "no", "off")
+
+
+def compiled(fn: F) -> F:
+    """``fn`` compiled by numba (``njit``, cached on disk next to its source) when
+    :func:`wanted`, else ``fn`` itself: the same source either way, so the same numbers, bit
+    for bit (IEEE arithmetic, no fast-math). For the planners' loops, which run outside the
+    step seam's kernels (:mod:`quadarm.runner.jit` compiles those)."""
+    if not wanted():
+        return fn
+    if fn not in _compiled:
+        import numba
+
+        _compiled[fn] = numba.njit(cache=True, nogil=True)(fn)
+    return typing.cast(F, _compiled[fn])

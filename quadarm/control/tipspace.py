@@ -61,7 +61,7 @@ from quadarm.config import AirframeConfig, ArmConfig, RodArmConfig, SimConfig
 from quadarm.config.sections import SectionArmConfig
 from quadarm.control import sections as plan_sections
 from quadarm.control.tendons import tensions
-from quadarm.jitable import compiled_as, register_jitable
+from quadarm.jitable import compiled, compiled_as, register_jitable
 from quadarm.model import BuiltModel, build, names
 from quadarm.model.sections import pretension
 
@@ -264,8 +264,10 @@ class TipMap:
         """The split law over a path (see :func:`split`): tip ``targets`` and hub references
         (n, 3, world, m), attitudes (n, 3, 3; default level) and apparent gravities (n, 3, hub
         frame; default the level hover's). Returns (n, 7): hub target (3), mu, beta, the
-        in-workspace flag, the predicted miss (m). ``kernel``: a compiled
-        :func:`split_path` (the plain function by default)."""
+        in-workspace flag, the predicted miss (m). ``kernel``: the :func:`split_path` to call
+        (default: numba's compile of it when numba is installed and ``QUADARM_NUMBA`` allows
+        it, :func:`quadarm.jitable.compiled`, cached on disk; the plain function otherwise:
+        the same numbers either way)."""
         if mode not in MODES:
             raise ValueError(f"control.tip_mode={mode}: must be one of {', '.join(MODES)}")
         targets = np.ascontiguousarray(targets, dtype=float).reshape(-1, 3)
@@ -276,7 +278,9 @@ class TipMap:
         g = np.ascontiguousarray(np.broadcast_to(self.g0 if g_bodies is None else g_bodies,
                                                  (n, 3)), dtype=float)
         out = np.empty((n, 7))
-        (kernel or split_path)(MODES[mode], self.knots, self.coef, self.g0,
+        # Compiled when numba is there (quadarm.jitable.compiled: the same numbers; a long path
+        # of a many-harmonic map took minutes in plain Python, 0.3 s compiled).
+        (kernel or compiled(split_path))(MODES[mode], self.knots, self.coef, self.g0,
                                min(mu_limit, self.mu_cap), targets, hubs, rots, g, tol, out)
         return out
 
@@ -656,9 +660,19 @@ def closest_bend(knots, coef, g0, target, g_body, mu_limit: float, work, out) ->
         a_b = tb0 * tb0 + tb1 * tb1 + tb2 * tb2 + 1e-300
         g_b = tb0 * r0 + tb1 * r1 + tb2 * r2
         accepted = False
+        if a00 + a11 == 0.0:
+            break  # no slope in either direction: a stationary point, nothing to descend
         while lam < 1e12:
             d00, d11 = a00 * (1.0 + lam) + 1e-300, a11 * (1.0 + lam) + 1e-300
             det = d00 * d11 - a01 * a01
+            if not det > 0.0:
+                # Marquardt's scaling (1 + lam) leaves a Jacobian of rank one singular (the
+                # straight arm, where d/dbeta vanishes, or one column below the floor): its
+                # normal matrix's determinant rounds to zero. Damping more grows the diagonal
+                # past the off-diagonal term (or past the floored column), as for a rejected
+                # step.
+                lam *= 10.0
+                continue
             du = -(d11 * g_u - a01 * g_v) / det
             dv = -(d00 * g_v - a01 * g_u) / det
             nu, nv = u + du, v + dv

@@ -60,9 +60,11 @@ class Payload:
 def add_payload(spec: mujoco.MjSpec, mass: float, radius: float,
                 pos: tuple[float, float, float],
                 quat: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0),
-                holder: str = names.TIP_BODY) -> None:
+                holder: str = names.TIP_BODY, timeconst: float = 0.0) -> None:
     """Add the payload, a solid ball of ``mass`` (kg) and ``radius`` (m) free at ``pos`` (m,
-    world) and ``quat`` (w, x, y, z), and the inactive weld from ``holder`` (a body name) to it.
+    world) and ``quat`` (w, x, y, z), and the inactive weld from ``holder`` (a body name) to it,
+    its soft constraint's time constant ``timeconst`` (s, damping ratio 1; 0: MuJoCo's
+    default, the ``solref`` left unset).
 
     Raises ValueError for a mass or radius that is not positive (no compiled model could be
     meant by it) or when the spec has no body called ``holder``.
@@ -82,6 +84,8 @@ def add_payload(spec: mujoco.MjSpec, mass: float, radius: float,
                              objtype=mujoco.mjtObj.mjOBJ_BODY, name1=holder,
                              name2=names.PAYLOAD_BODY)
     weld.active = False
+    if timeconst > 0.0:
+        weld.solref = [timeconst, 1.0]
     # An explicit pose (the flag eq_data[11] = 0): mj_setConst must never replace what grasp
     # writes. Until the first grasp it is the identity at the holder's origin, never used.
     weld.data = [0.0] * 3 + [0.0] * 3 + [1.0, 0.0, 0.0, 0.0] + [1.0, 0.0]

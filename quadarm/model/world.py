@@ -160,7 +160,7 @@ def _add_resting(spec: mujoco.MjSpec, world: WorldConfig, pl: WorldPayload) -> N
     """The payload body and its grasp weld (:func:`quadarm.model.payload.add_payload`) at its
     geometric resting point, with the shape of ``pl``."""
     x, y, z = (float(v) for v in resting_point(world))
-    add_payload(spec, pl.mass, pl.half_size, (x, y, z))
+    add_payload(spec, pl.mass, pl.half_size, (x, y, z), timeconst=pl.grasp_timeconst)
     if pl.shape == "box":
         geom = spec.geom(names.PAYLOAD_GEOM)
         geom.type = mujoco.mjtGeom.mjGEOM_BOX

@@ -40,11 +40,11 @@ from typing import Any, TypeVar
 import mujoco
 
 from quadarm import terms
+from quadarm.jitable import ENV  # the override's one name, shared with the planners
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 SETTINGS = ("auto", "true", "false")
-ENV = "QUADARM_NUMBA"
 _PACKAGE = Path(__file__).resolve().parents[1]
 # Every source that compiled kernels may compile in: the seam and its terms' modules, from the
 # registry of per-step terms (quadarm.terms: standard library only, so this stays a leaf).

@@ -90,13 +90,23 @@ class WorldPayload:
     object (a ``box``, a cube of half-edge ``half_size``, or a ``sphere`` of radius
     ``half_size``, m; ``mass`` kg) sits on the stand's top face at ``offset`` (m, x and y from
     the face's centre), at its resting height: the height at which MuJoCo's contact carries its
-    weight with no acceleration (:func:`quadarm.model.world.rest_height`), not a drop."""
+    weight with no acceleration (:func:`quadarm.model.world.rest_height`), not a drop.
+
+    ``grasp_timeconst`` (s): the time constant of the grasp weld's soft constraint (MuJoCo's
+    ``solref``, damping ratio 1); 0 keeps MuJoCo's default, 0.02 s. MuJoCo scales a weld's
+    stiffness by the inverse inertia of the bodies it joins at the model's reference pose:
+    against a tip whose effective mass is a few grams (the calibrated v4 arm's: 3.8 g, prb12's
+    36 g) the default weld holds an 80 g object like a spring of some 20 N/m, which sags by
+    centimetres and, at the 2 ms step, rings up until the trial diverges (docs/tipspace.md,
+    "The grasp weld"). A shorter time constant stiffens it; MuJoCo asks for at least two
+    physics steps."""
 
     stand: str = ""
     shape: str = "box"
     half_size: float = 0.02  # m
     mass: float = 0.08  # kg
     offset: list[float] = field(default_factory=lambda: [0.0, 0.0])  # m
+    grasp_timeconst: float = 0.0  # s; 0: MuJoCo's default (0.02 s)
 
     def check(self, objects: list[WorldObject], names: list[str]) -> None:
         """Range checks (keys ``payload.*``) against the world's ``objects`` and their
@@ -105,6 +115,7 @@ class WorldPayload:
         _positive("payload.half_size", self.half_size)
         _positive("payload.mass", self.mass)
         _vector("payload.offset", self.offset, 2)
+        _non_negative("payload.grasp_timeconst", self.grasp_timeconst)
         if self.stand not in names:
             raise ConfigError("payload.stand", self.stand,
                               "must name a stand of world.objects: " + ", ".join(names))
