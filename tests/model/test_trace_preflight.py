@@ -69,6 +69,7 @@ def test_the_servo_model_keeps_the_tip_map():
     compose([*TRACE, "arm.servo={speed:6.0,spool_radius:0.01}"])
 
 
+@pytest.mark.slow  # numba's compile of the planner: 20-50 s the first time
 @pytest.mark.parametrize("over", [["arm=prb12"],
                                   [*TRACE[1:], "scenario.lead_in=0.5", "scenario.tail=0.2"]],
                          ids=["prb12", "v4_arm_mode"])
@@ -79,6 +80,7 @@ def test_the_compiled_planner_gives_the_plain_numbers(over, monkeypatch):
     pytest.importorskip("numba")
     cfg = compose(["scenario=trace", *over])
     built = build_model(cfg)
+    monkeypatch.setenv("QUADARM_NUMBA", "1")  # the tests' default is plain (conftest.py)
     compiled = TASKS["trace"].plan(cfg, built)
     monkeypatch.setenv("QUADARM_NUMBA", "0")
     plain = TASKS["trace"].plan(cfg, built)
