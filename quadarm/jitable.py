@@ -48,14 +48,15 @@ def compiled_as(scalar: Callable[..., Any]) -> Callable[[F], F]:
     return wrap
 
 
-ENV = "QUADARM_NUMBA"  # the runner's override (quadarm.runner.jit.ENV): 0/false/no/off = plain
+ENV = "QUADARM_NUMBA"  # the runner's override (quadarm.runner.jit.ENV): one of OFF = plain
+OFF = ("0", "false", "no", "off")  # the values of ENV that turn numba off
 _compiled: dict[Callable[..., Any], Callable[..., Any]] = {}
 
 
 def wanted() -> bool:
     """Whether numba is installed and ``QUADARM_NUMBA`` does not turn it off (unset: on)."""
     env = os.environ.get(ENV, "").strip().lower()
-    return _register is not None and env not in ("0", "false", "no", "off")
+    return _register is not None and env not in OFF
 
 
 def compiled(fn: F) -> F:

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 import mujoco
 
 from quadarm import terms
-from quadarm.jitable import ENV  # the override's one name, shared with the planners
+from quadarm.jitable import ENV, OFF  # the override's one name, shared with the planners
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -212,7 +212,7 @@ def use(setting: str = "auto") -> bool:
     RuntimeError for ``true`` without numba (the config check refuses it at load)."""
     env = os.environ.get(ENV)
     if env is not None and env.strip():
-        wanted = env.strip().lower() not in ("0", "false", "no", "off")
+        wanted = env.strip().lower() not in OFF
         return wanted and AVAILABLE
     if setting == "false":
         return False
