@@ -22,6 +22,12 @@ Warnings (:func:`notes`, printed once per command on stderr; the run goes on):
   changes it by more than a fifth; the paper's 2 ms is 0.09);
 - the step is longer than the rotors' time constant ``airframe.motor_tau`` (the lag is then
   not resolved);
+- ``control.tendon_damping`` above the arm's sampled-loop bound
+  (:func:`quadarm.runner.arm_aware.damping_bound`: the gain at which the damping, computed from
+  the hinge rates at the start of each step and held through it, first makes the hover
+  keyframe's one-step map grow): the tendon commands then chatter between their limits
+  whenever the arm moves (prb12 at the paper's 2 ms: 0.53 N m s/rad; the calibrated v4 arm:
+  0.042). Not refused: the tension limits bound the chatter, and a study may sweep past it;
 - a per-link arm (``arm=prb12``) whose ``arm.segments`` differs from the paper's 12: that arm
   is defined per link, so its length and mass grow with N (100 links: 4 m, 1.5 kg); a finer
   discretisation of the same arm is ``arm=rod`` (docs/arm.md).
@@ -82,7 +88,7 @@ def _stable_dt(poles: np.ndarray) -> float:
 
 
 def notes(cfg: Config) -> list[str]:
-    """The warnings of one job (see the module docstring); empty for the paper's configs."""
+    """The warnings of one job (see the module docstring); empty for the paper's mission."""
     out: list[str] = []
     dt = float(cfg.sim.timestep)
     if not fixed_base(cfg.scenario, cfg.airframe.bench):
@@ -97,6 +103,16 @@ def notes(cfg: Config) -> list[str]:
         if tau > 0.0 and dt > tau:
             out.append(f"sim.timestep={dt:g} s is longer than airframe.motor_tau={tau:g} s: "
                        "the rotor lag is not resolved")
+    damping = float(cfg.control.tendon_damping)
+    if damping > 0.0:
+        from quadarm.runner.arm_aware import damping_bound_of
+
+        bound = damping_bound_of(cfg)
+        if damping > bound:
+            out.append(f"control.tendon_damping={damping:g} N m s/rad is above this arm's "
+                       f"sampled-loop bound, {bound:.3g} at sim.timestep={dt:g} s: the tendon "
+                       "commands will chatter between their limits whenever the arm moves "
+                       "(docs/arm_aware_control.md, \"Stability bound\")")
     arm = cfg.arm
     if type(arm) is ArmConfig and int(arm.segments) != PAPER_SEGMENTS:
         n = int(arm.segments)

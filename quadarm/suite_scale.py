@@ -13,6 +13,16 @@ press and push forces, payload masses) as numbers for the reference arm, :data:`
 - ``mass``: x the arm's payload limit (:func:`payload_limit`): the most the rotors lift with the
   vehicle and the arm, and for servo-driven tendons the most their servos hold
   (:func:`quadarm.scenarios.payload.servo_pull` at ``arm.tension_max``).
+- ``damping``: x the arm's sampled-loop bound of the active tendon damping
+  (:func:`quadarm.runner.arm_aware.damping_bound`): a baseline's ``control.tendon_damping``
+  (:data:`BASELINE_DRAWS`), so that the arm-aware bundles damp every arm at the same fraction of
+  the gain its 2-ms loop can hold (prb12's 0.1 N m s/rad is 0.19 of its 0.53; on the calibrated
+  v4 arm, whose bound is 0.042, an unscaled 0.1 chatters). A baseline that sets such a key is
+  flown as a multirun of its own (its folder ``<task>/<baseline>``), the others together.
+
+A case of a task may set draws of its own (:data:`CASE_DRAWS`): the touch task's wall, a
+world point and a size, with the approach distance ``scenario.reach``, since the bent arm has to
+meet the wall's face below the rotors.
 
 So one task file serves every arm: flown with another arm, each draw is the reference's times
 that arm's quantity over the reference's (:func:`runs`). With the reference arm nothing is
@@ -31,7 +41,7 @@ from typing import Any
 import numpy as np
 
 REFERENCE = "prb12"  # the arm whose numbers the task files hold
-POSITION, LENGTH, FORCE, MASS = "position", "length", "force", "mass"
+POSITION, LENGTH, FORCE, MASS, DAMPING = "position", "length", "force", "mass", "damping"
 BISECTIONS = 8  # halvings of a servo-driven arm's payload limit's bracket
 
 
@@ -58,21 +68,34 @@ DRAWS: dict[str, tuple[Draw, ...]] = {
 # A task whose sweep runs cases that set a draw of their own (the touch task's table and wall,
 # conf/touch_case): flown as one multirun per case, each case's draw scaled.
 CASES: dict[str, tuple[str, tuple[str, ...]]] = {"task_touch": ("touch_case", ("table", "wall"))}
+# Draws that a case sets (conf/touch_case/wall.yaml and conf/world/wall.yaml: the wall is the
+# world's first object), flown in the arm's scale with that case.
+CASE_DRAWS: dict[tuple[str, str], tuple[Draw, ...]] = {
+    ("touch_case", "wall"): (Draw("world.objects.0.pos", POSITION),
+                             Draw("world.objects.0.size", LENGTH),
+                             Draw("scenario.reach", LENGTH)),
+}
+# Keys a baseline (conf/baseline/*.yaml) may set that have an arm's scale.
+BASELINE_DRAWS: tuple[Draw, ...] = (Draw("control.tendon_damping", DAMPING),)
 
 
 @dataclass(frozen=True)
 class Scale:
-    """An arm's quantities: length L (m), buckling load (N), payload limit (kg)."""
+    """An arm's quantities: length L (m), buckling load (N), payload limit (kg) and the active
+    tendon damping's sampled-loop bound (N m s/rad)."""
 
     length: float
     buckling: float
     payload: float
+    damping: float
 
     def ratio(self, ref: Scale, scale: str) -> float:
         if scale in (POSITION, LENGTH):
             return self.length / ref.length
         if scale == FORCE:
             return self.buckling / ref.buckling
+        if scale == DAMPING:
+            return self.damping / ref.damping
         return self.payload / ref.payload
 
 
@@ -121,10 +144,21 @@ def scale_of(overrides: tuple[str, ...], config_dir: str = "") -> Scale:
     """The :class:`Scale` of the arm that ``overrides`` select (``arm=...`` and any of its
     keys), composed with the suite's config folder (``config_dir``, '' for the package's)."""
     from quadarm.api import compose
+    from quadarm.runner.arm_aware import damping_bound_of
     from quadarm.scenarios.touch import buckling_bound
 
     cfg = compose(list(overrides), conf_dir=config_dir or None)
-    return Scale(length=length(cfg), buckling=buckling_bound(cfg), payload=payload_limit(cfg))
+    return Scale(length=length(cfg), buckling=buckling_bound(cfg), payload=payload_limit(cfg),
+                 damping=damping_bound_of(cfg))
+
+
+def value_of(cfg: Any, key: str) -> Any:
+    """The value of dotted ``key`` in a composed config, a numeric part indexing a list
+    (``world.objects.0.pos``)."""
+    node = cfg
+    for part in key.split("."):
+        node = node[int(part)] if part.isdigit() else getattr(node, part)
+    return node
 
 
 def arm_overrides(args: Sequence[str]) -> tuple[str, ...]:
@@ -133,10 +167,12 @@ def arm_overrides(args: Sequence[str]) -> tuple[str, ...]:
 
 
 def _scaled(value: Any, scale: str, r: float, altitude: float) -> Any:
-    """``value`` (a number, a point (3,) or a list of points) scaled by ``r``: a position's
-    offset from the hub's start (0, 0, altitude), anything else as a whole."""
+    """``value`` (a number, a point (3,) or a list of points; sizes (3,)) scaled by ``r``: a
+    position's offset from the hub's start (0, 0, altitude), anything else as a whole."""
     if scale != POSITION:
-        return float(value) * r
+        if np.ndim(value) == 0:
+            return float(value) * r
+        return (np.asarray(value, dtype=float) * r).tolist()
     p = np.asarray(value, dtype=float)
     hub = np.array([0.0, 0.0, altitude])
     return (hub + (p - hub) * r).tolist()
@@ -154,9 +190,9 @@ def task_overrides(task: str, args: Sequence[str], config_dir: str = "",
     the reference arm: the task file's own draws). ``case``: (group, option) of a task flown
     case by case (:data:`CASES`)."""
     arm = arm_overrides(args)
-    if not arm or arm == (f"arm={REFERENCE}",) or not DRAWS.get(task):
+    draws = (*DRAWS.get(task, ()), *(CASE_DRAWS.get(case, ()) if case else ()))
+    if not arm or arm == (f"arm={REFERENCE}",) or not draws:
         return []
-    from quadarm import terms
     from quadarm.api import compose
 
     base = [f"+experiment={task}", *([f"{case[0]}={case[1]}"] if case else [])]
@@ -166,13 +202,13 @@ def task_overrides(task: str, args: Sequence[str], config_dir: str = "",
     altitude = float(getattr(ref_cfg.scenario, "altitude", 0.0))
     out: list[str] = []
     grid: dict[str, list[Any]] = {}
-    for draw in DRAWS[task]:
+    for draw in draws:
         r = own.ratio(ref, draw.scale)
         if draw.grid:
             grid[draw.key] = [_scaled(v, draw.scale, r, altitude)
                               for v in ref_cfg.runner.grid[draw.key]]
         else:
-            value = _scaled(terms.get(ref_cfg, draw.key), draw.scale, r, altitude)
+            value = _scaled(value_of(ref_cfg, draw.key), draw.scale, r, altitude)
             out.append(f"{draw.key}={_hydra(value)}")
     if grid:
         out.append("runner.grid={" + ",".join(f"{k}:{_hydra(v)}" for k, v in grid.items()) + "}")
@@ -196,14 +232,74 @@ def dirname_excludes(base: Sequence[str], keys: Sequence[str], config_dir: str =
             + ",".join([*have, *(k for k in keys if k not in have)]) + "]")
 
 
+def _sweep_baselines(base: Sequence[str], args: Sequence[str], config_dir: str) -> list[str]:
+    """The baselines a task's multirun flies: those of ``args`` (``+baseline=a,b``), else the
+    experiment's sweep (``hydra.sweeper.params``)."""
+    given = [a.split("=", 1)[1] for a in args if a.split("=", 1)[0].lstrip("+~") == "baseline"]
+    if given:
+        return given[-1].split(",")
+    from quadarm.config import CONF_DIR
+    from quadarm.config import compose as hydra_compose
+
+    node = hydra_compose(list(base), str(Path(config_dir or CONF_DIR).resolve())).hydra
+    params = node.sweeper.get("params") or {}
+    value = params.get("+baseline", params.get("baseline"))
+    return [] if value is None else str(value).split(",")
+
+
+@cache
+def baseline_value(name: str, key: str, config_dir: str = "") -> Any:
+    """The value of ``key`` that baseline ``name`` (``conf/baseline/<name>.yaml``) flies with:
+    the default job with ``+baseline=<name>`` (the tasks set no key of a baseline's)."""
+    from quadarm.api import compose
+
+    return value_of(compose([f"+baseline={name}"], conf_dir=config_dir or None), key)
+
+
+def baseline_runs(task: str, args: Sequence[str], config_dir: str = "",
+                  case: tuple[str, str] | None = None) -> list[tuple[str, list[str]]]:
+    """For another arm than the reference, the task's baselines that set a key of
+    :data:`BASELINE_DRAWS` (a non-zero ``control.tendon_damping`` that ``args`` do not set)
+    flown one multirun each with that key in the arm's scale, (``/<baseline>``, overrides);
+    the other baselines together, ('', ``+baseline=...``). [('', [])] when no baseline has
+    such a key: the task's own sweep."""
+    arm = arm_overrides(args)
+    if not arm or arm == (f"arm={REFERENCE}",):
+        return [("", [])]
+    base = [f"+experiment={task}", *([f"{case[0]}={case[1]}"] if case else [])]
+    given = {a.split("=", 1)[0].lstrip("+~") for a in args}
+    draws = [d for d in BASELINE_DRAWS if d.key not in given]
+    names = _sweep_baselines(base, args, config_dir)
+    if not draws or not names:
+        return [("", [])]
+    scaled: list[tuple[str, list[str]]] = []
+    plain: list[str] = []
+    for name in names:
+        values = [(d, baseline_value(name, d.key, config_dir)) for d in draws]
+        if not any(float(v) != 0.0 for _, v in values):
+            plain.append(name)
+            continue
+        ref = scale_of((f"arm={REFERENCE}",), config_dir)
+        own = scale_of(arm, config_dir)
+        scaled.append((f"/{name}", [f"+baseline={name}", *(
+            f"{d.key}={_hydra(float(v) * own.ratio(ref, d.scale))}" for d, v in values)]))
+    if not scaled:
+        return [("", [])]
+    return ([("", [f"+baseline={','.join(plain)}"])] if plain else []) + scaled
+
+
 def runs(task: str, args: Sequence[str], config_dir: str = ""
          ) -> list[tuple[str, list[str]]]:
     """The multiruns of ``task`` for the arm ``args`` choose: (the folder's suffix, the
-    overrides) each; one with no suffix, or one per case (:data:`CASES`) where the cases set
-    scaled draws of their own and the arm is not the reference."""
+    overrides) each; one with no suffix, or, where the arm is not the reference, one per case
+    (:data:`CASES`) whose cases set scaled draws of their own, and within each one per
+    baseline with a scaled key (:func:`baseline_runs`)."""
     arm = arm_overrides(args)
+    cases: list[tuple[str, tuple[str, str] | None]] = [("", None)]
     if task in CASES and arm and arm != (f"arm={REFERENCE}",):
         group, options = CASES[task]
-        return [(f"/{o}", [f"{group}={o}", *task_overrides(task, args, config_dir, (group, o))])
-                for o in options]
-    return [("", task_overrides(task, args, config_dir))]
+        cases = [(f"/{o}", (group, o)) for o in options]
+    return [(suffix + sub, [*([f"{case[0]}={case[1]}"] if case else []),
+                            *task_overrides(task, args, config_dir, case), *extra])
+            for suffix, case in cases
+            for sub, extra in baseline_runs(task, args, config_dir, case)]

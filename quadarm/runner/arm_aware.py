@@ -10,6 +10,8 @@ the seam skips both terms: the loops do exactly what they did without them.
 
 from __future__ import annotations
 
+import copy
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -17,11 +19,12 @@ from typing import Any, NamedTuple
 import mujoco
 import numpy as np
 
-from quadarm.config import Config
+from quadarm.config import Config, fixed_base
 from quadarm.config.sections import SectionArmConfig, servo_driven
 from quadarm.control import arm as terms
-from quadarm.model import BuiltModel, names
+from quadarm.model import BuiltModel, build, names
 from quadarm.model.sections import pairs, tendon_stiffness
+from quadarm.scenarios import tasks
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,89 @@ def damping(gain: float, bias: float, arm: Any) -> np.ndarray:
         partners[i], partners[o] = o, i
     return terms.damping_params(gain, bias, arm.tension_max, secs, tendon_stiffness(arm),
                                 partners)
+
+
+# The sampled loop's growth factor at which the active damping counts as unstable: the spectral
+# radius of the closed loop's one-step map over that of the loop without it (the free-flying
+# vehicle's modes sit at 1 already). A gain past the bound grows it at once (by 8 % at 1.1x
+# the bound on ftdcr_v4_calibrated), so the bound does not depend on this value's digits.
+GROWTH = 1e-3
+BOUND_RANGE = (1e-7, 1e3)  # N m s/rad: the gains bisected between (log-spaced)
+BISECTIONS = 24  # the bound to a factor 1.000002 (ten decades halved 24 times in log D)
+PROBE = 1e-6  # rad/s: the hinge rate by which the damping's linear map is read
+
+
+def damping_bound(cfg: Config, built: BuiltModel) -> float:
+    """The largest ``control.tendon_damping`` D (N m s/rad) at which the active tendon
+    damping's sampled loop stays stable on ``built``, the compiled model of ``cfg``.
+
+    The damping computes the tendon commands from the hinge rates at the start of each step
+    and holds them through it (explicit), while the hinges' own stiffness and damping are
+    integrated by the model's integrator; so a gain that resists a section's bending rate
+    harder than one step can resolve flips the rate's sign every step and chatters between
+    the tendon limits (docs/arm_aware_control.md, "Stability bound"). The bound is where the
+    one-step map x+ = (A + B K(D)) x of the hover keyframe, linearised by MuJoCo
+    (``mjd_transitionFD``, centred), first grows faster than without the damping: A, B the
+    model's transition and control matrices, K(D) the damping's linear map from the hinge
+    rates to the tendon commands (:func:`quadarm.control.arm.damped_tensions` without its
+    bias, about tendon commands inside their range: half the tension limit, or the
+    keyframe's servo lengths). Dry friction (hinge and tendon ``frictionloss``), which has no
+    linearisation and only takes energy out, is left out; ``control.tendon_tau``'s low-pass
+    too. Bisected in log D between :data:`BOUND_RANGE`; its upper end when never unstable
+    there."""
+    m = copy.copy(built.model)
+    m.dof_frictionloss[:] = 0.0
+    m.tendon_frictionloss[:] = 0.0
+    d = mujoco.MjData(m)
+    if m.nkey:
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+    mujoco.mj_forward(m, d)
+    dp = damping(1.0, 0.0, cfg.arm)
+    dofs = np.stack(terms.hinge_dofs(m, cfg.arm.segments)).astype(np.int64)
+    tendons = np.asarray(built.tendon_actuators, dtype=np.int64)
+    if dp[terms.D_SERVO] == 0.0:
+        d.ctrl[tendons] = 0.5 * dp[terms.D_TMAX]
+    base = d.ctrl[tendons].copy()
+    zero = np.zeros(tendons.size)
+    terms.damped_tensions(dp, np.zeros(m.nv), dofs[0], dofs[1], base.copy(), zero)
+    nx = 2 * m.nv + m.na
+    gain = np.zeros((m.nu, nx))  # d(commands)/d(state) at D = 1: the rates' columns only
+    out = np.zeros(tendons.size)
+    for i in range(m.nv):
+        qvel = np.zeros(m.nv)
+        qvel[i] = PROBE  # small: the commands stay inside their range, where the map is linear
+        terms.damped_tensions(dp, qvel, dofs[0], dofs[1], base.copy(), out)
+        gain[tendons, m.nv + i] = (out - zero) / PROBE
+    a, b = np.zeros((nx, nx)), np.zeros((nx, m.nu))
+    mujoco.mjd_transitionFD(m, d, 1e-6, True, a, b, None, None)
+    bk = b @ gain
+
+    def radius(gain_d: float) -> float:
+        return float(np.abs(np.linalg.eigvals(a + gain_d * bk)).max())
+
+    limit = max(radius(0.0), 1.0) * (1.0 + GROWTH)
+    lo, hi = BOUND_RANGE
+    if radius(hi) <= limit:
+        return hi
+    for _ in range(BISECTIONS):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if radius(mid) <= limit else (lo, mid)
+    return lo
+
+
+_BOUNDS: dict[str, float] = {}  # damping_bound_of's, per arm, airframe and physics
+
+
+def damping_bound_of(cfg: Config) -> float:
+    """:func:`damping_bound` of ``cfg``'s arm on its airframe and physics (``sim``), built
+    without world objects or payload (they do not move the hover keyframe's arm); computed
+    once per process for each such triple."""
+    grounded = tasks.of(cfg).grounded or fixed_base(cfg.scenario, cfg.airframe.bench)
+    key = repr((cfg.arm, cfg.airframe, cfg.sim, grounded))
+    if key not in _BOUNDS:
+        built = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=grounded)
+        _BOUNDS[key] = damping_bound(cfg, built)
+    return _BOUNDS[key]
 
 
 def records(preps: Sequence[Any], held: bool = False) -> Arm:

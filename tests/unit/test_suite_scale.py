@@ -15,8 +15,8 @@ from quadarm.api import compose
 from quadarm.studies import Env
 
 ENV = Env(python="PY", out="OUT", jobs="J", resume="R")
-REF = suite_scale.Scale(length=0.5, buckling=0.8, payload=2.0)
-OWN = suite_scale.Scale(length=0.2, buckling=2.4, payload=1.0)
+REF = suite_scale.Scale(length=0.5, buckling=0.8, payload=2.0, damping=0.5)
+OWN = suite_scale.Scale(length=0.2, buckling=2.4, payload=1.0, damping=0.04)
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def test_the_reference_arm_flies_the_files_draws_untouched(scales: None) -> None
 
 def test_another_arm_scales_each_draw_by_its_own_quantity(scales: None) -> None:
     runs, report = suite.commands(["task_reach", "task_catch", "task_touch", "task_push"],
-                                  ENV, ["arm=other"], None)
+                                  ENV, ["arm=other", "+baseline=nominal"], None)
     assert all("hydra.sweep.dir=OUT/tasks/other/" in " ".join(c) for c in runs)
     assert report[report.index("-o") + 1] == "OUT/tasks/other/report"
     reach, catch, table, wall, push = runs
@@ -69,11 +69,57 @@ def test_another_arm_scales_each_draw_by_its_own_quantity(scales: None) -> None:
     f_push = float(next(c for c in push if c.startswith("scenario.force=")).split("=")[1])
     ref_push = compose(["+experiment=task_push"]).scenario.force
     assert f_push / OWN.buckling == pytest.approx(ref_push / REF.buckling, rel=1e-12)
+    # the wall case's wall (a world point and its size) and approach distance, x L
+    ref_w = compose(["+experiment=task_touch", "touch_case=wall"])
+    hub = np.array([0.0, 0.0, ref_w.scenario.altitude])
+
+    def given(key: str) -> np.ndarray:
+        return np.array(json.loads(next(c for c in wall if c.startswith(key + "=")).split(
+            "=", 1)[1]), dtype=float)
+
+    r = OWN.length / REF.length
+    np.testing.assert_allclose(given("world.objects.0.pos") - hub,
+                               (np.array(ref_w.world.objects[0].pos) - hub) * r, rtol=1e-12)
+    np.testing.assert_allclose(given("world.objects.0.size"),
+                               np.array(ref_w.world.objects[0].size) * r, rtol=1e-12)
+    assert float(given("scenario.reach")) == pytest.approx(ref_w.scenario.reach * r, rel=1e-12)
+    assert not any(c.startswith("world.") for c in table)  # the table is reached from above
+
+
+def test_a_baseline_with_damping_flies_it_at_the_same_fraction_of_the_arms_bound(
+        scales: None) -> None:
+    """The arm-aware bundles' tendon damping is a gain the arm's sampled loop bounds: flown
+    with another arm, each such baseline is a multirun of its own with the damping x the
+    arm's bound over the reference's; the other baselines fly together, unchanged."""
+    runs, _ = suite.commands(["task_hover_gusts"], ENV, ["arm=other"], None)
+    from quadarm.config import compose as hydra_compose
+
+    sweep = hydra_compose(["+experiment=task_hover_gusts"]).hydra
+    names = str(sweep.sweeper.params["+baseline"]).split(",")
+    damped = {n for n in names
+              if compose(["+experiment=task_hover_gusts", f"+baseline={n}"]
+                         ).control.tendon_damping > 0}
+    assert damped and damped < set(names)
+    plain, *own = runs
+    assert "hydra.sweep.dir=OUT/tasks/other/task_hover_gusts" in plain
+    assert f"+baseline={','.join(n for n in names if n not in damped)}" in plain
+    assert {c.split("=", 1)[1] for cmd in own for c in cmd if c.startswith("+baseline=")} == damped
+    for cmd in own:
+        name = next(c.split("=", 1)[1] for c in cmd if c.startswith("+baseline="))
+        assert f"hydra.sweep.dir=OUT/tasks/other/task_hover_gusts/{name}" in cmd
+        ref_d = compose(["+experiment=task_hover_gusts", f"+baseline={name}"]
+                        ).control.tendon_damping
+        d = float(next(c for c in cmd if c.startswith("control.tendon_damping=")).split("=")[1])
+        assert d / OWN.damping == pytest.approx(ref_d / REF.damping, rel=1e-12)
+    # a damping the command line sets is the user's: not scaled, no split
+    (cmd,), _ = suite.commands(["task_hover_gusts"], ENV,
+                               ["arm=other", "control.tendon_damping=0.02"], None)
+    assert not any(c.startswith("+baseline=") for c in cmd)
 
 
 def test_lengths_and_speeds_scale_with_the_arm(scales: None) -> None:
     """A path's size and its speeds scale with L, so that a lap takes as long with any arm."""
-    (cmd,), _ = suite.commands(["task_trace"], ENV, ["arm=other"], None)
+    (cmd, *_), _ = suite.commands(["task_trace"], ENV, ["arm=other"], None)
     ref = compose(["+experiment=task_trace"])
     r = OWN.length / REF.length
     size = float(next(c for c in cmd if c.startswith("scenario.size=")).split("=")[1])
@@ -92,7 +138,8 @@ def test_scaled_draws_stay_out_of_the_job_folder_names(scales: None) -> None:
     runs, _ = suite.commands(list(suite_scale.DRAWS), ENV, ["arm=rod"], None)
     for cmd in runs:
         first = next(i for i, c in enumerate(cmd) if c.startswith("+experiment="))
-        over = [c for c in cmd[first:] if not c.startswith(("hydra.", "runner.resume="))]
+        over = [c for c in cmd[first:]
+                if not c.startswith(("hydra.", "runner.resume=", "+baseline="))]
         if not any(c.startswith(("runner.grid=", "scenario.")) for c in over):
             continue  # a task without draws to scale (its folders are the reference's)
         exclude = next(c for c in cmd if ".override_dirname.exclude_keys=" in c)
