@@ -63,7 +63,7 @@ from quadarm.control import sections as plan_sections
 from quadarm.control.tendons import tensions
 from quadarm.jitable import compiled, compiled_as, register_jitable
 from quadarm.model import BuiltModel, build, names
-from quadarm.model.sections import pretension
+from quadarm.model.sections import hold, pretension
 
 AnyArm = ArmConfig | RodArmConfig | SectionArmConfig
 
@@ -364,7 +364,7 @@ def solve_grid(built: BuiltModel, arm: AnyArm, mapping: str, n_mu: int,
         q = model.qpos0.copy()
         for i, mu in enumerate(knots):
             data.ctrl[:] = 0.0
-            data.ctrl[built.tendon_actuators] = command(mu, beta)
+            hold(model, data, built.tendon_actuators, command(mu, beta))
             q = equilibrium(model, data, q)
             samples[i, j] = _tip_and_sensitivity(model, data, q, hub, built.tip_site)
     return knots, samples
@@ -410,7 +410,7 @@ def bent_pose(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
     q = model.qpos0.copy()
     for level in np.linspace(0.0, mu, steps):
         data.ctrl[:] = 0.0
-        data.ctrl[built.tendon_actuators] = command(float(level), beta)
+        hold(model, data, built.tendon_actuators, command(float(level), beta))
         q = equilibrium(model, data, q)
     _residual(model, data, q)
     return built, data

@@ -315,6 +315,19 @@ def displacement_ctrl(model: mujoco.MjModel, actuators: np.ndarray, arm: Section
     return rest - scale * np.asarray(pull, dtype=float) - pretension(arm) / tendon_stiffness(arm)
 
 
+def hold(model: mujoco.MjModel, data: mujoco.MjData, actuators: np.ndarray,
+         commands: np.ndarray) -> None:
+    """Put the tendon ``actuators`` (ids, (T,)) at rest at their ``commands`` (N, or m for
+    position actuators; (T,)) for a static solve: the command as ``ctrl``, except on a servo
+    horn (``arm.servo``: MuJoCo's integrator state ``act`` plays the commanded travel, and
+    ``ctrl`` is its rate), which is put at its command with ``ctrl`` 0, where the horn rests."""
+    ids = np.asarray(actuators, dtype=np.int64)
+    u = np.asarray(commands, dtype=float)
+    horn = model.actuator_dyntype[ids] == mujoco.mjtDyn.mjDYN_INTEGRATOR
+    data.ctrl[ids] = np.where(horn, 0.0, u)
+    data.act[model.actuator_actadr[ids[horn]]] = u[horn]
+
+
 def play_step(y: np.ndarray, u: np.ndarray, h: Any) -> np.ndarray:
     """One step of the backlash (play) operator: the output after the input ``u`` from the last
     output ``y`` (m, same shape) for a play of half-width ``h`` (m, a scalar or broadcasting):

@@ -99,6 +99,7 @@ def servo_pull(cfg: Config, mass: float) -> float:
 
     from quadarm.control.tipspace import equilibrium, loaded
     from quadarm.model import build
+    from quadarm.model.sections import hold
 
     built = loaded(build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True), mass,
                    np.zeros(3))
@@ -118,7 +119,7 @@ def servo_pull(cfg: Config, mass: float) -> float:
         m.opt.gravity[:] = -g * np.array([np.sin(tilt) * np.cos(az), np.sin(tilt) * np.sin(az),
                                           np.cos(tilt)])
         d.ctrl[:] = 0.0
-        d.ctrl[built.tendon_actuators] = rows[0]
+        hold(m, d, built.tendon_actuators, rows[0])
         q = equilibrium(m, d, m.qpos0.copy())
         d.qpos[:] = q
         mujoco.mj_forward(m, d)

@@ -23,6 +23,7 @@ from quadarm.scenarios.tasks import TASKS
 # a 5 cm circle at the hanging tip's height (0.2245 m below the hub at 1.6 m).
 TRACE = ["scenario=trace", "arm=ftdcr_v4_calibrated", "control.tip_mode=arm",
          "scenario.center=[0.0,0.0,1.377]", "scenario.size=0.05"]
+SERVO = "arm.servo={speed:6.0,spool_radius:0.01}"
 
 
 def _rates(over: list[str]) -> tuple[float, np.ndarray]:
@@ -41,10 +42,8 @@ def test_a_trace_faster_than_the_tendon_actuators_is_refused_at_its_speed_key(mo
     than 20 % faster) is refused in one line naming scenario.speed, and the message's tendon
     speed is the plan's own.
 
-    The limit is :func:`quadarm.preflight.tendon_speeds`'s, given here directly: with
-    ``arm.servo`` set on this arm the tip map does not bend at all (every tip-space target is
-    missed by its full lateral offset; see the xfail below), so the servo's own limit cannot
-    be exercised on a trace yet."""
+    The limit is :func:`quadarm.preflight.tendon_speeds`'s, given here directly (the servo
+    model's own limit, ``arm.servo.speed``, is what that function reads when it is set)."""
     speed = compose(TRACE).scenario.speed
     fast = [*TRACE, f"scenario.speed={2 * speed}"]
     (peak, u), (peak_fast, _) = _rates(TRACE), _rates(fast)
@@ -61,12 +60,17 @@ def test_a_trace_faster_than_the_tendon_actuators_is_refused_at_its_speed_key(mo
                                                                         abs=0.1)
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="with arm.servo the calibrated arm's tip map does not "
-                   "bend: the arm-mode trace is refused as leaving the workspace by its full "
-                   "lateral offset (2.5 cm)")
-def test_the_servo_model_keeps_the_tip_map():
-    compose([*TRACE, "arm.servo={speed:6.0,spool_radius:0.01}"])
+@pytest.mark.slow  # the servo arm's own tip map: minutes to build the first time
+def test_a_servo_at_rest_holds_its_travel_so_the_tip_map_is_the_ideal_servos():
+    """With ``arm.servo`` the horn's commanded travel is MuJoCo's integrator state (``act``)
+    and ``ctrl`` its rate; the tip map's static solves put each horn at rest at its command
+    (:func:`quadarm.model.sections.hold`), where it pulls as the ideal position servo does, so
+    the arm-mode trace's plan (travel commands and planned tip) is the ideal servo's. Before,
+    the solves set ``ctrl`` only, the horns stayed at zero travel, the map did not bend and
+    this trace was refused as leaving the workspace by its full lateral offset."""
+    (_, ideal), (_, servo) = _rates(TRACE), _rates([*TRACE, SERVO])
+    assert np.ptp(servo, axis=0).max() > 0.0  # the plan bends the arm
+    np.testing.assert_allclose(servo, ideal, rtol=0.0, atol=1e-12)
 
 
 @pytest.mark.slow  # numba's compile of the planner: 20-50 s the first time
