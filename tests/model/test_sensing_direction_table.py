@@ -17,7 +17,7 @@ from helpers import cfg_of
 from quadarm.config import ConfigError
 from quadarm.control.tendons import tensions as allocate
 from quadarm.model.builder import build
-from quadarm.runner import episode, lifecycle, sense
+from quadarm.runner import episode, jit, lifecycle, sense
 from quadarm.runner.trials import trial_id
 from quadarm.sensing import shape
 
@@ -157,6 +157,19 @@ def test_the_default_leaves_a_sensed_flight_and_its_id_unchanged(monkeypatch) ->
     assert all(mb[key] == v or (np.isnan(v) and np.isnan(mb[key])) for key, v in ma.items())
     np.testing.assert_array_equal(c.log.est[:, 0:13], a.log.est[:, 0:13])
     assert not np.array_equal(c.log.est[:, 13:], a.log.est[:, 13:])  # the shape errors
+
+
+@pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
+@pytest.mark.parametrize("preset", ["realistic", "realistic_arm"])
+def test_compiled_equals_plain_with_the_direction_table(monkeypatch, preset: str) -> None:
+    # The table is read inside the compiled step seam (the quasi-static fit, and the dynamic
+    # estimator's bend coordinates and their columns): compiled equals plain Python bit for bit.
+    monkeypatch.setattr(sense, "SHAPE_TABLE_DIRECTIONS", DIRECTIONS)
+    short = (*SHORT[:3], "scenario.duration=0.5", f"sensing={preset}",
+             "sensing.shape_table=direction", "seed=5")
+    eps = [episode.run_episode(cfg_of(*short, f"runner.compiled={c}")) for c in ("true", "false")]
+    for name in ("qpos", "qvel", "ctrl", "est"):
+        assert np.array_equal(getattr(eps[0].log, name), getattr(eps[1].log, name)), name
 
 
 def test_a_multi_section_arm_has_no_table_either_way() -> None:
