@@ -149,7 +149,7 @@ class SensingConfig:
     # ramps over the commanded direction, each hinge's bend along and across its ramp's own
     # direction, blended between the two ramps either side of the estimate's direction (the
     # three tendons bend the arm differently towards a tendon and between two). Built once per
-    # arm (about 40 s). A multi-section arm's shape is per-section constant curvature, with no
+    # arm (about 30 s). A multi-section arm's shape is per-section constant curvature, with no
     # table: there the key changes nothing.
     shape_table: str = "along"
 
