@@ -142,6 +142,16 @@ class SensingConfig:
     # biases from it (the vehicle's gyro, the arm IMUs' gyros and accelerometers; docs/sensing.md,
     # "Alignment"). 0: none (every shipped preset).
     align_s: float = 0.0
+    # The quasi-static shapes a one-section arm's shape estimate is drawn from (the quasi-static
+    # fit's and the dynamic estimator's bend coordinates; docs/sensing.md, "The table over the
+    # bend direction"): ``along``, one slow ramp of the fixed-base arm bending towards +x, turned
+    # to the estimate's direction (every shipped preset); ``direction``, SHAPE_TABLE_DIRECTIONS
+    # ramps over the commanded direction, each hinge's bend along and across its ramp's own
+    # direction, blended between the two ramps either side of the estimate's direction (the
+    # three tendons bend the arm differently towards a tendon and between two). Built once per
+    # arm (about 30 s). A multi-section arm's shape is per-section constant curvature, with no
+    # table: there the key changes nothing.
+    shape_table: str = "along"
 
     @property
     def exact(self) -> bool:
@@ -157,6 +167,12 @@ class SensingConfig:
         return {"imu": self.imu, "position": self.position, "encoder": self.encoder,
                 "force_torque": self.force_torque, "tip": self.tip}
 
+
+# sensing.shape_table's values (SensingConfig.shape_table), and the number of commanded bend
+# directions the ``direction`` table ramps over (every 15 degrees: with three tendons 120
+# degrees apart, eight ramps between two tendons).
+SHAPE_TABLES = ("along", "direction")
+SHAPE_TABLE_DIRECTIONS = 24
 
 DEG = math.pi / 180.0
 G0 = 9.80665  # m/s^2 per g, for datasheets in mg and ug
@@ -301,6 +317,7 @@ def check(cfg: SensingConfig, timestep: float) -> None:
     if not isinstance(cfg.preset, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", cfg.preset):
         raise ConfigError("sensing.preset", cfg.preset, "must be a name (letters, digits, "
                           f"_ . -): a shipped preset ({', '.join(PRESETS)}) or your own")
+    _choice("sensing.shape_table", cfg.shape_table, SHAPE_TABLES)
     if cfg.exact:  # no sensor is read: nothing to check against the step
         if cfg.sensors() != SensingConfig().sensors():
             raise ConfigError("sensing.preset", cfg.preset,

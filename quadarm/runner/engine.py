@@ -56,8 +56,10 @@ def structure(cfg: Config) -> tuple[Any, ...]:
     # piece; grounded trials have no free joint.
     servos = getattr(cfg.arm, "servo", None) is not None and tuple(
         sv is not None for sv in cfg.arm.servos())
+    # The shape estimator's table (sensing.shape_table) sets the size of its array too.
     return (cfg.arm.segments, cfg.arm.joint_placement, len(cfg.airframe.rotors),
-            len(cfg.arm.tendon_angles_deg), cfg.airframe.motor_tau > 0, grounded(cfg), servos)
+            len(cfg.arm.tendon_angles_deg), cfg.airframe.motor_tau > 0, grounded(cfg), servos,
+            cfg.sensing.shape_table)
 
 
 def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bool]:

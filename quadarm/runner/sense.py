@@ -40,7 +40,13 @@ from quadarm.runner import jit
 from quadarm.runner.lifecycle import Prepared
 from quadarm.scenarios import drive
 from quadarm.sensing import armfilter, ekf, noise, sensors, shape
-from quadarm.sensing.config import SensingConfig, arm_imu_links, period_of, steps_of
+from quadarm.sensing.config import (
+    SHAPE_TABLE_DIRECTIONS,
+    SensingConfig,
+    arm_imu_links,
+    period_of,
+    steps_of,
+)
 
 channel_step = jit.inline(sensors.channel_step)
 ekf_predict = jit.inline(ekf.ekf_predict)
@@ -488,17 +494,28 @@ def sense_term(k: int, sn: Sense, ss: SenseState, i: int, qpos: Any, qvel: Any, 
 _TABLES: dict[str, np.ndarray] = {}
 
 
-def _table(p: Prepared) -> np.ndarray:
-    """The quasi-static shape table of the trial's arm (:func:`shape.quasi_static_table`,
-    its fixed-base build; cached per arm, airframe, sim and tendon map)."""
+def _table(p: Prepared, kind: str) -> np.ndarray:
+    """The quasi-static shape table of the trial's arm, its fixed-base build: ``kind`` (the
+    value of ``sensing.shape_table``) ``along`` :func:`shape.quasi_static_table` (bends towards +x),
+    ``direction`` :func:`shape.direction_table` (over the bend direction); cached per arm,
+    airframe, sim, tendon map and kind."""
     cfg = p.cfg
     key = repr((cfg.arm, cfg.airframe, cfg.sim, cfg.control.tendon_map))
+    if kind != "along":  # the along table's key as before
+        key += f"|{kind}|{SHAPE_TABLE_DIRECTIONS}"
     if key not in _TABLES:
         fixed = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
         phi = np.radians(cfg.arm.tendon_angles_deg)
-        _TABLES[key] = shape.quasi_static_table(
-            fixed.model, fixed.tendon_actuators,
-            lambda mu: allocate(mu, 0.0, phi, cfg.arm.tension_max, cfg.control.tendon_map))
+        if kind == "direction":
+            _TABLES[key] = shape.direction_table(
+                fixed.model, fixed.tendon_actuators,
+                lambda mu, beta: allocate(mu, beta, phi, cfg.arm.tension_max,
+                                          cfg.control.tendon_map),
+                directions=SHAPE_TABLE_DIRECTIONS)
+        else:
+            _TABLES[key] = shape.quasi_static_table(
+                fixed.model, fixed.tendon_actuators,
+                lambda mu: allocate(mu, 0.0, phi, cfg.arm.tension_max, cfg.control.tendon_map))
     return _TABLES[key]
 
 
@@ -543,8 +560,13 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
         if isinstance(preps[0].cfg.arm, SectionArmConfig):  # per section, its uniform bend
             tab = np.zeros((ns, 0, 2))
             prof = shape.section_profiles(sp[0])
-        else:  # one section: its own quasi-static table
-            tab = np.stack([_table(p) for p in preps])
+        else:  # one section: its own quasi-static table (sensing.shape_table)
+            kinds = {p.cfg.sensing.shape_table for p, o in zip(preps, on, strict=True) if o}
+            if len(kinds) > 1:  # engine.structure keeps them apart; a direct caller may not
+                raise ValueError("sensing.shape_table: the trials of one batch must use the "
+                                 f"same table, not {sorted(kinds)}")
+            kind = kinds.pop() if kinds else "along"
+            tab = np.stack([_table(p, kind) for p in preps])
         hq = shape.hinge_qpos(m, n_links)
         hv = np.array([m.jnt_dofadr[m.joint(names.link_joint(k, a)).id]
                        for k in range(n_links) for a in "xy"], dtype=np.int64)

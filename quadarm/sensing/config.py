@@ -9,6 +9,8 @@ from quadarm.config.sensing import (  # noqa: F401
     LATENCY_MAX,
     MOCAP,
     PRESETS,
+    SHAPE_TABLE_DIRECTIONS,
+    SHAPE_TABLES,
     TIP,
     VN100,
     ArmImuConfig,

@@ -306,13 +306,19 @@ def hinges(tab, prof, c, th) -> None:  # noqa: ANN001
     for none), c[0:2] = (a_x, a_y) is the bend vector, magnitude A (the total bend, rad) along
     the direction beta: hinge k bends by m_k(A) (interpolated linearly in the table's uniform
     grid of A, column 0) towards beta, i.e. theta_x,k = m_k a_y / A, theta_y,k = -m_k a_x / A.
+    A table over the direction (:func:`direction_table`, (D R, 2 N + 3): told apart by its
+    width) gives each hinge's bend along and across beta instead, from the two ramps either
+    side of beta (:func:`_direction_hinges`).
     The profiles ``prof`` (M, N) add theta_x,k += sum_m c[o + 2m] w_m,k and theta_y,k +=
     sum_m c[o + 2m + 1] w_m,k after them (o = 2 with a table, else 0).
     """
     m_prof, n = prof.shape[0], len(th) // 2
     rows = tab.shape[0]
     o = 0
-    if rows > 0:
+    if rows > 0 and tab.shape[1] == 2 * n + D_COLS:  # over the direction (direction_table)
+        o = 2
+        _direction_hinges(tab, n, c[0], c[1], th)
+    elif rows > 0:
         o = 2
         ax, ay = c[0], c[1]
         big_a = math.sqrt(ax * ax + ay * ay)
@@ -337,6 +343,59 @@ def hinges(tab, prof, c, th) -> None:  # noqa: ANN001
             ay += c[o + 2 * m + 1] * prof[m, k]
         th[2 * k] += ax
         th[2 * k + 1] += ay
+
+
+# A direction table's layout (direction_table): per row the total bend A (rad), N bends along
+# and N across the ramp's direction (rad), then that direction (rad) and the rows per ramp.
+D_COLS = 3  # the columns besides the 2 N bends
+
+
+@register_jitable
+def _ramp_at(tab, j: int, rows: int, n: int, big_a: float, k: int):  # noqa: ANN001, ANN202
+    """Hinge k's bend along and across ramp j of a :func:`direction_table` at the total bend
+    ``big_a`` (rad): linear in the ramp's uniform grid of A, extrapolating its last interval
+    beyond it (as :func:`hinges` does the table along +x)."""
+    r0 = j * rows
+    u = (big_a - tab[r0, 0]) / (tab[r0 + 1, 0] - tab[r0, 0])
+    i = min(max(int(math.floor(u)), 0), rows - 2)
+    f = u - i
+    a = tab[r0 + i, 1 + k] + f * (tab[r0 + i + 1, 1 + k] - tab[r0 + i, 1 + k])
+    c = tab[r0 + i, 1 + n + k] + f * (tab[r0 + i + 1, 1 + n + k] - tab[r0 + i, 1 + n + k])
+    return a, c
+
+
+@register_jitable
+def _direction_hinges(tab, n: int, ax: float, ay: float, th) -> None:  # noqa: ANN001
+    """Hinge angles ``th`` (2 N,) of the bend vector (a_x, a_y) = A (cos beta, sin beta) (rad)
+    from a :func:`direction_table`: each hinge's bend along and across beta blended linearly
+    in beta between the two ramps whose own directions bracket it (around the circle), then
+    turned into (theta_x, theta_y) with b = (-theta_y, theta_x)."""
+    big_a = math.sqrt(ax * ax + ay * ay)
+    if big_a <= 0.0:
+        for k in range(2 * n):
+            th[k] = 0.0
+        return
+    dcol = 2 * n + 1
+    rows = int(tab[0, dcol + 1])
+    nd = tab.shape[0] // rows
+    bq = math.atan2(ay, ax)
+    j1 = nd - 1  # below the first ramp's direction: between the last and the first
+    for j in range(nd):
+        if tab[j * rows, dcol] <= bq:
+            j1 = j
+    j2 = (j1 + 1) % nd
+    b1, b2 = tab[j1 * rows, dcol], tab[j2 * rows, dcol]
+    two_pi = 2.0 * math.pi
+    span, off = (b2 - b1) % two_pi, (bq - b1) % two_pi
+    w = off / span if span > 0.0 else 0.0
+    sb, cb = ay / big_a, ax / big_a
+    for k in range(n):
+        a1, c1 = _ramp_at(tab, j1, rows, n, big_a, k)
+        a2, c2 = _ramp_at(tab, j2, rows, n, big_a, k)
+        along, across = (1.0 - w) * a1 + w * a2, (1.0 - w) * c1 + w * c2
+        # b = along (cos, sin) + across (-sin, cos); theta_x = b_y, theta_y = -b_x
+        th[2 * k] = along * sb + across * cb
+        th[2 * k + 1] = -(along * cb - across * sb)
 
 
 @register_jitable
@@ -608,3 +667,57 @@ def quasi_static_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
         table[:, 1 + k] = np.interp(grid, np.concatenate([[0.0], total[keep]]),
                                     np.concatenate([[0.0], bend[keep, k]]))
     return table
+
+
+def direction_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
+                    tensions: Callable[[float, float], np.ndarray], directions: int = 24,
+                    ramp: float = 20.0, rows: int = 41, damping_scale: float = 10.0
+                    ) -> np.ndarray:
+    """The arm's quasi-static shapes over the bend direction, (``directions`` ``rows``,
+    2 N + 3): one slow ramp of the fixed-base arm per commanded direction beta_j = 2 pi j /
+    ``directions`` (rad), each as :func:`quasi_static_table` (the command ramps from 0 to 1
+    over ``ramp`` s, the tendons pulling ``tensions(mu, beta_j)`` (T,) (N), hinge damping x
+    ``damping_scale``), recording each hinge's bend vector b_k = (-theta_y,k, theta_x,k).
+
+    Per ramp: its own direction (rad, in (-pi, pi]; the circular mean of the summed bend
+    vector's direction over the upper half of the ramp: where the tendons bend the arm, which
+    need not be the commanded direction), and on a uniform grid of ``rows`` total bends A =
+    |sum_k b_k| from 0 to the ramp's largest, each hinge's bend along that direction and
+    across it (rad, positive counter-clockwise). Rows ramp by ramp, the ramps sorted by their
+    own direction; columns: A, the N bends along, the N across, the ramp's direction, ``rows``
+    (read by :func:`hinges`). Setup only (numpy and MuJoCo).
+    """
+    n = _links(model)
+    adr = hinge_qpos(model, n)
+    model = copy.deepcopy(model)
+    model.dof_damping[:] *= damping_scale
+    steps = int(round(ramp / model.opt.timestep))
+    ramps = []
+    for j in range(directions):
+        beta = 2.0 * math.pi * j / directions
+        data = mujoco.MjData(model)
+        bx, by = np.zeros((steps, n)), np.zeros((steps, n))
+        for s in range(steps):
+            data.ctrl[tendon_actuators] = tensions((s + 1) / steps, beta)
+            mujoco.mj_step(model, data)
+            bx[s], by[s] = -data.qpos[adr[1::2]], data.qpos[adr[0::2]]
+        sx, sy = bx.sum(axis=1), by.sum(axis=1)
+        total = np.hypot(sx, sy)
+        keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
+        bx, by, total, heading = bx[keep], by[keep], total[keep], np.arctan2(sy[keep], sx[keep])
+        upper = heading[len(heading) // 2:]
+        own = math.atan2(float(np.sin(upper).mean()), float(np.cos(upper).mean()))
+        grid = np.linspace(0.0, float(total.max()), rows)
+        at = np.concatenate([[0.0], total])
+        block = np.zeros((rows, 2 * n + D_COLS))
+        block[:, 0] = grid
+        co, so = math.cos(own), math.sin(own)
+        for k in range(n):
+            block[:, 1 + k] = np.interp(grid, at, np.concatenate([[0.0], bx[:, k] * co
+                                                                  + by[:, k] * so]))
+            block[:, 1 + n + k] = np.interp(grid, at, np.concatenate([[0.0], -bx[:, k] * so
+                                                                      + by[:, k] * co]))
+        block[:, 2 * n + 1], block[:, 2 * n + 2] = own, rows
+        ramps.append((own, block))
+    ramps.sort(key=lambda r: r[0])
+    return np.concatenate([b for _, b in ramps])
