@@ -194,3 +194,18 @@ def test_the_command_line_scans_and_records_it(data, tmp_path, capsys):
     record = json.loads((out / "fit.json").read_text())
     assert record["scan"]["scale"] == 4.0 and len(record["scan"]["tried"]) == len(SCAN_SCALES)
     assert record["metrics"]["val_rmse_mm"] < 2 * NOISE * 1e3
+
+
+def test_the_scan_tries_each_gravity_option(data):
+    """``scan_gravity``: each option with each scale; the recordings were made under gravity,
+    and the arm's own gravity (arm_axis) scores better than none at the true modulus."""
+    cfg, arm = data["cfg"], _arm(E_TRUE)
+    keys = fit.expand(arm, PARAMETERS)
+    pull, tip = data["pulls"]
+    problem, _, _, record = fit.scan(cfg.airframe, cfg.sim, arm, "up", 0.005,
+                                     (pull, tip, data["labels"]), data["train"], 1, keys,
+                                     [1.0], ["none", "arm_axis"])
+    assert [r[1] for r in record["tried"]] == ["none", "arm_axis"]
+    assert record["gravity"] == "arm_axis" and any(record["sim"].gravity)
+    assert record["tried"][1][2] < record["tried"][0][2]
+    assert problem.logs == {"sections.0.youngs_modulus", "sections.1.youngs_modulus"}
