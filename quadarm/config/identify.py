@@ -57,7 +57,17 @@ KEYS = {
                   "(select=holdout; 0: none)",
     "start_spread": "0: starts drawn uniformly in the bounds; s > 0: N(0, s) around the "
                     "nominal values, in units of each bound range",
+    "robust_start": "true: stiffness keys fitted in log space, after a coarse scan of one "
+                    "shared backbone-stiffness scale (and scan_gravity) that re-runs stage 1",
+    "scan_scales": "the backbone-stiffness scales the coarse scan tries (robust_start)",
+    "scan_gravity": "gravity options the coarse scan tries too (robust_start; []: gravity's)",
 }
+# Fitted keys that are stiffnesses (each section's backbone, each tendon's): with
+# robust_start they are fitted in log space (a factor, not a step, is what is uncertain).
+STIFFNESS_SUFFIXES = ("youngs_modulus", "bending_stiffness", "tendons.stiffness")
+# The coarse scan's default scales: powers of 2 from 1/16 to 16, so that a nominal backbone
+# off by any factor up to 16 has a scale within a factor sqrt(2) of the truth.
+SCAN_SCALES = [2.0 ** k for k in range(-4, 5)]
 
 
 @dataclass
@@ -130,6 +140,9 @@ class IdentifyConfig:
     ridge_grid: List[float] = field(default_factory=list)  # noqa: UP006
     refit_nfev: int = 0
     start_spread: float = 0.0  # normalised units (each bound range is 1); 0: uniform draws
+    robust_start: bool = False
+    scan_scales: List[float] = field(default_factory=lambda: list(SCAN_SCALES))  # noqa: UP006
+    scan_gravity: List[str] = field(default_factory=list)  # noqa: UP006
 
     def __post_init__(self) -> None:
         _choice("command_unit", self.command_unit, tuple(UNITS))
@@ -171,6 +184,29 @@ class IdentifyConfig:
             raise ConfigError("start_spread", self.start_spread,
                               "must be in [0, 1] (a fraction of each bound range; 0 draws "
                               "uniformly in the bounds)")
+        if not isinstance(self.robust_start, bool):
+            raise ConfigError("robust_start", self.robust_start, "must be true or false")
+        if not self.scan_scales or not all(
+                isinstance(v, int | float) and math.isfinite(v) and v > 0
+                for v in self.scan_scales):
+            raise ConfigError("scan_scales", list(self.scan_scales),
+                              "must be one or more finite numbers > 0 (factors on the nominal "
+                              "backbone stiffness)")
+        for i, g in enumerate(self.scan_gravity):
+            if g not in GRAVITIES:
+                raise ConfigError(f"scan_gravity.{i}", g, f"must be one of "
+                                  f"{', '.join(GRAVITIES)}")
+        if self.robust_start:
+            for key, (lo, _) in self.parameters.items():
+                if key.endswith(STIFFNESS_SUFFIXES) and not lo > 0:
+                    raise ConfigError(f"parameters.{key}", list(self.parameters[key]),
+                                      "must have low > 0 with robust_start (a stiffness is "
+                                      "fitted in log space)")
+            if any(g == "none" for g in self.scan_gravity) and any(
+                    k.startswith("gravity.") for k in self.parameters):
+                raise ConfigError("scan_gravity", list(self.scan_gravity), "tries none, which "
+                                  "leaves out the gravity the gravity.tilt_* keys turn: drop "
+                                  "one")
         if any(not isinstance(p, str) or not p for p in self.holdout):
             raise ConfigError("holdout", list(self.holdout),
                               "must be non-empty pattern-label substrings")

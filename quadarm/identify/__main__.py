@@ -115,6 +115,7 @@ def run(overrides: list[str]) -> dict[str, float]:
     from quadarm.identify import data, fit, report, trust
 
     frame, arm, sim, cfg, yaml_text = compose(overrides)
+    sim_in = sim  # with gravity, as composed (the coarse scan may leave it out)
     if cfg.gravity == "none":  # the bench model without gravity: the replay's sim has none
         sim = dataclasses.replace(sim, gravity=[0.0, 0.0, 0.0])
     warned: list[str] = []
@@ -136,10 +137,28 @@ def run(overrides: list[str]) -> dict[str, float]:
     out = Path(cfg.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    problem, ch, s1 = fit.stage1(frame, sim, arm, cfg.pointing, cfg.marker_offset,
-                                 recs["pulls"].pull, recs["pulls"].tip, recs["pulls"].label,
-                                 gravity=("arm_axis" if cfg.gravity == "none" else cfg.gravity),
-                                 vertical=tuple(cfg.vertical))
+    scanned: dict[str, Any] = {}
+    if cfg.robust_start:
+        # The coarse first stage: stage 1 for every backbone scale (and gravity option),
+        # the best nominal fit on stage 2's rows kept (docs/identify.md, "A bad start").
+        sim = sim_in
+        problem, ch, s1, scanned = fit.scan(
+            frame, sim, arm, cfg.pointing, cfg.marker_offset,
+            (recs["pulls"].pull, recs["pulls"].tip, recs["pulls"].label),
+            (recs["train"].pull, recs["train"].tip), cfg.train_stride, keys,
+            list(cfg.scan_scales), list(cfg.scan_gravity) or [cfg.gravity],
+            tuple(cfg.vertical))
+        sim = scanned.pop("sim")
+        cfg = dataclasses.replace(cfg, gravity=scanned["gravity"])
+        print(f"coarse scan: backbone stiffness x {scanned['scale']:g}, gravity "
+              f"{scanned['gravity']} (train RMSE {min(r[2] for r in scanned['tried']):.2f} mm "
+              f"at the nominal values; {len(scanned['tried'])} tried)", flush=True)
+    else:
+        problem, ch, s1 = fit.stage1(frame, sim, arm, cfg.pointing, cfg.marker_offset,
+                                     recs["pulls"].pull, recs["pulls"].tip, recs["pulls"].label,
+                                     gravity=("arm_axis" if cfg.gravity == "none"
+                                              else cfg.gravity),
+                                     vertical=tuple(cfg.vertical))
     t1 = time.perf_counter()
     print(f"stage 1: channel map {[cfg.channels[c] for c in ch.tendon_channel]} "
           f"(from {s1['map_from']}), pull RMSE {s1['pull_rmse_m'] * 1e3:.2f} mm "
@@ -150,6 +169,7 @@ def run(overrides: list[str]) -> dict[str, float]:
                                        s1["axis_deg"], cfg.pointing))
     nominal = problem.nominal() if keys else {}
     problem.keys = keys
+    problem.logs = fit.log_keys(keys) if cfg.robust_start else frozenset()
     nominal = problem.nominal()
     scores: dict[str, dict[str, float]] = {}
     sims: dict[str, np.ndarray] = {}
@@ -230,7 +250,8 @@ def run(overrides: list[str]) -> dict[str, float]:
               "translation_m": problem.translation.tolist(), "nominal": nominal,
               "bench": bench, "warnings": warned,
               "stage1": {"sag_mm": s1["sag_m"] * 1e3, "axis_deg": s1["axis_deg"],
-                         "pull_rmse_mm": s1["pull_rmse_m"] * 1e3}}
+                         "pull_rmse_mm": s1["pull_rmse_m"] * 1e3},
+              **({"scan": scanned} if scanned else {})}
     write_text(out / "fit.json", json.dumps(record, indent=1))
     report.write(out, cfg, recs, sims, record)
     print(f"wrote {out} ({t3 - t0:.0f} s in all)")
@@ -269,7 +290,8 @@ def _bench(problem: Any, cfg: IdentifyConfig, sim: SimConfig, values: dict[str, 
 
 # The identify keys added with the holdout selection and the starts' spread (docs/identify.md,
 # "Fifth round", "Sixth round").
-SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "start_spread")
+SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "start_spread",
+                  "robust_start", "scan_scales", "scan_gravity")
 
 
 def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,

@@ -33,6 +33,7 @@ from scipy.optimize import least_squares
 
 from quadarm.config import AirframeConfig, SimConfig
 from quadarm.config.checks import ConfigError
+from quadarm.config.identify import STIFFNESS_SUFFIXES
 from quadarm.config.sections import SectionArmConfig
 from quadarm.identify import register
 from quadarm.identify.replay import Bench
@@ -130,16 +131,34 @@ def aligned_rmse(sim: np.ndarray, meas: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.sum((meas - shifted) ** 2, axis=1))))
 
 
-def values_of(keys: list[tuple[str, float, float]], x: np.ndarray) -> dict[str, float]:
+def values_of(keys: list[tuple[str, float, float]], x: np.ndarray,
+              logs: frozenset[str] = frozenset()) -> dict[str, float]:
     """The physical values of the normalised vector ``x`` (n,) in [0, 1]^n, for ``keys``
-    ``(name, low, high)``."""
-    return {k: lo + float(v) * (hi - lo) for (k, lo, hi), v in zip(keys, x, strict=True)}
+    ``(name, low, high)``: low + x (high - low), or for a key in ``logs`` (fitted in log
+    space, 0 < low) low (high / low)^x."""
+    return {k: (lo * (hi / lo) ** float(v) if k in logs else lo + float(v) * (hi - lo))
+            for (k, lo, hi), v in zip(keys, x, strict=True)}
 
 
-def normalised_of(keys: list[tuple[str, float, float]], values: dict[str, float]
-                  ) -> np.ndarray:
+def normalised_of(keys: list[tuple[str, float, float]], values: dict[str, float],
+                  logs: frozenset[str] = frozenset()) -> np.ndarray:
     """:func:`values_of`'s inverse: the normalised vector (n,) of ``values``."""
-    return np.array([(values[k] - lo) / (hi - lo) for k, lo, hi in keys])
+    return np.array([(math.log(values[k] / lo) / math.log(hi / lo) if k in logs
+                      else (values[k] - lo) / (hi - lo)) for k, lo, hi in keys])
+
+
+def log_keys(keys: list[tuple[str, float, float]]) -> frozenset[str]:
+    """The stiffness keys among ``keys`` (:data:`quadarm.config.identify.STIFFNESS_SUFFIXES`),
+    fitted in log space with ``robust_start``."""
+    return frozenset(k for k, _, _ in keys if k.endswith(STIFFNESS_SUFFIXES))
+
+
+def value_spans(keys: list[tuple[str, float, float]], values: dict[str, float],
+                logs: frozenset[str] = frozenset()) -> np.ndarray:
+    """d value / d x at ``values`` (n,): the bound range, or value ln(high / low) for a key
+    fitted in log space (a standard error in x times it is the value's)."""
+    return np.array([values[k] * math.log(hi / lo) if k in logs else hi - lo
+                     for k, lo, hi in keys])
 
 
 @dataclass
@@ -162,6 +181,7 @@ class Problem:
     keys: list[tuple[str, float, float]] = field(default_factory=list)
     gravity: str = "arm_axis"
     vertical: tuple[float, ...] = (0.0, 0.0, 1.0)
+    logs: frozenset[str] = frozenset()  # keys fitted in log space (robust_start)
 
     def down(self, rot: np.ndarray, tilt: tuple[float, float] = (0.0, 0.0)
              ) -> np.ndarray | None:
@@ -182,10 +202,10 @@ class Problem:
 
     def values(self, x: np.ndarray) -> dict[str, float]:
         """The physical values of the normalised vector ``x`` in [0, 1]^n."""
-        return values_of(self.keys, x)
+        return values_of(self.keys, x, self.logs)
 
     def normalised(self, values: dict[str, float]) -> np.ndarray:
-        return normalised_of(self.keys, values)
+        return normalised_of(self.keys, values, self.logs)
 
     def nominal(self) -> dict[str, float]:
         """The fitted keys' values in the given arm (clipped into their bounds)."""
@@ -389,6 +409,55 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
     return problem, ch, summary
 
 
+def scaled_backbone(arm: SectionArmConfig, scale: float) -> SectionArmConfig:
+    """``arm`` with every section's backbone stiffness times ``scale``: its
+    ``bending_stiffness`` where given, else its ``youngs_modulus`` (EI scales alike)."""
+    secs = [replace(sec, bending_stiffness=sec.bending_stiffness * scale)
+            if sec.bending_stiffness is not None
+            else replace(sec, youngs_modulus=sec.youngs_modulus * scale)
+            for sec in arm.sections]
+    return replace(arm, sections=secs)
+
+
+def scan(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointing: str,
+         marker_offset: float, pulls: tuple[np.ndarray, np.ndarray, np.ndarray | None],
+         train: tuple[np.ndarray, np.ndarray], stride: int,
+         keys: list[tuple[str, float, float]], scales: list[float], gravities: list[str],
+         vertical: tuple[float, ...] = (0.0, 0.0, 1.0)
+         ) -> tuple[Problem, register.Channels, dict[str, Any], dict[str, Any]]:
+    """``robust_start``'s coarse first stage: :func:`stage1` on the arm with its backbone
+    scaled by each of ``scales`` (:func:`scaled_backbone`), under each gravity option of
+    ``gravities`` (``none``: the replay's ``sim`` without gravity), each scored by the
+    aligned RMSE (mm) of its nominal values (``keys``, clipped into their bounds) on every
+    ``stride``-th row of ``train`` (commands (K, n) m, tips (K, 3) m), the rows stage 2 fits.
+    ``pulls``: stage 1's commands, tips and labels. Returns the best candidate's problem (its
+    keys set, stiffness keys in log space), channel map and stage-1 summary, and the scan's
+    record: ``scale``, ``gravity``, ``sim`` (the chosen gravity's) and every candidate's
+    ``[scale, gravity, train RMSE mm, pull RMSE mm]``. A scan whose candidates all diverge
+    keeps the first."""
+    pull, tip, labels = pulls
+    rows = np.arange(0, len(train[0]), stride)
+    best: tuple[float, Any] | None = None
+    tried: list[list[Any]] = []
+    for g in gravities:
+        g_sim = replace(sim, gravity=[0.0, 0.0, 0.0]) if g == "none" else sim
+        for scale in scales:
+            cand = scaled_backbone(arm, float(scale))
+            problem, ch, s1 = stage1(frame, g_sim, cand, pointing, marker_offset, pull, tip,
+                                     labels, gravity="arm_axis" if g == "none" else g,
+                                     vertical=vertical)
+            problem.keys, problem.logs = keys, log_keys(keys)
+            sim_rows = problem.simulate(problem.nominal(), train[0], rows)
+            score = (aligned_rmse(sim_rows, train[1][rows]) * 1e3
+                     if np.all(np.isfinite(sim_rows)) else math.inf)
+            tried.append([float(scale), g, score, s1["pull_rmse_m"] * 1e3])
+            if best is None or score < best[0]:
+                best = (score, (problem, ch, s1, float(scale), g, g_sim))
+    assert best is not None
+    problem, ch, s1, scale, g, g_sim = best[1]
+    return problem, ch, s1, {"scale": scale, "gravity": g, "sim": g_sim, "tried": tried}
+
+
 # The progress of stage 2, shared by its processes: the best aligned train RMSE so far (mm)
 # and the number of residual evaluations (set by _share in each worker).
 _SHARED: tuple[Any, Any] | None = None
@@ -565,10 +634,10 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
             corr = (cov / np.outer(se_norm, se_norm)).tolist()
     except np.linalg.LinAlgError:
         se_norm = np.full(n, math.inf)
-    span = np.array([hi - lo for _, lo, hi in problem.keys])
+    fitted = problem.values(best["x"])
+    span = value_spans(problem.keys, fitted, getattr(problem, "logs", frozenset()))
     names = [k for k, _, _ in problem.keys]
-    out = {"values": problem.values(best["x"]), "stderr": dict(zip(names, se_norm * span,
-                                                                     strict=True)),
+    out = {"values": fitted, "stderr": dict(zip(names, se_norm * span, strict=True)),
            "costs": [r["cost"] for r in results], "nfev": [r["nfev"] for r in results],
            "rows": int(len(rows)), "at_bound": [k for k, v in zip(names, best["x"], strict=True)
                                                 if v < 1e-3 or v > 1 - 1e-3]}

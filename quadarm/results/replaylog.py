@@ -10,11 +10,16 @@ quadarm ``timeseries.parquet`` replays as it is:
 
 - ``t`` (s): the time, strictly increasing;
 - the commands, one per tendon: ``tension_<x>_n`` (N) for force-driven tendons,
-  ``length_cmd_<x>_m`` (m) for servo-driven ones (``arm.actuation=displacement``);
+  ``length_cmd_<x>_m`` (m) for servo-driven ones (``arm.actuation=displacement``); or, for
+  servo-driven ones, one per servo, its travel ``travel_cmd_<x>_mm`` (mm) or
+  ``travel_cmd_<x>_m`` (m), the unit in the name (x the letter of the tendon it pulls; an
+  antagonistic pair's servo is named after the tendon a positive travel pulls, its opposite
+  has none): when the log has travels they are the commands;
 - optional, all three or none: the vehicle's references ``x_ref, y_ref, z_ref`` (m, world),
   and its logged position ``x, y, z`` (m: where it starts); with the references, optionally
   its heading reference ``yaw_ref`` (rad, about world z; unwrapped before it is
-  interpolated);
+  interpolated); all four or none, its attitude quaternion ``qw, qx, qy, qz`` (world
+  frame, scalar first; the first row's is where it starts);
 - optional, to compare: any of :func:`measured_names` (tip, hub, tensions, servo torques,
   section-end roll and pitch in pairs, the flange's force and torque in triples).
 
@@ -23,7 +28,7 @@ A log with a ``run_id`` column holding several runs needs ``scenario.run_id``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +46,9 @@ MAX_TENSION = 1e4  # N
 MAX_FORCE = 1e4  # N: a flange force beyond it is not in newtons
 MAX_TORQUE = 1e3  # N m: a flange torque beyond it is not in newton metres
 MAX_YAW = 4.0 * np.pi  # rad: a heading reference beyond two turns is not in radians
+MAX_TRAVEL = 0.5  # m: a servo travel beyond it is not in its stated unit (identify's bound)
+TRAVEL_UNITS = {"m": 1.0, "mm": 1e-3}  # a travel column's unit (the quantity's suffix): m per
+QUATERNION_TOL = 1e-2  # a logged attitude whose norm is this far from 1 is not a quaternion
 # A log shipped with the package (package data): quadarm's own 1.5 s held bend of prb12
 # (mu = 1, beta = 0, its 1 s ramp), its time series at 100 Hz (every fifth sample) with the
 # references, the hub and tip positions and the three tendon tensions. It is the replay's
@@ -65,12 +73,37 @@ class ReplayLog:
     path: str
     yaw: np.ndarray | None = None
     vehicle: tuple[str, ...] = ()
+    # True: ``commands`` (K, len(leads)) are the servos' travels (m, positive pulls), servo s
+    # pulling tendon leads[s] (and paying out its pair's opposite); False: one per tendon.
+    travel: bool = False
+    leads: tuple[int, ...] = ()
+    # (4,) the vehicle's attitude (w, x, y, z, unit) at t = 0, or None: the log has none.
+    attitude: np.ndarray | None = None
 
 
 def command_names(n_tendons: int, servo: bool) -> list[str]:
     """The command quantities of an arm of ``n_tendons`` tendons, servo-driven or not."""
     col = names.length_command_column if servo else names.tension_column
     return [col(i) for i in range(n_tendons)]
+
+
+def travel_command_column(i: int, unit: str) -> str:
+    """The travel command of the servo that pulls tendon ``i`` (0 -> a) in ``unit`` (m or
+    mm, :data:`TRAVEL_UNITS`): its horn's pull, positive shortening the tendon."""
+    return f"travel_cmd_{names.TENDON_LETTERS[i]}_{unit}"
+
+
+def servo_leads(arm: object) -> list[int]:
+    """The tendon each servo of ``arm`` pulls (a servo per tendon, but one per antagonistic
+    pair, ``sections.<j>.tendons.pairs``: tendon i of the pair's first half, its opposite
+    i + count / 2 paid out); [] for an arm without sections."""
+    out: list[int] = []
+    first = 0
+    for sec in getattr(arm, "sections", ()) or ():
+        n = int(sec.tendons.count)
+        out += list(range(first, first + (n // 2 if sec.tendons.pairs else n)))
+        first += n
+    return out
 
 
 def section_names(n_sections: int) -> list[str]:
@@ -165,25 +198,81 @@ def _time(frame: pd.DataFrame, columns: Mapping[str, str], path: str) -> np.ndar
     return t - t[0]
 
 
+def known(n_tendons: int, servo: bool, n_sections: int, leads: Sequence[int]) -> list[str]:
+    """Every quantity ``scenario.columns`` may map for the arm (the module docstring)."""
+    travel = [travel_command_column(i, u) for i in leads for u in TRAVEL_UNITS] if servo else []
+    return [names.TIME, *command_names(n_tendons, servo), *travel, *names.REFERENCE,
+            names.YAW_REFERENCE, *names.POSITION, *names.QUATERNION,
+            *measured_names(n_tendons, servo, n_sections)]
+
+
+def _travels(frame: pd.DataFrame, columns: Mapping[str, str], path: str,
+             leads: Sequence[int]) -> np.ndarray | None:
+    """The servos' travel commands (K, len(leads)) m when the log has them (through
+    ``columns``), else None; refused: some servos' travels only, one servo's in both units,
+    a size that says the unit is wrong."""
+    found: list[tuple[str, str, float] | None] = []
+    for i in leads:
+        have = [(q, columns.get(q, q), TRAVEL_UNITS[u]) for u in TRAVEL_UNITS
+                for q in (travel_command_column(i, u),) if columns.get(q, q) in frame.columns]
+        if len(have) > 1:
+            raise ConfigError(KEY, path, f"has servo {names.TENDON_LETTERS[i]}'s travel in two "
+                              f"units ({have[0][1]}, {have[1][1]}): map one")
+        found.append(have[0] if have else None)
+    if not any(found):
+        return None
+    gone = [travel_command_column(i, "mm") for i, f in zip(leads, found, strict=True)
+            if f is None]
+    if gone:
+        raise ConfigError(KEY, path, f"missing travel command column(s) {', '.join(gone)} "
+                          "(or their _m form): one per servo (an antagonistic pair's servo "
+                          "named after the tendon it pulls)")
+    got = [f for f in found if f is not None]
+    raw = _numbers(frame, [c for _, c, _ in got], path)
+    for k, (q, c, _) in enumerate(got):
+        scale = TRAVEL_UNITS[q.rsplit("_", 1)[1]]
+        if np.abs(raw[:, k]).max() * scale > MAX_TRAVEL:
+            raise ConfigError(KEY, path, f"column {c} ({q}) reaches "
+                              f"{np.abs(raw[:, k]).max():g} {q.rsplit('_', 1)[1]}: beyond "
+                              f"{MAX_TRAVEL:g} m, not a servo's travel in that unit (wrong "
+                              "unit? _mm reads millimetres, _m metres)")
+    return raw * np.array([s for _, _, s in got])
+
+
 def read(path: str, columns: Mapping[str, str], n_tendons: int, servo: bool,
-         run_id: str = "", n_sections: int = 1) -> ReplayLog:
+         run_id: str = "", n_sections: int = 1, leads: Sequence[int] | None = None
+         ) -> ReplayLog:
     """Read and check a log (see the module docstring) for an arm of ``n_tendons`` tendons,
-    servo-driven or not, of ``n_sections`` sections."""
+    servo-driven or not, of ``n_sections`` sections; ``leads``: the tendon each servo pulls
+    (:func:`servo_leads`; None: a servo per tendon)."""
+    leads = list(range(n_tendons)) if leads is None else list(leads)
+    allowed = known(n_tendons, servo, n_sections, leads)
+    unknown = [q for q in columns if q not in allowed]
+    if unknown:
+        raise ConfigError("scenario.columns", unknown[0], "is not a quantity the replay reads "
+                          f"for this arm ({names.TIME}, "
+                          + ("length_cmd_<x>_m or travel_cmd_<x>_mm|_m per servo"
+                             if servo else "tension_<x>_n")
+                          + ", the references, the position, the quaternion and the measured "
+                          "columns of docs/replay.md; units as the names say)")
     frame = _frame(path, run_id)
     t = _time(frame, columns, path)
 
     def col(q: str) -> str:
         return columns.get(q, q)
 
+    travels = _travels(frame, columns, path, leads) if servo else None
     wanted = command_names(n_tendons, servo)
     missing = [f"{col(q)}" + (f" ({q})" if col(q) != q else "") for q in wanted
                if col(q) not in frame.columns]
-    if missing:
+    if missing and travels is None:
         raise ConfigError(KEY, path, f"missing command column(s) {', '.join(missing)} "
                           f"({'length commands, m' if servo else 'tensions, N'}: one per "
-                          f"tendon; scenario.columns maps them)")
-    commands = _numbers(frame, [col(q) for q in wanted], path)
-    if servo and np.abs(commands).max() > MAX_LENGTH:
+                          f"tendon; scenario.columns maps them"
+                          f"{'; or travel_cmd_<x>_mm, one per servo' if servo else ''})")
+    commands = (travels if travels is not None
+                else _numbers(frame, [col(q) for q in wanted], path))
+    if servo and travels is None and np.abs(commands).max() > MAX_LENGTH:
         raise ConfigError(KEY, path, f"length commands up to {np.abs(commands).max():g}: not "
                           "metres (wrong unit?)")
     if not servo and (commands.min() < -1e-9 or commands.max() > MAX_TENSION):
@@ -251,4 +340,27 @@ def read(path: str, columns: Mapping[str, str], n_tendons: int, servo: bool,
                  if ref is not None and np.ptp(ref[:, c]) > 0.0),
                *((names.YAW_REFERENCE,) if yaw is not None and np.any(yaw != 0.0) else ()))
     return ReplayLog(t=t, commands=commands, ref=ref, start=None if pos is None else pos[0],
-                     measured=measured, path=str(path), yaw=yaw, vehicle=vehicle)
+                     measured=measured, path=str(path), yaw=yaw, vehicle=vehicle,
+                     travel=travels is not None, leads=tuple(leads),
+                     attitude=_attitude(frame, columns, path))
+
+
+def _attitude(frame: pd.DataFrame, columns: Mapping[str, str], path: str
+              ) -> np.ndarray | None:
+    """The vehicle's attitude (4,) (w, x, y, z) at the log's first row, normalised, when the
+    log has all four quaternion columns (None without any; part of them, or a first row
+    whose norm is not 1 within :data:`QUATERNION_TOL`, refused)."""
+    cols = [columns.get(q, q) for q in names.QUATERNION]
+    have = [c in frame.columns for c in cols]
+    if not any(have):
+        return None
+    if not all(have):
+        gone = [c for c, h in zip(cols, have, strict=True) if not h]
+        raise ConfigError(KEY, path, f"has part of the attitude ({', '.join(names.QUATERNION)})"
+                          f": missing {', '.join(gone)} (all four or none)")
+    q = _numbers(frame, cols, path)[0]
+    norm = float(np.sqrt(q @ q))
+    if abs(norm - 1.0) > QUATERNION_TOL:
+        raise ConfigError(KEY, path, f"the attitude ({', '.join(cols)}) at the first row has "
+                          f"norm {norm:g}: not a unit quaternion (w, x, y, z)")
+    return q / norm

@@ -184,6 +184,9 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     batch.reset(keyframe=[m.key(0).id for m in models], stage=mujoco.mjtStage.mjSTAGE_NONE)
     starts = np.array([p.plan.start for p in preps], dtype=float)
     qpos[:, :3] = starts
+    for i, p in enumerate(preps):  # a replay's logged start attitude (else the level keyframe)
+        if p.plan.attitude is not None:
+            qpos[i, 3:7] = p.plan.attitude
     batch.forward()
 
     native = jit.use(preps[0].cfg.runner.compiled)

@@ -148,13 +148,18 @@ def prepare(cfg: Config) -> Prepared | Episode:
                        time.perf_counter() - t0)
 
 
-def reset(m: mujoco.MjModel, d: mujoco.MjData, start: np.ndarray) -> None:
+def reset(m: mujoco.MjModel, d: mujoco.MjData, start: np.ndarray,
+          attitude: np.ndarray | None = None) -> None:
     """Put ``d`` in the state every trial starts from: the hover keyframe (the arm hanging
-    straight, hover controls) with the vehicle at ``start`` (m, (3,)), kinematics computed.
-    The batched engine does the same through ``Batch.reset``."""
+    straight, hover controls) with the vehicle at ``start`` (m, (3,)), kinematics computed;
+    ``attitude`` (4,) (w, x, y, z): the vehicle's quaternion instead of the keyframe's level
+    one (the arm straight in its frame). The batched engine does the same through
+    ``Batch.reset``."""
     mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
     if m.nq > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE:
         d.qpos[:3] = start
+        if attitude is not None:
+            d.qpos[3:7] = attitude
     mujoco.mj_forward(m, d)
 
 

@@ -58,6 +58,9 @@ class Plan:
     bend: np.ndarray | None = None
     bend_mu_max: float = 1.0
     yaw: np.ndarray | None = None  # (n + 1,) rad: the heading reference (None: the law's own)
+    # (4,) the vehicle's attitude quaternion (w, x, y, z) at the start (scenario=replay's
+    # logged one); None: level, heading 0, as every other trial starts.
+    attitude: np.ndarray | None = None
 
     @property
     def steps(self) -> int:

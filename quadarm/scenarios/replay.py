@@ -19,12 +19,14 @@ import numpy as np
 
 from quadarm import names
 from quadarm.config import Config, ReplayScenario, fixed_base
-from quadarm.config.sections import servo_driven
+from quadarm.config.sections import SectionArmConfig, servo_driven
 from quadarm.control.trajectory import Reference, constant
 from quadarm.model import BuiltModel, build
+from quadarm.model import sections as model_sections
 from quadarm.results import replaylog
 from quadarm.scenarios.common import Log, Metric, Plan, times
 
+LEVEL = np.array([1.0, 0.0, 0.0, 0.0])  # the attitude every other trial starts from
 MAX_SHIFT = 0.5  # s: the largest time shift the comparison tries (and a quarter of the log)
 
 
@@ -34,7 +36,26 @@ def read(cfg: Config) -> replaylog.ReplayLog:
     arm = cfg.arm
     n = arm.n_tendons if hasattr(arm, "n_tendons") else len(arm.tendon_angles_deg)
     return replaylog.read(sc.log, dict(sc.columns), n, servo_driven(arm), sc.run_id,
-                          n_sections(cfg))
+                          n_sections(cfg), replaylog.servo_leads(arm) or None)
+
+
+def travel_lengths(cfg: Config, built: BuiltModel, leads: tuple[int, ...],
+                   travel: np.ndarray) -> np.ndarray:
+    """The position actuators' length commands (n + 1, n_tendons) m for the servos' travels
+    ``travel`` (n + 1, len(leads)) m: servo s pulls tendon leads[s] by its travel times the
+    tendon's travel scale and pays out an antagonistic pair's opposite by its own scale times
+    the travel, u = L0 - s d - T0 / k (:func:`quadarm.model.sections.displacement_ctrl`,
+    identify's map), then through the servos' ``backlash`` (the play along time the flight
+    plan's commands go through, :func:`quadarm.scenarios.drive.commands`)."""
+    arm = cfg.arm
+    assert isinstance(arm, SectionArmConfig)
+    pull = np.zeros((len(travel), arm.n_tendons))
+    pull[:, list(leads)] = travel
+    for i, o in model_sections.pairs(arm):
+        pull[:, o] = -pull[:, i]
+    u = model_sections.displacement_ctrl(built.model, np.asarray(built.tendon_actuators), arm,
+                                         pull)
+    return model_sections.play(u, arm.backlash)
 
 
 def n_sections(cfg: Config) -> int:
@@ -68,6 +89,8 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     assert sc.duration is not None  # the log's span, set by the schema
     t = times(sc.duration, dt)
     rows = resample(t, rec.t, rec.commands)
+    if rec.travel:
+        rows = travel_lengths(cfg, built, rec.leads, rows)
     if rec.ref is not None:
         p = resample(t, rec.t, rec.ref)
         v = np.gradient(p, dt, axis=0) if len(t) > 1 else np.zeros_like(p)
@@ -79,8 +102,10 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     if rec.ref is None:
         ref = constant(start, len(t))
     yaw = None if rec.yaw is None else resample(t, rec.t, rec.yaw[:, None])[:, 0]
+    level = rec.attitude is None or np.array_equal(rec.attitude, LEVEL)
     return Plan(t=t, ref=ref, start=start, tensions=rows,
-                phases={names.WHOLE: (0.0, sc.duration)}, yaw=yaw)
+                phases={names.WHOLE: (0.0, sc.duration)}, yaw=yaw,
+                attitude=None if level else rec.attitude)
 
 
 def derived_names(cfg: Config) -> list[str]:

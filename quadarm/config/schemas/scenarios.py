@@ -45,6 +45,7 @@ class Config(typing.Protocol):
     control: ControlConfig
     sim: SimConfig
     world: WorldConfig
+    sensing: Any  # SensingConfig (its ``exact`` and ``preset``)
 
 TRACE_PATHS = ("circle", "line", "figure_eight", "polyline")
 TRACE_PLANES = ("horizontal", "vertical")
@@ -633,7 +634,18 @@ class ReplayScenario(ScenarioConfig):
         arm = cfg.arm
         n = arm.n_tendons if hasattr(arm, "n_tendons") else len(arm.tendon_angles_deg)
         rec = replaylog.read(self.log, dict(self.columns), n, servo_driven(arm), self.run_id,
-                             len(getattr(arm, "sections", ())) or 1)
+                             len(getattr(arm, "sections", ())) or 1,
+                             replaylog.servo_leads(arm) or None)
+        tilted = rec.attitude is not None and not (rec.attitude == (1.0, 0.0, 0.0, 0.0)).all()
+        if tilted and cfg.airframe.bench != "none":
+            raise ConfigError("airframe.bench", cfg.airframe.bench,
+                              "the log's attitude (qw, qx, qy, qz) at its start is not level: "
+                              "a bench mount holds the frame level (airframe.bench=none to "
+                              "fly from it)")
+        if tilted and not cfg.sensing.exact:
+            raise ConfigError("sensing.preset", cfg.sensing.preset,
+                              "must be exact to start from the log's attitude (qw, qx, qy, qz "
+                              "not level): the estimators start level")
         if cfg.airframe.bench != "none" and rec.vehicle:
             raise ConfigError("airframe.bench", cfg.airframe.bench,
                               f"the log has the vehicle's setpoints ({', '.join(rec.vehicle)}): "
