@@ -159,6 +159,7 @@ def test_the_default_leaves_a_sensed_flight_and_its_id_unchanged(monkeypatch) ->
     assert not np.array_equal(c.log.est[:, 13:], a.log.est[:, 13:])  # the shape errors
 
 
+@pytest.mark.slow  # numba's compile of the sensed loop: minutes on a busy 2-core machine
 @pytest.mark.skipif(not jit.AVAILABLE, reason="numba is not installed")
 @pytest.mark.parametrize("preset", ["realistic", "realistic_arm"])
 def test_compiled_equals_plain_with_the_direction_table(monkeypatch, preset: str) -> None:
