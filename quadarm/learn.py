@@ -1,26 +1,33 @@
-"""The learned baseline of the task suite (docs/tasks.md): PPO (Stable-Baselines3) on the
-batched vector environment through :class:`quadarm.envs.sb3.QuadArmSB3VecEnv`, evaluated on
-the task's fixed draw with the task's metrics, written as ``runs.parquet``/``metrics.parquet``
-that :mod:`quadarm.analysis.tasks` ranks beside the model-based baselines.
+"""The learned baselines of the task suite (docs/tasks.md section 3): PPO or SAC
+(Stable-Baselines3) on the batched vector environment through
+:class:`quadarm.envs.sb3.QuadArmSB3VecEnv`, evaluated on the task's fixed draw with the task's
+metrics, written as ``runs.parquet``/``metrics.parquet`` that :mod:`quadarm.analysis.tasks`
+ranks beside the model-based baselines.
 
-``python -m quadarm.learn --task task_reach --observe exact --steps 200000 --envs 8 --seed 0
---out DIR`` (``make tasks-rl`` runs reach on exact and on sensed observations).
+``python -m quadarm.learn --task task_reach --seed 0 --out DIR`` reads its settings from
+``conf/learn/<task>.yaml`` (:func:`load_settings`: the run's settings and the algorithm's
+keywords under ``hyperparams``, rl-zoo style; each flag, and ``--hp KEY=VALUE``, overrides the
+file; ``--config none``: :data:`DEFAULTS`). ``make tasks-rl`` trains every file with 3 seeds
+and draws the learning curves (``python -m quadarm.learn curves DIR... -o FIG``). The reach
+file's policy moves the hub reference of the ``nominal`` controller (``actions="hub"``,
+:mod:`quadarm.envs.references`) at 25 Hz; its row is ``sac_hub``.
 
-The policy is a *residual* on the paper's controller: the environment's action is
-clip(controller_action + ``scale`` x policy output, -1, 1), the controller's action computed
-from the exact state (:meth:`QuadArmVectorEnv.controller_action`, nominal gains, the task's
-tip-space plan as its reference). A policy that outputs 0 flies the ``nominal`` baseline, so
-the learned row says what PPO adds to that controller in the training budget; learning the
-rotor thrusts from scratch at 500 Hz does not get off the ground in minutes of CPU. With
-``--observe sensed`` (sensing=realistic) the policy sees the sensing term's estimates
-(``observe="sensed"``) while its base controller still reads the exact state.
+The defaults (no file) are the first learned row: a *residual* on the paper's controller: the
+environment's action is clip(controller_action + ``scale`` x policy output, -1, 1), the
+controller's action computed from the exact state (:meth:`QuadArmVectorEnv.controller_action`,
+nominal gains, the task's tip-space plan as its reference). A policy that outputs 0 flies the
+``nominal`` baseline. With ``--observe sensed`` (sensing=realistic) the policy sees the sensing
+term's estimates (``observe="sensed"``) while its base controller still reads the exact state.
+For the offset kinds (``references``, ``hub``) the base is the zero offset, the command line's
+controller; ``--increment`` makes the policy's output the change of a held action
+(:class:`Residual`).
 
 ``--actions references`` (with ``--override control.tip_gain=1``, the ``tip_feedback``
 bundle's gain: the reach task's references move the tip feedback's target,
 :mod:`quadarm.envs.references`; a gain of 20 leaves the zero action's own reach 4 m off)
 trains a policy whose action is the offset of the controller's tip target instead, ``scale``
 x the policy output (the base is the zero offset, the command line's controller with tip
-feedback); its rows are named ``ppo_references``. ``--action-every m`` holds each action for
+feedback); its rows are named ``<algo>_references``. ``--action-every m`` holds each action for
 m physics steps.
 
 Training draws the target of each episode from the task's 16 targets (``choice``), so the
@@ -30,15 +37,16 @@ reports the environment's end-of-episode metrics (the scenario's, the same funct
 drew (:func:`held_out_targets`: the same annulus and heights as the task's, at azimuths and
 radii drawn from a generator seeded apart from training) and reports them beside the task's.
 Writes into ``--out``:
-``runs.parquet``/``metrics.parquet`` (column ``baseline`` = ``ppo_residual``, the task's draw:
+``runs.parquet``/``metrics.parquet`` (column ``baseline`` = ``<algo>_<kind>``, e.g.
+``ppo_residual`` or ``sac_hub``, the task's draw:
 what the leaderboard ranks), ``held_out_metrics.parquet`` (the held-out targets: one row per
 target, phase and metric; a name the leaderboard does not collect), ``curve.parquet`` (mean
-training-episode return against environment steps), ``policy.zip`` and ``vecnormalize.pkl``
-(the trained weights and the observation normaliser) and ``learn.json`` (the command, seed,
-versions, wall time and the rates: ``training_steps_per_s``, environment steps over the whole
-training wall time, PPO's updates and the set-up included; ``env_own_steps_per_s``,
-environment steps over the time spent inside the environment's own calls, the controller's
-action and the step, i.e. the environment's rate with the learner taken out;
+training-episode return and final tip error against environment steps), ``policy.zip`` and
+``vecnormalize.pkl`` (the trained weights and the observation normaliser) and ``learn.json``
+(the command, seed, versions, wall time and the rates: ``training_steps_per_s``, environment
+steps over the whole training wall time, the learner's updates and the set-up included;
+``env_own_steps_per_s``, environment steps over the time spent inside the environment's own
+calls, the controller's action and the step, i.e. the environment's rate with the learner taken out;
 ``physics_steps_per_s``, the physics steps (``sim.timestep`` each, every row's ``mj_step``
 counted by the vector environment) over the whole training wall time: with
 ``--action-every m`` (each action held for m physics steps, the environment's
@@ -534,10 +542,9 @@ def plot_curves(dirs: Sequence[Path], path: Path) -> pd.DataFrame:
         ax.set_xlabel("environment steps")
         ax.set_ylabel(label)
     axes[1].axhline(float(np.nanmean(base)), color="k", ls="--",
-                    label="zero action (base), task draw")
+                    label="zero action (the base controller), task draw")
     axes[1].axhline(float(np.nanmean(final)), color="C2", ls=":",
                     label="policy, task draw (deterministic)")
-    axes[1].set_yscale("log")
     for ax in axes:
         ax.legend(fontsize=7)
     fig.tight_layout()

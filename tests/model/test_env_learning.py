@@ -69,7 +69,7 @@ def test_both_checkers_pass_for_every_action_space(env_id, overrides):
         assert [str(w.message) for w in caught] == [], kw
 
 
-ACTION_SPACES: list[dict[str, str]] = [{}, {"actions": "references"}]
+ACTION_SPACES: list[dict[str, str]] = [{}, {"actions": "references"}, {"actions": "hub"}]
 TIP = ["control.tip_gain=20"]  # the reach env's references move the tip feedback's target
 # The servo-driven two-section arm holding a bend, with a 0.1 mm backlash (plan rows played).
 SERVO = ["arm=ftdcr_v4", "scenario=workspace", "scenario.duration=0.12", "scenario.ramp=0.05",
