@@ -10,7 +10,7 @@ keywords under ``hyperparams``, rl-zoo style; each flag, and ``--hp KEY=VALUE``,
 file; ``--config none``: :data:`DEFAULTS`). ``make tasks-rl`` trains every file with 3 seeds
 and draws the learning curves (``python -m quadarm.learn curves DIR... -o FIG``). The reach
 file's policy moves the hub reference of the ``nominal`` controller (``actions="hub"``,
-:mod:`quadarm.envs.references`) at 25 Hz; its row is ``sac_hub``.
+:mod:`quadarm.envs.references`) at 25 Hz; its row is ``ppo_hub``.
 
 The defaults (no file) are the first learned row: a *residual* on the paper's controller: the
 environment's action is clip(controller_action + ``scale`` x policy output, -1, 1), the
