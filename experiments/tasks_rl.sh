@@ -1,16 +1,32 @@
 #!/usr/bin/env bash
-# The task suite's learned baseline (docs/tasks.md): PPO (Stable-Baselines3, torch on the CPU)
-# as a residual on the paper's controller, trained on the batched reach environment with
-# exact and with sensed observations (sensing=realistic), seed 0, $RL_STEPS environment steps
-# each on $RL_ENVS environments; each policy is then flown on the 16 targets of
-# conf/experiment/task_reach.yaml and written as runs/metrics Parquet into $OUT/tasks_rl/<obs>.
-# quadarm.analysis.tasks ranks them with the model-based rows when given both folders:
-#   python -m quadarm.analysis.tasks outputs/tasks/task_reach outputs/tasks_rl -o ...
+# The task suite's learned rows (docs/tasks.md section 3): for each task with a hyperparameter
+# file conf/learn/<task>.yaml (rl-zoo style: the run's settings and the SB3 algorithm's
+# keywords), `python -m quadarm.learn --task <task>` trains one policy per seed in $RL_SEEDS
+# and evaluates it on the task's draw (runs/metrics Parquet, the leaderboard's) and on
+# held-out targets, into $OUT/tasks_rl/<task>/seed<N>; then the learning curves (return and
+# final tip error against environment steps, the seeds as a band) -> $OUT/tasks_rl/<task>/curves.png.
+# quadarm.analysis.tasks ranks the learned rows with the model-based ones when given both:
+#   python -m quadarm.analysis.tasks outputs/tasks/task_reach outputs/tasks_rl/task_reach -o ...
+# RL_STEPS overrides each file's `steps`. RL_RESIDUAL=1 also reruns the first learned row
+# (PPO as a residual on the rotor commands, --config none; exact and sensed, seed 0).
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
-RL_STEPS=${RL_STEPS:-100000}
-RL_ENVS=${RL_ENVS:-8}
-for obs in exact sensed; do
-  "$PYTHON" -m quadarm.learn --task task_reach --observe "$obs" --steps "$RL_STEPS" \
-    --envs "$RL_ENVS" --seed 0 --out "$OUT/tasks_rl/reach_$obs"
+RL_SEEDS=${RL_SEEDS:-0 1 2}
+steps=()
+if [ -n "${RL_STEPS:-}" ]; then steps=(--steps "$RL_STEPS"); fi
+for conf in conf/learn/*.yaml; do
+  task=$(basename "$conf" .yaml)
+  dirs=()
+  for seed in $RL_SEEDS; do
+    "$PYTHON" -m quadarm.learn --task "$task" --seed "$seed" "${steps[@]}" \
+      --out "$OUT/tasks_rl/$task/seed$seed"
+    dirs+=("$OUT/tasks_rl/$task/seed$seed")
+  done
+  "$PYTHON" -m quadarm.learn curves "${dirs[@]}" -o "$OUT/tasks_rl/$task/curves.png"
 done
+if [ "${RL_RESIDUAL:-0}" = 1 ]; then
+  for obs in exact sensed; do
+    "$PYTHON" -m quadarm.learn --config none --task task_reach --observe "$obs" \
+      --steps 100000 --envs 8 --seed 0 --out "$OUT/tasks_rl/reach_residual_$obs"
+  done
+fi

@@ -1,26 +1,33 @@
-"""The learned baseline of the task suite (docs/tasks.md): PPO (Stable-Baselines3) on the
-batched vector environment through :class:`quadarm.envs.sb3.QuadArmSB3VecEnv`, evaluated on
-the task's fixed draw with the task's metrics, written as ``runs.parquet``/``metrics.parquet``
-that :mod:`quadarm.analysis.tasks` ranks beside the model-based baselines.
+"""The learned baselines of the task suite (docs/tasks.md section 3): PPO or SAC
+(Stable-Baselines3) on the batched vector environment through
+:class:`quadarm.envs.sb3.QuadArmSB3VecEnv`, evaluated on the task's fixed draw with the task's
+metrics, written as ``runs.parquet``/``metrics.parquet`` that :mod:`quadarm.analysis.tasks`
+ranks beside the model-based baselines.
 
-``python -m quadarm.learn --task task_reach --observe exact --steps 200000 --envs 8 --seed 0
---out DIR`` (``make tasks-rl`` runs reach on exact and on sensed observations).
+``python -m quadarm.learn --task task_reach --seed 0 --out DIR`` reads its settings from
+``conf/learn/<task>.yaml`` (:func:`load_settings`: the run's settings and the algorithm's
+keywords under ``hyperparams``, rl-zoo style; each flag, and ``--hp KEY=VALUE``, overrides the
+file; ``--config none``: :data:`DEFAULTS`). ``make tasks-rl`` trains every file with 3 seeds
+and draws the learning curves (``python -m quadarm.learn curves DIR... -o FIG``). The reach
+file's policy moves the hub reference of the ``nominal`` controller (``actions="hub"``,
+:mod:`quadarm.envs.references`) at 25 Hz; its row is ``ppo_hub``.
 
-The policy is a *residual* on the paper's controller: the environment's action is
-clip(controller_action + ``scale`` x policy output, -1, 1), the controller's action computed
-from the exact state (:meth:`QuadArmVectorEnv.controller_action`, nominal gains, the task's
-tip-space plan as its reference). A policy that outputs 0 flies the ``nominal`` baseline, so
-the learned row says what PPO adds to that controller in the training budget; learning the
-rotor thrusts from scratch at 500 Hz does not get off the ground in minutes of CPU. With
-``--observe sensed`` (sensing=realistic) the policy sees the sensing term's estimates
-(``observe="sensed"``) while its base controller still reads the exact state.
+The defaults (no file) are the first learned row: a *residual* on the paper's controller: the
+environment's action is clip(controller_action + ``scale`` x policy output, -1, 1), the
+controller's action computed from the exact state (:meth:`QuadArmVectorEnv.controller_action`,
+nominal gains, the task's tip-space plan as its reference). A policy that outputs 0 flies the
+``nominal`` baseline. With ``--observe sensed`` (sensing=realistic) the policy sees the sensing
+term's estimates (``observe="sensed"``) while its base controller still reads the exact state.
+For the offset kinds (``references``, ``hub``) the base is the zero offset, the command line's
+controller; ``--increment`` makes the policy's output the change of a held action
+(:class:`Residual`).
 
 ``--actions references`` (with ``--override control.tip_gain=1``, the ``tip_feedback``
 bundle's gain: the reach task's references move the tip feedback's target,
 :mod:`quadarm.envs.references`; a gain of 20 leaves the zero action's own reach 4 m off)
 trains a policy whose action is the offset of the controller's tip target instead, ``scale``
 x the policy output (the base is the zero offset, the command line's controller with tip
-feedback); its rows are named ``ppo_references``. ``--action-every m`` holds each action for
+feedback); its rows are named ``<algo>_references``. ``--action-every m`` holds each action for
 m physics steps.
 
 Training draws the target of each episode from the task's 16 targets (``choice``), so the
@@ -30,15 +37,16 @@ reports the environment's end-of-episode metrics (the scenario's, the same funct
 drew (:func:`held_out_targets`: the same annulus and heights as the task's, at azimuths and
 radii drawn from a generator seeded apart from training) and reports them beside the task's.
 Writes into ``--out``:
-``runs.parquet``/``metrics.parquet`` (column ``baseline`` = ``ppo_residual``, the task's draw:
+``runs.parquet``/``metrics.parquet`` (column ``baseline`` = ``<algo>_<kind>``, e.g.
+``ppo_residual`` or ``sac_hub``, the task's draw:
 what the leaderboard ranks), ``held_out_metrics.parquet`` (the held-out targets: one row per
 target, phase and metric; a name the leaderboard does not collect), ``curve.parquet`` (mean
-training-episode return against environment steps), ``policy.zip`` and ``vecnormalize.pkl``
-(the trained weights and the observation normaliser) and ``learn.json`` (the command, seed,
-versions, wall time and the rates: ``training_steps_per_s``, environment steps over the whole
-training wall time, PPO's updates and the set-up included; ``env_own_steps_per_s``,
-environment steps over the time spent inside the environment's own calls, the controller's
-action and the step, i.e. the environment's rate with the learner taken out;
+training-episode return and final tip error against environment steps), ``policy.zip`` and
+``vecnormalize.pkl`` (the trained weights and the observation normaliser) and ``learn.json``
+(the command, seed, versions, wall time and the rates: ``training_steps_per_s``, environment
+steps over the whole training wall time, the learner's updates and the set-up included;
+``env_own_steps_per_s``, environment steps over the time spent inside the environment's own
+calls, the controller's action and the step, i.e. the environment's rate with the learner taken out;
 ``physics_steps_per_s``, the physics steps (``sim.timestep`` each, every row's ``mj_step``
 counted by the vector environment) over the whole training wall time: with
 ``--action-every m`` (each action held for m physics steps, the environment's
@@ -61,8 +69,28 @@ import numpy as np
 import pandas as pd
 
 BASELINE = "ppo_residual"
-BASELINES = {"rotors": BASELINE, "references": "ppo_references"}  # the row's name per action kind
+# The row's name per action kind, after the algorithm's: ppo_residual, sac_hub, ...
+KIND_NAME = {"rotors": "residual", "references": "references", "hub": "hub"}
+BASELINES = {k: f"ppo_{v}" for k, v in KIND_NAME.items()}  # PPO's rows
 TASK_SCENARIO = {"task_reach": "reach"}
+ALGOS = ("ppo", "sac")
+OBSERVE = ("exact", "sensed", "task", "task_sensed")  # the environment's; *sensed: realistic
+# The settings of a run, each a command-line flag (``--action-every`` for ``action_every``) and
+# a key of the task's hyperparameter file (conf/learn/<task>.yaml); these defaults, the
+# learned row before the files existed (PPO as a residual on the rotor commands), apply where
+# neither sets one.
+DEFAULTS: dict[str, Any] = {
+    "algo": "ppo", "steps": 200_000, "envs": 8, "observe": "exact", "actions": "rotors",
+    "action_every": 1, "scale": 0.1, "increment": 0.0, "held_out": 16, "overrides": [],
+    "normalize": {"norm_obs": True, "norm_reward": True},
+    "hyperparams": {},  # the SB3 algorithm's constructor's keywords, over ALGO_DEFAULTS
+}
+# The algorithms' keywords where the file sets none (PPO's: the residual row's since its start).
+ALGO_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ppo": {"n_steps": 256, "batch_size": 256, "n_epochs": 5, "learning_rate": 3e-4,
+            "gamma": 0.99, "gae_lambda": 0.95, "policy_kwargs": {"log_std_init": -1.0}},
+    "sac": {"gamma": 0.99},
+}
 HELD_OUT = 16  # targets the policy never trained on, flown after the task's draw
 HELD_OUT_SEED = 1_000_003  # mixed with --seed: the held-out draw's own stream
 
@@ -108,39 +136,122 @@ def held_out_targets(draw: list[list[list[float]]], n: int, seed: int
                                strict=True)]
 
 
+def settings_path(task: str) -> Path:
+    """The task's hyperparameter file, ``conf/learn/<task>.yaml``."""
+    from quadarm.config import CONF_DIR
+
+    return Path(CONF_DIR) / "learn" / f"{task}.yaml"
+
+
+def load_settings(task: str, path: Path | str | None = None) -> dict[str, Any]:
+    """The run's settings: :data:`DEFAULTS`, over which the keys of ``path`` (None: the task's
+    file, :func:`settings_path`, where it exists; ``"none"``: no file). ValueError, one line
+    naming the file and the key, for a key that is not a setting, a value of the wrong type,
+    or an ``algo`` not in :data:`ALGOS`; the hyperparameters are checked against the
+    algorithm by :func:`checked_hyperparams`. The file is rl-zoo's per-environment entry made
+    a file per task: the run's settings at the top level, the algorithm's keywords under
+    ``hyperparams``."""
+    import copy
+
+    import yaml
+
+    out = copy.deepcopy(DEFAULTS)
+    if path == "none":
+        return out
+    file = settings_path(task) if path is None else Path(path)
+    if not file.exists():
+        if path is None:  # a task without a file of its own: the defaults
+            return out
+        raise ValueError(f"--config {file}: no such file")
+    node = yaml.safe_load(file.read_text()) or {}
+    if not isinstance(node, dict):
+        raise ValueError(f"{file}: must be a mapping of settings ({', '.join(DEFAULTS)})")
+    for key, value in node.items():
+        if key not in DEFAULTS:
+            raise ValueError(f"{file}: unknown key {key!r}; allowed: {', '.join(DEFAULTS)}")
+        want = type(DEFAULTS[key])
+        ok = (isinstance(value, int | float) and not isinstance(value, bool)
+              if want is float else isinstance(value, want) and not
+              (want is int and isinstance(value, bool)))
+        if not ok:
+            raise ValueError(f"{file}: {key}={value!r} must be a {want.__name__}")
+        out[key] = value
+    if out["algo"] not in ALGOS:
+        raise ValueError(f"{file}: algo={out['algo']!r}: must be one of {', '.join(ALGOS)}")
+    bad = set(out["normalize"]) - {"norm_obs", "norm_reward"}
+    if bad:
+        raise ValueError(f"{file}: normalize.{sorted(bad)[0]}: allowed keys norm_obs, "
+                         "norm_reward")
+    return out
+
+
+def checked_hyperparams(algo: str, hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """``hyperparams`` if each key is a keyword of the SB3 algorithm's constructor (``policy``,
+    ``env``, ``seed``, ``device`` and ``verbose`` are the learner's own); ValueError, one line
+    naming the key, otherwise."""
+    import inspect
+
+    from stable_baselines3 import PPO, SAC
+
+    cls: type = PPO if algo == "ppo" else SAC
+    allowed = set(inspect.signature(cls).parameters) - {
+        "policy", "env", "seed", "device", "verbose", "_init_setup_model"}
+    for key in hyperparams:
+        if key not in allowed:
+            raise ValueError(f"hyperparams.{key}: not a keyword of {cls.__name__}; allowed: "
+                             f"{', '.join(sorted(allowed))}")
+    return hyperparams
+
+
 class Residual:
     """An SB3 ``VecEnvWrapper`` factory (SB3 imported lazily): the policy's action in
     [-1, 1] is added, times ``scale``, to the paper's controller's action. The wrapper's
     ``env_s`` accumulates the wall time (s) spent inside the environment below it (the
     controller's action, ``step_async`` and ``step_wait``): the environment's own cost,
-    without the learner's."""
+    without the learner's.
+
+    ``increment`` > 0: the policy's output is the *change* of the action instead: a held
+    value h (per environment, zero at each episode's start) moves by ``increment`` x the
+    output each step and is clipped to [-1, 1], and the environment's action is the base plus
+    ``scale`` x h. A policy proportional to the tip error is then an integral controller (the
+    tip feedback's own form), and the exploration noise a slow random walk of the reference
+    rather than a jitter at the action rate. The environment's ``observe="task"`` shows h
+    back to the policy as its last action."""
 
     @staticmethod
-    def wrap(venv: Any, scale: float) -> Any:
+    def wrap(venv: Any, scale: float, increment: float = 0.0) -> Any:
         from stable_baselines3.common.vec_env import VecEnvWrapper
 
         class _Residual(VecEnvWrapper):
             def __init__(self, inner: Any) -> None:
                 super().__init__(inner)
                 self.scale = scale
+                self.increment = increment
+                self.held = np.zeros((inner.num_envs, *inner.action_space.shape))
                 self.engine = inner  # the batched env under SB3's wrappers
                 while not hasattr(self.engine, "controller_action"):
                     self.engine = self.engine.venv
                 self.env_s = 0.0  # s inside the environment (controller action and step)
 
             def reset(self) -> Any:
+                self.held[:] = 0.0
                 return self.venv.reset()
 
             def step_async(self, actions: np.ndarray) -> None:
                 t0 = time.perf_counter()
                 base = self.engine.controller_action()
-                act = np.clip(base + self.scale * np.asarray(actions, dtype=float), -1.0, 1.0)
+                u = np.asarray(actions, dtype=float)
+                if self.increment > 0.0:  # the output moves the held action
+                    self.held = np.clip(self.held + self.increment * u, -1.0, 1.0)
+                    u = self.held
+                act = np.clip(base + self.scale * u, -1.0, 1.0)
                 self.venv.step_async(act.astype(np.float32))
                 self.env_s += time.perf_counter() - t0
 
             def step_wait(self) -> Any:
                 t0 = time.perf_counter()
                 out = self.venv.step_wait()
+                self.held[np.asarray(out[2], dtype=bool)] = 0.0  # an ended episode's restart
                 self.env_s += time.perf_counter() - t0
                 return out
 
@@ -180,7 +291,7 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
     over, draw = task_overrides(task)
     first = targets[0] if targets else draw[0]
     over = [*over, f"scenario.targets={json.dumps(first)}"]
-    if observe == "sensed":
+    if observe in ("sensed", "task_sensed"):  # the policy sees the estimates
         over.append("sensing=realistic")
     over += list(extra)
     randomize = ({"scenario.targets": {"dist": "choice", "values": targets}}
@@ -194,27 +305,42 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
 
 
 def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path,
-          scale: float = 0.1, n_steps: int = 256, evaluate: bool = True,
+          scale: float = 0.1, n_steps: int | None = None, evaluate: bool = True,
           extra: Sequence[str] = (), draw: list[Any] | None = None,
-          held_out: int = HELD_OUT, action_every: int = 1, actions: str = "rotors"
+          held_out: int = HELD_OUT, action_every: int = 1, actions: str = "rotors",
+          algo: str = "ppo", hyperparams: dict[str, Any] | None = None,
+          normalize: dict[str, bool] | None = None, increment: float = 0.0
           ) -> dict[str, Any]:
     """Train ``steps`` environment steps on ``n_envs`` environments, evaluate on the task's
     draw (or ``draw``) and on ``held_out`` targets training never drew
-    (:func:`held_out_targets`), write the outputs into ``out``; returns the summary.
-    ``extra``: overrides after the task's (the tests shorten the episode);
-    ``action_every``: physics steps per action (the environment's)."""
+    (:func:`held_out_targets`), each also with the zero action (the base controller: the row
+    the policy has to beat, ``eval_base`` and ``eval_held_out_base``), write the outputs into
+    ``out``; returns the summary. ``extra``: overrides after the task's (the tests shorten the
+    episode); ``action_every``: physics steps per action (the environment's); ``algo``: SB3's
+    ``"ppo"`` or ``"sac"`` with ``hyperparams`` over :data:`ALGO_DEFAULTS` (``n_steps``, if
+    given, PPO's rollout length); ``normalize``: VecNormalize's ``norm_obs``/``norm_reward``
+    (both on by default); ``increment`` > 0: the policy's output is the change of the action
+    (:class:`Residual`)."""
     import torch
-    from stable_baselines3 import PPO
+    from stable_baselines3 import PPO, SAC
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import VecMonitor, VecNormalize
 
     torch.set_num_threads(1)  # the batch's threads are the machine's cores
     out.mkdir(parents=True, exist_ok=True)
     draw = task_overrides(task)[1] if draw is None else draw
-    base, over = make_env(task, observe, n_envs, draw, extra=extra, action_every=action_every,
-                          actions=actions)
-    residual = Residual.wrap(VecMonitor(base), scale)
-    venv = VecNormalize(residual, norm_obs=True, norm_reward=True, gamma=0.99)
+    hp = {**ALGO_DEFAULTS[algo], **checked_hyperparams(algo, dict(hyperparams or {}))}
+    if algo == "ppo":
+        if n_steps is not None:
+            hp["n_steps"] = n_steps
+        hp["batch_size"] = min(int(hp.get("batch_size", 64)), int(hp["n_steps"]) * n_envs)
+    norm = {"norm_obs": True, "norm_reward": True, **(normalize or {})}
+    # record: the episodes' metrics for the learning curve (about n_envs x 1.7 MB for reach)
+    base, over = make_env(task, observe, n_envs, draw, record=True, extra=extra,
+                          action_every=action_every, actions=actions)
+    residual = Residual.wrap(VecMonitor(base), scale, increment)
+    venv = VecNormalize(residual, gamma=float(hp.get("gamma", 0.99)),
+                        norm_obs=bool(norm["norm_obs"]), norm_reward=bool(norm["norm_reward"]))
     venv.seed(seed)
     curve: list[dict[str, Any]] = []
     t0 = time.perf_counter()
@@ -225,23 +351,30 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
         def __init__(self) -> None:
             super().__init__()
             self.ended: list[float] = []
+            self.errs: list[float] = []  # the ended episodes' mean tip_err_cm over phases
 
         def _on_step(self) -> bool:
-            self.ended += [float(i["episode"]["r"]) for i in self.locals.get("infos", [])
-                           if "episode" in i]
+            for i in self.locals.get("infos", []):
+                if "episode" not in i:
+                    continue
+                self.ended.append(float(i["episode"]["r"]))
+                errs = [v["tip_err_cm"] for v in (i.get("metrics") or {}).values()
+                        if "tip_err_cm" in v]
+                if errs:
+                    self.errs.append(float(np.mean(errs)))
             return True
 
         def _on_rollout_end(self) -> None:
             if self.ended:  # rollouts in the middle of the episodes add no point
-                curve.append({"task": task, "observe": observe,
+                curve.append({"task": task, "observe": observe, "seed": seed, "algo": algo,
                               "env_steps": self.num_timesteps,
                               "episode_return": float(np.mean(self.ended)),
+                              "tip_err_cm": float(np.mean(self.errs)) if self.errs else np.nan,
                               "episodes": len(self.ended), "wall_s": time.perf_counter() - t0})
-            self.ended = []
+            self.ended, self.errs = [], []
 
-    model = PPO("MlpPolicy", venv, n_steps=n_steps, batch_size=min(256, n_steps * n_envs),
-                n_epochs=5, learning_rate=3e-4, gamma=0.99, gae_lambda=0.95, seed=seed,
-                policy_kwargs={"log_std_init": -1.0}, verbose=0, device="cpu")
+    cls = {"ppo": PPO, "sac": SAC}[algo]
+    model = cls("MlpPolicy", venv, seed=seed, verbose=0, device="cpu", **hp)
     model.learn(total_timesteps=steps, callback=Curve())
     wall = time.perf_counter() - t0
     done_steps = int(model.num_timesteps)
@@ -252,8 +385,10 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     summary: dict[str, Any] = {
         "command": "python -m quadarm.learn " + " ".join(sys.argv[1:]),
         "task": task, "observe": observe, "seed": seed, "env_steps": done_steps,
-        "n_envs": n_envs, "residual_scale": scale, "action_every": action_every,
-        "actions": actions,
+        "n_envs": n_envs, "residual_scale": scale, "increment": increment,
+        "action_every": action_every,
+        "actions": actions, "algo": algo, "baseline": f"{algo}_{KIND_NAME[actions]}",
+        "hyperparams": hp, "normalize": norm,
         "physics_steps": physics, "wall_s": wall,
         # The training throughput: every step over the whole training wall time (PPO's
         # updates, the rollouts' policy evaluations and the set-up included) ...
@@ -265,30 +400,46 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
         "physics_steps_per_s": physics / wall if wall > 0 else np.nan,
         "overrides": over, "versions": versions()}
     if evaluate:
+        kw: dict[str, Any] = {"action_every": action_every, "actions": actions, "algo": algo}
         summary["eval"] = evaluate_policy_on_draw(model, venv, task, observe, draw, seed, out,
-                                                  extra, action_every=action_every,
-                                                  actions=actions)
+                                                  extra, **kw)
+        # The zero action on the same draw: the base controller the policy acts on (for the
+        # offset kinds the command line's; for the residual the controller's action).
+        summary["eval_base"] = evaluate_policy_on_draw(Zero(), venv, task, observe, draw, seed,
+                                                       out, extra, tables=None, **kw)
         if held_out > 0:  # targets training never drew: out of sample
             targets = held_out_targets(draw, held_out, seed)
             summary["eval_held_out"] = evaluate_policy_on_draw(
-                model, venv, task, observe, targets, seed, out, extra, tables=False,
-                action_every=action_every, actions=actions)
+                model, venv, task, observe, targets, seed, out, extra, tables=False, **kw)
             summary["eval_held_out"]["targets"] = targets
+            summary["eval_held_out_base"] = evaluate_policy_on_draw(
+                Zero(), venv, task, observe, targets, seed, out, extra, tables=None, **kw)
     (out / "learn.json").write_text(json.dumps(summary, indent=2, default=str))
     venv.close()
     return summary
 
 
+class Zero:
+    """A policy whose action is zero: the base controller (``predict`` as SB3's models')."""
+
+    def predict(self, obs: np.ndarray, deterministic: bool = True) -> tuple[np.ndarray, None]:
+        return np.zeros((len(obs), *self.shape)), None
+
+    shape: tuple[int, ...] = ()
+
+
 def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
                             draw: list[Any], seed: int, out: Path,
-                            extra: Sequence[str] = (), tables: bool = True,
-                            action_every: int = 1, actions: str = "rotors") -> dict[str, Any]:
+                            extra: Sequence[str] = (), tables: bool | None = True,
+                            action_every: int = 1, actions: str = "rotors",
+                            algo: str = "ppo") -> dict[str, Any]:
     """Fly each target of the draw once with the deterministic policy (the training
     normaliser frozen), all of them in one batch (the vector environment's ``per_env``:
     environment j flies target j, its metrics the command line's for that config); write the
     metrics as the runner's tables (``tables``) or, for the held-out targets, as
     ``held_out_metrics.parquet`` (trial, target, phase, metric, value), which the leaderboard
-    does not collect. A row's ``wall_s`` is the batch's wall time over its trials."""
+    does not collect (``tables=None``: nothing written, the summary only). A row's ``wall_s``
+    is the batch's wall time over its trials."""
     from stable_baselines3.common.vec_env import VecNormalize
 
     from quadarm.config.compose import flatten
@@ -299,10 +450,13 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
     t0 = time.perf_counter()
     base, _ = make_env(task, observe, len(draw), list(draw), record=True, extra=extra,
                        action_every=action_every, per_env=True, actions=actions)
-    env = VecNormalize(Residual.wrap(base, train_env.venv.scale), training=False,
+    env = VecNormalize(Residual.wrap(base, train_env.venv.scale, train_env.venv.increment),
+                       training=False,
                        norm_obs=True, norm_reward=False)
     env.obs_rms = train_env.obs_rms
     env.seed(seed)
+    if isinstance(model, Zero):
+        model.shape = tuple(env.action_space.shape or ())
     obs: Any = env.reset()
     ended: dict[int, tuple[dict[str, Any], int]] = {}  # trial -> its first episode's (info,
     #                                                    steps)
@@ -317,7 +471,7 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
     for j in range(len(draw)):
         info, n_steps = ended[j]
         cfg = base.venv.tasks[j].cfg  # trial j's config
-        name = BASELINES[actions]
+        name = f"{algo}_{KIND_NAME[actions]}"
         rid = hashlib.sha1(f"{trial_id(cfg)}|{name}|{observe}|{seed}".encode()).hexdigest()
         row = {"run_id": rid[:16], "scenario": cfg.scenario.kind,
                "status": info.get("status", "ok"), "message": info.get("message", ""),
@@ -333,59 +487,167 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
     if tables:
         io.write_table(out / io.RUNS, pd.DataFrame(runs), meta)
         io.write_table(out / io.METRICS, frame, meta)
-    else:
+    elif tables is False:
         trial = {r["run_id"]: (r["trial"], r["scenario.targets"]) for r in runs}
         frame.insert(1, "trial", [trial[r][0] for r in frame["run_id"]])
         frame.insert(2, "targets", [trial[r][1] for r in frame["run_id"]])
         io.write_table(out / "held_out_metrics.parquet", frame, meta)
     errs = [v for r, p, m, v in tidy if m == "tip_err_cm"]
     return {"trials": len(runs), "tip_err_cm_mean": float(np.mean(errs)) if errs else np.nan,
+            "tip_err_cm_max": float(np.max(errs)) if errs else np.nan,
+            "within_1cm": int(np.sum(np.asarray(errs) <= 1.0)),
             "wall_s": time.perf_counter() - t0}
 
 
+def plot_curves(dirs: Sequence[Path], path: Path) -> pd.DataFrame:
+    """The learning curves of the runs in ``dirs`` (each a ``--out`` folder: ``curve.parquet``
+    and ``learn.json``; one seed each) as one figure at ``path``: the training episodes' mean
+    return and mean final tip error (cm) against environment steps, the seeds' mean as a line
+    and their range as a band, and the base controller's tip error on the task's draw (the
+    zero action, ``learn.json``'s ``eval_base``) and the policy's final one (``eval``) as
+    reference levels. Returns the curves on the common grid (env_steps, seed, the two
+    quantities)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frames = []
+    base, final = [], []
+    for d in dirs:
+        c = pd.read_parquet(Path(d) / "curve.parquet")
+        c["run"] = str(d)
+        frames.append(c)
+        meta = json.loads((Path(d) / "learn.json").read_text())
+        base.append(meta.get("eval_base", {}).get("tip_err_cm_mean", np.nan))
+        final.append(meta.get("eval", {}).get("tip_err_cm_mean", np.nan))
+    # every run's points on the first run's env steps (runs of one schedule share them)
+    grid = frames[0]["env_steps"].to_numpy(dtype=float)
+    cols = ("episode_return", "tip_err_cm")
+    rows = []
+    for c in frames:
+        x = c["env_steps"].to_numpy(dtype=float)
+        for xi, vals in zip(grid, zip(*(np.interp(grid, x, c[k].to_numpy(dtype=float))
+                                        for k in cols), strict=True), strict=True):
+            rows.append({"env_steps": xi, "run": c["run"].iloc[0], **dict(zip(cols, vals,
+                                                                              strict=True))})
+    tidy = pd.DataFrame(rows)
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for ax, k, label in zip(axes, cols, ("training episode return (-cm$^2$)",
+                                         "training episodes' final tip error (cm)"),
+                            strict=True):
+        g = tidy.groupby("env_steps")[k]
+        ax.fill_between(g.min().index, g.min(), g.max(), alpha=0.3, label=f"{len(dirs)} seeds")
+        ax.plot(g.mean().index, g.mean(), label="mean")
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel(label)
+    axes[1].axhline(float(np.nanmean(base)), color="k", ls="--",
+                    label="zero action (the base controller), task draw")
+    axes[1].axhline(float(np.nanmean(final)), color="C2", ls=":",
+                    label="policy, task draw (deterministic)")
+    for ax in axes:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return tidy
+
+
+def _curves_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m quadarm.learn curves",
+                                     description=plot_curves.__doc__)
+    parser.add_argument("dirs", nargs="+", type=Path)
+    parser.add_argument("-o", "--out", type=Path, required=True, help="the figure (.png)")
+    args = parser.parse_args(argv)
+    missing = [str(d) for d in args.dirs if not (d / "curve.parquet").exists()]
+    if missing:
+        print(f"quadarm.learn curves: no curve.parquet in {missing[0]}", file=sys.stderr)
+        return 2
+    plot_curves(args.dirs, args.out)
+    print(f"-> {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``python -m quadarm.learn [--task T] [flags]`` trains and evaluates (the settings from
+    ``conf/learn/<task>.yaml``, each flag given over them); ``python -m quadarm.learn curves
+    DIR... -o FIG`` draws the learning curves of finished runs."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["curves"]:
+        return _curves_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m quadarm.learn", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="task_reach", choices=sorted(TASK_SCENARIO))
-    parser.add_argument("--observe", default="exact", choices=["exact", "sensed"])
-    parser.add_argument("--steps", type=int, default=200_000, help="environment steps")
-    parser.add_argument("--envs", type=int, default=8, help="environments in the batch")
+    parser.add_argument("--config", default=None,
+                        help="the settings file (default conf/learn/<task>.yaml where it "
+                        "exists; 'none': the built-in defaults, PPO's residual row)")
+    parser.add_argument("--algo", choices=ALGOS, help="SB3's algorithm")
+    parser.add_argument("--observe", choices=OBSERVE,
+                        help="the environment's observe (*sensed: sensing=realistic)")
+    parser.add_argument("--steps", type=int, help="environment steps")
+    parser.add_argument("--envs", type=int, help="environments in the batch")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--scale", type=float, default=0.1,
-                        help="the residual's share of each actuator's half range")
-    parser.add_argument("--held-out", type=int, default=HELD_OUT,
+    parser.add_argument("--scale", type=float,
+                        help="the policy's share of each action's range")
+    parser.add_argument("--increment", type=float,
+                        help="> 0: the policy's output is the change of the held action, "
+                        "this much per step at |output| = 1 (0: the action itself)")
+    parser.add_argument("--held-out", type=int,
                         help="targets training never drew, flown after the task's draw")
-    parser.add_argument("--action-every", type=int, default=1,
+    parser.add_argument("--action-every", type=int,
                         help="physics steps per action (each action held in between)")
-    parser.add_argument("--actions", default="rotors", choices=sorted(BASELINES),
+    parser.add_argument("--actions", choices=sorted(KIND_NAME),
                         help="the environment's actions: rotor and tendon commands (a residual "
-                        "on the controller) or offsets of the controller's references")
+                        "on the controller), offsets of the controller's references, or of "
+                        "the hub reference alone")
+    parser.add_argument("--hp", action="append", default=[], metavar="KEY=VALUE",
+                        help="an algorithm keyword over the file's hyperparams (repeatable; "
+                        "VALUE read as YAML), e.g. --hp gamma=0.98")
     parser.add_argument("--override", action="append", default=[],
-                        help="a config override after the task's (repeatable), e.g. "
-                        "control.tip_gain=1 (the reach task's references need it)")
+                        help="a config override after the task's and the file's (repeatable), "
+                        "e.g. control.tip_gain=1 (the reach task's references need it)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    if args.held_out < 0:
-        print(f"quadarm.learn: --held-out must be >= 0, got {args.held_out}", file=sys.stderr)
-        return 2
-    for key in ("steps", "envs", "action_every"):
-        if getattr(args, key) < 1:
-            print(f"quadarm.learn: --{key.replace('_', '-')} must be >= 1, got "
-                  f"{getattr(args, key)}",
-                  file=sys.stderr)
-            return 2
-    if not 0.0 <= args.scale <= 2.0:
-        print(f"quadarm.learn: --scale must be in [0, 2], got {args.scale}", file=sys.stderr)
-        return 2
-    try:  # the task's config with the overrides, and the action kind it allows: before training
-        from quadarm.api import compose
-        from quadarm.envs.references import checked_actions
+    try:
+        import yaml
 
-        cfg = compose([*task_overrides(args.task)[0], *args.override])
-        checked_actions(args.actions, cfg, tip=True)
-    except ValueError as err:  # ConfigError is one
+        st = load_settings(args.task, args.config)
+        if args.algo is not None and args.algo != st["algo"]:  # the file's keywords are its
+            st["hyperparams"] = {}  # algorithm's, not this one's
+        for key in ("algo", "observe", "steps", "envs", "scale", "increment", "held_out",
+                    "action_every", "actions"):
+            if getattr(args, key) is not None:
+                st[key] = getattr(args, key)
+        st["overrides"] = [*st["overrides"], *args.override]
+        for item in args.hp:
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise ValueError(f"--hp {item}: must be KEY=VALUE")
+            st["hyperparams"][key] = yaml.safe_load(value)
+    except ValueError as err:
         print(f"quadarm.learn: {err}", file=sys.stderr)
         return 2
+    if st["held_out"] < 0:
+        print(f"quadarm.learn: --held-out must be >= 0, got {st['held_out']}", file=sys.stderr)
+        return 2
+    for key in ("steps", "envs", "action_every"):
+        if st[key] < 1:
+            print(f"quadarm.learn: --{key.replace('_', '-')} must be >= 1, got {st[key]}",
+                  file=sys.stderr)
+            return 2
+    if not 0.0 <= st["scale"] <= 2.0:
+        print(f"quadarm.learn: --scale must be in [0, 2], got {st['scale']}", file=sys.stderr)
+        return 2
+    if not 0.0 <= st["increment"] <= 1.0:
+        print(f"quadarm.learn: --increment must be in [0, 1], got {st['increment']}",
+              file=sys.stderr)
+        return 2
+    for key, allowed in (("observe", OBSERVE), ("actions", tuple(KIND_NAME))):
+        if st[key] not in allowed:
+            print(f"quadarm.learn: {key}={st[key]!r}: must be one of {', '.join(allowed)}",
+                  file=sys.stderr)
+            return 2
     try:
         import stable_baselines3  # noqa: F401
         import torch  # noqa: F401
@@ -393,17 +655,33 @@ def main(argv: list[str] | None = None) -> int:
         print("quadarm.learn: needs stable-baselines3 and torch (pip install 'quadarm[rl]')",
               file=sys.stderr)
         return 2
-    s = train(args.task, args.observe, args.steps, args.envs, args.seed, args.out, args.scale,
-              held_out=args.held_out, action_every=args.action_every, actions=args.actions,
-              extra=args.override)
+    try:  # the task's config with the overrides, the action kind it allows, the algorithm's
+        # keywords: all before training
+        from quadarm.api import compose
+        from quadarm.envs.references import checked_actions
+
+        checked_hyperparams(st["algo"], st["hyperparams"])
+        cfg = compose([*task_overrides(args.task)[0], *st["overrides"]])
+        checked_actions(st["actions"], cfg, tip=True)
+    except ValueError as err:  # ConfigError is one
+        print(f"quadarm.learn: {err}", file=sys.stderr)
+        return 2
+    s = train(args.task, st["observe"], st["steps"], st["envs"], args.seed, args.out,
+              st["scale"], held_out=st["held_out"], action_every=st["action_every"],
+              actions=st["actions"], extra=st["overrides"], algo=st["algo"],
+              hyperparams=st["hyperparams"], normalize=st["normalize"],
+              increment=st["increment"])
     ev, ho = s.get("eval", {}), s.get("eval_held_out", {})
-    print(f"{args.task} observe={args.observe}: {s['env_steps']} env steps in "
-          f"{s['wall_s']:.1f} s (training {s['training_steps_per_s']:.0f} steps/s, the "
+    eb, hb = s.get("eval_base", {}), s.get("eval_held_out_base", {})
+    nan = float("nan")
+    print(f"{args.task} {s['baseline']} observe={st['observe']}: {s['env_steps']} env steps "
+          f"in {s['wall_s']:.1f} s (training {s['training_steps_per_s']:.0f} steps/s, the "
           f"environment alone {s['env_own_steps_per_s']:.0f} steps/s; "
           f"{s['physics_steps_per_s']:.0f} physics steps/s); final tip error "
-          f"{ev.get('tip_err_cm_mean', float('nan')):.3f} cm over the task's "
-          f"{ev.get('trials', 0)} targets, {ho.get('tip_err_cm_mean', float('nan')):.3f} cm "
-          f"over {ho.get('trials', 0)} held-out targets -> {args.out}")
+          f"{ev.get('tip_err_cm_mean', nan):.3f} cm over the task's {ev.get('trials', 0)} "
+          f"targets (zero action {eb.get('tip_err_cm_mean', nan):.3f}), "
+          f"{ho.get('tip_err_cm_mean', nan):.3f} cm over {ho.get('trials', 0)} held-out "
+          f"targets (zero action {hb.get('tip_err_cm_mean', nan):.3f}) -> {args.out}")
     return 0
 
 

@@ -24,6 +24,12 @@ slice            size   content
                         the hub. Cartesian rather than (mu, beta): no wrap at beta = +-pi
 ===============  =====  =====================================================================
 
+``actions="hub"`` (either environment): 3 numbers, the hub's position reference offset alone,
+a x :data:`HUB_RANGE` (m, world frame), the heading and the tendons flying the plan's own
+(the references action's first slice with the rest zero). On the reach task with
+``control.tip_gain=0`` (the ``nominal`` bundle) this is the lever the tip feedback would pull,
+left to the policy: the hub reference moves, the arm hangs from it.
+
 ``quadarm/QuadArmReach-v0``: 3 numbers, the tip target's offset, world frame:
 a x :data:`TIP_RANGE` (m), added to the plan's tip target, which the tip feedback
 (``control.tip_gain`` > 0, refused otherwise) makes the hub (and, with ``control.tip_bend``,
@@ -69,7 +75,8 @@ from quadarm.envs.core import Task
 from quadarm.model.sections import layout, tendon_stiffness
 from quadarm.runner import step
 
-ACTIONS = ("rotors", "references")
+ACTIONS = ("rotors", "references", "hub")
+OFFSETS = ("references", "hub")  # the kinds that offset the plan's references
 HUB_RANGE = 0.1  # m: the hub reference's offset at |a| = 1, per axis
 YAW_RANGE = 0.5  # rad: the heading's offset at |a| = 1
 TIP_RANGE = 0.1  # m: the tip target's offset at |a| = 1, per axis
@@ -80,7 +87,7 @@ def checked_actions(actions: Any, cfg: Config, tip: bool) -> str:
     naming the keyword and its allowed values, otherwise."""
     if actions not in ACTIONS:
         raise ValueError(f"actions={actions!r}: must be one of {', '.join(ACTIONS)}")
-    if actions == "references" and tip and not cfg.control.tip_gain > 0.0:
+    if actions == "references" and tip and not cfg.control.tip_gain > 0.0:  # "hub" needs none
         raise ValueError("actions='references' on quadarm/QuadArmReach-v0 offsets the tip "
                          "feedback's target: needs control.tip_gain > 0 (e.g. "
                          "control.tip_gain=1, the tip_feedback bundle's)")
@@ -92,9 +99,9 @@ def n_sections(cfg: Config) -> int:
     return len(cfg.arm.sections) if isinstance(cfg.arm, SectionArmConfig) else 1
 
 
-def action_size(cfg: Config, tip: bool) -> int:
-    """The size of a references action (see the module docstring)."""
-    return 3 if tip else 4 + 2 * n_sections(cfg)
+def action_size(cfg: Config, tip: bool, kind: str = "references") -> int:
+    """The size of an action of ``kind`` (one of :data:`OFFSETS`; see the module docstring)."""
+    return 3 if tip or kind == "hub" else 4 + 2 * n_sections(cfg)
 
 
 def bend_commands(cfg: Config, uv: np.ndarray) -> np.ndarray:
@@ -156,11 +163,15 @@ def unit_action(a: np.ndarray) -> np.ndarray:
 
 
 def write(prm: step.Params, st: step.State, i: int, k: int, stop: int, plan: Plan,
-          a: np.ndarray, tip: bool) -> None:
+          a: np.ndarray, tip: bool, kind: str = "references") -> None:
     """Write the references of action ``a`` (clipped) into row i of the seam records ``prm``
     (the plan rows of samples k..stop-1) and ``st`` (the heading in the law's live parameter
     row): the hub reference, tendon rows and tip target that the controller of those samples
-    reads. A zero entry writes the plan's own values (bit for bit)."""
+    reads. A zero entry writes the plan's own values (bit for bit). ``kind="hub"``: ``a`` is
+    the hub offset alone (the heading and bends zero), whatever ``tip``."""
+    if kind == "hub":  # the references action with a zero heading and zero bends
+        a = np.concatenate((a, np.zeros(1 + 2 * plan.n_s)))
+        tip = False
     if tip:
         assert plan.tip is not None  # checked_actions: the reach plans carry one
         prm.tip.target[k:stop, i] = plan.tip[k:stop] + TIP_RANGE * a

@@ -113,9 +113,9 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self.observe = sensed.checked_observe(source, self.cfg)
         self._err = np.zeros(3)  # the hub's error the task layout's rewards read (m, world)
         self.actions = references.checked_actions(actions, self.cfg, self._TIP)
-        self._refs = self.actions == "references"
+        self._refs = self.actions in references.OFFSETS
         if self._refs and self.observe == "sensed":
-            raise ValueError("actions='references' with observe='sensed': not supported; "
+            raise ValueError(f"actions={self.actions!r} with observe='sensed': not supported; "
                              "observe='exact' (the controller still reads the sensing "
                              "preset's estimates)")
         self._sensed: int = -1  # the last sample whose sensors ran (observe="sensed")
@@ -126,7 +126,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self.drawn: dict[str, Any] = {}
         self._renderer: mujoco.Renderer | None = None
         self._load(core.make_task(self.cfg))
-        na = (references.action_size(self.cfg, self._TIP) if self._refs
+        na = (references.action_size(self.cfg, self._TIP, self.actions) if self._refs
               else self.task.act_ids.size)
         self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=self._dtype)
         model = self.task.built.model
@@ -148,7 +148,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         ids = task.act_ids
         contiguous = np.array_equal(ids, np.arange(ids[0], ids[0] + ids.size))
         self._act = slice(int(ids[0]), int(ids[0]) + ids.size) if contiguous else ids
-        self._shape = ((references.action_size(task.cfg, self._TIP),) if self._refs
+        self._shape = ((references.action_size(task.cfg, self._TIP, self.actions),) if self._refs
                        else (ids.size,))
         self._last = np.zeros(self._shape)  # the last action, clipped (observe="task")
         self._lo, self._half, self._n = task.lo.tolist(), task.half.tolist(), task.n
@@ -285,7 +285,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
             self._last[:] = a
             references.write(self._seam, self._state, 0, k, min(k + self.action_every,
                                                                 self._n + 1),
-                             self._plan, a, self._TIP)
+                             self._plan, a, self._TIP, self.actions)
             return self._fly_step(k)
         a = np.asarray(action, dtype=np.float64)
         if a.shape != self._shape:

@@ -159,9 +159,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             self.observe = sensed.checked_observe(source, c)
             self.actions = references.checked_actions(actions, c, self._TIP)
             core.refuse_scenario(c)
-        self._refs = self.actions == "references"
+        self._refs = self.actions in references.OFFSETS
         if self._refs and self.observe == "sensed":
-            raise ValueError("actions='references' with observe='sensed': not supported; "
+            raise ValueError(f"actions={self.actions!r} with observe='sensed': not supported; "
                              "observe='exact' (the controller still reads the sensing "
                              "preset's estimates)")
         self._plans: dict[int, references.Plan] = {}  # id(task) -> its references' plan rows
@@ -188,7 +188,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         if per_env is not None:
             self.sims.set_models([t.built.model for t in self.tasks])
         self._refresh()
-        na = self._na = (references.action_size(self.cfg, self._TIP) if self._refs
+        na = self._na = (references.action_size(self.cfg, self._TIP, self.actions) if self._refs
                          else task.act_ids.size)
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, shape=(na,), dtype=self._dtype)
         dim = (features.dim(model, na, self._TIP, bool(core.contact_addresses(model).size))
@@ -627,7 +627,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             prm, st, _ = self._seams[j]
             k = int(self._k[i])
             references.write(prm, st, local, k, min(k + self.action_every, t.n + 1), plan,
-                             a[i], self._TIP)
+                             a[i], self._TIP, self.actions)
         if len(self._plans) > 2 * self.num_envs:  # forget the plans of tasks drawn over
             alive = {id(t) for t in self.tasks}
             self._plans = {key: v for key, v in self._plans.items() if key in alive}

@@ -69,7 +69,7 @@ def test_both_checkers_pass_for_every_action_space(env_id, overrides):
         assert [str(w.message) for w in caught] == [], kw
 
 
-ACTION_SPACES: list[dict[str, str]] = [{}, {"actions": "references"}]
+ACTION_SPACES: list[dict[str, str]] = [{}, {"actions": "references"}, {"actions": "hub"}]
 TIP = ["control.tip_gain=20"]  # the reach env's references move the tip feedback's target
 # The servo-driven two-section arm holding a bend, with a 0.1 mm backlash (plan rows played).
 SERVO = ["arm=ftdcr_v4", "scenario=workspace", "scenario.duration=0.12", "scenario.ramp=0.05",
@@ -470,3 +470,28 @@ def test_the_env_flies_the_identified_draws(tmp_path):
     assert env.task.cfg.arm.sections[0].youngs_modulus == e
     assert env.reset(seed=2)[1]["drawn"] == info["drawn"]
     assert env.reset(seed=3)[1]["drawn"] != info["drawn"]
+
+
+def test_a_hub_action_is_the_references_hub_slice():
+    """``actions="hub"``: the references action's hub offset alone (heading and bends zero),
+    bit for bit, at a held action; on the reach task it needs no tip feedback, and its zero
+    action flies the command line's ``nominal`` reach (the same logged states and metrics)."""
+    from quadarm import api
+
+    kw = dict(action_every=5, record=True)
+    hub = make(ENV_ID, HOVER, actions="hub", **kw)
+    refs = make(ENV_ID, HOVER, actions="references", **kw)
+    assert hub.action_space.shape == (3,)
+    a = np.array([0.5, -0.2, 0.3])
+    fly(hub, lambda e, i: a)
+    fly(refs, lambda e, i: np.concatenate((a, np.zeros(refs.action_space.shape[0] - 3))))
+    for name in ("qpos", "ctrl", "tip"):
+        assert np.array_equal(getattr(hub.log(), name), getattr(refs.log(), name)), name
+    reach = make(REACH_ENV_ID, REACH, actions="hub", action_every=10)
+    assert reach.cfg.control.tip_gain == 0.0
+    _, _, info = fly(reach, zero)
+    cli = api.simulate(reach.cfg)
+    assert np.array_equal(reach.log().qpos, cli.episode.log.qpos)
+    for phase, metric, value in cli.metrics[["phase", "metric", "value"]].itertuples(
+            index=False):
+        assert np.array_equal(info["metrics"][phase][metric], value, equal_nan=True), metric

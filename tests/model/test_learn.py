@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -87,3 +88,78 @@ def test_learn_refuses_before_training(tmp_path: Path, capsys: Any) -> None:
     err = capsys.readouterr().err
     assert err.startswith("quadarm.learn: ") and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_the_task_files_are_valid_settings() -> None:
+    """Each ``conf/learn/<task>.yaml`` loads (every key a setting) and its hyperparameters are
+    keywords of its algorithm; a task's file is found by its name."""
+    for task in learn.TASK_SCENARIO:
+        path = learn.settings_path(task)
+        if not path.exists():
+            continue
+        st = learn.load_settings(task)
+        assert set(st) == set(learn.DEFAULTS)
+        assert st["algo"] in learn.ALGOS
+        learn.checked_hyperparams(st["algo"], st["hyperparams"])
+    assert learn.load_settings("task_reach", "none") == learn.DEFAULTS
+
+
+@pytest.mark.parametrize("text,named", [
+    ("algo: sac\nbogus_key: 1\n", "bogus_key"),
+    ("steps: many\n", "steps"),
+    ("algo: a2c\n", "algo"),
+    ("algo: sac\nhyperparams: {n_epochs: 3}\n", "hyperparams.n_epochs"),
+    ("normalize: {norm_rewards: true}\n", "normalize.norm_rewards"),
+])
+def test_a_bad_settings_file_is_refused_in_one_line(tmp_path: Path, capsys: Any, text: str,
+                                                    named: str) -> None:
+    """A key that is not a setting, a value of the wrong type, an unknown algorithm, a
+    hyperparameter its algorithm does not take: one line naming it, exit 2, nothing trained."""
+    conf = tmp_path / "mine.yaml"
+    conf.write_text(text)
+    out = tmp_path / "rl"
+    assert learn.main(["--config", str(conf), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("quadarm.learn: ") and err.count("\n") == 1 and named in err
+    assert not out.exists()
+
+
+def test_flags_override_the_file(tmp_path: Path, capsys: Any) -> None:
+    """A flag over the file's key (``--scale``), ``--hp`` over its hyperparameters: the merged
+    value is the one checked (refused here, one line, before training)."""
+    conf = tmp_path / "mine.yaml"
+    conf.write_text("algo: sac\nscale: 0.5\nhyperparams: {gamma: 0.9}\n")
+    out = tmp_path / "rl"
+    assert learn.main(["--config", str(conf), "--scale", "3", "--out", str(out)]) == 2
+    assert "--scale must be in [0, 2], got 3.0" in capsys.readouterr().err
+    assert learn.main(["--config", str(conf), "--hp", "n_epochs=3", "--out", str(out)]) == 2
+    assert "hyperparams.n_epochs: not a keyword of SAC" in capsys.readouterr().err
+    # --algo other than the file's drops the file's keywords (they are its algorithm's)
+    assert learn.main(["--config", str(conf), "--algo", "ppo", "--hp", "buffer_size=10",
+                       "--out", str(out)]) == 2
+    assert "hyperparams.buffer_size: not a keyword of PPO" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_an_incremental_action_integrates_the_policy_output() -> None:
+    """``increment`` > 0 (:class:`quadarm.learn.Residual`): the environment's action is
+    ``scale`` x the held value, which moves by ``increment`` x the output each step, is clipped
+    to [-1, 1] and restarts at zero with each episode."""
+    from quadarm.envs.sb3 import QuadArmSB3VecEnv
+
+    hover = ["scenario=hover", "scenario.duration=0.1"]  # 51 samples: 11 held steps of 5
+    venv = QuadArmSB3VecEnv(2, hover, actions="hub", action_every=5, observe="task")
+    wrapped = learn.Residual.wrap(venv, scale=0.5, increment=0.3)
+    wrapped.reset()
+    u = np.array([[1.0, -1.0, 0.5], [0.0, 0.2, -0.4]])
+    for k in range(1, 5):
+        wrapped.step_async(u)
+        done = wrapped.step_wait()[2]
+        assert not done.any()
+        want = 0.5 * np.clip(k * 0.3 * u, -1.0, 1.0)
+        np.testing.assert_allclose(venv.venv._last, want, rtol=1e-6)
+    while not done.any():
+        wrapped.step_async(u)
+        done = wrapped.step_wait()[2]
+    assert not wrapped.held.any()
+    venv.close()
