@@ -41,7 +41,7 @@ lint: ## ruff on everything, mypy on quadarm/
 mission: ## fly the 36 s mission once -> outputs/mission
 	bash experiments/mission.sh
 
-tasks-rl: ## the learned baseline: PPO (residual on the paper's controller) on reach, exact and sensed -> outputs/tasks_rl
+tasks-rl: ## the learned baselines: every conf/learn/<task>.yaml (reach: PPO on the hub reference), seeds 0-2, and their learning curves -> outputs/tasks_rl
 	bash experiments/tasks_rl.sh
 
 # Every study's target (table2, workspace, sensing, tasks, ...) comes from the registry of

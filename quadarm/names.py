@@ -310,6 +310,17 @@ def joint_velocity_column(joint: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# The task suite's baselines
+# ---------------------------------------------------------------------------------------------
+
+# Keys a baseline bundle (conf/baseline) sets that the task suite flies in each arm's own scale
+# (quadarm.suite_scale.BASELINE_DRAWS: the tendon damping at the same fraction of the arm's
+# sampled-loop bound), so that the analysis recognises the bundle on another arm by the key
+# being on, not by its reference-arm value.
+ARM_SCALED_BASELINE_KEYS = ("control.tendon_damping",)
+
+
+# ---------------------------------------------------------------------------------------------
 # The model's elements: everything finds them by these names, so that a builder change cannot
 # silently desynchronise the controller, the scenarios or the renderer
 # ---------------------------------------------------------------------------------------------

@@ -40,6 +40,8 @@ from typing import Any
 
 import numpy as np
 
+from quadarm.names import ARM_SCALED_BASELINE_KEYS
+
 REFERENCE = "prb12"  # the arm whose numbers the task files hold
 POSITION, LENGTH, FORCE, MASS, DAMPING = "position", "length", "force", "mass", "damping"
 BISECTIONS = 8  # halvings of a servo-driven arm's payload limit's bracket
@@ -75,8 +77,9 @@ CASE_DRAWS: dict[tuple[str, str], tuple[Draw, ...]] = {
                              Draw("world.objects.0.size", LENGTH),
                              Draw("scenario.reach", LENGTH)),
 }
-# Keys a baseline (conf/baseline/*.yaml) may set that have an arm's scale.
-BASELINE_DRAWS: tuple[Draw, ...] = (Draw("control.tendon_damping", DAMPING),)
+# Keys a baseline (conf/baseline/*.yaml) may set that have an arm's scale (the analysis reads
+# the same list, quadarm.names.ARM_SCALED_BASELINE_KEYS, to name such a baseline's trials).
+BASELINE_DRAWS: tuple[Draw, ...] = tuple(Draw(k, DAMPING) for k in ARM_SCALED_BASELINE_KEYS)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ from quadarm.analysis.markdown import markdown_table, write
 from quadarm.analysis.pooling import Grouping, per_setup
 from quadarm.analysis.select import column, metric_frame, vector
 from quadarm.analysis.table import Table, checks_frame, fmt
+from quadarm.names import ARM_SCALED_BASELINE_KEYS
 
 START = "<!-- tasks:start -->"
 END = "<!-- tasks:end -->"
@@ -294,25 +295,38 @@ def _same(cell: Any, want: Any) -> bool:
         return False
 
 
-def baseline(runs: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]] | None = None
-             ) -> pd.Series:
+def baseline(runs: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]] | None = None,
+             arms: Mapping[str, Mapping[str, Any]] | None = None) -> pd.Series:
     """Each trial's baseline name: its ``baseline`` column where set, else the
     ``conf/baseline`` bundle whose every key it matches (missing columns read as the key's
-    default: a trial from before a key existed), else :data:`CUSTOM`."""
+    default: a trial from before a key existed), else :data:`CUSTOM`. On an arm other than the
+    default one, a key of :data:`quadarm.names.ARM_SCALED_BASELINE_KEYS` matches when it is on
+    (non-zero) exactly where the bundle's is: the task suite flies it in that arm's scale."""
     specs = baseline_specs() if specs is None else specs
     given = column(runs, "baseline", None)
+    scaled = set(ARM_SCALED_BASELINE_KEYS) & {k for keys in specs.values() for k in keys}
+    other = (arm(runs, arms) != default_arm()).to_numpy() if scaled and len(runs) else \
+        np.zeros(len(runs), dtype=bool)
     out = []
     for i, (_, row) in enumerate(runs.iterrows()):
         if isinstance(given.iloc[i], str) and given.iloc[i]:
             out.append(given.iloc[i])
             continue
         name = next((n for n, keys in specs.items()
-                     if all(_same(row[k] if k in row and row[k] is not None
-                                  and not (isinstance(row[k], float) and math.isnan(row[k]))
-                                  else _DEFAULTS.get(k, v), v)
+                     if all(_matches(row, k, v, k in scaled and bool(other[i]))
                             for k, v in keys.items())), CUSTOM)
         out.append(name)
     return pd.Series(out, index=runs.index, dtype=object)
+
+
+def _matches(row: pd.Series, key: str, want: Any, on_off: bool) -> bool:
+    """Whether a results row's ``key`` equals a bundle's value ``want`` (a missing cell reads
+    as the key's default); ``on_off``: whether both are on (non-zero) or both off."""
+    cell = row[key] if key in row and row[key] is not None and not (
+        isinstance(row[key], float) and math.isnan(row[key])) else _DEFAULTS.get(key, want)
+    if on_off:
+        return (float(cell) != 0.0) == (float(want) != 0.0)
+    return _same(cell, want)
 
 
 def _yaml(path: Path) -> dict[str, Any]:
@@ -431,7 +445,7 @@ def per_trial(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
     out = pd.DataFrame(rows)
     out.insert(0, "case", spec.case(sel).values)
     out.insert(0, "sensing", column(sel, "sensing.preset", "exact").fillna("exact").values)
-    out.insert(0, "baseline", baseline(sel, specs).values)
+    out.insert(0, "baseline", baseline(sel, specs, arms).values)
     out.insert(0, "arm", arm(sel, arms).values)
     out.insert(0, "run_id", sel["run_id"].values)
     return out
@@ -498,7 +512,7 @@ def table(name: str, runs: pd.DataFrame, metrics: pd.DataFrame,
     arms = arm_specs() if arms is None else arms
 
     def row(sel: pd.DataFrame) -> pd.Series:
-        return (arm(sel, arms) + "|" + baseline(sel, specs) + "|"
+        return (arm(sel, arms) + "|" + baseline(sel, specs, arms) + "|"
                 + column(sel, "sensing.preset", "exact").fillna("exact").astype(str) + "|"
                 + spec.case(sel).astype(str))
 

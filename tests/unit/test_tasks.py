@@ -287,3 +287,18 @@ def test_a_task_flown_for_another_arm_keeps_the_default_arms_rows() -> None:
     assert tasks.kept_rows(page, None, "prb12", ["prb12"]) == {
         "task_push": ["| prb12 | nominal | exact |", "| prb12 | ppo_residual | exact |"]}
     assert tasks.kept_rows(page, None, "prb12", ["other"]) == {}
+
+
+def test_a_bundle_with_arm_scaled_damping_is_named_on_another_arm_only() -> None:
+    """The suite flies ``ff_com``'s damping in each arm's own scale (0.0079 N m s/rad on the
+    calibrated v4 arm for prb12's 0.1): on an arm other than the default such a trial is
+    ``ff_com`` (its damping on where the bundle's is), on the default arm it stays ``custom``
+    (the bundle's value there is the file's own), and damping off is never ``ff_com``."""
+    arms = {tasks.default_arm(): {"arm.tag": "reference"}, "other": {"arm.tag": "other"}}
+    row = {"control.feedforward": "com", "control.tendon_bias": 0.5}
+    runs = pd.DataFrame([{**row, "arm.tag": "other", "control.tendon_damping": 0.0079},
+                         {**row, "arm.tag": "reference", "control.tendon_damping": 0.0079},
+                         {**row, "arm.tag": "other", "control.tendon_damping": 0.0},
+                         {**row, "arm.tag": "reference", "control.tendon_damping": 0.1}])
+    assert list(tasks.baseline(runs, arms=arms)) == ["ff_com", tasks.CUSTOM, tasks.CUSTOM,
+                                                      "ff_com"]
