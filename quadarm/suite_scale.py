@@ -223,13 +223,20 @@ def task_overrides(task: str, args: Sequence[str], config_dir: str = "",
     return out
 
 
-def dirname_excludes(base: Sequence[str], keys: Sequence[str], config_dir: str = "") -> str:
-    """The override that adds ``keys`` to the ``hydra.job.config.override_dirname.exclude_keys``
-    that ``base`` (the task's experiment) composes to."""
+@cache
+def experiment_hydra(base: tuple[str, ...], config_dir: str = "") -> Any:
+    """The ``hydra`` node that the overrides ``base`` (a task's experiment, and its case)
+    compose to with the suite's config folder (composed once per process)."""
     from quadarm.config import CONF_DIR
     from quadarm.config import compose as hydra_compose
 
-    node = hydra_compose(list(base), str(Path(config_dir or CONF_DIR).resolve())).hydra
+    return hydra_compose(list(base), str(Path(config_dir or CONF_DIR).resolve())).hydra
+
+
+def dirname_excludes(base: Sequence[str], keys: Sequence[str], config_dir: str = "") -> str:
+    """The override that adds ``keys`` to the ``hydra.job.config.override_dirname.exclude_keys``
+    that ``base`` (the task's experiment) composes to."""
+    node = experiment_hydra(tuple(base), config_dir)
     have = [str(k) for k in node.job.config.override_dirname.exclude_keys]
     return ("hydra.job.config.override_dirname.exclude_keys=["
             + ",".join([*have, *(k for k in keys if k not in have)]) + "]")
@@ -241,10 +248,7 @@ def _sweep_baselines(base: Sequence[str], args: Sequence[str], config_dir: str) 
     given = [a.split("=", 1)[1] for a in args if a.split("=", 1)[0].lstrip("+~") == "baseline"]
     if given:
         return given[-1].split(",")
-    from quadarm.config import CONF_DIR
-    from quadarm.config import compose as hydra_compose
-
-    node = hydra_compose(list(base), str(Path(config_dir or CONF_DIR).resolve())).hydra
+    node = experiment_hydra(tuple(base), config_dir)
     params = node.sweeper.get("params") or {}
     value = params.get("+baseline", params.get("baseline"))
     return [] if value is None else str(value).split(",")
@@ -302,7 +306,10 @@ def runs(task: str, args: Sequence[str], config_dir: str = ""
     if task in CASES and arm and arm != (f"arm={REFERENCE}",):
         group, options = CASES[task]
         cases = [(f"/{o}", (group, o)) for o in options]
-    return [(suffix + sub, [*([f"{case[0]}={case[1]}"] if case else []),
-                            *task_overrides(task, args, config_dir, case), *extra])
-            for suffix, case in cases
-            for sub, extra in baseline_runs(task, args, config_dir, case)]
+    out: list[tuple[str, list[str]]] = []
+    for suffix, case in cases:
+        head = [*([f"{case[0]}={case[1]}"] if case else []),
+                *task_overrides(task, args, config_dir, case)]
+        out += [(suffix + sub, [*head, *extra])
+                for sub, extra in baseline_runs(task, args, config_dir, case)]
+    return out
