@@ -155,13 +155,12 @@ def scale_of(overrides: tuple[str, ...], config_dir: str = "") -> Scale:
                  damping=damping_bound_of(cfg))
 
 
-def value_of(cfg: Any, key: str) -> Any:
-    """The value of dotted ``key`` in a composed config, a numeric part indexing a list
-    (``world.objects.0.pos``)."""
-    node = cfg
-    for part in key.split("."):
-        node = node[int(part)] if part.isdigit() else getattr(node, part)
-    return node
+def scaled_arm(args: Sequence[str]) -> tuple[str, ...]:
+    """The overrides among ``args`` that choose or change the arm (:func:`arm_overrides`) when
+    they make another arm than the reference, whose draws are then scaled; () for the
+    reference arm or none chosen (the task files' own draws)."""
+    arm = arm_overrides(args)
+    return () if arm == (f"arm={REFERENCE}",) else arm
 
 
 def arm_overrides(args: Sequence[str]) -> tuple[str, ...]:
@@ -192,10 +191,11 @@ def task_overrides(task: str, args: Sequence[str], config_dir: str = "",
     """The overrides that put ``task``'s draws in the scale of the arm ``args`` choose (none for
     the reference arm: the task file's own draws). ``case``: (group, option) of a task flown
     case by case (:data:`CASES`)."""
-    arm = arm_overrides(args)
+    arm = scaled_arm(args)
     draws = (*DRAWS.get(task, ()), *(CASE_DRAWS.get(case, ()) if case else ()))
-    if not arm or arm == (f"arm={REFERENCE}",) or not draws:
+    if not arm or not draws:
         return []
+    from quadarm import terms
     from quadarm.api import compose
 
     base = [f"+experiment={task}", *([f"{case[0]}={case[1]}"] if case else [])]
@@ -211,7 +211,7 @@ def task_overrides(task: str, args: Sequence[str], config_dir: str = "",
             grid[draw.key] = [_scaled(v, draw.scale, r, altitude)
                               for v in ref_cfg.runner.grid[draw.key]]
         else:
-            value = _scaled(value_of(ref_cfg, draw.key), draw.scale, r, altitude)
+            value = _scaled(terms.get(ref_cfg, draw.key), draw.scale, r, altitude)
             out.append(f"{draw.key}={_hydra(value)}")
     if grid:
         out.append("runner.grid={" + ",".join(f"{k}:{_hydra(v)}" for k, v in grid.items()) + "}")
@@ -258,9 +258,10 @@ def _sweep_baselines(base: Sequence[str], args: Sequence[str], config_dir: str) 
 def baseline_value(name: str, key: str, config_dir: str = "") -> Any:
     """The value of ``key`` that baseline ``name`` (``conf/baseline/<name>.yaml``) flies with:
     the default job with ``+baseline=<name>`` (the tasks set no key of a baseline's)."""
+    from quadarm import terms
     from quadarm.api import compose
 
-    return value_of(compose([f"+baseline={name}"], conf_dir=config_dir or None), key)
+    return terms.get(compose([f"+baseline={name}"], conf_dir=config_dir or None), key)
 
 
 def baseline_runs(task: str, args: Sequence[str], config_dir: str = "",
@@ -270,8 +271,8 @@ def baseline_runs(task: str, args: Sequence[str], config_dir: str = "",
     flown one multirun each with that key in the arm's scale, (``/<baseline>``, overrides);
     the other baselines together, ('', ``+baseline=...``). [('', [])] when no baseline has
     such a key: the task's own sweep."""
-    arm = arm_overrides(args)
-    if not arm or arm == (f"arm={REFERENCE}",):
+    arm = scaled_arm(args)
+    if not arm:
         return [("", [])]
     base = [f"+experiment={task}", *([f"{case[0]}={case[1]}"] if case else [])]
     given = {a.split("=", 1)[0].lstrip("+~") for a in args}
@@ -286,6 +287,7 @@ def baseline_runs(task: str, args: Sequence[str], config_dir: str = "",
         if not any(float(v) != 0.0 for _, v in values):
             plain.append(name)
             continue
+        # the two arms' quantities only when a baseline is scaled (scale_of caches them)
         ref = scale_of((f"arm={REFERENCE}",), config_dir)
         own = scale_of(arm, config_dir)
         scaled.append((f"/{name}", [f"+baseline={name}", *(
@@ -301,9 +303,8 @@ def runs(task: str, args: Sequence[str], config_dir: str = ""
     overrides) each; one with no suffix, or, where the arm is not the reference, one per case
     (:data:`CASES`) whose cases set scaled draws of their own, and within each one per
     baseline with a scaled key (:func:`baseline_runs`)."""
-    arm = arm_overrides(args)
     cases: list[tuple[str, tuple[str, str] | None]] = [("", None)]
-    if task in CASES and arm and arm != (f"arm={REFERENCE}",):
+    if task in CASES and scaled_arm(args):
         group, options = CASES[task]
         cases = [(f"/{o}", (group, o)) for o in options]
     out: list[tuple[str, list[str]]] = []

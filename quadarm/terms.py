@@ -276,12 +276,16 @@ def is_off(value: Any, off: Any) -> bool:
 def get(cfg: Any, key: str) -> Any:
     """The value of dotted ``key`` in a config object (attributes) or a flat mapping; None
     where an object has no such attribute or a node on the way is null (``arm.servo.
-    stall_torque`` of an arm whose ``servo`` is null, or of a one-section arm)."""
+    stall_torque`` of an arm whose ``servo`` is null, or of a one-section arm). A numeric part
+    indexes a list (``world.objects.0.pos``); None past its end."""
     if isinstance(cfg, Mapping):
         return cfg.get(key)
     node = cfg
     for part in key.split("."):
-        node = getattr(node, part, None)
+        if part.isdigit() and isinstance(node, list | tuple):
+            node = node[int(part)] if int(part) < len(node) else None
+        else:
+            node = getattr(node, part, None)
         if node is None:
             return None
     return node

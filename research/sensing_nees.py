@@ -20,8 +20,9 @@ specific force, the inputs dg, dw) and internals (state, covariance, tip Jacobia
 - ``direction``: the same trade with the one-section arm's quasi-static table extended over the
   bend direction (:func:`direction_table`: one slow ramp of the fixed-base arm per commanded
   direction, the hinges' bends along and across each ramp's own direction, interpolated in
-  direction and size; :func:`dir_hinges` takes the place of ``shape.hinges`` in this process
-  only, a diagnostic of what such a table would give, not the estimator's code).
+  direction and size, read by ``shape.hinges`` as the estimator's ``sensing.shape_table=
+  direction`` table is; the table here is this study's prototype, sampled every 20 steps,
+  before the package's :func:`quadarm.sensing.shape.direction_table`).
 
     .venv/bin/python research/sensing_nees.py record OUT.npz sensing=realistic_arm seed=0
     .venv/bin/python research/sensing_nees.py decompose OUT.npz
@@ -343,49 +344,6 @@ def direction_table(cfg: Any, n_dir: int = 24, ramp: float = 20.0) -> np.ndarray
     return tab
 
 
-@jit.inline
-def _ramp_at(tab, j: int, rows: int, n: int, big_a: float, k: int):  # noqa: ANN001, ANN202
-    """Hinge k's bend along and across ramp j at total bend ``big_a`` (linear in A,
-    extrapolated beyond the ramp's last row as the shipped table is)."""
-    r0 = j * rows
-    u = (big_a - tab[r0, 0]) / (tab[r0 + 1, 0] - tab[r0, 0])
-    i = min(max(int(math.floor(u)), 0), rows - 2)
-    f = u - i
-    a = tab[r0 + i, 1 + k] + f * (tab[r0 + i + 1, 1 + k] - tab[r0 + i, 1 + k])
-    c = tab[r0 + i, 1 + n + k] + f * (tab[r0 + i + 1, 1 + n + k] - tab[r0 + i, 1 + n + k])
-    return a, c
-
-
-@jit.inline
-def dir_hinges(tab, prof, c, th) -> None:  # noqa: ANN001
-    """``shape.hinges`` for a :func:`direction_table` (no profiles): the bend vector c[0:2] =
-    A (cos beta, sin beta); the two ramps on either side of beta blended linearly in beta."""
-    n = len(th) // 2
-    for k in range(2 * n):
-        th[k] = 0.0
-    big_a = math.sqrt(c[0] * c[0] + c[1] * c[1])
-    if tab.shape[0] == 0 or big_a <= 0.0:
-        return
-    rows = int(tab[0, 2 * n + 2])
-    nd = tab.shape[0] // rows
-    bq = math.atan2(c[1], c[0])
-    j1 = nd - 1
-    for j in range(nd):
-        if tab[j * rows, 2 * n + 1] <= bq:
-            j1 = j
-    j2 = (j1 + 1) % nd
-    b1, b2 = tab[j1 * rows, 2 * n + 1], tab[j2 * rows, 2 * n + 1]
-    span, off = (b2 - b1) % (2.0 * math.pi), (bq - b1) % (2.0 * math.pi)
-    w = off / span if span > 0.0 else 0.0
-    sb, cb = math.sin(bq), math.cos(bq)
-    for k in range(n):
-        a1, c1 = _ramp_at(tab, j1, rows, n, big_a, k)
-        a2, c2 = _ramp_at(tab, j2, rows, n, big_a, k)
-        along, across = (1.0 - w) * a1 + w * a2, (1.0 - w) * c1 + w * c2
-        th[2 * k] = along * sb + across * cb
-        th[2 * k + 1] = -(along * cb - across * sb)
-
-
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "record":
@@ -395,8 +353,7 @@ if __name__ == "__main__":
     elif cmd == "trade":
         split = args.index("--") if "--" in args else len(args)
         trade(float(args[0]), args[1:split], args[split + 1:])
-    elif cmd == "direction":  # before the replay's first compile: it then uses dir_hinges
-        shape.hinges = dir_hinges
+    elif cmd == "direction":  # shape.hinges reads a direction table by its width
         split = args.index("--") if "--" in args else len(args)
         trade(float(args[0]), args[1:split], [],
               tuple(float(k) for k in args[split + 1:]) or (1.0,), direction=True)

@@ -296,17 +296,22 @@ def _same(cell: Any, want: Any) -> bool:
 
 
 def baseline(runs: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]] | None = None,
-             arms: Mapping[str, Mapping[str, Any]] | None = None) -> pd.Series:
+             arms: Mapping[str, Mapping[str, Any]] | None = None,
+             arm_names: pd.Series | None = None) -> pd.Series:
     """Each trial's baseline name: its ``baseline`` column where set, else the
     ``conf/baseline`` bundle whose every key it matches (missing columns read as the key's
     default: a trial from before a key existed), else :data:`CUSTOM`. On an arm other than the
     default one, a key of :data:`quadarm.names.ARM_SCALED_BASELINE_KEYS` matches when it is on
-    (non-zero) exactly where the bundle's is: the task suite flies it in that arm's scale."""
+    (non-zero) exactly where the bundle's is: the task suite flies it in that arm's scale.
+    ``arm_names``: the trials' arms where the caller has them (:func:`arm`, with ``arms``)."""
     specs = baseline_specs() if specs is None else specs
     given = column(runs, "baseline", None)
     scaled = set(ARM_SCALED_BASELINE_KEYS) & {k for keys in specs.values() for k in keys}
-    other = (arm(runs, arms) != default_arm()).to_numpy() if scaled and len(runs) else \
-        np.zeros(len(runs), dtype=bool)
+    if scaled and len(runs):
+        names = arm(runs, arms) if arm_names is None else arm_names
+        other = (names != default_arm()).to_numpy()
+    else:
+        other = np.zeros(len(runs), dtype=bool)
     out = []
     for i, (_, row) in enumerate(runs.iterrows()):
         if isinstance(given.iloc[i], str) and given.iloc[i]:
@@ -445,8 +450,9 @@ def per_trial(spec: TaskSpec, runs: pd.DataFrame, metrics: pd.DataFrame,
     out = pd.DataFrame(rows)
     out.insert(0, "case", spec.case(sel).values)
     out.insert(0, "sensing", column(sel, "sensing.preset", "exact").fillna("exact").values)
-    out.insert(0, "baseline", baseline(sel, specs, arms).values)
-    out.insert(0, "arm", arm(sel, arms).values)
+    arms_of = arm(sel, arms)
+    out.insert(0, "baseline", baseline(sel, specs, arm_names=arms_of).values)
+    out.insert(0, "arm", arms_of.values)
     out.insert(0, "run_id", sel["run_id"].values)
     return out
 
@@ -512,7 +518,8 @@ def table(name: str, runs: pd.DataFrame, metrics: pd.DataFrame,
     arms = arm_specs() if arms is None else arms
 
     def row(sel: pd.DataFrame) -> pd.Series:
-        return (arm(sel, arms) + "|" + baseline(sel, specs, arms) + "|"
+        arms_of = arm(sel, arms)
+        return (arms_of + "|" + baseline(sel, specs, arm_names=arms_of) + "|"
                 + column(sel, "sensing.preset", "exact").fillna("exact").astype(str) + "|"
                 + spec.case(sel).astype(str))
 
