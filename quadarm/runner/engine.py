@@ -201,6 +201,11 @@ def iter_batched(cfgs: Sequence[Config], nthread: int = 0, budget: int = MEMORY_
                 except Incompatible as err:
                     log.warning("batched engine: %s; running %d trials one by one", err,
                                 len(chunk))
+                except Exception as err:  # noqa: BLE001 - one trial's fault must not end a study
+                    # A kernel's exception names no row: fly each trial on its own, where it
+                    # is recorded with its own outcome (the same numbers, one by one).
+                    log.warning("batched engine: %s: %s; running %d trials one by one",
+                                type(err).__name__, err, len(chunk))
                 else:
                     # The kernels' compile (or cache load) is reported as compile_s instead.
                     compile_s = max(o.compile_s for o in outcomes)

@@ -170,10 +170,16 @@ def kernel(fn: Callable[..., Any]) -> Any:
 
     Without numba's reference counting (``_nrt=False``): the kernels allocate nothing, and
     with it every read of a record's field and every row view would cost an atomic
-    increment and decrement, about a microsecond per step in all (measured)."""
+    increment and decrement, about a microsecond per step in all (measured).
+
+    With numpy's error model: a float division by zero gives inf or nan, as the plain-Python
+    path's numpy scalars do, instead of numba's default ZeroDivisionError. A trial whose
+    state blows up then reaches the divergence check and is recorded as ``diverged`` with
+    its reason and time, the same in both modes (with Python's model one compiled
+    blow-up ended as an ``error`` with no log)."""
     if numba is None:
         return None
-    return numba.njit(cache=True, nogil=True, _nrt=False)(fn)
+    return numba.njit(cache=True, nogil=True, _nrt=False, error_model="numpy")(fn)
 
 
 _KERNELS: dict[Callable[..., Any], Any] = {}

@@ -2,10 +2,11 @@
 deliver each sample a fixed number of physics steps later.
 
 Written like :func:`quadarm.control.geometric.law` (scalars, explicit loops, only indexing,
-``+ - * /``, ``sqrt``, ``floor`` and ``min``/``max``), so plain Python and numba give the same
-numbers. The errors come from :mod:`quadarm.sensing.noise`; the latency is an integer number of
-physics steps (:func:`quadarm.sensing.config.steps_of`), realised by a ring buffer of the samples
-in flight: the sample taken at step s is delivered at step s + delay, unchanged.
+``+ - * /``, ``sqrt``, ``floor``, ``isfinite`` and ``min``/``max``), so plain Python and numba
+give the same numbers. The errors come from :mod:`quadarm.sensing.noise`; the latency is an
+integer number of physics steps (:func:`quadarm.sensing.config.steps_of`), realised by a ring
+buffer of the samples in flight: the sample taken at step s is delivered at step s + delay,
+unchanged.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ def channel_step(step: int, truth, white, bias, ring, ch, out) -> int:  # noqa: 
             slot = k % cap
             for i in range(dim):
                 v = truth[i] + bias[k, i] + white[k, i]
-                if q > 0.0:
+                # A non-finite truth (a blown-up state, for the divergence check to date)
+                # passes as it is: floor() of it raises in Python and is garbage in numba.
+                if q > 0.0 and math.isfinite(v):
                     v = q * math.floor(v / q + 0.5)
                 ring[slot, i] = v
     s = step - delay

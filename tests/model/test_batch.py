@@ -154,6 +154,21 @@ def test_models_of_different_structure_fall_back_to_the_one_trial_path():
         _same_episode(e, episode.run_episode(c))
 
 
+def test_an_exception_in_a_batch_flies_its_trials_one_by_one(monkeypatch, caplog):
+    # A kernel's exception names no row: the study goes on, each trial recorded on its own.
+    cfgs = [_workspace(0.0, duration=0.3), _workspace(90.0, duration=0.3)]
+
+    def broken(preps, nthread):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(engine, "fly_batch", broken)
+    with caplog.at_level("WARNING"):
+        eps = engine.run_batched(cfgs, nthread=1, lockstep=True)
+    assert "ZeroDivisionError" in caplog.text and "one by one" in caplog.text
+    for c, e in zip(cfgs, eps, strict=True):
+        _same_episode(e, episode.run_episode(c))
+
+
 def test_engine_choice():
     cfgs = [_workspace(b) for b in range(3)] + [nominal(arm=ArmConfig(segments=8))]
     assert engine.wants_batch("serial", 1, cfgs) == [False] * 4
