@@ -78,7 +78,7 @@ def commands(names: list[str], env: Env, args: list[str], docs: str | None,
     root = f"{env.out}/tasks" + (f"/{arm}" if arm and arm != scale.REFERENCE else "")
     runs = [[env.python, "-m", "quadarm", "-m", f"+experiment={name}",
              f"hydra.sweep.dir={root}/{name}{suffix}", f"hydra.launcher.n_jobs={env.jobs}",
-             f"runner.resume={env.resume}", *args, *scaled]
+             f"runner.resume={env.resume}", *_without(args, scaled), *scaled]
             for name in names for suffix, scaled in scale.runs(name, args, config_dir)]
     source = f"`make tasks` (python -m quadarm.suite: {' '.join(names)}" + \
         (f", {' '.join(args)})" if args else ")")
@@ -86,6 +86,18 @@ def commands(names: list[str], env: Env, args: list[str], docs: str | None,
               *(f"{root}/{name}" for name in names), "-o", f"{root}/report",
               *(["--docs", docs] if docs else []), "--source", source]
     return runs, report
+
+
+def _key(override: str) -> str:
+    """The dotted key of a Hydra override (``+a.b=1`` -> ``a.b``)."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def _without(args: list[str], scaled: list[str]) -> list[str]:
+    """``args`` less the overrides whose key a split run sets itself (a baseline split gives
+    its own ``+baseline=``): Hydra would take the later one anyway, the line stays readable."""
+    taken = {_key(a) for a in scaled}
+    return [a for a in args if _key(a) not in taken]
 
 
 def main(argv: list[str] | None = None) -> int:

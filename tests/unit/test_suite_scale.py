@@ -120,6 +120,17 @@ def test_a_baseline_with_damping_flies_it_at_the_same_fraction_of_the_arms_bound
     assert not any(c.startswith("+baseline=") for c in cmd)
 
 
+def test_a_split_run_carries_one_baseline_override(scales: None) -> None:
+    """The user's ``+baseline=a,b`` split into runs: each line names its own baselines once."""
+    runs, _ = suite.commands(["task_hover_gusts"], ENV,
+                             ["arm=other", "+baseline=nominal,ff_com"], None)
+    assert len(runs) == 2
+    for cmd in runs:
+        assert sum(c.split("=", 1)[0].lstrip("+~") == "baseline" for c in cmd) == 1, cmd
+    assert {next(c for c in cmd if c.startswith("+baseline=")) for cmd in runs} == {
+        "+baseline=nominal", "+baseline=ff_com"}
+
+
 def test_lengths_and_speeds_scale_with_the_arm(scales: None) -> None:
     """A path's size and its speeds scale with L, so that a lap takes as long with any arm."""
     (cmd, *_), _ = suite.commands(["task_trace"], ENV, ["arm=other"], None)
