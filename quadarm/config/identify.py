@@ -20,6 +20,7 @@ UNITS = {"m": 1.0, "mm": 1e-3}
 POINTINGS = ("up", "down")
 GRAVITIES = ("arm_axis", "tracking_frame", "none")
 SELECTS = ("cost", "holdout")
+FIT_TO = ("position", "orientation", "both")
 
 # Every key of the identify node, with what it is in one line: ``python -m quadarm.identify
 # --help`` prints them with their defaults, docs/identify.md ("Every key") lists them (a test
@@ -29,7 +30,8 @@ KEYS = {
     "pulls": "stage 1's file: single-tendon pulls (CSV or Parquet, in data_dir)",
     "train": "stage 2's file: the poses the fit sees",
     "val": "stage 3's file: the poses it never sees, scored at the end",
-    "channels": "the servo command columns, one per tendon, any order (stage 1 maps them)",
+    "channels": "the servo command columns, one per servo (a tendon, or an antagonistic "
+                "pair's two), any order (stage 1 maps them)",
     "tip": "the tracked point's x, y, z columns",
     "pattern": "the column of each row's pattern label (per-pattern errors, holdout)",
     "command_unit": "m | mm: the commands' unit",
@@ -38,7 +40,7 @@ KEYS = {
     "pointing": "up (the arm stands on the bench) | down (it hangs)",
     "marker_offset": "m: the tracked point beyond the tip ball's centre, along the last link",
     "parameters": "{key: [low, high]}: the arm keys (and registration.*, gravity.tilt_*, "
-                  "marker_offset) to fit, with their bounds",
+                  "marker_offset, imu.yaw) to fit, with their bounds",
     "starts": "starts of the bounded least squares (the first at the nominal values)",
     "max_nfev": "residual evaluations per start, at most",
     "workers": "processes for the starts",
@@ -61,6 +63,13 @@ KEYS = {
                     "shared backbone-stiffness scale (and scan_gravity) that re-runs stage 1",
     "scan_scales": "the backbone-stiffness scales the coarse scan tries (robust_start)",
     "scan_gravity": "gravity options the coarse scan tries too (robust_start; []: gravity's)",
+    "fit_to": "position | orientation | both: what stage 2 fits (position: the tracked point's "
+              "aligned error in mm, as ever; otherwise residuals divided by their noise)",
+    "orientation": "section-end IMU columns, roll then pitch (rad) of each end in "
+                   "orientation_sections' order ([]: none)",
+    "orientation_sections": "the section whose end each roll/pitch pair is on ([]: 0, 1, ...)",
+    "orientation_noise": "rad: each logged angle's noise std (fit_to orientation | both)",
+    "position_noise": "m: the tracked point's noise, RMS length of its error (fit_to both)",
 }
 # Fitted keys that are stiffnesses (each section's backbone, each tendon's): with
 # robust_start they are fitted in log space (a factor, not a step, is what is uncertain).
@@ -83,7 +92,7 @@ class IdentifyConfig:
     ``sections.#.x``: one per section) or the replay's own ``marker_offset`` (m),
     ``registration.rx|ry|rz`` (rad, small rotations on top of stage 1's),
     ``gravity.tilt_x|tilt_y`` (rad, gravity turned by Ry(tilt_y) Rx(tilt_x) in the arm's
-    frame) and
+    frame), ``imu.yaw`` (rad, the IMUs' turn about the arm's axis on top of stage 1's) and
     ``sections.<j>.tendons.rotate_deg`` (deg, turns section j's tendons from their stage-1
     angles) and ``sections.<j>.tendons.travel_scales.<i>`` (tendon i's spool; ``.#``: every
     tendon of the section), each mapped to its [low, high] bounds. ``starts`` starts of
@@ -109,6 +118,15 @@ class IdentifyConfig:
     extra residuals ridge sqrt(rows) (x - x_nominal), so that it adds ridge^2 |x - x_nominal|^2
     to the squared RMSE (mm^2); 0 appends nothing. ``ridge_grid``: with ``holdout``, the
     ridge weights tried with every start (empty: ``ridge`` alone).
+
+    Section-end IMUs (``docs/identify.md``, "Section-end IMUs"): ``orientation`` names the
+    roll and pitch columns (rad) of each IMU, in pairs, on the section ends
+    ``orientation_sections`` (empty: 0, 1, ...); ``fit_to``: ``position`` (the tracked point
+    alone, in mm, the IMUs only scored), ``orientation`` (the angles alone) or ``both``, whose
+    residuals are dimensionless: each angle error over ``orientation_noise`` (rad, std), each
+    component of the aligned point error over ``position_noise`` / sqrt(3) (m, the RMS
+    length of a point's error). With ``sections.<j>.tendons.pairs`` each of ``channels`` is a
+    servo: the tendon it pulls and, paid out, its opposite.
     """
 
     data_dir: str = ""
@@ -143,6 +161,11 @@ class IdentifyConfig:
     robust_start: bool = False
     scan_scales: List[float] = field(default_factory=lambda: list(SCAN_SCALES))  # noqa: UP006
     scan_gravity: List[str] = field(default_factory=list)  # noqa: UP006
+    fit_to: str = "position"
+    orientation: List[str] = field(default_factory=list)  # noqa: UP006
+    orientation_sections: List[int] = field(default_factory=list)  # noqa: UP006
+    orientation_noise: float = 0.01  # rad, each angle's noise std
+    position_noise: float = 0.0005  # m, RMS length of the tracked point's error
 
     def __post_init__(self) -> None:
         _choice("command_unit", self.command_unit, tuple(UNITS))
@@ -213,6 +236,29 @@ class IdentifyConfig:
         if self.select == "holdout" and not self.holdout:
             raise ConfigError("holdout", [], "must name at least one pattern-label substring "
                               "with select=holdout (e.g. [pair23_])")
+        _choice("fit_to", self.fit_to, FIT_TO)
+        for key in ("orientation_noise", "position_noise"):
+            value = getattr(self, key)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ConfigError(key, value, "must be a finite number > 0 (" + (
+                    "rad" if key == "orientation_noise" else "m") + ")")
+        if len(self.orientation) % 2 or any(not isinstance(c, str) or not c
+                                            for c in self.orientation):
+            raise ConfigError("orientation", list(self.orientation), "must name column pairs "
+                              "(roll, pitch) of section-end IMUs, in rad")
+        if self.fit_to != "position" and not self.orientation:
+            raise ConfigError("orientation", [], f"must name the roll and pitch columns with "
+                              f"fit_to={self.fit_to}")
+        if self.orientation_sections and (
+                len(self.orientation_sections) != len(self.orientation) // 2
+                or len(set(self.orientation_sections)) != len(self.orientation_sections)
+                or not all(isinstance(j, int) and j >= 0 for j in self.orientation_sections)):
+            raise ConfigError("orientation_sections", list(self.orientation_sections),
+                              f"must be {len(self.orientation) // 2} distinct section indices "
+                              ">= 0, one per (roll, pitch) pair of orientation ([]: 0, 1, ...)")
+        if self.fit_to != "position" and self.select == "holdout":
+            raise ConfigError("select", self.select, "scores held-out rows by the tracked "
+                              "point alone: use select=cost with fit_to=" + self.fit_to)
         if self.select == "cost":
             for key in ("holdout", "ridge_grid", "refit_nfev"):
                 if getattr(self, key):

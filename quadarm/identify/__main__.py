@@ -7,7 +7,8 @@ of every job, plus the ``identify`` node of :class:`quadarm.config.identify.Iden
 column, a non-finite row, a unit that cannot be right) is one line on stderr and exit 2,
 before anything is simulated or written. The run folder (``identify.out``) receives
 ``metrics.parquet`` (run_id, phase, metric, value: ``train_rmse_mm``, ``val_rmse_mm``,
-``val_rmse_unaligned_mm``, ``val_max_mm``, ...), ``<name>.yaml`` (the calibrated arm, a
+``val_rmse_unaligned_mm``, ``val_max_mm``, ...; with ``identify.orientation`` the IMUs'
+``*_orientation_rmse_rad`` too), ``<name>.yaml`` (the calibrated arm, a
 ``conf/arm`` file: copy it into a config folder's ``arm/`` and use ``arm=<name>``),
 ``report.md`` and its figures, ``fit.json``.
 """
@@ -85,10 +86,14 @@ def compose(overrides: list[str]) -> tuple[AirframeConfig, SectionArmConfig, Sim
     if parts["arm"].servo is not None:
         raise ConfigError("arm.servo", "set", "identify replays settled poses of ideal servos: "
                           "must be null (the servo model is flight's, docs/arm.md)")
-    paired = [j for j, s in enumerate(parts["arm"].sections) if s.tendons.pairs]
-    if paired:
-        raise ConfigError(f"arm.sections.{paired[0]}.tendons.pairs", True, "identify maps "
-                          "one command column to each tendon: must be false")
+    n_sec = len(parts["arm"].sections)
+    imus = list(parts["identify"].orientation_sections) or list(
+        range(len(parts["identify"].orientation) // 2))
+    if any(j >= n_sec for j in imus):
+        key = ("orientation_sections" if parts["identify"].orientation_sections
+               else "orientation")
+        raise ConfigError(f"identify.{key}", list(getattr(parts["identify"], key)),
+                          f"names more section ends than the arm's {n_sec} sections")
     return (parts["airframe"], parts["arm"], parts["sim"], parts["identify"],
             OmegaConf.to_yaml(cfg))
 
@@ -121,10 +126,12 @@ def run(overrides: list[str]) -> dict[str, float]:
     warned: list[str] = []
     length = arm.length
     recs = {w: data.read(cfg, w, length) for w in ("pulls", "train", "val")}
+    n_servos = sum(fit.servo_map(arm)[2])  # the tendons, a pair's two counted once
     for which, rec in recs.items():
-        if rec.pull.shape[1] != arm.n_tendons:
+        if rec.pull.shape[1] != n_servos:
             raise ConfigError("identify.channels", len(cfg.channels),
-                              f"{which}: one column per tendon, the arm has {arm.n_tendons}")
+                              f"{which}: one column per servo (a tendon, or an antagonistic "
+                              f"pair), the arm has {n_servos}")
     keys = fit.expand(arm, dict(cfg.parameters))
     held = None
     if cfg.select == "holdout":
@@ -163,6 +170,19 @@ def run(overrides: list[str]) -> dict[str, float]:
     print(f"stage 1: channel map {[cfg.channels[c] for c in ch.tendon_channel]} "
           f"(from {s1['map_from']}), pull RMSE {s1['pull_rmse_m'] * 1e3:.2f} mm "
           f"({t1 - t0:.0f} s)", flush=True)
+    if cfg.orientation:
+        # The IMUs (docs/identify.md, "Orientation"): which section ends, the noises that
+        # weigh the residuals, and their turn about the arm's axis seen in the pulls.
+        problem.fit_to = cfg.fit_to
+        problem.position_noise, problem.orientation_noise = (cfg.position_noise,
+                                                             cfg.orientation_noise)
+        problem.imu_sections = tuple(cfg.orientation_sections) or tuple(
+            range(len(cfg.orientation) // 2))
+        assert recs["pulls"].angles is not None
+        problem.imu_yaw = fit.imu_yaw(problem, recs["pulls"].pull, recs["pulls"].angles)
+        s1["imu_yaw_rad"] = problem.imu_yaw
+        print(f"stage 1: the IMUs' x axis {problem.imu_yaw:.4f} rad from the arm frame's "
+              f"(fitting {cfg.fit_to})", flush=True)
     s1["sag_m"] = trust.sag(problem)
     s1["axis_deg"] = trust.axis_against(problem.rotation, cfg.pointing, cfg.vertical)
     warned += _warn(trust.stage1_lines(s1["sag_m"], s1["pull_rmse_m"], length,
@@ -175,7 +195,7 @@ def run(overrides: list[str]) -> dict[str, float]:
     sims: dict[str, np.ndarray] = {}
     for which in ("train", "val"):
         _, scores[f"nominal_{which}"] = fit.evaluate(problem, nominal, recs[which].pull,
-                                                    recs[which].tip)
+                                                    recs[which].tip, recs[which].angles)
     print(f"nominal (stage 1 only): train {scores['nominal_train']['rmse_mm']:.2f} mm, "
           f"val {scores['nominal_val']['rmse_mm']:.2f} mm", flush=True)
     warned += _warn(trust.nominal_lines(scores["nominal_val"]["rmse_mm"],
@@ -193,7 +213,7 @@ def run(overrides: list[str]) -> dict[str, float]:
                             cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed,
                             select=cfg.select, held=held, ridge=cfg.ridge,
                             ridge_grid=list(cfg.ridge_grid), refit_nfev=cfg.refit_nfev,
-                            start_spread=cfg.start_spread)
+                            start_spread=cfg.start_spread, angles=recs["train"].angles)
             _cache_write(cached, s2)
         if "select" in s2:
             sel = s2["select"]
@@ -206,7 +226,7 @@ def run(overrides: list[str]) -> dict[str, float]:
     t2 = time.perf_counter()
     for which in ("train", "val"):
         sims[which], scores[which] = fit.evaluate(problem, s2["values"], recs[which].pull,
-                                                  recs[which].tip)
+                                                  recs[which].tip, recs[which].angles)
     t3 = time.perf_counter()
     print(f"stage 2 ({t2 - t1:.0f} s): train {scores['train']['rmse_mm']:.2f} mm; stage 3: "
           f"val {scores['val']['rmse_mm']:.2f} mm aligned, "
@@ -225,6 +245,14 @@ def run(overrides: list[str]) -> dict[str, float]:
                "val_mean_predictor_mm": scores["val"]["mean_predictor_mm"],
                "pull_rmse_mm": s1["pull_rmse_m"] * 1e3,
                "wall_s": t3 - t0}
+    if cfg.orientation:  # the IMUs' scores (rad), only when the recordings have them
+        for which in ("train", "val", "nominal_val"):
+            metrics[f"{which}_orientation_rmse_rad"] = scores[which]["orientation_rmse_rad"]
+        metrics["val_orientation_max_rad"] = scores["val"]["orientation_max_rad"]
+        metrics["val_orientation_zero_rad"] = scores["val"]["orientation_zero_rad"]
+        print(f"IMUs: val {metrics['val_orientation_rmse_rad']:.5f} rad RMS (nominal "
+              f"{metrics['nominal_val_orientation_rmse_rad']:.5f}, straight arm "
+              f"{metrics['val_orientation_zero_rad']:.5f})", flush=True)
     from quadarm.results.io import METRICS, provenance, write_table, write_text
 
     table = pd.DataFrame({"run_id": cfg.name, "phase": "identify",
@@ -250,7 +278,8 @@ def run(overrides: list[str]) -> dict[str, float]:
               "translation_m": problem.translation.tolist(), "nominal": nominal,
               "bench": bench, "warnings": warned,
               "stage1": {"sag_mm": s1["sag_m"] * 1e3, "axis_deg": s1["axis_deg"],
-                         "pull_rmse_mm": s1["pull_rmse_m"] * 1e3},
+                         "pull_rmse_mm": s1["pull_rmse_m"] * 1e3,
+                         **({"imu_yaw_rad": s1["imu_yaw_rad"]} if cfg.orientation else {})},
               **({"scan": scanned} if scanned else {})}
     write_text(out / "fit.json", json.dumps(record, indent=1))
     report.write(out, cfg, recs, sims, record)
@@ -288,10 +317,12 @@ def _bench(problem: Any, cfg: IdentifyConfig, sim: SimConfig, values: dict[str, 
                              "rx": corr[0], "ry": corr[1], "rz": corr[2]}}
 
 
-# The identify keys added with the holdout selection and the starts' spread (docs/identify.md,
+# The identify keys added with the holdout selection, the starts' spread, the robust start and
+# the orientation fit, left out of the trial store's hash at their defaults (docs/identify.md,
 # "Fifth round", "Sixth round").
 SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "start_spread",
-                  "robust_start", "scan_scales", "scan_gravity")
+                  "robust_start", "scan_scales", "scan_gravity", "fit_to", "orientation",
+                  "orientation_sections", "orientation_noise", "position_noise")
 
 
 def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,

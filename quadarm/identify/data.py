@@ -5,11 +5,14 @@ tracked point (``tip``) and a ``pattern`` label. :func:`read` returns the comman
 positive = pull, the points (K, 3) m and the labels (K,), or raises :class:`ConfigError`
 naming the file and what is wrong: a missing column, a non-finite value, or numbers whose
 size says the unit is wrong (a command beyond half a metre, a point beyond 10 m, or a cloud of
-points wider than 100 arm lengths or narrower than a millimetre).
+points wider than 100 arm lengths or narrower than a millimetre). With ``orientation``
+columns (section-end IMUs' roll and pitch, rad) it also returns them (K, n_imu, 2), refused
+when missing, non-finite or beyond a radian's range (|roll| > pi or |pitch| > pi/2: degrees?).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -26,12 +29,14 @@ PREFIX = "tdcr_sysid_20260511-183002_"  # the OpenCR-MuJoCo session the shipped 
 
 @dataclass(frozen=True)
 class Recording:
-    """``pull`` (K, n) m per channel, ``tip`` (K, 3) m, ``label`` (K,), ``path``."""
+    """``pull`` (K, n) m per channel, ``tip`` (K, 3) m, ``label`` (K,), ``path``;
+    ``angles`` (K, n_imu, 2) rad, each IMU's roll and pitch, or None (no ``orientation``)."""
 
     pull: np.ndarray
     tip: np.ndarray
     label: np.ndarray
     path: str
+    angles: np.ndarray | None = None
 
 
 def data_dir(cfg: IdentifyConfig) -> Path:
@@ -63,11 +68,12 @@ def read(cfg: IdentifyConfig, which: str, arm_length: float) -> Recording:
     except (ValueError, OSError, UnicodeDecodeError) as err:
         raise ConfigError(key, str(path), f"not a readable CSV ({str(err).splitlines()[0]})"
                           ) from None
-    missing = [c for c in [*cfg.channels, *cfg.tip] if c not in frame.columns]
+    angle_cols = list(cfg.orientation)
+    missing = [c for c in [*cfg.channels, *cfg.tip, *angle_cols] if c not in frame.columns]
     if missing:
         raise ConfigError(key, str(path), f"missing column(s) {', '.join(missing)}; it has "
                           f"{', '.join(map(str, frame.columns))}")
-    numbers = frame[[*cfg.channels, *cfg.tip]].apply(pd.to_numeric, errors="coerce")
+    numbers = frame[[*cfg.channels, *cfg.tip, *angle_cols]].apply(pd.to_numeric, errors="coerce")
     bad = ~np.isfinite(numbers.to_numpy(dtype=float)).all(axis=1)
     if bad.any():
         raise ConfigError(key, str(path), f"{int(bad.sum())} row(s) with a missing or "
@@ -86,6 +92,16 @@ def read(cfg: IdentifyConfig, which: str, arm_length: float) -> Recording:
         raise ConfigError(key, str(path), f"with identify.position_unit={cfg.position_unit}: "
                           f"the tracked point spans {spread:g} m for an arm of "
                           f"{arm_length:g} m (wrong unit?)")
+    angles = None
+    if angle_cols:
+        angles = numbers[angle_cols].to_numpy(float).reshape(len(frame), -1, 2)
+        for a, (what, bound) in enumerate((("roll", math.pi), ("pitch", math.pi / 2))):
+            worst = np.abs(angles[:, :, a]).max(axis=0)
+            if (worst > bound + 1e-9).any():
+                i = int(np.argmax(worst - bound))
+                raise ConfigError(key, str(path), f"identify.orientation column "
+                                  f"{angle_cols[2 * i + a]} ({what}) reaches {worst[i]:g}: "
+                                  f"not radians (|{what}| <= {bound:.4g}; degrees?)")
     labels = (frame[cfg.pattern].astype(str).to_numpy() if cfg.pattern in frame.columns
               else np.array([""] * len(frame)))
-    return Recording(pull=pull, tip=tip, label=labels, path=str(path))
+    return Recording(pull=pull, tip=tip, label=labels, path=str(path), angles=angles)

@@ -9,6 +9,10 @@
   values and seeded draws in the bounds) in ``workers`` processes; the best start wins (the
   lowest train cost, or with ``select=holdout`` the lowest error on held-out train rows;
   an optional ridge towards the nominal values).
+- ``fit_to`` orientation or both (:func:`_weighted`): the section-end IMUs' roll and pitch
+  (:meth:`Problem.angles`) fitted too or instead, each residual over its noise; an arm of
+  antagonistic pairs (:func:`servo_map`): one channel per servo, its pair's opposite tendon
+  paid out by the channel's travel.
 - :func:`evaluate`: the metrics of a parameter set on a recording, the aligned RMSE exactly
   as OpenCR-MuJoCo's sysid objective computes it (subtract the mean of simulated minus
   measured, then the root mean square of the pointwise Euclidean error), the unaligned one
@@ -37,12 +41,16 @@ from quadarm.config.identify import STIFFNESS_SUFFIXES
 from quadarm.config.sections import SectionArmConfig
 from quadarm.identify import register
 from quadarm.identify.replay import Bench
+from quadarm.model import names
 
 REPLAY_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registration.rz",
-               "gravity.tilt_x", "gravity.tilt_y")
+               "gravity.tilt_x", "gravity.tilt_y", "imu.yaw")
 # The keys that move the markers but not the settled poses (the registration turns gravity
 # with gravity=tracking_frame, which the pose cache's key carries through the gravity vector).
 MARKER_KEYS = ("marker_offset", "registration.rx", "registration.ry", "registration.rz")
+# The keys a replay's settled poses do not depend on (the pose cache's key leaves them out):
+# the marker keys and the IMUs' turn about the arm's axis, which only reads the poses.
+POSE_FREE_KEYS = (*MARKER_KEYS, "imu.yaw")
 # Replays kept per process by Problem.simulate: the Jacobian's base point is evaluated before
 # its columns, the marker keys' columns come after the arm keys' (up to ~30 replays later).
 POSE_CACHE = 64
@@ -182,6 +190,26 @@ class Problem:
     gravity: str = "arm_axis"
     vertical: tuple[float, ...] = (0.0, 0.0, 1.0)
     logs: frozenset[str] = frozenset()  # keys fitted in log space (robust_start)
+    # Antagonistic pairs: each tendon's sign on its channel (+1 the tendon the servo pulls,
+    # -1 its opposite, paid out); () for an arm without pairs (every tendon its own servo).
+    tendon_sign: tuple[float, ...] = ()
+    # What stage 2 fits (identify.fit_to) and the noises that make its residuals
+    # dimensionless (position_noise m, RMS length of a point's error; orientation_noise rad).
+    fit_to: str = "position"
+    position_noise: float = 5e-4
+    orientation_noise: float = 0.01
+    # The section whose end carries each IMU (the recordings' roll/pitch pairs, in order),
+    # and stage 1's estimate of the IMUs' turn about the arm's axis from its x (rad).
+    imu_sections: tuple[int, ...] = ()
+    imu_yaw: float = 0.0
+
+    def tendon_pull(self, pull: np.ndarray) -> np.ndarray:
+        """The tendons' pulls (K, n_tendons) m for the channel commands ``pull`` (K, n) m: each
+        tendon its channel's command, an antagonistic pair's opposite paid out by as much."""
+        out = pull[:, list(self.tendon_channel)]
+        if self.tendon_sign:
+            out = out * np.asarray(self.tendon_sign, dtype=float)
+        return out
 
     def down(self, rot: np.ndarray, tilt: tuple[float, float] = (0.0, 0.0)
              ) -> np.ndarray | None:
@@ -214,7 +242,7 @@ class Problem:
         for k, lo, hi in self.keys:
             if k == "marker_offset":
                 v = self.marker_offset
-            elif k.startswith(("registration.", "gravity.")) or k.endswith(ROTATE):
+            elif k.startswith(("registration.", "gravity.", "imu.")) or k.endswith(ROTATE):
                 v = 0.0
             elif SCALES in k:
                 sec, _, index = k.partition(SCALES)
@@ -243,6 +271,42 @@ class Problem:
         rot = self.rotation @ register.rotation(values.get("registration.rx", 0.0),
                                                 values.get("registration.ry", 0.0),
                                                 values.get("registration.rz", 0.0))
+        xpos, zaxis, base, _ = self._replay(values, pull, rows, rot)
+        # Bench.marker's operations, row by row: (xpos - z offset) - base.
+        out = xpos - zaxis * values.get("marker_offset", self.marker_offset) - base
+        if rows is not None:
+            out = out[np.asarray(rows, dtype=int)]
+        return out @ rot.T + self.translation
+
+    def angles(self, values: dict[str, float], pull: np.ndarray,
+               rows: np.ndarray | None = None) -> np.ndarray:
+        """The IMUs' roll and pitch (K, n_imu, 2) rad at ``rows`` (all when None), replayed
+        as :meth:`simulate` replays (the same cached poses): each section end's (its last
+        link's) frame R relative to the arm's base, R = Rz(yaw) Ry(pitch) Rx(roll) as
+        ``scenario=replay`` computes it (zero on the straight arm), seen by IMUs whose x axis
+        is turned by ``imu_yaw`` + the fitted ``imu.yaw`` about the base's axis from the arm
+        frame's: Rz(-y) R Rz(y), whose roll and pitch read only R's third row (the base's
+        axis in the end's frame) turned by Rz(y)."""
+        rot = self.rotation @ register.rotation(values.get("registration.rx", 0.0),
+                                                values.get("registration.ry", 0.0),
+                                                values.get("registration.rz", 0.0))
+        up = self._replay(values, pull, rows, rot)[3]
+        if rows is not None:
+            up = up[np.asarray(rows, dtype=int)]
+        up = up[:, list(self.imu_sections)]
+        yaw = self.imu_yaw + values.get("imu.yaw", 0.0)
+        c, s = math.cos(yaw), math.sin(yaw)
+        x = up[..., 0] * c + up[..., 1] * s
+        y = up[..., 1] * c - up[..., 0] * s
+        return np.stack([np.arctan2(y, up[..., 2]), np.arcsin(np.clip(-x, -1.0, 1.0))],
+                        axis=-1)
+
+    def _replay(self, values: dict[str, float], pull: np.ndarray, rows: np.ndarray | None,
+                rot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The settled poses of every row up to the last of ``rows`` (see :meth:`simulate`),
+        from the cache or replayed: the tip body's position (K, 3) and z axis (K, 3), the
+        base (3,), and each section end's third row of its rotation relative to the base
+        (K, n_sections, 3), left empty without ``imu_sections``)."""
         down = self.down(rot, (values.get("gravity.tilt_x", 0.0),
                                values.get("gravity.tilt_y", 0.0)))
         total = len(pull)
@@ -254,30 +318,35 @@ class Problem:
             arm = apply(self.arm, values)
             bench = Bench(self.frame, arm, self.sim, self.pointing,
                           values.get("marker_offset", self.marker_offset), down)
-            tendon_pull = pull[:, list(self.tendon_channel)]
+            tendon_pull = self.tendon_pull(pull)
             ctrl = bench.commands(tendon_pull)
             way = bench.directions(tendon_pull)
             bench.data.qpos[:] = bench.model.qpos0
             xpos, zaxis = np.empty((last, 3)), np.empty((last, 3))
-            d, tip = bench.data, bench.tip_body
+            m, d, tip = bench.model, bench.data, bench.tip_body
+            quad = m.body(names.QUAD_BODY).id
+            # The section ends' frames only for a problem with IMUs (the key says which).
+            ends = [m.body(names.link_body(int(k) - 1)).id
+                    for k in np.cumsum([sec.links for sec in arm.sections])
+                    ] if self.imu_sections else []
+            up = np.empty((last, len(arm.sections), 3))
             for i in range(last):
                 bench.settle(ctrl[i], direction=way[i])
                 xpos[i] = d.xpos[tip]
                 zaxis[i] = d.xmat[tip].reshape(3, 3)[:, 2]
-            hit = (xpos, zaxis, bench.base.copy())
+                # Third row of base^T end: the base's axis in each end's frame.
+                base_z = d.xmat[quad].reshape(3, 3)[:, 2]
+                for e, b in enumerate(ends):
+                    up[i, e] = base_z @ d.xmat[b].reshape(3, 3)
+            hit = (xpos, zaxis, bench.base.copy(), up)
             cache[key] = hit
             while len(cache) > POSE_CACHE:
                 cache.pop(next(iter(cache)))
         else:
             cache[key] = cache.pop(key)  # most recently used last
-        xpos, zaxis, base = hit
-        # Bench.marker's operations, row by row: (xpos - z offset) - base.
-        out = xpos - zaxis * values.get("marker_offset", self.marker_offset) - base
-        if rows is not None:
-            out = out[np.asarray(rows, dtype=int)]
-        return out @ rot.T + self.translation
+        return hit
 
-    def _poses(self) -> dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def _poses(self) -> dict[bytes, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """The replays kept for :meth:`simulate` (oldest first), this process's own."""
         cache = self.__dict__.get("_pose_cache")
         if cache is None:
@@ -291,12 +360,12 @@ class Problem:
         gravity direction (which carries the registration with ``tracking_frame``), the
         commands and the number of rows replayed."""
         pose_values = sorted((k, float(v)) for k, v in values.items()
-                             if k not in MARKER_KEYS)
+                             if k not in POSE_FREE_KEYS)
         blob = pickle.dumps((self.arm, self.frame, self.sim, self.pointing,
-                             tuple(self.tendon_channel), pose_values,
+                             tuple(self.tendon_channel), tuple(self.tendon_sign), pose_values,
                              None if down is None else np.asarray(down, dtype=float).tobytes(),
                              np.ascontiguousarray(pull, dtype=float).tobytes(), pull.shape,
-                             last))
+                             last, bool(self.imu_sections)))
         return hashlib.sha256(blob).digest()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -311,6 +380,28 @@ def _replay_rows(problem: Problem, arm: SectionArmConfig, pull_model: np.ndarray
     bench = Bench(problem.frame, arm, problem.sim, problem.pointing, problem.marker_offset,
                   problem.down(problem.rotation))
     return bench.replay(pull_model)
+
+
+def servo_map(arm: SectionArmConfig) -> tuple[list[int], tuple[float, ...], list[int]]:
+    """The arm's servos as identify's channels see them: each tendon's servo (n_tendons,)
+    and its sign on it (+1 pulled; -1 the opposite of an antagonistic pair,
+    ``sections.<j>.tendons.pairs``, paid out; () when the arm has no pairs), and the servos
+    per section (a pair's two tendons are one servo: count / 2 in a paired section). Servos
+    are numbered section-major, a paired section's in the order of its first half's tendons
+    (the servo of tendon i and of its opposite i + count / 2 is servo i of the section)."""
+    servo: list[int] = []
+    sign: list[float] = []
+    per_section: list[int] = []
+    first = 0
+    for sec in arm.sections:
+        n = sec.tendons.count
+        half = n // 2 if sec.tendons.pairs else n
+        servo += [first + (i % half) for i in range(n)]
+        sign += [1.0 if i < half else -1.0 for i in range(n)]
+        per_section.append(half)
+        first += half
+    paired = any(sec.tendons.pairs for sec in arm.sections)
+    return servo, (tuple(sign) if paired else ()), per_section
 
 
 def labelled_tendons(labels: np.ndarray, pull: np.ndarray, per_section: list[int]
@@ -347,13 +438,18 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
     ``gravity``/``vertical``: :class:`Problem`'s; with ``tracking_frame`` the registration is
     iterated (replay with the gravity of the last rotation, Kabsch again) until the rotation
     moves by less than 1e-9, at most 10 times."""
-    per_section = [s.tendons.count for s in arm.sections]
-    first = register.channels(pull, tip, per_section)
+    tendon_servo, sign, per_section = servo_map(arm)
+    paired = [s.tendons.pairs for s in arm.sections]
+    first = register.channels(pull, tip, per_section, paired=paired)
     act = register.active_channel(pull)
     named = None if labels is None else labelled_tendons(labels, pull, per_section)
     base = Problem(frame, sim, arm, pointing, marker_offset, tuple(range(pull.shape[1])),
                    first.axes, np.zeros(3), gravity=gravity, vertical=tuple(vertical))
     rest_model = _replay_rows(base, arm, np.zeros((1, arm.n_tendons)))[0]
+    # A servo left at zero holds its pair at their pretension; an unpaired tendon's sweep
+    # releases the others as the recordings' pulls do.
+    idle = np.array([0.0 if paired[j] else -0.01 for j in range(len(per_section))
+                     for _ in range(per_section[j])])
     n = pull.shape[1]
     cost = np.zeros((n, len(per_section)))
     starts = np.cumsum([0, *per_section])
@@ -365,15 +461,20 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
             # The tip's reach lost (along the axis) against its sideways travel: a property
             # of where the bend sits, whatever the pull it took (so a model too stiff or
             # too soft still tells the sections apart).
-            sweep = np.zeros((16, arm.n_tendons)) - 0.01
-            sweep[:, starts[j]] = np.linspace(0.0, 2.5 * float(pull[rows, c].max()), 16)
+            if sign:
+                sweep = np.zeros((16, n)) + idle
+                sweep[:, starts[j]] = np.linspace(0.0, 2.5 * float(pull[rows, c].max()), 16)
+                sweep = sweep[:, tendon_servo] * np.asarray(sign)
+            else:  # as before pairs existed
+                sweep = np.zeros((16, arm.n_tendons)) - 0.01
+                sweep[:, starts[j]] = np.linspace(0.0, 2.5 * float(pull[rows, c].max()), 16)
             model = _replay_rows(base, arm, sweep) - rest_model
             rho = np.hypot(model[:, 0], model[:, 1])
             order = np.argsort(rho)
             drop = np.interp(rho_meas, rho[order], model[order, 2])
             cost[c, j] = float(np.sqrt(np.mean((drop - meas[:, 2]) ** 2)))
     section_of = register.assign_sections(cost, per_section)
-    ch = register.channels(pull, tip, per_section, section_of)
+    ch = register.channels(pull, tip, per_section, section_of, paired=paired)
     if named is not None:
         # The labels' order within each section, the measured angles.
         azimuth = dict(zip(ch.tendon_channel, [a for sec in ch.angles_deg for a in sec],
@@ -385,17 +486,22 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
         ch = register.Channels(tuple(named), tuple(
             tuple(azimuth[named[t]] for t in range(bounds[j], bounds[j + 1]))
             for j in range(len(per_section))), ch.axes, ch.gain, ch.rest)
-    sections = [replace(s, tendons=replace(s.tendons, angles_deg=list(a)))
+    # A pair's opposite tendon lies half a turn from the one its servo pulls.
+    sections = [replace(s, tendons=replace(s.tendons, angles_deg=list(a) + (
+        [(float(v) + 180.0) % 360.0 for v in a] if s.tendons.pairs else [])))
                 for s, a in zip(arm.sections, ch.angles_deg, strict=True)]
     registered = replace(arm, sections=sections) if measure_angles else arm
-    problem = Problem(frame, sim, registered, pointing, marker_offset, ch.tendon_channel,
-                      ch.axes, np.zeros(3), gravity=gravity, vertical=tuple(vertical))
-    sim_pull = _replay_rows(problem, registered, pull[:, list(ch.tendon_channel)])
+    tendon_channel = (tuple(ch.tendon_channel[s] for s in tendon_servo) if sign
+                      else ch.tendon_channel)
+    problem = Problem(frame, sim, registered, pointing, marker_offset, tendon_channel,
+                      ch.axes, np.zeros(3), gravity=gravity, vertical=tuple(vertical),
+                      tendon_sign=sign)
+    sim_pull = _replay_rows(problem, registered, problem.tendon_pull(pull))
     rot, trans = register.kabsch(sim_pull, tip)
     problem.rotation, problem.translation = rot, trans
     for _ in range(10 if gravity == "tracking_frame" else 0):
         # The gravity follows the registration, which the gravity moves: a fixed point.
-        sim_pull = _replay_rows(problem, registered, pull[:, list(ch.tendon_channel)])
+        sim_pull = _replay_rows(problem, registered, problem.tendon_pull(pull))
         rot, trans = register.kabsch(sim_pull, tip)
         moved = float(np.max(np.abs(rot - problem.rotation)))
         problem.rotation, problem.translation = rot, trans
@@ -407,6 +513,29 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
                "pull_rmse_m": float(np.sqrt(np.mean(np.sum((fitted - tip) ** 2, axis=1)))),
                "pull_rmse_aligned_m": aligned_rmse(fitted, tip)}
     return problem, ch, summary
+
+
+def imu_yaw(problem: Problem, pull: np.ndarray, angles: np.ndarray) -> float:
+    """Stage 1's estimate of the IMUs' turn (rad) about the arm's axis from the registered
+    arm frame's x, from the single-tendon pulls ``pull`` (K, n) m and the IMUs' roll and
+    pitch ``angles`` (K, n_imu, 2) rad: the base's axis seen from each section end, (-sin
+    pitch, cos pitch sin roll, .), turns by -yaw in an IMU turned by yaw (see
+    :meth:`Problem.angles`), so the yaw is the angle of sum over rows and IMUs of
+    z_model conj(z_measured), z = that vector's x + i y (a mean weighted by the bends)."""
+    model = problem_without_yaw(problem).angles({}, pull)  # the arm frame's own view
+
+    def lateral(a: np.ndarray) -> np.ndarray:
+        return -np.sin(a[..., 1]) + 1j * np.cos(a[..., 1]) * np.sin(a[..., 0])
+
+    total = np.sum(lateral(model) * np.conj(lateral(angles)))
+    return float(np.angle(total)) if abs(total) > 0 else 0.0
+
+
+def problem_without_yaw(problem: Problem) -> Problem:
+    """``problem`` with stage 1's IMU yaw at 0 (its cached replays kept)."""
+    out = replace(problem, imu_yaw=0.0)
+    out.__dict__["_pose_cache"] = problem._poses()
+    return out
 
 
 def scaled_backbone(arm: SectionArmConfig, scale: float) -> SectionArmConfig:
@@ -474,22 +603,62 @@ def _unshare() -> None:
 
 
 def _residuals(x: np.ndarray, problem: Problem, pull: np.ndarray, rows: np.ndarray,
-               meas: np.ndarray, ridge: float = 0.0, prior: np.ndarray | None = None
+               meas: Any, ridge: float = 0.0, prior: np.ndarray | None = None
                ) -> np.ndarray:
-    """The aligned tip errors (3 K,) mm of ``rows``; with ``ridge`` > 0 followed by the
+    """The aligned tip errors (3 K,) mm of ``rows`` (``meas`` (K, 3) m); with ``fit_to``
+    orientation or both, :func:`_weighted`'s dimensionless residuals instead (``meas`` the
+    points and the IMUs' angles); with ``ridge`` > 0 followed by the
     ridge's n residuals ridge sqrt(K) (x - prior) (mm), which add ridge^2 |x - prior|^2 to
     the squared RMSE. A replay that diverges (a non-finite marker) scores
     :func:`failed_residual` on every component: worse than any replay that settles."""
     values = problem.values(x)
-    sim = problem.simulate(values, pull, rows)
-    err = sim - np.mean(sim - meas, axis=0) - meas
-    res = (_tip_errors(err) if np.all(np.isfinite(err)) else
-           np.full(err.size, failed_residual(apply(problem.arm, values).length,
-                                             values.get("marker_offset",
-                                                        problem.marker_offset), meas)))
+    if getattr(problem, "fit_to", "position") != "position":  # a stand-in problem: position
+        res = _weighted(problem, values, pull, rows, meas)
+    else:
+        sim = problem.simulate(values, pull, rows)
+        err = sim - np.mean(sim - meas, axis=0) - meas
+        res = (_tip_errors(err) if np.all(np.isfinite(err)) else
+               np.full(err.size, failed_residual(apply(problem.arm, values).length,
+                                                 values.get("marker_offset",
+                                                            problem.marker_offset), meas)))
     if ridge > 0.0:
         assert prior is not None
         return np.concatenate([res, ridge * math.sqrt(len(rows)) * (x - prior)])
+    return res
+
+
+def wrap(angle: np.ndarray) -> np.ndarray:
+    """Angles (any shape) rad wrapped into [-pi, pi]: an IMU's error across +-pi."""
+    return np.arctan2(np.sin(angle), np.cos(angle))
+
+
+def _weighted(problem: Problem, values: dict[str, float], pull: np.ndarray, rows: np.ndarray,
+              meas: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """``fit_to`` orientation or both: dimensionless residuals, each error over its noise.
+    ``meas``: the tracked points (K, 3) m and the IMUs' angles (K, n_imu, 2) rad of ``rows``.
+    With both, first the aligned point errors, each component times sqrt(3) /
+    ``position_noise`` (the noise is the RMS length of a point's error, so a component's std
+    is noise / sqrt(3)); then the angle errors, wrapped, over ``orientation_noise`` (not
+    aligned: an IMU is zeroed on the straight arm). A replay that diverges scores each point
+    component :func:`failed_residual` (in the same weight) and each angle 2 pi / noise, more
+    than any wrapped error of a replay that settles."""
+    tip, angles = meas
+    parts: list[np.ndarray] = []
+    if problem.fit_to == "both":
+        w = math.sqrt(3.0) / problem.position_noise
+        sim = problem.simulate(values, pull, rows)
+        err = sim - np.mean(sim - tip, axis=0) - tip
+        parts.append(err.ravel() * w if np.all(np.isfinite(err)) else np.full(
+            err.size, 1e-3 * w * failed_residual(
+                apply(problem.arm, values).length,
+                values.get("marker_offset", problem.marker_offset), tip)))
+    ang = wrap(problem.angles(values, pull, rows) - angles)
+    parts.append(ang.ravel() / problem.orientation_noise if np.all(np.isfinite(ang))
+                 else np.full(ang.size, 2.0 * math.pi / problem.orientation_noise))
+    res = np.concatenate(parts)
+    if _SHARED is not None:  # the progress bar's count; no effect on the fit
+        with _SHARED[1].get_lock():
+            _SHARED[1].value += 1
     return res
 
 
@@ -556,7 +725,7 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
            workers: int, max_nfev: int, seed: int, select: str = "cost",
            held: np.ndarray | None = None, ridge: float = 0.0,
            ridge_grid: list[float] | tuple[float, ...] = (), refit_nfev: int = 0,
-           start_spread: float = 0.0) -> dict[str, Any]:
+           start_spread: float = 0.0, angles: np.ndarray | None = None) -> dict[str, Any]:
     """Fit ``problem.keys`` on every ``stride``-th row (see the module docstring); returns
     the chosen start's values, their standard errors from the Jacobian
     (s^2 (J^T J)^-1, s^2 = residual sum of squares / (m - n), the ridge's rows included),
@@ -567,9 +736,18 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
     on every ``stride``-th row not held out, scored on every held-out row, the lowest
     held-out RMSE wins and is refitted on every ``stride``-th row with at most
     ``refit_nfev`` evaluations (0: kept). ``ridge`` (mm): see :func:`_residuals`; the prior
-    is the nominal values. ``start_spread``: see :func:`start_points`."""
+    is the nominal values. ``start_spread``: see :func:`start_points`. ``angles`` (K, n_imu,
+    2) rad: the IMUs' roll and pitch of every train row, fitted with ``problem.fit_to``
+    orientation or both (:func:`_weighted`; the residuals, the costs and the ridge are then in
+    units of their noise)."""
     rows = np.arange(0, len(pull), stride)
-    meas = tip[rows]
+    meas: Any = tip[rows]
+    fit_to = getattr(problem, "fit_to", "position")
+    if fit_to != "position":
+        if angles is None:
+            raise ConfigError("identify.orientation", None, f"fit_to={fit_to} needs the "
+                              "IMUs' angles")
+        meas = (tip[rows], angles[rows])
     x_nom = problem.normalised(problem.nominal())
     x0s = start_points(x_nom, starts, seed, start_spread)
     jobs: list[tuple[Any, ...]]
@@ -661,9 +839,18 @@ def select_holdout(results: list[dict[str, Any]]) -> int:
     return int(np.argmin(scores))
 
 
-def evaluate(problem: Problem, values: dict[str, float], pull: np.ndarray, tip: np.ndarray
-             ) -> tuple[np.ndarray, dict[str, float]]:
-    """The simulated markers (K, 3) m of every row and the metrics (mm)."""
+def evaluate(problem: Problem, values: dict[str, float], pull: np.ndarray, tip: np.ndarray,
+             angles: np.ndarray | None = None) -> tuple[np.ndarray, dict[str, float]]:
+    """The simulated markers (K, 3) m of every row and the metrics (mm); with the IMUs'
+    ``angles`` (K, n_imu, 2) rad also ``orientation_rmse_rad`` (the RMS of every wrapped
+    angle error, not aligned), ``orientation_max_rad`` and ``orientation_zero_rad`` (the RMS
+    of the angles themselves: the straight arm's score, the mean predictor's analogue)."""
+    orient: dict[str, float] = {}
+    if angles is not None:
+        err = wrap(problem.angles(values, pull) - angles)
+        orient = {"orientation_rmse_rad": float(np.sqrt(np.mean(err ** 2))),
+                  "orientation_max_rad": float(np.abs(err).max()),
+                  "orientation_zero_rad": float(np.sqrt(np.mean(angles ** 2)))}
     sim = problem.simulate(values, pull)
     err = np.linalg.norm(sim - np.mean(sim - tip, axis=0) - tip, axis=1)
     raw = np.linalg.norm(sim - tip, axis=1)
@@ -671,7 +858,7 @@ def evaluate(problem: Problem, values: dict[str, float], pull: np.ndarray, tip: 
                  "rmse_unaligned_mm": float(np.sqrt(np.mean(raw ** 2))) * 1e3,
                  "max_mm": float(err.max()) * 1e3,
                  "mean_predictor_mm": float(np.sqrt(np.mean(np.sum(
-                     (tip - tip.mean(axis=0)) ** 2, axis=1)))) * 1e3}
+                     (tip - tip.mean(axis=0)) ** 2, axis=1)))) * 1e3, **orient}
 
 
 def _progress(futures: list[Any], count: Any, best: Any, total: int) -> None:

@@ -62,15 +62,25 @@ def active_channel(pull: np.ndarray, lead: float = 0.002) -> np.ndarray:
 
 
 def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
-             section_of: list[int] | None = None) -> Channels:
+             section_of: list[int] | None = None, paired: list[bool] | None = None
+             ) -> Channels:
     """Stage 1's channel map and tendon angles from single-tendon pulls (see the module
-    docstring). ``pull`` (K, n) m, ``tip`` (K, 3) m; ``per_section`` the tendon counts;
-    ``section_of`` (n,): each channel's section when known (:func:`assign_sections`), else
-    the channels are sorted into sections by their gains."""
+    docstring). ``pull`` (K, n) m, ``tip`` (K, 3) m; ``per_section`` the tendon counts (the
+    servo counts: an antagonistic pair's two tendons are one channel); ``section_of`` (n,):
+    each channel's section when known (:func:`assign_sections`), else the channels are sorted
+    into sections by their gains.
+
+    ``paired`` (n_sections,): the sections whose tendons are antagonistic pairs. With any,
+    the pulls must also drive each paired servo alone the other way (a negative command, 2
+    or more rows, :func:`released_channel`): a section of two servos 90 deg apart pulled one
+    way only bends the tip towards one side, which the axis would lean to; each channel's
+    mean deflection the other way enters the axis too (the lateral parts cancel), and its
+    angle is that of its two mean deflections' difference (``tendon_channel`` and
+    ``angles_deg`` are then per servo, the angle the one its positive command pulls)."""
     n = pull.shape[1]
     if sum(per_section) != n:
-        raise ConfigError("identify.channels", n, f"must be one per tendon: the arm has "
-                          f"{sum(per_section)}")
+        raise ConfigError("identify.channels", n, "must be one per tendon (one per servo of "
+                          f"an antagonistic pair): the arm has {sum(per_section)}")
     quiet = np.abs(pull).max(axis=1) < 5e-4
     rest = np.median(tip[quiet], axis=0) if quiet.any() else tip[0]
     act = active_channel(pull)
@@ -83,6 +93,19 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
                               "cannot register it")
         mean_defl[c] = (tip[rows] - rest).mean(axis=0)
     axis_z = mean_defl.mean(axis=0)  # from the tip towards the base (bends shorten the reach)
+    back: dict[int, np.ndarray] = {}  # each paired servo's mean deflection the other way
+    if paired is not None and any(paired):
+        low = released_channel(pull)
+        for c in range(n):
+            rows = (low == c) & (pull[:, c] < -5e-4)
+            if rows.sum() >= 2:
+                back[c] = (tip[rows] - rest).mean(axis=0)
+        need = sum(k for k, p in zip(per_section, paired, strict=True) if p)
+        if len(back) < need:
+            raise ConfigError("identify.pulls", len(back), f"channels driven alone the other "
+                              f"way (a negative command in 2 or more rows): the arm's "
+                              f"antagonistic pairs need {need} (each paired servo both ways)")
+        axis_z = np.mean([*mean_defl, *back.values()], axis=0)
     axis_z /= np.linalg.norm(axis_z)
 
     def lateral(v: np.ndarray) -> np.ndarray:
@@ -101,7 +124,8 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
     x_axis = x0 / np.linalg.norm(x0)
     y_axis = np.cross(axis_z, x_axis)
     axes = np.column_stack([x_axis, y_axis, axis_z])
-    azimuth = np.degrees(np.arctan2(mean_defl @ y_axis, mean_defl @ x_axis)) % 360.0
+    way = np.array([mean_defl[c] - back[c] if c in back else mean_defl[c] for c in range(n)])
+    azimuth = np.degrees(np.arctan2(way @ y_axis, way @ x_axis)) % 360.0
     tendon_channel: list[int] = []
     angles: list[tuple[float, ...]] = []
     start = 0
@@ -111,6 +135,14 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
         tendon_channel += [int(c) for c in group]
         angles.append(tuple(float(azimuth[c]) for c in group))
     return Channels(tuple(tendon_channel), tuple(angles), axes, gain, rest)
+
+
+def released_channel(pull: np.ndarray, lead: float = 0.002) -> np.ndarray:
+    """Per row (K,), the channel whose command is below every other's by ``lead`` m (an
+    antagonistic pair's servo driven alone the other way), else -1."""
+    order = np.sort(pull, axis=1)
+    low = np.argmin(pull, axis=1)
+    return np.where(order[:, 1] - order[:, 0] > lead, low, -1)
 
 
 def rotation(rx: float, ry: float, rz: float) -> np.ndarray:

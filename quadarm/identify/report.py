@@ -92,6 +92,20 @@ def _bench(record: dict[str, Any]) -> list[str]:
             "pointing's.", ""]
 
 
+def _imus(cfg: IdentifyConfig, record: dict[str, Any]) -> list[str]:
+    """The section-end IMUs' scores (rad), when the recordings have them."""
+    m = record["metrics"]
+    if "val_orientation_rmse_rad" not in m:
+        return []
+    return [f"IMUs ({list(cfg.orientation)}, fit_to={cfg.fit_to}): angle RMSE (rad, wrapped, "
+            f"not aligned) nominal val {m['nominal_val_orientation_rmse_rad']:.5f}, fitted "
+            f"train {m['train_orientation_rmse_rad']:.5f}, val "
+            f"{m['val_orientation_rmse_rad']:.5f} (largest {m['val_orientation_max_rad']:.5f}; "
+            f"the straight arm's {m['val_orientation_zero_rad']:.5f}; noise "
+            f"{cfg.orientation_noise:g}); stage 1's IMU yaw "
+            f"{record.get('stage1', {}).get('imu_yaw_rad', float('nan')):.4f} rad.", ""]
+
+
 def write(out: Path, cfg: IdentifyConfig, recs: dict[str, Any], sims: dict[str, np.ndarray],
           record: dict[str, Any]) -> Path:
     """Write ``report.md`` and its figures into ``out``."""
@@ -113,6 +127,7 @@ def write(out: Path, cfg: IdentifyConfig, recs: dict[str, Any], sims: dict[str, 
              f"{[[round(a, 1) for a in s] for s in record['angles_deg']]}.", "",
              *_warnings(record),
              *_bench(record),
+             *_imus(cfg, record),
              "## Fitted values", "",
              f"Starts' final costs {[round(c, 1) for c in record['costs']]}, residual "
              f"evaluations {record['nfev']}, on {record['fit_rows']} train rows. Standard "
