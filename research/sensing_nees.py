@@ -18,16 +18,21 @@ specific force, the inputs dg, dw) and internals (state, covariance, tip Jacobia
   The flight does not read the shape estimate (no arm feed-forward in the mission), so the
   replay is the flight's own filter with other numbers;
 - ``direction``: the same trade with the one-section arm's quasi-static table extended over the
-  bend direction (:func:`direction_table`: one slow ramp of the fixed-base arm per commanded
-  direction, the hinges' bends along and across each ramp's own direction, interpolated in
-  direction and size, read by ``shape.hinges`` as the estimator's ``sensing.shape_table=
-  direction`` table is; the table here is this study's prototype, sampled every 20 steps,
-  before the package's :func:`quadarm.sensing.shape.direction_table`).
+  bend direction (the package's :func:`quadarm.sensing.shape.direction_table`, as the flown
+  ``sensing.shape_table=direction`` reads it; the study first used a prototype of it, sampled
+  every 20 steps, which gave the same numbers to 0.01 points of L and 1 of NEES on seeds
+  0-3);
+- ``bent``: ``direction`` with the swing modes' dynamics linearised about the estimated bend
+  (:func:`quadarm.sensing.armfilter.bent_swing_table`, read at each filter sample by
+  :func:`quadarm.sensing.armfilter.bent_model` before the predict): docs/sensing.md, "The swing
+  about the bend". $BENT_TABLE names a file the table is kept in between runs (about a minute
+  to build).
 
     .venv/bin/python research/sensing_nees.py record OUT.npz sensing=realistic_arm seed=0
     .venv/bin/python research/sensing_nees.py decompose OUT.npz
     .venv/bin/python research/sensing_nees.py trade L_m REC.npz [REC.npz ...] -- OVERRIDES
     .venv/bin/python research/sensing_nees.py direction 0.48 REC.npz [REC.npz ...] -- K [K ...]
+    PYTHONPATH=. .venv/bin/python research/sensing_nees.py bent 0.48 REC.npz [...] -- K [K ...]
 
 (``trade``: the recordings of one arm, seeds in their file names ``..._s<seed>.npz``, L the
 arm's length in m; OVERRIDES the arm, e.g. ``arm=ftdcr_v4_calibrated``.)
@@ -35,9 +40,7 @@ arm's length in m; OVERRIDES the arm, e.g. ``arm=ftdcr_v4_calibrated``.)
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import math
 import re
 import sys
 from typing import Any
@@ -106,9 +109,12 @@ def record(path: str, overrides: list[str]) -> None:
 
 @jit.numba.njit if jit.AVAILABLE else (lambda f: f)
 def _replay(sp, tab, prof, phi, cdd, af, links, fm, gm, qm, sig, zs, wbs, fvs, us,  # noqa: ANN001
-            xs, ps, tipcs, tips) -> None:
+            xs, ps, tipcs, tips, bt) -> None:
     """The flown filter's step (runner/sense.py::arm_dynamic, without the alignment window)
-    over the recorded inputs: state, covariance, tip Jacobian and estimated tip per sample."""
+    over the recorded inputs: state, covariance, tip Jacobian and estimated tip per sample.
+    ``bt``: a bent swing table (armfilter.bent_filter_table; 0 rows: none), the swing modes'
+    dynamics at the estimated bend before each predict (``fm``, ``gm``, ``qm``, ``cdd`` are
+    then overwritten)."""
     nk, nx, nc = zs.shape[0], fm.shape[0], cdd.shape[0]
     nl, nt, ni, nz = int(sp[0]), int(af[armfilter.F_NT]), links.shape[0], zs.shape[1]
     nh = 2 * nl
@@ -121,7 +127,11 @@ def _replay(sp, tab, prof, phi, cdd, af, links, fm, gm, qm, sig, zs, wbs, fvs, u
     dl, dlc, tipv, tipc = np.zeros(nt), np.zeros((nc, nt)), np.zeros(3), np.zeros((nc, 3))
     hz, hm, lv = np.zeros(nz), np.zeros((nz, nx)), np.zeros((nl, 6))
     xb, pht, pts = np.zeros(nx), np.zeros(nx), np.zeros((nl, 3))
+    blk = np.zeros(max(bt.shape[1] - armfilter.B_DATA, 0))
+    nb = int(af[armfilter.F_NB])
     for k in range(nk):
+        if bt.shape[0] > 0:
+            armfilter.bent_model(bt, x[0], x[1], nb, fm, gm, qm, cdd, blk)
         if k > 0:
             armfilter.predict(x, p, fm, gm, qm, us[k], tmp)
         armfilter.measure(sp, tab, prof, phi, cdd, af, links, x, wbs[k], fvs[k], us[k], th, work,
@@ -133,9 +143,10 @@ def _replay(sp, tab, prof, phi, cdd, af, links, fm, gm, qm, sig, zs, wbs, fvs, u
         xs[k], ps[k], tipcs[k], tips[k] = x, p, tipc, pts[nl - 1]
 
 
-def replay(r: Any, p: Any, cfg: Any) -> tuple[np.ndarray, ...]:
+def replay(r: Any, p: Any, cfg: Any, bent: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """The filter of arm IMU settings ``cfg`` over the record ``r`` of the prepared trial
-    ``p``: (x, P, tip Jacobian, estimated tip) per sample."""
+    ``p``: (x, P, tip Jacobian, estimated tip) per sample; ``bent`` a bent swing table
+    (armfilter.bent_swing_table) for the swing modes' dynamics at the estimated bend."""
     phi, aq, av, bg = sense._swing(p, 2 * cfg.modes)
     dt = p.built.model.opt.timestep
     period = period_of(cfg.rate, dt) * dt
@@ -150,8 +161,10 @@ def replay(r: Any, p: Any, cfg: Any) -> tuple[np.ndarray, ...]:
     nk, nx, nc = r["z"].shape[0], f.shape[0], cdd.shape[0]
     xs, ps = np.zeros((nk, nx)), np.zeros((nk, nx * nx))
     tipcs, tips = np.zeros((nk, nc, 3)), np.zeros((nk, 3))
+    bt = np.zeros((0, 1)) if bent is None else \
+        armfilter.bent_filter_table(bent, phi, cfg, ni, period, nb)
     _replay(r["C_sp"], r["C_tab"], r["C_prof"], phi, cdd, af, r["C_alinks"], f, g, q, sig,
-            r["z"], r["wb"], r["fv"], r["uin"], xs, ps, tipcs, tips)
+            r["z"], r["wb"], r["fv"], r["uin"], xs, ps, tipcs, tips, bt)
     return xs, ps, tipcs, tips
 
 
@@ -247,17 +260,46 @@ def _tipcov(p: np.ndarray, tipc: np.ndarray, nc: int) -> np.ndarray:
     return tipc.T @ p.reshape(nx, nx)[:nc, :nc] @ tipc
 
 
+def bent_table(p: Any) -> np.ndarray:
+    """The bent swing table of the prepared trial ``p`` (a one-section arm; its modes); read
+    from the file named by $BENT_TABLE when it exists (written there otherwise)."""
+    import os
+
+    cache = os.environ.get("BENT_TABLE")
+    if cache and os.path.exists(cache):
+        return np.load(cache)
+    out = _bent_table(p)
+    if cache:
+        np.save(cache, out)
+    return out
+
+
+def _bent_table(p: Any) -> np.ndarray:
+    cfg = p.cfg
+    fixed = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
+    ang = np.radians(cfg.arm.tendon_angles_deg)
+    phi = sense._swing(p, 2 * cfg.sensing.arm_imu.modes)[0]
+    return armfilter.bent_swing_table(
+        fixed.model, fixed.tendon_actuators,
+        lambda mu, beta: allocate(mu, beta, ang, cfg.arm.tension_max, cfg.control.tendon_map),
+        phi)
+
+
 def trade(length: float, paths: list[str], overrides: list[str],
-          factors: tuple[float, ...] = FACTORS, direction: bool = False) -> None:
+          factors: tuple[float, ...] = FACTORS, direction: bool = False,
+          bent: bool = False) -> None:
     res: dict[float, list[list[tuple[float, float, float]]]] = {k: [] for k in factors}
     table = None
+    btab = None
     for path in paths:
         seed = int(re.search(r"_s(\d+)\.npz$", path).group(1))  # type: ignore[union-attr]
         r = dict(np.load(path))
         p = _prepared(["sensing=realistic_arm", f"seed={seed}", *overrides])
         if direction:
-            table = direction_table(p.cfg) if table is None else table
+            table = sense._table(p, "direction") if table is None else table
             r["C_tab"] = table
+        if bent:
+            btab = bent_table(p) if btab is None else btab
         base = p.cfg.sensing.arm_imu
         t = r["t"]
         for k in factors:
@@ -265,11 +307,11 @@ def trade(length: float, paths: list[str], overrides: list[str],
                                       bend_accel=k * base.bend_accel,
                                       accel_model=k * base.accel_model,
                                       length_model=k * base.length_model)
-            xs, ps, tipcs, tips = replay(r, p, cfg)
-            if k == 1.0 and not direction:  # the flown settings: the replay is the flown filter
+            xs, ps, tipcs, tips = replay(r, p, cfg, btab)
+            if k == 1.0 and not direction and not bent:  # the flown settings: the flown filter
                 assert np.array_equal(xs, r["x"]) and np.array_equal(ps, r["p"]), path
             row = []
-            for name in ("figure_eight", "tendon_sweep", "whole"):
+            for name in ("hover", "figure_eight", "tendon_sweep", "whole"):
                 a, b = PHASES[name]
                 rows = np.where((t >= a) & (t < b))[0]
                 err = tips[rows] - r["pts_true"][rows]
@@ -278,70 +320,12 @@ def trade(length: float, paths: list[str], overrides: list[str],
                             float(nees.mean()),
                             float(np.mean((nees > CHI2_2[0]) & (nees < CHI2_2[1])))))
             res[k].append(row)
-    print("k | figure-eight: tip RMS % L, NEES, share in 95 % | tendon sweep: same | whole")
+    print("k | hover: tip RMS % L, NEES, share in 95 % | figure-eight: same | tendon sweep | "
+          "whole")
     for k in factors:
         m = np.array(res[k]).mean(0)
         print(f"{k:g} | " + " | ".join(f"{m[j, 0]:.2f} {m[j, 1]:.1f} {m[j, 2]:.2f}"
-                                       for j in range(3)))
-
-
-ROWS = 41  # rows of each direction's ramp (as shape.quasi_static_table)
-
-
-def direction_table(cfg: Any, n_dir: int = 24, ramp: float = 20.0) -> np.ndarray:
-    """A one-section arm's quasi-static shapes over the bend direction: ``n_dir`` slow ramps of
-    the fixed-base arm (as :func:`quadarm.sensing.shape.quasi_static_table`, hinge damping x10,
-    the tendon map at the commanded direction), each resampled on ROWS total bends from 0 to
-    its largest. Packed (n_dir ROWS, 2 N + 3), ramps sorted by their own direction: column 0
-    the total bend A (rad), 1..N each hinge's bend along the ramp's direction, N+1..2N across
-    it (rad), 2N+1 the ramp's direction (rad, atan2 of the summed bend vector over its upper
-    half), 2N+2 ROWS."""
-    fixed = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
-    model = copy.deepcopy(fixed.model)
-    model.dof_damping[:] *= 10.0
-    n = int(cfg.arm.segments)
-    adr = shape.hinge_qpos(model, n)
-    ang = np.radians(cfg.arm.tendon_angles_deg)
-    steps = int(round(ramp / model.opt.timestep))
-    ramps = []
-    for j in range(n_dir):
-        beta = 2.0 * math.pi * j / n_dir
-        data = mujoco.MjData(model)
-        rows = []
-        for s in range(steps):
-            data.ctrl[fixed.tendon_actuators] = allocate((s + 1) / steps, beta, ang,
-                                                         cfg.arm.tension_max,
-                                                         cfg.control.tendon_map)
-            mujoco.mj_step(model, data)
-            if s % 20 == 0:
-                th = data.qpos[adr]
-                bx, by = -th[1::2], th[0::2].copy()  # each hinge's bend vector b = (-ty, tx)
-                rows.append((math.hypot(bx.sum(), by.sum()),
-                             math.atan2(by.sum(), bx.sum()), bx, by))
-        total = np.array([r[0] for r in rows])
-        keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
-        rows = [r for r, k in zip(rows, keep, strict=True) if k]
-        total, be = np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
-        half = be[len(be) // 2:]
-        own = math.atan2(np.sin(half).mean(), np.cos(half).mean())
-        grid = np.linspace(0.0, total.max(), ROWS)
-        along, across = np.zeros((ROWS, n)), np.zeros((ROWS, n))
-        for k in range(n):
-            bx = np.array([r[2][k] for r in rows])
-            by = np.array([r[3][k] for r in rows])
-            xs = np.concatenate([[0.0], total])
-            along[:, k] = np.interp(grid, xs, np.concatenate(
-                [[0.0], bx * math.cos(own) + by * math.sin(own)]))
-            across[:, k] = np.interp(grid, xs, np.concatenate(
-                [[0.0], -bx * math.sin(own) + by * math.cos(own)]))
-        ramps.append((own, grid, along, across))
-    ramps.sort(key=lambda o: o[0])
-    tab = np.zeros((n_dir * ROWS, 2 * n + 3))
-    for j, (own, grid, along, across) in enumerate(ramps):
-        blk = tab[j * ROWS:(j + 1) * ROWS]
-        blk[:, 0], blk[:, 1:n + 1], blk[:, n + 1:2 * n + 1] = grid, along, across
-        blk[:, 2 * n + 1], blk[:, 2 * n + 2] = own, ROWS
-    return tab
+                                       for j in range(4)))
 
 
 if __name__ == "__main__":
@@ -353,9 +337,10 @@ if __name__ == "__main__":
     elif cmd == "trade":
         split = args.index("--") if "--" in args else len(args)
         trade(float(args[0]), args[1:split], args[split + 1:])
-    elif cmd == "direction":  # shape.hinges reads a direction table by its width
+    elif cmd in ("direction", "bent"):  # shape.hinges reads a direction table by its width
         split = args.index("--") if "--" in args else len(args)
         trade(float(args[0]), args[1:split], [],
-              tuple(float(k) for k in args[split + 1:]) or (1.0,), direction=True)
+              tuple(float(k) for k in args[split + 1:]) or (1.0,), direction=True,
+              bent=cmd == "bent")
     else:
         raise SystemExit(f"unknown command {cmd!r}: record, decompose, trade or direction")

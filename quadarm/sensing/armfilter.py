@@ -29,6 +29,14 @@ chain), except the second-order terms the filter drops (d J / dc c' c', d w_k / 
 with the vehicle's angular acceleration are what ``accel_model`` stands for. Scalar measurements
 are applied one at a time (their noises are independent), linearised once at the prediction.
 
+The swing modes' dynamics about the bent arm instead of the hanging one
+(:func:`bent_swing_table`, :func:`bent_filter_table`: the modes' stiffness, damping and forcing
+linearised at the arm's bent equilibria, over the total bend and its direction, on the hanging
+modes; :func:`bent_model` reads them at the estimated bend) are a measured study, replayed
+offline by ``research/sensing_nees.py bent``: they do not make the filter consistent and cost
+accuracy in the tendon sweep, so the flown filter does not use them (docs/sensing.md, "The
+swing about the bend").
+
 Per-step functions are written like :func:`quadarm.control.geometric.law` (scalars, explicit
 loops), so plain Python and numba give the same numbers; the setup (:func:`swing_model`,
 :func:`filter_arrays`) is numpy, SciPy and MuJoCo. Equations and measured errors:
@@ -39,6 +47,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
@@ -120,53 +129,11 @@ def swing_model(fixed: mujoco.MjModel, n_modes: int, ctrl: np.ndarray | None = N
     Returns ``phi`` (2 N, M), ``aq`` (M, M), ``av`` (M, M) (1/s^2, 1/s), ``bg`` (M, N_U):
     rad/s^2 per m/s^2 of dg_x, dg_y and per rad/s^2 of dw_x, dw_y.
     """
-    fixed = copy.deepcopy(fixed)
-    fixed.dof_frictionloss[:] = 0.0
-    fixed.tendon_frictionloss[:] = 0.0
+    fixed = _frictionless(fixed)
     d = mujoco.MjData(fixed)
-    if ctrl is not None:
-        d.ctrl[:] = ctrl
-    nl = 0
-    while mujoco.mj_name2id(fixed, mujoco.mjtObj.mjOBJ_BODY, names.link_body(nl)) >= 0:
-        nl += 1
+    nl = _n_links(fixed)
     dof = np.array([fixed.jnt_dofadr[j] for j in shape.hinge_joints(fixed, nl)])
-    n = fixed.nv
-    g0 = fixed.opt.gravity.copy()
-
-    def qacc(q: np.ndarray, v: np.ndarray, g: np.ndarray) -> np.ndarray:
-        d.qpos[:], d.qvel[:] = q, v
-        fixed.opt.gravity[:] = g
-        mujoco.mj_forward(fixed, d)
-        return d.qacc.copy()
-
-    z = np.zeros(n)
-    aq, av = np.zeros((n, n)), np.zeros((n, n))
-    for j in range(n):
-        e = np.zeros(n)
-        e[j] = h
-        aq[:, j] = (qacc(e, z, g0) - qacc(-e, z, g0)) / (2 * h)
-        av[:, j] = (qacc(z, e, g0) - qacc(z, -e, g0)) / (2 * h)
-    bg = np.zeros((n, 2))
-    for j in range(2):
-        e = np.zeros(3)
-        e[j] = 1e-4
-        bg[:, j] = (qacc(z, z, g0 + e) - qacc(z, z, g0 - e)) / 2e-4
-    fixed.opt.gravity[:] = g0
-    d.qpos[:] = 0.0
-    mujoco.mj_forward(fixed, d)
-    mass = np.zeros((n, n))
-    mujoco.mj_fullM(fixed, d, mass)
-    o0 = d.xpos[fixed.body(names.link_body(0)).id].copy()
-    qw = np.zeros((n, 2))  # generalised d'Alembert forces per unit dw_x, dw_y
-    jacp = np.zeros((3, n))
-    for b in range(1, fixed.nbody):
-        if fixed.body_mass[b] == 0.0:
-            continue
-        mujoco.mj_jac(fixed, d, jacp, None, d.xipos[b], b)
-        for j in range(2):
-            axis = np.zeros(3)
-            axis[j] = 1.0
-            qw[:, j] -= fixed.body_mass[b] * jacp.T @ np.cross(axis, d.xipos[b] - o0)
+    aq, av, bg, mass, qw = _linearised(fixed, d, np.zeros(fixed.nq), ctrl, h)
     ix = np.ix_(dof, dof)
     a, mh = aq[ix], mass[ix]
     xs, ys = np.arange(0, 2 * nl, 2), np.arange(1, 2 * nl, 2)
@@ -188,6 +155,73 @@ def swing_model(fixed: mujoco.MjModel, n_modes: int, ctrl: np.ndarray | None = N
     rbg[:, 0:2] = w @ bg[dof]
     rbg[:, 2:4] = np.linalg.solve(pmp, ph.T @ qw[dof])
     return ph, raq, rav, rbg
+
+
+def _frictionless(fixed: mujoco.MjModel) -> mujoco.MjModel:
+    """A copy of ``fixed`` without friction losses (the linear model is the frictionless one)."""
+    fixed = copy.deepcopy(fixed)
+    fixed.dof_frictionloss[:] = 0.0
+    fixed.tendon_frictionloss[:] = 0.0
+    return fixed
+
+
+def _n_links(fixed: mujoco.MjModel) -> int:
+    nl = 0
+    while mujoco.mj_name2id(fixed, mujoco.mjtObj.mjOBJ_BODY, names.link_body(nl)) >= 0:
+        nl += 1
+    return nl
+
+
+def _linearised(fixed: mujoco.MjModel, d: mujoco.MjData, q0: np.ndarray,
+                ctrl: np.ndarray | None, h: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """MuJoCo's accelerations of the fixed-base ``fixed`` differenced about the pose ``q0``
+    (nq,) at rest, its actuators at ``ctrl`` (None: zero), in MuJoCo's dof order (n = nv):
+    A_q = d qacc / d q (n, n) (1/s^2), A_v = d qacc / d q' (n, n) (1/s), B = d qacc / d g
+    (n, 2) (rad/s^2 per m/s^2 of g_x, g_y); the mass matrix (n, n) at ``q0``; the generalised
+    d'Alembert forces per unit flange angular acceleration dw_x, dw_y (n, 2) (N m per rad/s^2:
+    -m_b (dw x (c_b - o_0)) through the links' centre-of-mass Jacobians)."""
+    if ctrl is not None:
+        d.ctrl[:] = ctrl
+    n = fixed.nv
+    g0 = fixed.opt.gravity.copy()
+
+    def qacc(q: np.ndarray, v: np.ndarray, g: np.ndarray) -> np.ndarray:
+        d.qpos[:], d.qvel[:] = q, v
+        fixed.opt.gravity[:] = g
+        mujoco.mj_forward(fixed, d)
+        return d.qacc.copy()
+
+    z = np.zeros(n)
+    aq, av = np.zeros((n, n)), np.zeros((n, n))
+    for j in range(n):
+        e = np.zeros(n)
+        e[j] = h
+        aq[:, j] = (qacc(q0 + e, z, g0) - qacc(q0 - e, z, g0)) / (2 * h)
+        av[:, j] = (qacc(q0, e, g0) - qacc(q0, -e, g0)) / (2 * h)
+    bg = np.zeros((n, 2))
+    for j in range(2):
+        e = np.zeros(3)
+        e[j] = 1e-4
+        bg[:, j] = (qacc(q0, z, g0 + e) - qacc(q0, z, g0 - e)) / 2e-4
+    fixed.opt.gravity[:] = g0
+    d.qpos[:] = q0
+    d.qvel[:] = 0.0
+    mujoco.mj_forward(fixed, d)
+    mass = np.zeros((n, n))
+    mujoco.mj_fullM(fixed, d, mass)
+    o0 = d.xpos[fixed.body(names.link_body(0)).id].copy()
+    qw = np.zeros((n, 2))  # generalised d'Alembert forces per unit dw_x, dw_y
+    jacp = np.zeros((3, n))
+    for b in range(1, fixed.nbody):
+        if fixed.body_mass[b] == 0.0:
+            continue
+        mujoco.mj_jac(fixed, d, jacp, None, d.xipos[b], b)
+        for j in range(2):
+            axis = np.zeros(3)
+            axis[j] = 1.0
+            qw[:, j] -= fixed.body_mass[b] * jacp.T @ np.cross(axis, d.xipos[b] - o0)
+    return aq, av, bg, mass, qw
 
 
 def _slowest(a: np.ndarray, k: int) -> np.ndarray:
@@ -250,6 +284,107 @@ def filter_arrays(phi: np.ndarray, aq: np.ndarray, av: np.ndarray, bg: np.ndarra
     return f, g, q, cdd, sig
 
 
+# A bent swing table's layout (bent_swing_table, bent_filter_table): per row the total bend A
+# (rad), its ramp's own direction (rad), the rows per ramp, then the projected A_q, A_v (M, M)
+# and B (M, N_U), row-major; bent_filter_table appends the discrete blocks of the modes'
+# states (eta, eta') (2 M): F (2 M, 2 M), G (2 M, N_U), Q (2 M, 2 M).
+B_A, B_DIR, B_ROWS, B_DATA = 0, 1, 2, 3
+BENT_ROWS = 21  # total bends per ramp of the bent swing table (0 to the ramp's largest)
+
+
+def bent_swing_table(fixed: mujoco.MjModel, tendon_actuators: np.ndarray,
+                     tensions: Callable[[float, float], np.ndarray], phi: np.ndarray,
+                     directions: int = 24, rows: int = BENT_ROWS, ramp: float = 20.0,
+                     damping_scale: float = 10.0, h: float = 1e-6) -> np.ndarray:
+    """The swing modes' dynamics linearised about the arm's bent equilibria, for a one-section
+    arm: (``directions`` ``rows``, B_DATA + 2 M^2 + M N_U).
+
+    The equilibria are those of :func:`quadarm.sensing.shape.direction_table`: per commanded
+    direction beta_j = 2 pi j / ``directions`` a slow ramp of the fixed-base arm (the command
+    from 0 to 1 over ``ramp`` s, the tendons pulling ``tensions(mu, beta_j)`` (T,) N, hinge
+    damping x ``damping_scale`` so that it follows its equilibrium branch); on a uniform grid of
+    ``rows`` total bends A = |sum_k b_k| (rad, 0 to the ramp's largest) the pose and the
+    tendon tensions the ramp passes there (interpolated linearly between its steps; row 0 is
+    the straight pose at the tensions of no bend, :func:`swing_model`'s). At each, MuJoCo's
+    accelerations are differenced (:func:`_linearised`: springs, dampers, tendons at those
+    tensions, gravity, inertia, the flange's d'Alembert forces) and projected on the hanging
+    chain's modes ``phi`` (2 N, M) with the mass matrix at that pose, as :func:`swing_model`
+    does at the hanging pose: the modal coordinates keep their meaning (theta = hinges(a) +
+    Phi eta), only their stiffness, damping and forcing follow the bend. Each ramp's own
+    direction is the circular mean of its summed bend's direction over its upper half, as
+    the direction table's; ramps sorted by it. Setup only (numpy and MuJoCo).
+    """
+    m = phi.shape[1]
+    lin = _frictionless(fixed)
+    dl = mujoco.MjData(lin)
+    nl = _n_links(lin)
+    dof = np.array([lin.jnt_dofadr[j] for j in shape.hinge_joints(lin, nl)])
+    adr = shape.hinge_qpos(lin, nl)
+    ix = np.ix_(dof, dof)
+    slow = copy.deepcopy(fixed)
+    slow.dof_damping[:] *= damping_scale
+    steps = int(round(ramp / slow.opt.timestep))
+    ramps = []
+    for j in range(directions):
+        beta = 2.0 * math.pi * j / directions
+        data = mujoco.MjData(slow)
+        qs, sx, sy = np.zeros((steps, slow.nq)), np.zeros(steps), np.zeros(steps)
+        for s in range(steps):
+            data.ctrl[tendon_actuators] = tensions((s + 1) / steps, beta)
+            mujoco.mj_step(slow, data)
+            qs[s] = data.qpos
+            sx[s], sy[s] = -data.qpos[adr[1::2]].sum(), data.qpos[adr[0::2]].sum()
+        total = np.hypot(sx, sy)
+        keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
+        idx = np.nonzero(keep)[0]
+        heading = np.arctan2(sy[idx], sx[idx])
+        upper = heading[len(heading) // 2:]
+        own = math.atan2(float(np.sin(upper).mean()), float(np.cos(upper).mean()))
+        at = np.concatenate([[0.0], total[idx]])
+        mus = np.concatenate([[0.0], (idx + 1.0) / steps])
+        poses = np.vstack([np.zeros(slow.nq), qs[idx]])
+        grid = np.linspace(0.0, float(total[idx].max()), rows)
+        block = np.zeros((rows, B_DATA + 2 * m * m + m * N_U))
+        block[:, B_A], block[:, B_DIR], block[:, B_ROWS] = grid, own, rows
+        for r, big_a in enumerate(grid):
+            mu = float(np.interp(big_a, at, mus))
+            q0 = np.array([np.interp(big_a, at, poses[:, c]) for c in range(slow.nq)])
+            ctrl = np.zeros(lin.nu)
+            ctrl[tendon_actuators] = tensions(mu, beta)
+            aq, av, bg, mass, qw = _linearised(lin, dl, q0, ctrl, h)
+            mh = mass[ix]
+            pmp = phi.T @ mh @ phi
+            w = np.linalg.solve(pmp, phi.T @ mh)
+            rbg = np.zeros((m, N_U))
+            rbg[:, 0:2] = w @ bg[dof]
+            rbg[:, 2:4] = np.linalg.solve(pmp, phi.T @ qw[dof])
+            block[r, B_DATA:] = np.concatenate([(w @ aq[ix] @ phi).ravel(),
+                                                (w @ av[ix] @ phi).ravel(), rbg.ravel()])
+        ramps.append((own, block))
+    ramps.sort(key=lambda r: r[0])
+    return np.concatenate([b for _, b in ramps])
+
+
+def bent_filter_table(bent: np.ndarray, phi: np.ndarray, cfg: ArmImuConfig, n_imu: int,
+                      period: float, n_base: int = 2) -> np.ndarray:
+    """``bent`` (:func:`bent_swing_table`) with each row's discrete blocks appended: the
+    :func:`filter_arrays` of its A_q, A_v, B over the filter period T (s), restricted to the
+    swing modes' states (eta, eta') (2 M): F, G, Q (row-major), for :func:`bent_model`."""
+    m = phi.shape[1]
+    nc = n_base + m
+    sel = np.concatenate([np.arange(n_base, nc), np.arange(nc + n_base, 2 * nc)])
+    out = []
+    for row in bent:
+        o = B_DATA
+        aq = row[o:o + m * m].reshape(m, m)
+        av = row[o + m * m:o + 2 * m * m].reshape(m, m)
+        bg = row[o + 2 * m * m:o + 2 * m * m + m * N_U].reshape(m, N_U)
+        f, g, q, _, _ = filter_arrays(phi, aq, av, bg, cfg, n_imu, period, n_base)
+        out.append(np.concatenate([row, f[np.ix_(sel, sel)].ravel(), g[sel].ravel(),
+                                   q[np.ix_(sel, sel)].ravel()]))
+    return np.array(out)
+
+
 def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, period: float,
                   r0: np.ndarray, gravity: float, align_steps: int = 0, n_base: int = 2,
                   n_tendons: int = 3) -> np.ndarray:
@@ -275,6 +410,70 @@ def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, p
 # --------------------------------------------------------------------------------------------
 # Per step
 # --------------------------------------------------------------------------------------------
+
+
+@register_jitable
+def _bent_ramp(bt, j: int, rows: int, big_a: float, wt: float, blk) -> None:  # noqa: ANN001
+    """Adds ``wt`` times ramp j's row data at the total bend ``big_a`` (rad) to ``blk``: linear
+    in the ramp's uniform grid of A, held at its ends (a stiffness is not extrapolated)."""
+    r0 = j * rows
+    step = bt[r0 + 1, B_A] - bt[r0, B_A]
+    u = min(max((big_a - bt[r0, B_A]) / step, 0.0), rows - 1.0)
+    i = min(int(math.floor(u)), rows - 2)
+    f = u - i
+    for c in range(blk.shape[0]):
+        lo, hi = bt[r0 + i, B_DATA + c], bt[r0 + i + 1, B_DATA + c]
+        blk[c] += wt * (lo + f * (hi - lo))
+
+
+@register_jitable
+def bent_model(bt, ax: float, ay: float, nb: int, fm, gm, qm, cdd, blk) -> None:  # noqa: ANN001
+    """The swing modes' dynamics at the bend vector (a_x, a_y) (rad) from a
+    :func:`bent_filter_table` ``bt``, into the swing modes' rows and columns of the filter's F
+    (n_x, n_x), G (n_x, N_U), Q (n_x, n_x) and model accelerations ``cdd`` (n_c, n_x + N_U)
+    (the rest of them, the bend coordinates' and the biases', is the bend's own and left as
+    it is; ``nb`` the quasi-static coordinates before the modes). Blended linearly in the
+    direction between the two ramps whose own directions bracket the bend's (as
+    :func:`quadarm.sensing.shape.hinges` reads a direction table), each linear in the total
+    bend and held beyond its ends; at no bend every ramp's row 0, the hanging chain's.
+    ``blk`` (row width - B_DATA,) scratch."""
+    rows = int(bt[0, B_ROWS])
+    nd = bt.shape[0] // rows
+    for c in range(blk.shape[0]):
+        blk[c] = 0.0
+    big_a = math.sqrt(ax * ax + ay * ay)
+    bq = math.atan2(ay, ax)
+    j1 = nd - 1  # below the first ramp's direction: between the last and the first
+    for j in range(nd):
+        if bt[j * rows, B_DIR] <= bq:
+            j1 = j
+    j2 = (j1 + 1) % nd
+    b1, b2 = bt[j1 * rows, B_DIR], bt[j2 * rows, B_DIR]
+    two_pi = 2.0 * math.pi
+    span, off = (b2 - b1) % two_pi, (bq - b1) % two_pi
+    w = off / span if span > 0.0 else 0.0
+    _bent_ramp(bt, j1, rows, big_a, 1.0 - w, blk)
+    _bent_ramp(bt, j2, rows, big_a, w, blk)
+    m = cdd.shape[0] - nb
+    nc, nx = cdd.shape[0], fm.shape[0]
+    o_av, o_bg = m * m, 2 * m * m
+    o_f = 2 * m * m + m * N_U
+    o_g = o_f + 4 * m * m
+    o_q = o_g + 2 * m * N_U
+    for r in range(m):
+        for c in range(m):
+            cdd[nb + r, nb + c] = blk[r * m + c]
+            cdd[nb + r, nc + nb + c] = blk[o_av + r * m + c]
+        for c in range(N_U):
+            cdd[nb + r, nx + c] = blk[o_bg + r * N_U + c]
+    for r in range(2 * m):
+        sr = nb + r if r < m else nc + nb + r - m
+        for c in range(2 * m):
+            sc = nb + c if c < m else nc + nb + c - m
+            fm[sr, sc] = blk[o_f + r * 2 * m + c]
+            qm[sr, sc] = blk[o_q + r * 2 * m + c]
+        for c in range(N_U):
+            gm[sr, c] = blk[o_g + r * N_U + c]
 
 
 @register_jitable
