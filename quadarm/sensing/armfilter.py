@@ -53,7 +53,7 @@ import mujoco
 import numpy as np
 import scipy.linalg
 
-from quadarm.model import names
+from quadarm.model import names, sections
 from quadarm.sensing import shape
 from quadarm.sensing.config import ArmImuConfig
 
@@ -182,7 +182,8 @@ def _linearised(fixed: mujoco.MjModel, d: mujoco.MjData, q0: np.ndarray,
     d'Alembert forces per unit flange angular acceleration dw_x, dw_y (n, 2) (N m per rad/s^2:
     -m_b (dw x (c_b - o_0)) through the links' centre-of-mass Jacobians)."""
     if ctrl is not None:
-        d.ctrl[:] = ctrl
+        # A servo horn (arm.servo) is put at rest at its command, not driven at it as a rate.
+        sections.hold(fixed, d, np.arange(fixed.nu), ctrl)
     n = fixed.nv
     g0 = fixed.opt.gravity.copy()
 
@@ -330,7 +331,7 @@ def bent_swing_table(fixed: mujoco.MjModel, tendon_actuators: np.ndarray,
         data = mujoco.MjData(slow)
         qs, sx, sy = np.zeros((steps, slow.nq)), np.zeros(steps), np.zeros(steps)
         for s in range(steps):
-            data.ctrl[tendon_actuators] = tensions((s + 1) / steps, beta)
+            sections.hold(slow, data, tendon_actuators, tensions((s + 1) / steps, beta))
             mujoco.mj_step(slow, data)
             qs[s] = data.qpos
             sx[s], sy[s] = -data.qpos[adr[1::2]].sum(), data.qpos[adr[0::2]].sum()

@@ -40,7 +40,7 @@ import mujoco
 import numpy as np
 
 from quadarm.jitable import register_jitable
-from quadarm.model import names
+from quadarm.model import names, sections
 
 # Layout of the shape parameter vector (see shape_params): the number of links N, the arm's
 # mass (kg), the number of tendons T, the offset of the tendon block; then per link its body
@@ -655,7 +655,7 @@ def quasi_static_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
     steps = int(round(ramp / model.opt.timestep))
     bend, total = np.zeros((steps, n)), np.zeros(steps)
     for s in range(steps):
-        data.ctrl[tendon_actuators] = tensions((s + 1) / steps)
+        sections.hold(model, data, tendon_actuators, tensions((s + 1) / steps))
         mujoco.mj_step(model, data)
         m = -data.qpos[adr[1::2]]  # b = (-theta_y, theta_x): along +x is -theta_y
         bend[s], total[s] = m, m.sum()
@@ -698,7 +698,7 @@ def direction_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
         data = mujoco.MjData(model)
         bx, by = np.zeros((steps, n)), np.zeros((steps, n))
         for s in range(steps):
-            data.ctrl[tendon_actuators] = tensions((s + 1) / steps, beta)
+            sections.hold(model, data, tendon_actuators, tensions((s + 1) / steps, beta))
             mujoco.mj_step(model, data)
             bx[s], by[s] = -data.qpos[adr[1::2]], data.qpos[adr[0::2]]
         sx, sy = bx.sum(axis=1), by.sum(axis=1)

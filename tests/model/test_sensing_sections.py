@@ -174,3 +174,23 @@ def test_the_encoder_fit_of_a_multi_section_arm_holds_every_coefficient() -> Non
     assert ep.status == "ok", ep.message
     metrics = {(p, k): v for p, k, v in ep.metrics}
     assert metrics[("whole", "shape_tip_rms_pct")] <= 3.0
+
+
+def test_a_servo_arms_swing_model_is_the_ideal_servos() -> None:
+    # With arm.servo the horn's commanded travel is MuJoCo's integrator state (act) and ctrl is
+    # its rate: the swing model's linearisation puts the horn at rest at its travel
+    # (sections.hold), where it pulls as the ideal position servo does, so the modes, their
+    # stiffness and their forcing are the ideal servo's. (Setting the travel as ctrl left the
+    # horns at zero travel, the tendons without their pretension.)
+    from quadarm.scenarios import drive
+
+    out = []
+    for extra in ((), ("arm.servo={speed:6.0,spool_radius:0.01}",)):
+        cfg = composed(V4, *extra)
+        fixed = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
+        ctrl = np.zeros(fixed.model.nu)
+        ctrl[fixed.tendon_actuators] = drive.bend_rows(cfg, fixed, 0.0, 0.0)
+        assert np.abs(ctrl).max() > 0.0  # the pretension travel: a horn at 0 would differ
+        out.append(armfilter.swing_model(fixed.model, 2, ctrl))
+    for a, b in zip(*out, strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-9)
