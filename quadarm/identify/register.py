@@ -63,8 +63,8 @@ REF_COMMAND = 5e-3
 def command_scale(pull: np.ndarray) -> float:
     """The factor (<= 1) on stage 1's thresholds in metres (a pull's lead 2 mm, a command
     0.5 mm from rest) for the commands ``pull`` (K, n) m: 1 when the largest |command| is
-    at least :data:`REF_COMMAND`, else that command over it. Why: a 2x20 mm arm's tendons
-    bend it fully by under 1 mm of travel, and a fixed 2 mm lead would never see a channel
+    at least :data:`REF_COMMAND`, else that command over it. Why: a 2x20 mm arm's servos
+    drive it by under 1 mm of travel, and a fixed 2 mm lead would never see a channel
     pulled alone (``tests/model/test_identify_recovery.py``)."""
     top = float(np.max(np.abs(pull))) if np.size(pull) else 0.0
     return min(1.0, top / REF_COMMAND) if top > 0 else 1.0
