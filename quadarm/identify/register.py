@@ -54,8 +54,27 @@ class Channels:
     rest: np.ndarray
 
 
-def active_channel(pull: np.ndarray, lead: float = 0.002) -> np.ndarray:
-    """Per row (K,), the channel whose command leads every other by ``lead`` m, else -1."""
+# The commands (m) stage 1's thresholds were set for: a recording whose largest command is
+# at least this keeps them as they are (FTDCR v4's reach 10 mm); a smaller arm's, driven by
+# smaller commands, gets them scaled down with its largest command (:func:`command_scale`).
+REF_COMMAND = 5e-3
+
+
+def command_scale(pull: np.ndarray) -> float:
+    """The factor (<= 1) on stage 1's thresholds in metres (a pull's lead 2 mm, a command
+    0.5 mm from rest) for the commands ``pull`` (K, n) m: 1 when the largest |command| is
+    at least :data:`REF_COMMAND`, else that command over it. Why: a 2x20 mm arm's servos
+    drive it by under 1 mm of travel, and a fixed 2 mm lead would never see a channel
+    pulled alone (``tests/model/test_identify_recovery.py``)."""
+    top = float(np.max(np.abs(pull))) if np.size(pull) else 0.0
+    return min(1.0, top / REF_COMMAND) if top > 0 else 1.0
+
+
+def active_channel(pull: np.ndarray, lead: float | None = None) -> np.ndarray:
+    """Per row (K,), the channel whose command leads every other by ``lead`` m (None: 2 mm
+    times :func:`command_scale`), else -1."""
+    if lead is None:
+        lead = 0.002 * command_scale(pull)
     order = np.sort(pull, axis=1)
     best = np.argmax(pull, axis=1)
     return np.where(order[:, -1] - order[:, -2] > lead, best, -1)
@@ -81,12 +100,13 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
     if sum(per_section) != n:
         raise ConfigError("identify.channels", n, "must be one per tendon (one per servo of "
                           f"an antagonistic pair): the arm has {sum(per_section)}")
-    quiet = np.abs(pull).max(axis=1) < 5e-4
+    small = 5e-4 * command_scale(pull)  # m: a command this close to 0 is at rest
+    quiet = np.abs(pull).max(axis=1) < small
     rest = np.median(tip[quiet], axis=0) if quiet.any() else tip[0]
     act = active_channel(pull)
     mean_defl = np.zeros((n, 3))
     for c in range(n):
-        rows = (act == c) & (pull[:, c] > 5e-4)
+        rows = (act == c) & (pull[:, c] > small)
         if rows.sum() < 2:
             raise ConfigError("identify.pulls", int(rows.sum()),
                               f"channel {c} is pulled alone in fewer than 2 rows: the pulls "
@@ -97,7 +117,7 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
     if paired is not None and any(paired):
         low = released_channel(pull)
         for c in range(n):
-            rows = (low == c) & (pull[:, c] < -5e-4)
+            rows = (low == c) & (pull[:, c] < -small)
             if rows.sum() >= 2:
                 back[c] = (tip[rows] - rest).mean(axis=0)
         need = sum(k for k, p in zip(per_section, paired, strict=True) if p)
@@ -113,7 +133,7 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
 
     gain = np.zeros(n)
     for c in range(n):
-        rows = (act == c) & (pull[:, c] > 5e-4)
+        rows = (act == c) & (pull[:, c] > small)
         gain[c] = float(np.median(np.linalg.norm(lateral(tip[rows] - rest), axis=1)
                                   / pull[rows, c]))
     by_gain = [int(c) for c in np.argsort(-gain)]
@@ -137,9 +157,12 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
     return Channels(tuple(tendon_channel), tuple(angles), axes, gain, rest)
 
 
-def released_channel(pull: np.ndarray, lead: float = 0.002) -> np.ndarray:
+def released_channel(pull: np.ndarray, lead: float | None = None) -> np.ndarray:
     """Per row (K,), the channel whose command is below every other's by ``lead`` m (an
-    antagonistic pair's servo driven alone the other way), else -1."""
+    antagonistic pair's servo driven alone the other way; None: 2 mm times
+    :func:`command_scale`), else -1."""
+    if lead is None:
+        lead = 0.002 * command_scale(pull)
     order = np.sort(pull, axis=1)
     low = np.argmin(pull, axis=1)
     return np.where(order[:, 1] - order[:, 0] > lead, low, -1)

@@ -55,33 +55,39 @@ def _imu_angles(arm: SectionArmConfig, cfg, tendon_pull: np.ndarray) -> np.ndarr
 
 
 def _recordings(arm: SectionArmConfig, pulls: np.ndarray, bends: tuple[np.ndarray, ...],
-                tendon_sign: tuple[float, ...] = ()) -> dict:
+                tendon_sign: tuple[float, ...] = (), imus: bool = True, seed: int = 7) -> dict:
     """Stage 1's pulls and the train and val bends (channel commands, m) with their tracked
-    points (m, registered and noisy) and IMU angles (rad, noisy); noise from Generator(7)."""
+    points (m, registered and noisy) and IMU angles (rad, noisy; ``imus`` false: none
+    drawn); noise from Generator(``seed``). ``out["noise"]``: each
+    recording's point noise (K, 3) m, what the true parameters score against."""
     cfg = compose(["scenario=statics"])
     n = pulls.shape[1]
     servo = fit.servo_map(arm)[0]
     truth = fit.Problem(cfg.airframe, cfg.sim, arm, "up", 0.005,
                         tuple(servo) if tendon_sign else tuple(range(n)), ROT,
                         np.array([0.1, -0.2, 0.05]), tendon_sign=tendon_sign)
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(seed)
     out: dict = {"cfg": cfg, "truth": truth}
     for which, pull in (("pulls", pulls), ("train", bends[0]), ("val", bends[1])):
-        tip = truth.simulate({}, pull) + rng.normal(scale=NOISE / math.sqrt(3),
-                                                    size=(len(pull), 3))
-        angles = _imu_angles(arm, cfg, truth.tendon_pull(pull)) + rng.normal(
-            scale=ANGLE_NOISE, size=(len(pull), 2, 2))
+        noise = rng.normal(scale=NOISE / math.sqrt(3), size=(len(pull), 3))
+        tip = truth.simulate({}, pull) + noise
+        angles = (_imu_angles(arm, cfg, truth.tendon_pull(pull)) + rng.normal(
+            scale=ANGLE_NOISE, size=(len(pull), 2, 2))) if imus else None
         out[which] = (pull, tip, angles)
+        out.setdefault("noise", {})[which] = noise
     return out
 
 
-def _single_pulls(per_section: int, both_ways: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Three rest rows, then each channel pulled alone by 2.5 and 3.5 mm (its section's
-    others released by half, or, ``both_ways``, a paired arm's servos: the others held at 0
-    and each servo also driven -2.5 and -3.5 mm), labelled tendon<k>."""
-    n = 2 * per_section
+def _single_pulls(per_section: int, both_ways: bool, sections: int = 2, scale: float = 1.0
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Three rest rows, then each channel of ``sections`` sections pulled alone by 2.5 and
+    3.5 mm times ``scale`` (its section's others released by half, or, ``both_ways``, a
+    paired arm's servos: the others held at 0 and each servo also driven the other way),
+    labelled tendon<k>."""
+    n = sections * per_section
     rows, labels = [np.zeros(n)] * 3, ["rest"] * 3
-    levels = (2.5e-3, 3.5e-3, -2.5e-3, -3.5e-3) if both_ways else (2.5e-3, 3.5e-3)
+    levels = tuple(scale * v for v in ((2.5e-3, 3.5e-3, -2.5e-3, -3.5e-3) if both_ways
+                                       else (2.5e-3, 3.5e-3)))
     for k in range(n):
         for level in levels:
             row = np.zeros(n)
@@ -115,16 +121,20 @@ def _stage1(rec: dict, arm: SectionArmConfig, fit_to: str, keys: dict) -> fit.Pr
     return problem
 
 
-def _truth(problem: fit.Problem) -> tuple[float, np.ndarray]:
+def _truth(problem: fit.Problem, true_arm: SectionArmConfig | None = None,
+           rot: np.ndarray = ROT) -> tuple[float, np.ndarray]:
     """The IMUs' true yaw from stage 1's x axis (IMU_YAW less the angle of that axis in the
     true arm frame, rad) and stage 1's error in each section's tendon angles (the mean over
     the section's tendons, rad): stage 1 measures the angles from the tip's noisy pulls, and
-    a section's angles off by d are what ``sections.<j>.tendons.rotate_deg`` = -d undoes."""
-    x = ROT.T @ problem.rotation[:, 0]
+    a section's angles off by d are what ``sections.<j>.tendons.rotate_deg`` = -d undoes.
+    ``true_arm``: the arm the recordings came from (``_arm(E_TRUE)`` when None), ``rot``
+    their registration."""
+    x = rot.T @ problem.rotation[:, 0]
     frame = math.atan2(x[1], x[0])
-    err = [float(np.mean(wrap_all(np.radians(got.tendons.angles_deg) + frame
+    err = [float(np.mean(wrap_all(np.radians(got.tendons.angles()) + frame
                                   - np.radians(true.tendons.angles()))))
-           for got, true in zip(problem.arm.sections, _arm(E_TRUE).sections, strict=True)]
+           for got, true in zip(problem.arm.sections, (true_arm or _arm(E_TRUE)).sections,
+                                strict=True)]
     return IMU_YAW - frame, np.array(err)
 
 
