@@ -439,20 +439,10 @@ def bent_model(bt, ax: float, ay: float, nb: int, fm, gm, qm, cdd, blk) -> None:
     bend and held beyond its ends; at no bend every ramp's row 0, the hanging chain's.
     ``blk`` (row width - B_DATA,) scratch."""
     rows = int(bt[0, B_ROWS])
-    nd = bt.shape[0] // rows
     for c in range(blk.shape[0]):
         blk[c] = 0.0
     big_a = math.sqrt(ax * ax + ay * ay)
-    bq = math.atan2(ay, ax)
-    j1 = nd - 1  # below the first ramp's direction: between the last and the first
-    for j in range(nd):
-        if bt[j * rows, B_DIR] <= bq:
-            j1 = j
-    j2 = (j1 + 1) % nd
-    b1, b2 = bt[j1 * rows, B_DIR], bt[j2 * rows, B_DIR]
-    two_pi = 2.0 * math.pi
-    span, off = (b2 - b1) % two_pi, (bq - b1) % two_pi
-    w = off / span if span > 0.0 else 0.0
+    j1, j2, w = shape.bracket(bt, B_DIR, rows, math.atan2(ay, ax))
     _bent_ramp(bt, j1, rows, big_a, 1.0 - w, blk)
     _bent_ramp(bt, j2, rows, big_a, w, blk)
     m = cdd.shape[0] - nb

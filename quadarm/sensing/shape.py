@@ -365,6 +365,23 @@ def _ramp_at(tab, j: int, rows: int, n: int, big_a: float, k: int):  # noqa: ANN
 
 
 @register_jitable
+def bracket(tab, dcol: int, rows: int, bq: float) -> tuple[int, int, float]:  # noqa: ANN001
+    """The two ramps of a table of ramps (``rows`` rows each, each ramp's own direction (rad,
+    ascending from ramp to ramp) in column ``dcol``) whose directions bracket ``bq`` (rad)
+    around the circle, and the weight of the second: (j1, j2, w), linear in the direction."""
+    nd = tab.shape[0] // rows
+    j1 = nd - 1  # below the first ramp's direction: between the last and the first
+    for j in range(nd):
+        if tab[j * rows, dcol] <= bq:
+            j1 = j
+    j2 = (j1 + 1) % nd
+    b1, b2 = tab[j1 * rows, dcol], tab[j2 * rows, dcol]
+    two_pi = 2.0 * math.pi
+    span, off = (b2 - b1) % two_pi, (bq - b1) % two_pi
+    return j1, j2, (off / span if span > 0.0 else 0.0)
+
+
+@register_jitable
 def _direction_hinges(tab, n: int, ax: float, ay: float, th) -> None:  # noqa: ANN001
     """Hinge angles ``th`` (2 N,) of the bend vector (a_x, a_y) = A (cos beta, sin beta) (rad)
     from a :func:`direction_table`: each hinge's bend along and across beta blended linearly
@@ -377,17 +394,7 @@ def _direction_hinges(tab, n: int, ax: float, ay: float, th) -> None:  # noqa: A
         return
     dcol = 2 * n + 1
     rows = int(tab[0, dcol + 1])
-    nd = tab.shape[0] // rows
-    bq = math.atan2(ay, ax)
-    j1 = nd - 1  # below the first ramp's direction: between the last and the first
-    for j in range(nd):
-        if tab[j * rows, dcol] <= bq:
-            j1 = j
-    j2 = (j1 + 1) % nd
-    b1, b2 = tab[j1 * rows, dcol], tab[j2 * rows, dcol]
-    two_pi = 2.0 * math.pi
-    span, off = (b2 - b1) % two_pi, (bq - b1) % two_pi
-    w = off / span if span > 0.0 else 0.0
+    j1, j2, w = bracket(tab, dcol, rows, math.atan2(ay, ax))
     sb, cb = ay / big_a, ax / big_a
     for k in range(n):
         a1, c1 = _ramp_at(tab, j1, rows, n, big_a, k)

@@ -15,7 +15,7 @@ import math
 import mujoco
 import numpy as np
 import pytest
-from test_identify_robust import E_TRUE, NOISE, _arm, _bends
+from test_identify_robust import E_TRUE, NOISE, _arm, _bends, arm_yaml
 
 from quadarm.api import compose
 from quadarm.config.checks import ConfigError
@@ -369,19 +369,6 @@ def test_the_command_line_refuses_a_missing_imu_column(capsys):
     assert "\n" not in err
 
 
-ARM_YAML = """defaults:
-  - sections_schema
-  - _self_
-actuation: displacement
-tip_mass: 0.005
-sections:
-- {length: 0.08, links: 5, youngs_modulus: MODULUS, radius: 0.0005, mass: 0.02,
-   tendons: {offset: 0.0045, angle0_deg: 0.0, stiffness: 300.0, pretension: PRE, COUNT}}
-- {length: 0.08, links: 5, youngs_modulus: MODULUS, radius: 0.0005, mass: 0.02,
-   tendons: {offset: 0.0045, angle0_deg: ANGLE, stiffness: 300.0, pretension: PRE, COUNT}}
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("case", ["imus", "pairs"])
 def test_the_command_line_fits_imus_and_pairs(request, tmp_path, capsys, case):
@@ -396,11 +383,8 @@ def test_the_command_line_fits_imus_and_pairs(request, tmp_path, capsys, case):
 
     rec = request.getfixturevalue("imu_data" if case == "imus" else "paired_data")
     n = rec["pulls"][0].shape[1]
-    yaml = ARM_YAML.replace("MODULUS", repr(2 * E_TRUE))
-    yaml = (yaml.replace("PRE", "0.1").replace("ANGLE", "40.0").replace(", COUNT", "")
-            if case == "imus" else
-            yaml.replace("PRE", "0.3").replace("ANGLE", "45.0")
-            .replace("COUNT", "count: 4, pairs: true"))
+    yaml = (arm_yaml(2 * E_TRUE) if case == "imus" else
+            arm_yaml(2 * E_TRUE, 0.3, 45.0, "count: 4, pairs: true"))
     (tmp_path / "conf" / "arm").mkdir(parents=True)
     (tmp_path / "conf" / "arm" / "syn.yaml").write_text(yaml)
     imus = [f"s{j}_{a}" for j in range(2) for a in ("roll", "pitch")]

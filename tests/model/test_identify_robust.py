@@ -153,10 +153,19 @@ actuation: displacement
 tip_mass: 0.005
 sections:
 - {length: 0.08, links: 5, youngs_modulus: MODULUS, radius: 0.0005, mass: 0.02,
-   tendons: {offset: 0.0045, angle0_deg: 0.0, stiffness: 300.0, pretension: 0.1}}
+   tendons: {offset: 0.0045, angle0_deg: 0.0, stiffness: 300.0, pretension: PRE, COUNT}}
 - {length: 0.08, links: 5, youngs_modulus: MODULUS, radius: 0.0005, mass: 0.02,
-   tendons: {offset: 0.0045, angle0_deg: 40.0, stiffness: 300.0, pretension: 0.1}}
+   tendons: {offset: 0.0045, angle0_deg: ANGLE, stiffness: 300.0, pretension: PRE, COUNT}}
 """
+
+
+def arm_yaml(modulus: float, pretension: float = 0.1, angle_deg: float = 40.0,
+             tendons: str = "") -> str:
+    """The synthetic two-section arm as a ``conf/arm`` file: its moduli (Pa), pretension (m),
+    the second section's tendon turn (deg) and extra keys of its tendon sets (``tendons``)."""
+    yaml = (ARM_YAML.replace("MODULUS", repr(modulus)).replace("PRE", repr(pretension))
+            .replace("ANGLE", repr(angle_deg)))
+    return yaml.replace("COUNT", tendons) if tendons else yaml.replace(", COUNT", "")
 
 
 def test_the_command_line_scans_and_records_it(data, tmp_path, capsys):
@@ -171,7 +180,7 @@ def test_the_command_line_scans_and_records_it(data, tmp_path, capsys):
 
     (tmp_path / "conf" / "arm").mkdir(parents=True)
     (tmp_path / "conf" / "arm" / "syn.yaml").write_text(
-        ARM_YAML.replace("MODULUS", repr(E_TRUE * 0.2)))
+        arm_yaml(E_TRUE * 0.2))
     (tmp_path / "conf" / "experiment").mkdir()
     (tmp_path / "conf" / "experiment" / "syn_fit.yaml").write_text(
         "# @package _global_\nidentify:\n  parameters:\n"
