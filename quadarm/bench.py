@@ -34,6 +34,9 @@ medians:
   replaying recorded controller actions, observing the exact state and the realistic sensors,
   against ``reach_bare``, the bare loop replaying one reach trial's commands on the same model.
   ``--envs`` measures this part alone.
+- ``--learn TASK`` (alone): the learned row's training throughput (``conf/learn/TASK.yaml``,
+  :func:`measure_learn`) against its environment's raw stepping, physics steps per wall
+  second, and their ratio.
 
 The table goes to stdout, everything to ``--out`` as JSON. Timings on a shared machine are noisy:
 the load average before and after is recorded with them.
@@ -453,6 +456,62 @@ def measure_sb3(nenv: int = 8, repeat: int = 3, duration: float = 1.0, nthread: 
             "ratio_sb3_over_vector": best["sb3"] / best["vector"]}
 
 
+def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
+                  extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The learned row's training throughput against the raw stepping of its environment, in
+    physics steps (``sim.timestep`` each, over every environment) per second of wall time:
+    ``raw``, the training environment of ``conf/learn/<task>.yaml`` (:func:`quadarm.learn.
+    make_env` with the file's ``envs``, ``observe``, ``actions``, ``action_every`` and
+    ``overrides``, the task's targets drawn per episode, logs recorded, as training builds it)
+    stepped through SB3's adapter with random actions for one episode per environment, its
+    automatic reset included, after one such round untimed (whose resets build the tasks of
+    the targets drawn, which the environment keeps, as a long run has them); ``training``,
+    :func:`quadarm.learn.train` of ``steps`` environment steps with the file's algorithm and
+    hyperparameters (no evaluation), whose ``physics_steps_per_s`` is ``learn.json``'s (the
+    learner's set-up and the first round's resets included, a larger share of a short run
+    than of the file's). The two alternate ``repeat`` times; medians and
+    ``ratio_training_over_raw``. ``extra``: overrides after the file's."""
+    import tempfile
+
+    from quadarm import learn
+
+    st = learn.load_settings(task)
+    over = [*st["overrides"], *extra]
+    _, draw = learn.task_overrides(task)
+    samples: dict[str, list[float]] = {"raw": [], "training": []}
+    load = [os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")]
+    for r in range(repeat):
+        venv, _ = learn.make_env(task, st["observe"], st["envs"], draw, record=True,
+                                 extra=over, action_every=st["action_every"],
+                                 actions=st["actions"])
+        venv.seed(r)
+        venv.reset()
+        rng = np.random.default_rng(r)
+        n_act = int(np.prod(venv.action_space.shape or (1,)))
+        episode = venv.venv.tasks[0].n // st["action_every"] + 1  # its steps, the last included
+        for timed in (False, True):  # a round to draw the targets' tasks (as a long run has
+            p0 = venv.venv.physics_steps  # them after its first rounds), then the timed one
+            t0 = time.perf_counter()
+            for _ in range(episode):  # each episode's last step resets it (SB3's autoreset)
+                venv.step(rng.uniform(-1.0, 1.0, (venv.num_envs, n_act)).astype(np.float32))
+            if timed:
+                samples["raw"].append((venv.venv.physics_steps - p0)
+                                      / (time.perf_counter() - t0))
+        venv.close()
+        with tempfile.TemporaryDirectory() as tmp:
+            s = learn.train(task, st["observe"], steps, st["envs"], r, Path(tmp), st["scale"],
+                            evaluate=False, extra=over, action_every=st["action_every"],
+                            actions=st["actions"], algo=st["algo"],
+                            hyperparams=st["hyperparams"], normalize=st["normalize"],
+                            increment=st["increment"])
+        samples["training"].append(float(s["physics_steps_per_s"]))
+    load.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    return {"task": task, "steps": steps, "envs": st["envs"], "action_every":
+            st["action_every"], "physics_steps_per_s": med, "samples": samples,
+            "ratio_training_over_raw": med["training"] / med["raw"], "loadavg": load}
+
+
 # All three switches of issue 9 on: motor lag, Dryden gusts on a steady wind, rotor downwash.
 AIR = ("airframe.motor_tau=0.025", "aero=gusty", "aero.downwash=true")
 
@@ -762,9 +821,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sb3", action="store_true",
                         help="only the Stable-Baselines3 adapter against the vector env "
                              "(--nenv environments, default 64)")
+    parser.add_argument("--learn", metavar="TASK", default=None,
+                        help="only the learned row's training throughput against its "
+                             "environment's raw stepping (conf/learn/TASK.yaml, e.g. "
+                             "task_reach; --learn-steps environment steps of training)")
+    parser.add_argument("--learn-steps", type=int, default=2048,
+                        help="environment steps of each --learn training (default 2048)")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.nsim < 2:
         parser.error("--repeat must be >= 1 and --nsim >= 2")
+    if args.learn is not None:
+        if args.learn_steps < 1:
+            parser.error(f"--learn-steps must be >= 1, got {args.learn_steps}")
+        try:
+            learned = measure_learn(args.learn, args.learn_steps, args.repeat, tuple(args.override))
+        except ImportError:
+            parser.error("--learn needs stable-baselines3 and torch (pip install 'quadarm[rl]')")
+        except ValueError as err:
+            parser.error(f"--learn {args.learn}: {err}")
+        med = learned["physics_steps_per_s"]
+        print(f"{learned['task']}: physics steps/s, training {med['training']:.0f} against the "
+              f"environment's raw stepping {med['raw']:.0f} (ratio "
+              f"{learned['ratio_training_over_raw']:.3f}; {learned['envs']} envs, action_every "
+              f"{learned['action_every']}, {learned['steps']} env steps of training; medians of "
+              f"{args.repeat}; load {learned['loadavg'][0]:.1f} / {learned['loadavg'][1]:.1f})")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"learn": learned}, indent=2, default=float))
+        print(f"wrote {args.out}")
+        return 0
     if args.sb3:
         sb3 = measure_sb3(max(args.nenv, 1), args.repeat)
         if sb3 is None:

@@ -584,15 +584,47 @@ def figure(tab: Table, path: Path | str) -> Path:
 
 # --- learning curves (quadarm.learn writes curve.parquet) -----------------------------------
 
+CURVE_GROUP = ("task", "observe", "algo")  # curve.parquet's columns that name a learned row
+
+
+def curve_runs(curves: pd.DataFrame) -> pd.Series:
+    """Each row's run (one training: one ``curve.parquet``): its ``run`` column where the
+    reader set one (the file's folder, :func:`main`), else its ``seed``; a frame with neither
+    is one run."""
+    for col in ("run", "seed"):
+        if col in curves:
+            return curves[col].astype(str)
+    return pd.Series("0", index=curves.index)
+
+
 def curves_figure(curves: pd.DataFrame, path: Path | str) -> Path:
-    """Mean episode return against environment steps, one line per (task, observe)."""
+    """Mean training-episode return against environment steps: one colour per learned row
+    (the :data:`CURVE_GROUP` columns present), each run of it (:func:`curve_runs`: a seed) its
+    own thin line, and with several runs their mean as a thick line and their range as a band,
+    on the first run's environment steps (runs of one schedule share them). Concatenated
+    seeds are never joined into one line: a line's steps only increase."""
     fig = Figure(figsize=(7.0, 3.6), layout="constrained")
     ax = fig.subplots()
-    for (task, obs), g in curves.groupby(["task", "observe"], sort=False):
-        ax.plot(g["env_steps"], g["episode_return"], "o-", ms=3, label=f"{task}, {obs}")
-    ax.set_xlabel("environment steps (2 ms each)")
+    curves = curves.assign(_run=curve_runs(curves))
+    keys = [c for c in CURVE_GROUP if c in curves]
+    groups = curves.groupby(keys, sort=False) if keys else [((), curves)]
+    for colour, (name, g) in enumerate(groups):
+        label = ", ".join(str(v) for v in (name if isinstance(name, tuple) else (name,)))
+        runs = [r.sort_values("env_steps") for _, r in g.groupby("_run", sort=False)]
+        for r in runs:
+            ax.plot(r["env_steps"], r["episode_return"], "-", lw=0.8, alpha=0.45,
+                    color=f"C{colour}", label=label if len(runs) == 1 else None)
+        if len(runs) > 1:
+            grid = runs[0]["env_steps"].to_numpy(dtype=float)
+            ys = np.array([np.interp(grid, r["env_steps"].to_numpy(dtype=float),
+                                     r["episode_return"].to_numpy(dtype=float)) for r in runs])
+            ax.fill_between(grid, ys.min(axis=0), ys.max(axis=0), color=f"C{colour}",
+                            alpha=0.2, lw=0)
+            ax.plot(grid, ys.mean(axis=0), "-", lw=2.0, color=f"C{colour}",
+                    label=f"{label}: {len(runs)} seeds, mean and range")
+    ax.set_xlabel("environment steps")
     ax.set_ylabel("mean episode return\n(- mean squared tip error, cm^2)")
-    ax.set_title("PPO learning curves", fontsize=9)
+    ax.set_title("learning curves (training episodes)", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     return save(fig, path)
@@ -748,7 +780,9 @@ def main(argv: list[str] | None = None) -> int:
     extra: list[str] = []
     curve_files = [f for d in args.dirs for f in sorted(Path(d).rglob("curve.parquet"))]
     if curve_files:
-        curves = pd.concat([pd.read_parquet(f) for f in curve_files], ignore_index=True)
+        # each file one run (a seed): its folder names it, so that seeds are not joined
+        curves = pd.concat([pd.read_parquet(f).assign(run=str(f.parent)) for f in curve_files],
+                           ignore_index=True)
         curves_figure(curves, args.out / "learning_curves.png")
         extra = [f"### {CURVES}", "", "![learning curves]"
                  "(FIGDIR/learning_curves.png)", ""]

@@ -105,14 +105,25 @@ class Randomizer:
     def draw(self, rng: np.random.Generator) -> tuple[Config, dict[str, Any]]:
         """A config with every key drawn from ``rng`` (in the order given), and the values; a
         tied group's other keys move by its first key's deviation."""
-        from quadarm.runner.trials import apply, draw
+        values = self.values(rng)
+        return self.config(values), values
+
+    def values(self, rng: np.random.Generator) -> dict[str, Any]:
+        """The drawn values of :meth:`draw` alone (the same draws from ``rng``)."""
+        from quadarm.runner.trials import draw
 
         values = {k: draw(s, self.nominal[k], rng) for k, s in self.spec.items()}
         for first, keys in self.tied.items():
             shift = values[first] - self.nominal[first]
             for k in keys[1:]:
                 values[k] = self.nominal[k] + shift
-        return apply(self.node, values), values
+        return values
+
+    def config(self, values: Mapping[str, Any]) -> Config:
+        """The config of drawn ``values`` (:meth:`values`)."""
+        from quadarm.runner.trials import apply
+
+        return apply(self.node, dict(values))
 
 
 @dataclass

@@ -175,6 +175,6 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
                else self._site_xpos[ids, self._tip_site])
         return tip, self._TT[self._ix(self._k[ids], ids)]
 
-    def _rewards(self, obs: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    def _rewards(self, obs: np.ndarray | None, ids: np.ndarray) -> np.ndarray:
         err = self._TT[self._ix(self._k[ids], ids)] - self._site_xpos[ids, self._tip_site]
         return core.tip_reward(err, int(self._n[0]) if self._shared else self._n[ids])

@@ -26,7 +26,9 @@ hover, against 3.4 ms for the step itself; 430 us in plain Python).
 
 With ``randomize``, every reset draws environment i's keys from its own generator and
 rebuilds its model (``Batch.set_models``); keys that change the model's sizes
-(``arm.segments``, the number of rotors) cannot be randomised here.
+(``arm.segments``, the number of rotors) cannot be randomised here. The task (config, model,
+plan) of a draw that repeats is built once and shared by the rows that draw it
+(:meth:`QuadArmVectorEnv._drawn_task`; not for air terms or scenario events).
 
 With ``observe="sensed"`` every row observes the sensing term's estimates, run over the
 batch's rows after the step (:func:`quadarm.envs.sensed.sense_rows`, compiled with the seam),
@@ -94,7 +96,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
     ``action_every``: each action held for that many physics steps, row i equal to a single
     environment's held step bit for bit. The batch's rows step together, so the held samples
     are a loop of ``Batch.step`` calls from Python, one per physics step for all the rows,
-    each row's rewards summed in sample order and its episode ending at its own sample).
+    each row's rewards summed in sample order and its episode ending at its own sample; with
+    ``observe="task"`` the observation is built at the last held sample only, the samples
+    before it testing the state it is built from for divergence).
     ``actions``: ``"rotors"`` (default) or ``"references"``, as the single environment's
     (:mod:`quadarm.envs.references`): each row's seam is then the command line's controller,
     run over the batch's rows at every held sample (``step.batch_rows`` in mode ``FLY``) on
@@ -170,6 +174,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             [core.Randomizer(c, randomize) for c in cfgs] if per_env is not None
             else [core.Randomizer(self.cfg, randomize)] * self.num_envs) if randomize else []
         self.randomizer = self._randomizers[0] if randomize else None
+        # (randomizer, drawn values) -> its task, for draws that repeat (_drawn_task)
+        self._task_cache: dict[tuple[int, str], core.Task] = {}
         self.record = bool(record)
         self.render_mode = None
         task = core.make_task(self.cfg)
@@ -213,6 +219,11 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._before, self._after = loops.batch_rows, loops.after_rows
         self._unstepped = np.zeros(self.num_envs, dtype=bool)  # batch_rows' after() flags
         self._sensing = self.observe == "sensed"
+        # The task layout on the exact state observes at the action's last held sample only:
+        # its rewards read the simulation, not the observation, and an observation is finite
+        # exactly when the state it is computed from is (see step). The held samples before it
+        # then skip building an observation nobody reads (a third of a held sample's Python).
+        self._observe_last = self.layout == "task" and not self._sensing
         self._sense = sensed.kernel(self._compiled)
         step.warm(self._compiled)  # the gust recursions, which step.params may run
         self._arrays()
@@ -422,12 +433,14 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         none here (the reach environment's)."""
         return None
 
-    def _rewards(self, obs: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    def _rewards(self, obs: np.ndarray | None, ids: np.ndarray) -> np.ndarray:
         """Rewards (len(ids),) of the steps of environments ``ids`` that arrived in their
-        current samples, observed as ``obs`` (len(ids), obs_dim)."""
+        current samples, observed as ``obs`` (len(ids), obs_dim; None in the task layout,
+        whose rewards read the simulation, at a held sample before the last)."""
         if self.layout == "task":  # the hub's error q[:3] - p_d, as the state layout's
             q = self._estimates("q")[ids] if self._sensing else self._qpos[ids]
             obs = q[:, :3] - self._P[self._ix(self._k[ids], ids)]
+        assert obs is not None  # the state layout observes at every held sample
         if self._shared:
             return core.reward(obs, int(self._n[0]))
         return core.reward(obs, self._n[ids])
@@ -463,8 +476,10 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         if self.randomizer is not None:
             tasks = list(self.tasks)
             for i in ids:
-                cfg, self.drawn[i] = self._randomizers[i].draw(self._rngs[i])
-                tasks[i] = core.make_task(cfg)
+                rng = self._rngs[i]
+                assert rng is not None  # seeded by reset() before any episode
+                self.drawn[i] = self._randomizers[i].values(rng)
+                tasks[i] = self._drawn_task(self._randomizers[i], self.drawn[i])
             self.tasks = tasks
             self.sims.set_models([t.built.model for t in tasks])
             self._arrays()
@@ -499,6 +514,24 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             for i in ids:
                 infos = self._add_info(infos, {"drawn": dict(self.drawn[i])}, int(i))
         return infos
+
+    def _drawn_task(self, randomizer: core.Randomizer, values: dict[str, Any]) -> core.Task:
+        """The task of ``randomizer``'s draw ``values``: built once per distinct draw and kept
+        (the last ``2 * num_envs``), so that a draw from a few values (the reach task's 16
+        targets) is not composed and planned again at every reset (about 0.1 CPU-s a task).
+        A kept task is shared by the rows that draw it, which only read it, except a task
+        with air terms (the gusts write the wind into its model) or scenario events: those
+        are built afresh at every draw."""
+        key = (id(randomizer), repr(list(values.items())))
+        task = self._task_cache.get(key)
+        if task is not None:
+            return task
+        task = core.make_task(randomizer.config(values))
+        if not terms.air_on(task.cfg) and not task.pulse_steps:
+            if len(self._task_cache) >= 2 * self.num_envs:  # the oldest draw goes
+                self._task_cache.pop(next(iter(self._task_cache)))
+            self._task_cache[key] = task
+        return task
 
     def step(self, actions: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -567,9 +600,22 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 rows[:] = False
                 rows[stepping] = True
                 self._seam_rows(self._sense, ks, rows)
-            obs = self._observe()
+            # A held sample before the last: no observation with _observe_last (the rows that
+            # stopped keep their state, so the one built after the loop is theirs too).
+            obs = (None if self._observe_last and sub < self.action_every - 1
+                   else self._observe())
             if len(stepping):
-                o = obs[stepping]
+                if obs is None:  # the state the observation would be built from
+                    o = None
+                    finite = (np.isfinite(qpos[stepping]).all(axis=1)
+                              & np.isfinite(qvel[stepping]).all(axis=1)
+                              & np.isfinite(self._site_xpos[stepping]).all(axis=(1, 2)))
+                    if self._contact.size:
+                        finite &= np.isfinite(core.contact_force(
+                            self.sims.gather("sensordata")[stepping], self._contact)).all(axis=1)
+                else:
+                    o = obs[stepping]
+                    finite = np.isfinite(o).all(axis=1)
                 before = rewards[stepping]
                 if sub:
                     rewards[stepping] = before + self._rewards(o, stepping)
@@ -577,7 +623,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                     rewards[stepping] = self._rewards(o, stepping)
                 warn = sims.warnings(stepping, [int(w) for w in UNSTABLE])
                 with np.errstate(invalid="ignore"):
-                    bad = (warn > 0).any(axis=1) | ~np.isfinite(o).all(axis=1)
+                    bad = (warn > 0).any(axis=1) | ~finite
                     bad |= ~(np.abs(qpos[stepping, :3] - self._start[stepping])
                              <= self._md[stepping, None]).all(axis=1)
                 flagged = stepping[bad]
@@ -597,6 +643,8 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 going[i] = False
                 infos = self._add_info(infos, self._final(int(i), int(self._n[i]) + 1, ""),
                                        int(i))
+        if obs is None:  # every row stopped before the last held sample
+            obs = self._observe()
         for i in np.flatnonzero(terminated):
             obs[i] = np.nan_to_num(obs[i], nan=0.0, posinf=0.0, neginf=0.0)
         ended = terminated | truncated

@@ -18,6 +18,7 @@ from gymnasium.vector import AutoresetMode  # noqa: E402
 import quadarm.envs  # noqa: E402,F401 - registers the ids
 from quadarm.envs import ENV_ID, REACH_ENV_ID, references  # noqa: E402
 from quadarm.envs.sb3 import QuadArmSB3VecEnv  # noqa: E402
+from quadarm.envs.single import QuadArmEnv  # noqa: E402
 from quadarm.envs.vector import QuadArmVectorEnv  # noqa: E402
 
 HOVER = ["scenario=hover", "scenario.duration=0.1"]  # 50 steps at the default 2 ms
@@ -303,20 +304,26 @@ def test_the_task_layout_is_the_state_in_the_hub_frame(env_id, overrides, kw):
         np.testing.assert_allclose(o_t[-3:] * ft.TARGET, rt @ o_s[-3:], atol=1e-14)
 
 
-@pytest.mark.slow  # 10-25 s on the shared 2-core machine (plain Python)
-def test_task_layout_vector_rows_are_single_envs():
-    """observe="task_sensed" on the reach task: row i of the vector environment is the
-    single environment seeded s + i, bit for bit (observations with the last actions,
-    rewards), through the episode's end."""
-    kw = dict(overrides=[*REACH, "sensing=realistic"], observe="task_sensed", action_every=4)
+@pytest.mark.slow  # 10-25 s each on the shared 2-core machine (plain Python)
+@pytest.mark.parametrize("kw", [
+    dict(overrides=[*REACH, "sensing=realistic"], observe="task_sensed"),
+    # The exact task layout builds its observation at the last held sample only (the
+    # learned reach row's environment): 201 samples, so the last step holds one sample.
+    dict(overrides=REACH, observe="task", actions="hub")], ids=["task_sensed", "task_hub"])
+def test_task_layout_vector_rows_are_single_envs(kw):
+    """observe="task_sensed" and "task" (hub actions) on the reach task, action_every=4: row
+    i of the vector environment is the single environment seeded s + i, bit for bit
+    (observations with the last actions, rewards), through the episode's end."""
+    kw = dict(kw, action_every=4)
     venv = gym.make_vec(REACH_ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
                         **kw).unwrapped
     singles = [make(REACH_ENV_ID, **kw) for _ in range(2)]
     obs, _ = venv.reset(seed=5)
     for i, env in enumerate(singles):
         assert np.array_equal(env.reset(seed=5 + i)[0], obs[i])
+    na = venv.single_action_space.shape[0]
     for n in range(-(-(singles[0].task.n + 1) // 4)):
-        actions = venv.controller_action() + np.random.default_rng(n).normal(0, 0.05, (2, 7))
+        actions = venv.controller_action() + np.random.default_rng(n).normal(0, 0.05, (2, na))
         obs, rew, term, trunc, _ = venv.step(actions)
         for i, env in enumerate(singles):
             o, r, te, tr, _ = env.step(actions[i])
@@ -495,3 +502,34 @@ def test_a_hub_action_is_the_references_hub_slice():
     for phase, metric, value in cli.metrics[["phase", "metric", "value"]].itertuples(
             index=False):
         assert np.array_equal(info["metrics"][phase][metric], value, equal_nan=True), metric
+
+
+def test_a_repeated_draw_reuses_its_task_and_flies_the_same():
+    """A draw from a few values (the learned reach row's targets) builds each value's task
+    once: rows and episodes that draw it share it, and every row still equals the single
+    environment seeded s + i bit for bit through several episodes; a gusty draw (whose
+    model the gust term writes into) is built afresh each time."""
+    rnd = {"scenario.duration": {"dist": "choice", "values": [0.04, 0.06]}}
+    kw = dict(overrides=HOVER, randomize=rnd, action_every=3)
+    venv = QuadArmVectorEnv(3, autoreset_mode=AutoresetMode.SAME_STEP, nthread=1, **kw)
+    singles = [QuadArmEnv(**kw) for _ in range(3)]
+    obs, _ = venv.reset(seed=4)
+    for i, env in enumerate(singles):
+        assert np.array_equal(env.reset(seed=4 + i)[0], obs[i])
+    built = {}
+    for n in range(30):  # 3-5 episodes a row
+        actions = venv.controller_action() + np.random.default_rng(n).normal(0, 0.05, (3, 7))
+        obs, rew, term, trunc, info = venv.step(actions)
+        for i, env in enumerate(singles):
+            o, r, te, tr, _ = env.step(actions[i])
+            if te or tr:
+                o = env.reset()[0]
+            assert np.array_equal(o, obs[i]) and r == rew[i], (n, i)
+        for i, t in enumerate(venv.tasks):  # one task per drawn duration, ever
+            assert built.setdefault(venv.drawn[i]["scenario.duration"], t) is t
+    assert len(built) == 2 and len(venv._task_cache) == 2
+    venv.close()
+    gusty = QuadArmVectorEnv(2, [*HOVER, "aero=gusty"], randomize=rnd, nthread=1)
+    gusty.reset(seed=0)
+    assert gusty._task_cache == {}
+    gusty.close()

@@ -302,3 +302,33 @@ def test_a_bundle_with_arm_scaled_damping_is_named_on_another_arm_only() -> None
                          {**row, "arm.tag": "reference", "control.tendon_damping": 0.1}])
     assert list(tasks.baseline(runs, arms=arms)) == ["ff_com", tasks.CUSTOM, tasks.CUSTOM,
                                                       "ff_com"]
+
+
+def test_the_learning_curves_draw_each_seed_apart(tmp_path, monkeypatch) -> None:
+    """Two seeds of one learned row (same task, observe, algo) concatenated, as the suite
+    reads every run's curve.parquet: each seed is a line of its own whose steps only
+    increase (never one line zig-zagging back to the first step), their mean is a third, and
+    a second row (another algo) gets a colour of its own."""
+    figs = []
+    monkeypatch.setattr(tasks, "save", lambda fig, path: figs.append(fig) or Path(path))
+    steps = [1024.0, 2048.0, 3072.0]
+    rows = [{"task": "task_reach", "observe": "task", "algo": algo, "seed": seed,
+             "env_steps": x, "episode_return": -3.0 + 0.1 * seed + 0.2 * j}
+            for algo, seeds in (("ppo", (0, 1)), ("sac", (0,)))
+            for seed in seeds for j, x in enumerate(steps)]
+    curves = pd.DataFrame(rows)
+    tasks.curves_figure(curves, tmp_path / "c.png")
+    lines = figs[0].axes[0].get_lines()
+    for line in lines:
+        assert np.all(np.diff(line.get_xdata()) > 0), line.get_label()
+    ppo = [ln for ln in lines if ln.get_color() == lines[0].get_color()]
+    assert len(ppo) == 3  # seed 0, seed 1, their mean
+    np.testing.assert_allclose(ppo[2].get_ydata(), [-2.95, -2.75, -2.55])
+    assert len(lines) == 4 and lines[3].get_color() != lines[0].get_color()
+    # the reader's run column names the runs when two share a seed
+    figs.clear()
+    seed0 = curves[(curves.algo == "ppo") & (curves.seed == 0)]
+    both = pd.concat([seed0.assign(run="hub/seed0"), seed0.assign(run="residual/seed0")])
+    tasks.curves_figure(both, tmp_path / "d.png")
+    lines = figs[0].axes[0].get_lines()
+    assert len(lines) == 3 and all(np.all(np.diff(ln.get_xdata()) > 0) for ln in lines)
