@@ -20,6 +20,7 @@ import pandas as pd
 from quadarm.results import io
 
 COLLECTED_KEY = "quadarm.collected"
+_SOURCE = "__source"  # a metrics row's job folder while collecting (not written)
 
 
 def job_dirs(roots: Iterable[Path | str]) -> list[Path]:
@@ -47,14 +48,21 @@ def collect(roots: Iterable[Path | str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     if not dirs:
         raise FileNotFoundError("no runs.parquet found under " + ", ".join(map(str, roots)))
     runs, metrics = [], []
+    # Oldest first, so that a trial's most recent copy is the one kept; then the rows in the
+    # order of their job folders, not of the jobs' finishing times (parallel jobs finish in any
+    # order: the same sweep then writes the same table, row for row).
     for d in sorted(dirs, key=lambda p: (p / io.RUNS).stat().st_mtime):
         r = io.read_runs(d)
         r["source"] = str(d)
         runs.append(r)
-        metrics.append(io.read_metrics(d))
+        m = io.read_metrics(d)
+        m[_SOURCE] = str(d)
+        metrics.append(m)
     all_runs = pd.concat(runs, ignore_index=True).drop_duplicates("run_id", keep="last")
     all_metrics = pd.concat(metrics, ignore_index=True).drop_duplicates(
         ["run_id", "phase", "metric"], keep="last")
+    all_runs = all_runs.sort_values("source", kind="stable")
+    all_metrics = all_metrics.sort_values(_SOURCE, kind="stable").drop(columns=_SOURCE)
     return all_runs.reset_index(drop=True), all_metrics.reset_index(drop=True)
 
 

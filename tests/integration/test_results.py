@@ -106,3 +106,24 @@ def test_same_config_and_seed_give_the_same_parquet(tmp_path):
                                   io.read_timeseries(tmp_path / "b"))
     timing = ["wall_s", "compile_s"]
     assert a.runs.drop(columns=timing).equals(b.runs.drop(columns=timing))
+
+
+def test_a_collection_is_in_folder_order_whatever_order_the_jobs_finished(hive, tmp_path):
+    # Parallel jobs finish in any order: the sweep's table must not depend on it.
+    import os
+    import shutil
+
+    from quadarm.results.collect import collect
+
+    orders = []
+    for first in ("kr=2", "kr=4"):
+        root = tmp_path / first
+        shutil.copytree(hive, root, ignore=shutil.ignore_patterns("store"))
+        later = root / ("kr=4" if first == "kr=2" else "kr=2") / io.RUNS
+        t = (root / first / io.RUNS).stat().st_mtime
+        os.utime(later, (t + 10.0, t + 10.0))  # finished last
+        runs, metrics = collect([root])
+        orders.append((runs.drop(columns="source"), metrics))
+    pd.testing.assert_frame_equal(orders[0][0], orders[1][0])
+    pd.testing.assert_frame_equal(orders[0][1], orders[1][1])
+    assert list(dict.fromkeys(orders[0][1]["run_id"])) == list(orders[0][0]["run_id"])
