@@ -214,15 +214,26 @@ def test_the_servos_backlash_acts_on_the_actions():
 
 def _servo_trial(term):
     """The term's trial on the servo-driven v4 arm with a 0.1-mm backlash, or None where a
-    multi-section arm refuses it (preflight, quadarm.scenarios.drive.check)."""
+    preflight refuses it on this arm (e.g. prb12's reach target, which this arm's 0.2-s move
+    could only reach past gains.tilt_max_deg)."""
     from quadarm.api import compose
     from quadarm.config import ConfigError
 
     overrides = [*term.trial, *V4, "arm.backlash=1e-4"]
     try:
-        compose(overrides)
+        cfg = compose(overrides)
     except ConfigError:
         return None
+    if cfg.control.tendon_damping > 0.0:
+        # prb12's gain is 2.9x this arm's sampled-loop bound: the commands would chatter
+        # between the tendon limits, where the single env and the command line (the same
+        # numbers up to the action's round trip) part chaotically. Flown, as the task suite
+        # flies it, at prb12's fraction of its own bound.
+        from quadarm.runner.arm_aware import damping_bound_of
+
+        ref = compose([o for o in overrides if o not in (*V4, "arm.backlash=1e-4")])
+        gain = cfg.control.tendon_damping * damping_bound_of(cfg) / damping_bound_of(ref)
+        overrides.append(f"control.tendon_damping={gain!r}")
     return overrides
 
 
@@ -241,7 +252,7 @@ def test_every_term_flies_with_servos_as_the_command_line(term):
     as in tension mode, tests/model/test_terms_conformance.py)."""
     overrides = _servo_trial(term)
     if overrides is None:
-        pytest.skip(f"{term.name}: refused with a multi-section arm")
+        pytest.skip(f"{term.name}: its trial is refused on this arm by the preflight")
     _, tendons, _ = _as_the_command_line(QuadArmEnv(overrides=overrides))
     assert np.abs(tendons).max() < 1.0
 
@@ -254,7 +265,10 @@ def test_every_term_flies_with_servos_in_the_vector_env(term):
     every finished episode gives the command line's metrics."""
     overrides = _servo_trial(term)
     if overrides is None:
-        pytest.skip(f"{term.name}: refused with a multi-section arm")
+        pytest.skip(f"{term.name}: its trial is refused on this arm by the preflight")
+    kind = next(o.split("=", 1)[1] for o in overrides if o.startswith("scenario="))
+    if kind in core.UNSUPPORTED_SCENARIOS:
+        pytest.skip(f"{term.name}: scenario={kind}, whose grasp the vector env refuses")
     venv = QuadArmVectorEnv(2, overrides, nthread=1)
     venv.reset(seed=0)
     cli = run_episode(venv.cfg)
