@@ -328,13 +328,8 @@ def bent_swing_table(fixed: mujoco.MjModel, tendon_actuators: np.ndarray,
     ramps = []
     for j in range(directions):
         beta = 2.0 * math.pi * j / directions
-        data = mujoco.MjData(slow)
-        qs, sx, sy = np.zeros((steps, slow.nq)), np.zeros(steps), np.zeros(steps)
-        for s in range(steps):
-            sections.hold(slow, data, tendon_actuators, tensions((s + 1) / steps, beta))
-            mujoco.mj_step(slow, data)
-            qs[s] = data.qpos
-            sx[s], sy[s] = -data.qpos[adr[1::2]].sum(), data.qpos[adr[0::2]].sum()
+        qs = shape.ramp_poses(slow, tendon_actuators, tensions, beta, steps)
+        sx, sy = -qs[:, adr[1::2]].sum(axis=1), qs[:, adr[0::2]].sum(axis=1)
         total = np.hypot(sx, sy)
         keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
         idx = np.nonzero(keep)[0]

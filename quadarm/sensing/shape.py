@@ -676,6 +676,22 @@ def quasi_static_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
     return table
 
 
+def ramp_poses(model: mujoco.MjModel, tendon_actuators: np.ndarray,
+               tensions: Callable[[float, float], np.ndarray], beta: float, steps: int
+               ) -> np.ndarray:
+    """The poses (``steps``, nq) of one slow ramp of the fixed-base ``model`` from rest: at
+    step s the tendon ``actuators`` at ``tensions((s + 1) / steps, beta)`` (T,) (N, or m for a
+    servo's travel, put at rest there: :func:`quadarm.model.sections.hold`), then one
+    ``mj_step``; row s is the pose after it."""
+    data = mujoco.MjData(model)
+    qs = np.zeros((steps, model.nq))
+    for s in range(steps):
+        sections.hold(model, data, tendon_actuators, tensions((s + 1) / steps, beta))
+        mujoco.mj_step(model, data)
+        qs[s] = data.qpos
+    return qs
+
+
 def direction_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
                     tensions: Callable[[float, float], np.ndarray], directions: int = 24,
                     ramp: float = 20.0, rows: int = 41, damping_scale: float = 10.0
@@ -702,12 +718,8 @@ def direction_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
     ramps = []
     for j in range(directions):
         beta = 2.0 * math.pi * j / directions
-        data = mujoco.MjData(model)
-        bx, by = np.zeros((steps, n)), np.zeros((steps, n))
-        for s in range(steps):
-            sections.hold(model, data, tendon_actuators, tensions((s + 1) / steps, beta))
-            mujoco.mj_step(model, data)
-            bx[s], by[s] = -data.qpos[adr[1::2]], data.qpos[adr[0::2]]
+        qs = ramp_poses(model, tendon_actuators, tensions, beta, steps)
+        bx, by = -qs[:, adr[1::2]], qs[:, adr[0::2]]
         sx, sy = bx.sum(axis=1), by.sum(axis=1)
         total = np.hypot(sx, sy)
         keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
