@@ -322,29 +322,22 @@ def bent_swing_table(fixed: mujoco.MjModel, tendon_actuators: np.ndarray,
     dof = np.array([lin.jnt_dofadr[j] for j in shape.hinge_joints(lin, nl)])
     adr = shape.hinge_qpos(lin, nl)
     ix = np.ix_(dof, dof)
-    slow = copy.deepcopy(fixed)
-    slow.dof_damping[:] *= damping_scale
-    steps = int(round(ramp / slow.opt.timestep))
     ramps = []
-    for j in range(directions):
-        beta = 2.0 * math.pi * j / directions
-        qs = shape.ramp_poses(slow, tendon_actuators, tensions, beta, steps)
-        sx, sy = -qs[:, adr[1::2]].sum(axis=1), qs[:, adr[0::2]].sum(axis=1)
-        total = np.hypot(sx, sy)
-        keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
+    for j, qs in enumerate(shape.direction_ramps(fixed, tendon_actuators, tensions, directions,
+                                                 ramp, damping_scale)):
+        beta, steps = 2.0 * math.pi * j / directions, len(qs)
+        keep, total, own = shape.ramp_branch(-qs[:, adr[1::2]].sum(axis=1),
+                                             qs[:, adr[0::2]].sum(axis=1))
         idx = np.nonzero(keep)[0]
-        heading = np.arctan2(sy[idx], sx[idx])
-        upper = heading[len(heading) // 2:]
-        own = math.atan2(float(np.sin(upper).mean()), float(np.cos(upper).mean()))
-        at = np.concatenate([[0.0], total[idx]])
+        at = np.concatenate([[0.0], total])
         mus = np.concatenate([[0.0], (idx + 1.0) / steps])
-        poses = np.vstack([np.zeros(slow.nq), qs[idx]])
-        grid = np.linspace(0.0, float(total[idx].max()), rows)
+        poses = np.vstack([np.zeros(fixed.nq), qs[idx]])
+        grid = np.linspace(0.0, float(total.max()), rows)
         block = np.zeros((rows, B_DATA + 2 * m * m + m * N_U))
         block[:, B_A], block[:, B_DIR], block[:, B_ROWS] = grid, own, rows
         for r, big_a in enumerate(grid):
             mu = float(np.interp(big_a, at, mus))
-            q0 = np.array([np.interp(big_a, at, poses[:, c]) for c in range(slow.nq)])
+            q0 = np.array([np.interp(big_a, at, poses[:, c]) for c in range(fixed.nq)])
             ctrl = np.zeros(lin.nu)
             ctrl[tendon_actuators] = tensions(mu, beta)
             aq, av, bg, mass, qw = _linearised(lin, dl, q0, ctrl, h)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import mujoco
 import numpy as np
@@ -676,20 +676,40 @@ def quasi_static_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
     return table
 
 
-def ramp_poses(model: mujoco.MjModel, tendon_actuators: np.ndarray,
-               tensions: Callable[[float, float], np.ndarray], beta: float, steps: int
-               ) -> np.ndarray:
-    """The poses (``steps``, nq) of one slow ramp of the fixed-base ``model`` from rest: at
-    step s the tendon ``actuators`` at ``tensions((s + 1) / steps, beta)`` (T,) (N, or m for a
-    servo's travel, put at rest there: :func:`quadarm.model.sections.hold`), then one
-    ``mj_step``; row s is the pose after it."""
-    data = mujoco.MjData(model)
-    qs = np.zeros((steps, model.nq))
-    for s in range(steps):
-        sections.hold(model, data, tendon_actuators, tensions((s + 1) / steps, beta))
-        mujoco.mj_step(model, data)
-        qs[s] = data.qpos
-    return qs
+def direction_ramps(model: mujoco.MjModel, tendon_actuators: np.ndarray,
+                    tensions: Callable[[float, float], np.ndarray], directions: int,
+                    ramp: float, damping_scale: float) -> Iterator[np.ndarray]:
+    """The poses (steps, nq) of one slow ramp of the fixed-base ``model`` per commanded
+    direction beta_j = 2 pi j / ``directions`` (rad), in turn: from rest, the hinge damping x
+    ``damping_scale`` (so that the arm follows its equilibrium branch), at step s of
+    ``ramp`` / timestep the tendon actuators at ``tensions((s + 1) / steps, beta_j)`` (T,) (N,
+    or m for a servo's travel, put at rest there: :func:`quadarm.model.sections.hold`), then
+    one ``mj_step``; row s is the pose after it."""
+    slow = copy.deepcopy(model)
+    slow.dof_damping[:] *= damping_scale
+    steps = int(round(ramp / slow.opt.timestep))
+    for j in range(directions):
+        beta = 2.0 * math.pi * j / directions
+        data = mujoco.MjData(slow)
+        qs = np.zeros((steps, slow.nq))
+        for s in range(steps):
+            sections.hold(slow, data, tendon_actuators, tensions((s + 1) / steps, beta))
+            mujoco.mj_step(slow, data)
+            qs[s] = data.qpos
+        yield qs
+
+
+def ramp_branch(sx: np.ndarray, sy: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """A ramp's rising branch from its summed bend vector (sx, sy) (rad, (steps,) each): the
+    steps whose total bend A = |(sx, sy)| passes every one before (bool, (steps,)), A there
+    (rad), and the ramp's own direction (rad, in (-pi, pi]: the circular mean of the branch's
+    bend direction over its upper half, where the tendons bend the arm)."""
+    total = np.hypot(sx, sy)
+    keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
+    heading = np.arctan2(sy[keep], sx[keep])
+    upper = heading[len(heading) // 2:]
+    return keep, total[keep], math.atan2(float(np.sin(upper).mean()),
+                                         float(np.cos(upper).mean()))
 
 
 def direction_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
@@ -712,20 +732,12 @@ def direction_table(model: mujoco.MjModel, tendon_actuators: np.ndarray,
     """
     n = _links(model)
     adr = hinge_qpos(model, n)
-    model = copy.deepcopy(model)
-    model.dof_damping[:] *= damping_scale
-    steps = int(round(ramp / model.opt.timestep))
     ramps = []
-    for j in range(directions):
-        beta = 2.0 * math.pi * j / directions
-        qs = ramp_poses(model, tendon_actuators, tensions, beta, steps)
+    for qs in direction_ramps(model, tendon_actuators, tensions, directions, ramp,
+                              damping_scale):
         bx, by = -qs[:, adr[1::2]], qs[:, adr[0::2]]
-        sx, sy = bx.sum(axis=1), by.sum(axis=1)
-        total = np.hypot(sx, sy)
-        keep = total > np.maximum.accumulate(np.concatenate([[0.0], total[:-1]]))
-        bx, by, total, heading = bx[keep], by[keep], total[keep], np.arctan2(sy[keep], sx[keep])
-        upper = heading[len(heading) // 2:]
-        own = math.atan2(float(np.sin(upper).mean()), float(np.cos(upper).mean()))
+        keep, total, own = ramp_branch(bx.sum(axis=1), by.sum(axis=1))
+        bx, by = bx[keep], by[keep]
         grid = np.linspace(0.0, float(total.max()), rows)
         at = np.concatenate([[0.0], total])
         block = np.zeros((rows, 2 * n + D_COLS))
