@@ -58,6 +58,7 @@ class Channels:
 # at least this keeps them as they are (FTDCR v4's reach 10 mm); a smaller arm's, driven by
 # smaller commands, gets them scaled down with its largest command (:func:`command_scale`).
 REF_COMMAND = 5e-3
+REST_COMMAND = 5e-4  # m: at REF_COMMAND's scale, a command this close to 0 is at rest
 
 
 def command_scale(pull: np.ndarray) -> float:
@@ -68,6 +69,14 @@ def command_scale(pull: np.ndarray) -> float:
     pulled alone (``tests/model/test_identify_recovery.py``)."""
     top = float(np.max(np.abs(pull))) if np.size(pull) else 0.0
     return min(1.0, top / REF_COMMAND) if top > 0 else 1.0
+
+
+def rest_tip(pull: np.ndarray, tip: np.ndarray) -> np.ndarray:
+    """The tip at rest (3,) m: the median of ``tip`` (K, 3) over the rows whose commands
+    ``pull`` (K, n) m are all within :data:`REST_COMMAND` x :func:`command_scale` of 0, or the
+    first row when none is."""
+    quiet = np.abs(pull).max(axis=1) < REST_COMMAND * command_scale(pull)
+    return np.median(tip[quiet], axis=0) if quiet.any() else tip[0]
 
 
 def active_channel(pull: np.ndarray, lead: float | None = None) -> np.ndarray:
@@ -100,9 +109,8 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
     if sum(per_section) != n:
         raise ConfigError("identify.channels", n, "must be one per tendon (one per servo of "
                           f"an antagonistic pair): the arm has {sum(per_section)}")
-    small = 5e-4 * command_scale(pull)  # m: a command this close to 0 is at rest
-    quiet = np.abs(pull).max(axis=1) < small
-    rest = np.median(tip[quiet], axis=0) if quiet.any() else tip[0]
+    small = REST_COMMAND * command_scale(pull)
+    rest = rest_tip(pull, tip)
     act = active_channel(pull)
     mean_defl = np.zeros((n, 3))
     for c in range(n):

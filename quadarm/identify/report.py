@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from quadarm.config.identify import IdentifyConfig
+from quadarm.identify import register
 from quadarm.results.io import write_text
 
 
@@ -54,9 +55,7 @@ def _figures(out: Path, recs: dict[str, Any], sims: dict[str, np.ndarray]) -> li
     fig, ax = plt.subplots(figsize=(6, 4))
     for which in ("train", "val"):
         rec, s = recs[which], sims[which]
-        rest = np.median(rec.tip[np.abs(rec.pull).max(axis=1) < 5e-4], axis=0) \
-            if (np.abs(rec.pull).max(axis=1) < 5e-4).any() else rec.tip[0]
-        defl = np.linalg.norm(rec.tip - rest, axis=1) * 1e3
+        defl = np.linalg.norm(rec.tip - register.rest_tip(rec.pull, rec.tip), axis=1) * 1e3
         err = np.linalg.norm(s - np.mean(s - rec.tip, axis=0) - rec.tip, axis=1) * 1e3
         ax.plot(defl, err, ".", ms=2, label=which)
     ax.set_xlabel("tip deflection from rest (mm)")
