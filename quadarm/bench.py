@@ -782,8 +782,13 @@ def _write_sized(out: Path, key: str, results: list[dict[str, Any]],
     ``--sections``) and write its ``results`` under ``key`` to ``out`` (JSON); exit code 0."""
     load = (load_before, os.getloadavg() if hasattr(os, "getloadavg") else None)
     print(f"load average before/after: {load[0]} / {load[1]}")
+    return _write(out, {key: results, "loadavg": load})
+
+
+def _write(out: Path, payload: Any) -> int:
+    """Write ``payload`` to ``out`` (JSON, its folder made) and say so; exit code 0."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({key: results, "loadavg": load}, indent=2, default=float))
+    out.write_text(json.dumps(payload, indent=2, default=float))
     print(f"wrote {out}")
     return 0
 
@@ -845,10 +850,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{learned['ratio_training_over_raw']:.3f}; {learned['envs']} envs, action_every "
               f"{learned['action_every']}, {learned['steps']} env steps of training; medians of "
               f"{args.repeat}; load {learned['loadavg'][0]:.1f} / {learned['loadavg'][1]:.1f})")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"learn": learned}, indent=2, default=float))
-        print(f"wrote {args.out}")
-        return 0
+        return _write(args.out, {"learn": learned})
     if args.sb3:
         sb3 = measure_sb3(max(args.nenv, 1), args.repeat)
         if sb3 is None:
@@ -857,10 +859,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{sb3['steps_per_s']['sb3']:.0f} (medians; best-run ratio "
               f"{sb3['ratio_sb3_over_vector']:.3f}; "
               f"{sb3['nenv']} envs x {sb3['steps']} steps, {sb3['dtype']})")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"sb3": sb3}, indent=2, default=float))
-        print(f"wrote {args.out}")
-        return 0
+        return _write(args.out, {"sb3": sb3})
     if args.envs:
         load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
         found = {lab: measure_envs(lab, args.repeat, max(args.nenv, 1))
@@ -872,10 +871,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "loadavg": load}
         print("\n".join(env_lines(envs)))
         print(f"load average before/after: {load[0]} / {load[1]}")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(envs, indent=2, default=float))
-        print(f"wrote {args.out}")
-        return 0
+        return _write(args.out, envs)
     if args.sections:
         try:
             sizes = tuple((int(a), int(b)) for a, b in (v.split("x") for v in
@@ -905,10 +901,7 @@ def main(argv: list[str] | None = None) -> int:
     results = run(args.repeat, args.nsim, tuple(args.preset or PRESETS), args.paper,
                   not args.no_air, tuple(args.override), args.nenv)
     print(table(results))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, default=float))
-    print(f"wrote {args.out}")
-    return 0
+    return _write(args.out, results)
 
 
 if __name__ == "__main__":

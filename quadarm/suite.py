@@ -59,7 +59,7 @@ def tasks(environ: Mapping[str, str] = os.environ) -> list[str]:
 def arm_of(args: list[str]) -> str:
     """The arm ``args`` choose ('' for the default one)."""
     chosen = [a.split("=", 1)[1] for a in scale.arm_overrides(args)
-              if a.split("=", 1)[0].lstrip("+~") == "arm" and "=" in a]
+              if scale.override_key(a) == "arm" and "=" in a]
     return chosen[-1] if chosen else ""
 
 
@@ -88,16 +88,11 @@ def commands(names: list[str], env: Env, args: list[str], docs: str | None,
     return runs, report
 
 
-def _key(override: str) -> str:
-    """The dotted key of a Hydra override (``+a.b=1`` -> ``a.b``)."""
-    return override.split("=", 1)[0].lstrip("+~")
-
-
 def _without(args: list[str], scaled: list[str]) -> list[str]:
     """``args`` less the overrides whose key a split run sets itself (a baseline split gives
     its own ``+baseline=``): Hydra would take the later one anyway, the line stays readable."""
-    taken = {_key(a) for a in scaled}
-    return [a for a in args if _key(a) not in taken]
+    taken = {scale.override_key(a) for a in scaled}
+    return [a for a in args if scale.override_key(a) not in taken]
 
 
 def main(argv: list[str] | None = None) -> int:

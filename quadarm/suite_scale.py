@@ -155,6 +155,11 @@ def scale_of(overrides: tuple[str, ...], config_dir: str = "") -> Scale:
                  damping=damping_bound_of(cfg))
 
 
+def override_key(override: str) -> str:
+    """The dotted key of a Hydra override (``+a.b=1`` -> ``a.b``)."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
 def scaled_arm(args: Sequence[str]) -> tuple[str, ...]:
     """The overrides among ``args`` that choose or change the arm (:func:`arm_overrides`) when
     they make another arm than the reference, whose draws are then scaled; () for the
@@ -165,7 +170,7 @@ def scaled_arm(args: Sequence[str]) -> tuple[str, ...]:
 
 def arm_overrides(args: Sequence[str]) -> tuple[str, ...]:
     """The overrides among the suite's ``args`` that choose or change the arm."""
-    return tuple(a for a in args if a.split("=")[0].lstrip("+~").split(".")[0] == "arm")
+    return tuple(a for a in args if override_key(a).split(".")[0] == "arm")
 
 
 def _scaled(value: Any, scale: str, r: float, altitude: float) -> Any:
@@ -245,7 +250,7 @@ def dirname_excludes(base: Sequence[str], keys: Sequence[str], config_dir: str =
 def _sweep_baselines(base: Sequence[str], args: Sequence[str], config_dir: str) -> list[str]:
     """The baselines a task's multirun flies: those of ``args`` (``+baseline=a,b``), else the
     experiment's sweep (``hydra.sweeper.params``)."""
-    given = [a.split("=", 1)[1] for a in args if a.split("=", 1)[0].lstrip("+~") == "baseline"]
+    given = [a.split("=", 1)[1] for a in args if override_key(a) == "baseline"]
     if given:
         return given[-1].split(",")
     node = experiment_hydra(tuple(base), config_dir)
@@ -275,7 +280,7 @@ def baseline_runs(task: str, args: Sequence[str], config_dir: str = "",
     if not arm:
         return [("", [])]
     base = [f"+experiment={task}", *([f"{case[0]}={case[1]}"] if case else [])]
-    given = {a.split("=", 1)[0].lstrip("+~") for a in args}
+    given = {override_key(a) for a in args}
     draws = [d for d in BASELINE_DRAWS if d.key not in given]
     names = _sweep_baselines(base, args, config_dir)
     if not draws or not names:
