@@ -185,6 +185,18 @@ def _scaled(value: Any, scale: str, r: float, altitude: float) -> Any:
     return (hub + (p - hub) * r).tolist()
 
 
+def in_arm_scale(value: Any, scale: str, arm: Sequence[str], altitude: float = 0.0,
+                 config_dir: str = "") -> Any:
+    """A draw of the reference arm, ``value`` (a number, a point (3,) in m, or a list of
+    points), in the scale of the arm that the overrides ``arm`` select (``arm=...`` and its
+    keys), as the suite flies it (:func:`task_overrides`): a ``position`` is a world point whose
+    offset from the hub's start (0, 0, ``altitude`` m) scales with the arm's length; the other
+    scales multiply the whole value by the arm's quantity over the reference's."""
+    r = scale_of(tuple(arm), config_dir).ratio(scale_of((f"arm={REFERENCE}",), config_dir),
+                                               scale)
+    return _scaled(value, scale, r, altitude)
+
+
 def _hydra(value: Any) -> str:
     """A value as Hydra's override grammar reads it (lists in JSON's brackets, floats in full
     precision)."""

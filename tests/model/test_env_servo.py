@@ -212,14 +212,34 @@ def test_the_servos_backlash_acts_on_the_actions():
     assert held.any() and not held.all()
 
 
+def _in_v4_scale(trial: list[str]) -> list[str]:
+    """``trial`` with its reach targets in the v4 arm's scale, as the task suite draws them
+    (:func:`quadarm.suite_scale.in_arm_scale`: the offset from the hub's start times the
+    arms' length ratio, 0.2245 / 0.526 m). The registry's trials name points beside prb12's
+    hanging tip: 0.53 m below the hub, 0.30 m below v4's tip, which a 0.2-s move could reach
+    only with 167 deg of tilt (the preflight refuses it); scaled, the point lies 3.4 cm beside
+    v4's hanging tip, as prb12's lies 8 cm beside its own."""
+    if not any(o.startswith("scenario.targets=") for o in trial):
+        return trial
+    from quadarm.api import compose
+    from quadarm.suite_scale import POSITION, in_arm_scale
+
+    ref = compose([o for o in trial if not o.startswith("arm")])  # prb12: the trial's own
+    targets = in_arm_scale([list(t) for t in ref.scenario.targets], POSITION, V4,
+                           float(ref.scenario.altitude))
+    return [*(o for o in trial if not o.startswith("scenario.targets=")),
+            "scenario.targets=[" + ",".join(f"[{x!r},{y!r},{z!r}]" for x, y, z in targets)
+            + "]"]
+
+
 def _servo_trial(term):
-    """The term's trial on the servo-driven v4 arm with a 0.1-mm backlash, or None where a
-    preflight refuses it on this arm (e.g. prb12's reach target, which this arm's 0.2-s move
-    could only reach past gains.tilt_max_deg)."""
+    """The term's trial on the servo-driven v4 arm with a 0.1-mm backlash (its reach targets
+    in the arm's scale, :func:`_in_v4_scale`), or None where a preflight refuses it on this
+    arm."""
     from quadarm.api import compose
     from quadarm.config import ConfigError
 
-    overrides = [*term.trial, *V4, "arm.backlash=1e-4"]
+    overrides = [*_in_v4_scale(list(term.trial)), *V4, "arm.backlash=1e-4"]
     try:
         cfg = compose(overrides)
     except ConfigError:
