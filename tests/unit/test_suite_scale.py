@@ -165,3 +165,22 @@ def test_scaled_draws_stay_out_of_the_job_folder_names(scales: None) -> None:
         job = hydra_compose([*over, "+baseline=nominal", "sensing=exact", exclude]).hydra.job
         assert len(job.override_dirname) < 255, job.override_dirname[:120]
         assert "arm=rod" in job.override_dirname.split(",")
+
+
+def test_one_draw_in_an_arms_scale_is_the_suites(scales: None) -> None:
+    """``in_arm_scale`` (one reference draw, e.g. a test's reach target) gives what the suite
+    flies: the reach task's targets as its scaled grid, the push force as its override, and
+    the reference arm's own draw unchanged."""
+    reach, push = suite.commands(["task_reach", "task_push"], ENV,
+                                 ["arm=other", "+baseline=nominal"], None)[0]
+    cfg = compose(["+experiment=task_reach"])
+    targets = cfg.runner.grid["scenario.targets"]
+    got = suite_scale.in_arm_scale(targets, suite_scale.POSITION, ["arm=other"],
+                                   cfg.scenario.altitude)
+    np.testing.assert_array_equal(np.array(got), np.array(_grid(reach, "scenario.targets")))
+    force = compose(["+experiment=task_push"]).scenario.force
+    flown = float(next(c for c in push if c.startswith("scenario.force=")).split("=")[1])
+    assert suite_scale.in_arm_scale(force, suite_scale.FORCE, ["arm=other"]) == flown
+    same = suite_scale.in_arm_scale(targets, suite_scale.POSITION,
+                                    [f"arm={suite_scale.REFERENCE}"], cfg.scenario.altitude)
+    np.testing.assert_array_equal(np.array(same), np.array(targets, dtype=float))
