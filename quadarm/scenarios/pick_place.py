@@ -77,6 +77,7 @@ def waypoints(cfg: Config, centre: np.ndarray) -> np.ndarray:
 
 
 CARRYING = (False, False, True, True, True, False)  # the legs that end with the object held
+GRASP = 1  # the leg that ends on the grasp point
 
 
 def carry_maps(cfg: Config, grasp_row: np.ndarray) -> tuple[TipMap, TipMap]:
@@ -96,27 +97,44 @@ def carry_maps(cfg: Config, grasp_row: np.ndarray) -> tuple[TipMap, TipMap]:
             tip_map(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map, load=load))
 
 
+def held_row(tm: TipMap, point: np.ndarray, grasp_row: np.ndarray) -> np.ndarray:
+    """The split law's row (7,) that puts ``tm``'s point (the tip, or the carried object's
+    centre on a loaded map) on ``point`` (m, (3,), world) with the grasp's bend held
+    (``grasp_row``: mu and beta at 3 and 4): the hub, level at rest, carries the rest, as in
+    ``vehicle`` mode with that bend rather than the straight arm."""
+    mu, beta = float(grasp_row[3]), float(grasp_row[4])
+    return np.concatenate([point - tm.tip(mu, beta), [mu, beta, 1.0, 0.0]])
+
+
 def leg_plans(cfg: Config, targets: np.ndarray) -> tuple[np.ndarray, list[TipMap]]:
     """The split law's row (7: hub target, mu, beta, in-workspace flag, miss) per waypoint,
     (6, 7), each from the previous hub target (``arm`` mode: from the start, the hub holds),
     level, at rest; and per leg the map of the tip the plan expects there. With
     ``scenario.plan_loaded`` the legs that carry the object split for the object's centre
     (the tip waypoint less the grasp offset) on the loaded arm's map (:func:`carry_maps`),
-    otherwise every leg splits for the tip on the unloaded arm's map."""
+    otherwise every leg splits for the tip on the unloaded arm's map. With
+    ``scenario.keep_grasp_bend`` every leg after the grasp (lift, carry, lower, back off)
+    keeps the grasp's bend, the hub moving the tip (:func:`held_row`): the tip, and with it
+    the welded object, keeps the attitude it had at the grasp, so the object comes down on the
+    place as it sat on its stand."""
     sc: PickPlaceScenario = cfg.scenario
     tm = the_map(cfg)
     home = np.array([0.0, 0.0, sc.altitude])
     rows: list[np.ndarray] = []
     maps = [tm] * len(targets)
     hub, carry = home, None
+    keep = sc.keep_grasp_bend and cfg.control.tip_mode != "arm"  # arm mode: refused
     for j, target in enumerate(targets):
         ref = home if cfg.control.tip_mode == "arm" else hub
         if CARRYING[j] and sc.plan_loaded:
             if carry is None:
-                carry = carry_maps(cfg, rows[1])
-            rows.append(split_samples(cfg, carry[0], (target - grasp_offset(cfg))[None],
-                                      ref)[0])
+                carry = carry_maps(cfg, rows[GRASP])
+            centre = target - grasp_offset(cfg)
+            rows.append(held_row(carry[0], centre, rows[GRASP]) if keep
+                        else split_samples(cfg, carry[0], centre[None], ref)[0])
             maps[j] = carry[1]
+        elif keep and j > GRASP:
+            rows.append(held_row(tm, target, rows[GRASP]))
         else:
             rows.append(split_samples(cfg, tm, target[None], ref)[0])
         hub = rows[-1][:3]

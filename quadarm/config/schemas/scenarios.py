@@ -520,6 +520,11 @@ class PickPlaceScenario(ScenarioConfig):
     # Tell the hub's controller of the object's weight while the tip holds it (the weight
     # feed-forward, quadarm.runner.step.carry_term): the task knows the mass it grasps.
     weight_feedforward: bool = True
+    # Hold the grasp's bend from the grasp until the tip has backed off from the place, the
+    # hub carrying the tip (coordinated mode): the weld holds the object at the tip's attitude,
+    # so the object then reaches the place at the attitude it was picked at (flat) rather than
+    # tilted by a bend the other way. False: every leg split on its own, as before.
+    keep_grasp_bend: bool = False
 
     @property
     def kind(self) -> str:
@@ -565,6 +570,10 @@ class PickPlaceScenario(ScenarioConfig):
             raise ConfigError("control.tip_gain", cfg.control.tip_gain,
                               "must be 0 with control.tip_mode=arm (the feedback moves the hub, "
                               "which arm mode holds)")
+        if self.keep_grasp_bend and cfg.control.tip_mode == "arm":
+            raise ConfigError("scenario.keep_grasp_bend", True,
+                              "must be false with control.tip_mode=arm (the hub holds, so the "
+                              "arm alone has to bend to every waypoint)")
         check_lift(cfg, pl.mass, "world.payload.mass", pl.mass)
         if self.place[2] < pl.half_size:
             raise ConfigError("scenario.place", list(self.place),
