@@ -286,6 +286,7 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
     (``"references"``: offsets of the controller's references, whose zero is the command
     line's controller, so the residual's base is zero)."""
     from quadarm.envs import REACH_ENV_ID
+    from quadarm.envs.options import VectorOptions
     from quadarm.envs.sb3 import QuadArmSB3VecEnv
 
     over, draw = task_overrides(task)
@@ -298,9 +299,11 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
                  if targets and len(targets) > 1 and not per_env else None)
     own = ([[f"scenario.targets={json.dumps(t)}"] for t in targets]
            if per_env and targets else None)
-    venv = QuadArmSB3VecEnv(n_envs, over[1:], randomize=randomize, record=record,
-                            env_id=REACH_ENV_ID, observe=observe, action_every=action_every,
-                            per_env=own, actions=actions)
+    options = VectorOptions(num_envs=n_envs, overrides=tuple(over[1:]), randomize=randomize,
+                            record=record, dtype="float32", observe=observe,
+                            action_every=action_every, actions=actions,
+                            per_env=None if own is None else tuple(map(tuple, own)))
+    venv = QuadArmSB3VecEnv(options=options, env_id=REACH_ENV_ID)
     return venv, over
 
 

@@ -34,6 +34,7 @@ from gymnasium.vector.utils import batch_space
 
 from quadarm.config import Config
 from quadarm.envs import core
+from quadarm.envs.options import EnvOptions, VectorOptions
 from quadarm.envs.single import QuadArmEnv
 from quadarm.envs.vector import QuadArmVectorEnv
 
@@ -72,12 +73,15 @@ class QuadArmReachEnv(QuadArmEnv):
 
     _TIP = True
 
-    def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(config=reach_config(overrides, config), **kwargs)
+    def __init__(self, overrides: Sequence[str] | None = None,
+                 options: EnvOptions | None = None, **keywords: Any) -> None:
+        super().__init__(overrides, options, **keywords)
         if self.layout == "state":  # the task layout has the tip's entries already
             self.observation_space = core.observation_space(
                 core.obs_dim(self.task.built.model) + EXTRA, self._dtype)
+
+    def _config(self, overrides: Sequence[str], config: Config | None) -> Config:
+        return reach_config(overrides, config)
 
     def _load(self, task: core.Task) -> None:
         super()._load(task)
@@ -132,9 +136,9 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
 
     _TIP = True
 
-    def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
-                 config: Config | None = None, **kwargs: Any) -> None:
-        super().__init__(num_envs, overrides, config=config, **kwargs)
+    def __init__(self, num_envs: int | None = None, overrides: Sequence[str] | None = None,
+                 options: VectorOptions | None = None, **keywords: Any) -> None:
+        super().__init__(num_envs, overrides, options, **keywords)
         model = self.tasks[0].built.model
         if self.layout == "state":  # the task layout has the tip's entries already
             self.single_observation_space = core.observation_space(

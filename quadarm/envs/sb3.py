@@ -37,8 +37,8 @@ from stable_baselines3.common.vec_env.base_vec_env import (
     VecEnvStepReturn,
 )
 
-from quadarm.config import Config
 from quadarm.envs import ENV_ID, REACH_ENV_ID
+from quadarm.envs.options import VectorOptions
 from quadarm.envs.reach import QuadArmReachVectorEnv
 from quadarm.envs.vector import QuadArmVectorEnv
 
@@ -50,38 +50,36 @@ class QuadArmSB3VecEnv(VecEnv):
     """``num_envs`` quadarm environments stepped together, behind SB3's ``VecEnv`` API.
 
     Args:
-        num_envs, overrides, config, randomize, record, nthread: as
-            :class:`~quadarm.envs.vector.QuadArmVectorEnv`. ``record`` defaults to False here:
-            training rarely reads the per-episode metrics, and the log costs memory.
-        dtype: ``"float32"`` (default) or ``"float64"``, the spaces' and observations' type.
+        num_envs, overrides, options and the keywords: the vector environment's
+            (:class:`~quadarm.envs.options.VectorOptions`: ``config``, ``randomize``,
+            ``record``, ``nthread``, ``dtype``, ``observe``, ``action_every``, ``actions``,
+            ``per_env``), but for two defaults of this adapter, used when no ``options``
+            record is given: ``record=False`` (training rarely reads the per-episode metrics,
+            and the log costs memory) and ``dtype="float32"`` (what SB3's networks train in).
+            ``autoreset_mode`` is SB3's (``SAME_STEP``) and may not be given.
         env_id: the task, ``quadarm/QuadArm-v0`` (default) or ``quadarm/QuadArmReach-v0``
             (:class:`~quadarm.envs.reach.QuadArmReachVectorEnv`).
-        observe: ``"exact"`` (default) or ``"sensed"``, as the vector environment's.
-        action_every: physics steps per action (default 1), as the vector environment's:
-            each SB3 step holds the action for that many physics steps, and its reward is
-            their rewards summed.
-        actions: ``"rotors"`` (default) or ``"references"``, as the vector environment's
-            (:mod:`quadarm.envs.references`).
-        per_env: one list of overrides per environment, as the vector environment's.
 
     ``seed(s)`` before ``reset()`` seeds environment i with ``s + i`` (SB3's rule, which is
     also the vector environment's). ``get_attr``, ``set_attr`` and ``env_method`` act on the
     one batched environment (every index gets the same answer); no environment is wrapped.
     """
 
-    def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
-                 config: Config | None = None, randomize: Mapping[str, Any] | None = None,
-                 record: bool = False, nthread: int = 0, dtype: str = "float32",
-                 env_id: str = ENV_ID, observe: str = "exact", action_every: int = 1,
-                 actions: str = "rotors", per_env: Sequence[Sequence[str]] | None = None
-                 ) -> None:
+    # This adapter's own defaults of VectorOptions' fields (without an options record).
+    DEFAULTS: dict[str, Any] = {"record": False, "dtype": "float32"}
+
+    def __init__(self, num_envs: int | None = None, overrides: Sequence[str] | None = None,
+                 options: VectorOptions | None = None, env_id: str = ENV_ID,
+                 **keywords: Any) -> None:
         if env_id not in VECTORS:
             raise ValueError(f"env_id={env_id!r}: must be one of {', '.join(VECTORS)}")
-        self.venv = VECTORS[env_id](num_envs, overrides, config=config, randomize=randomize,
-                                    record=record, nthread=nthread,
-                                    autoreset_mode=AutoresetMode.SAME_STEP, dtype=dtype,
-                                    observe=observe, action_every=action_every,
-                                    actions=actions, per_env=per_env)
+        if "autoreset_mode" in keywords:
+            raise ValueError("autoreset_mode: SB3's VecEnv resets on the ending step "
+                             "(SAME_STEP); not an option of the adapter")
+        if options is None:
+            keywords = {**self.DEFAULTS, **keywords}
+        self.venv = VECTORS[env_id](num_envs, overrides, options,
+                                    autoreset_mode=AutoresetMode.SAME_STEP, **keywords)
         self.render_mode = None
         super().__init__(self.venv.num_envs, self.venv.single_observation_space,
                          self.venv.single_action_space)

@@ -36,7 +36,7 @@ zero-order hold of the 500 Hz controller, not the command line's loop, which onl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -45,6 +45,7 @@ import numpy as np
 
 from quadarm.config import Config
 from quadarm.envs import core, features, references, sensed
+from quadarm.envs.options import EnvOptions
 from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import (
@@ -62,67 +63,56 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
     """The quadrotor with its tendon-driven arm, flying a scenario of the Hydra config.
 
     Args:
-        overrides: command-line style overrides of the config (``["scenario=hover",
-            "gains=soft"]``), validated like ``python -m quadarm``'s: a bad one raises
-            :class:`~quadarm.config.ConfigError` (a ValueError) with the CLI's one-line message.
-        config: an already validated :class:`~quadarm.config.Config` instead of overrides.
-        randomize: dotted key -> distribution, as ``runner.randomize`` (e.g.
-            ``{"arm.stiffness": {"dist": "normal", "rel_std": 0.1}}``): drawn at every
-            ``reset`` from the environment's ``np_random`` (so ``reset(seed=s)`` reproduces it),
-            and the model and plan rebuilt for the drawn values.
+        overrides, options and the keywords ``config``, ``randomize``, ``record``, ``dtype``,
+            ``observe``, ``action_every``, ``actions``: the fields of
+            :class:`~quadarm.envs.options.EnvOptions` (their meaning, units and ranges;
+            Gymnasium's keywords map into the record, replacing those of ``options`` when it
+            is given; an unknown keyword is refused in one line naming it). What they do
+            here: ``randomize`` draws at every ``reset`` from the environment's
+            ``np_random`` (so ``reset(seed=s)`` reproduces it) and rebuilds the model and plan
+            for the drawn values; ``observe="sensed"`` observes the sensing term's estimates
+            (:mod:`quadarm.envs.sensed`; needs a ``sensing`` preset other than ``exact``),
+            with noise drawn per episode from ``np_random``, while rewards, terminations and
+            metrics still read the simulated state; with ``"task"`` (``"task_sensed"``)
+            ``observe`` holds the source (``"exact"`` or ``"sensed"``) and ``layout`` is
+            ``"task"`` (``"state"`` otherwise); ``action_every`` holds the action in between
+            (see the module docstring); ``actions="references"`` and the other offsets of
+            :mod:`quadarm.envs.references` are flown by the command line's controller at
+            every physics step (not with ``observe="sensed"`` yet).
         render_mode: None or ``"rgb_array"`` (offscreen, headless with ``MUJOCO_GL=egl``).
         width, height: size of rendered frames (pixels).
-        record: keep the episode's log to report its metrics at the end (default); False
-            saves the logging (a few microseconds per step) and reports no metrics.
-        dtype: ``"float64"`` (default: the simulation's precision, as the reproduction needs)
-            or ``"float32"`` (observation and action spaces in float32, as neural-network
-            libraries expect; see :func:`quadarm.envs.core.space_dtype`).
-        observe: ``"exact"`` (default: the simulated state) or ``"sensed"``: the state
-            entries are the sensing term's estimates (:mod:`quadarm.envs.sensed`; needs a
-            ``sensing`` preset other than ``exact``), with noise drawn per episode from
-            ``np_random``. Rewards, terminations and metrics still read the simulated state.
-            ``"task"`` (``"task_sensed"``): the same state (the estimates) laid out for a
-            learner, hub frame and stated scales, with the last action
-            (:mod:`quadarm.envs.features`); ``observe`` then holds the source (``"exact"``
-            or ``"sensed"``) and ``layout`` is ``"task"`` (``"state"`` otherwise).
-        action_every: physics steps (``sim.timestep`` each) per action, an integer >= 1
-            (default 1: one step per action, as before): the action is held in between (see
-            the module docstring), e.g. 10 for 50 Hz at the default 2 ms.
-        actions: ``"rotors"`` (default: the rotor and tendon commands, :mod:`quadarm.envs.core`)
-            or ``"references"``: offsets of the controller's references (the hub position and
-            heading, each section's bend; the reach environment's tip target), which the
-            command line's controller flies at every physics step
-            (:mod:`quadarm.envs.references`). Not with ``observe="sensed"`` yet.
     """
 
     _TIP = False  # the reach environment's references are its tip target
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
 
-    def __init__(self, overrides: Sequence[str] = (), config: Config | None = None,
-                 randomize: Mapping[str, Any] | None = None, render_mode: str | None = None,
-                 width: int = 480, height: int = 480, record: bool = True,
-                 dtype: str = "float64", observe: str = "exact",
-                 action_every: int = 1, actions: str = "rotors") -> None:
+    def __init__(self, overrides: Sequence[str] | None = None,
+                 options: EnvOptions | None = None, render_mode: str | None = None,
+                 width: int = 480, height: int = 480, **keywords: Any) -> None:
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode={render_mode!r}: must be None or 'rgb_array'")
-        self.action_every = core.checked_action_every(action_every)
-        self._dtype = core.space_dtype(dtype)
-        self.cfg = config if config is not None else core.compose(overrides)
-        source, self.layout = features.parse(observe)
+        if overrides is not None:  # given: it replaces the record's (or the default)
+            keywords["overrides"] = overrides
+        self.options = opts = EnvOptions.of(options, ("render_mode", "width", "height"),
+                                            **keywords)
+        self.action_every = opts.action_every
+        self._dtype = core.space_dtype(opts.dtype)
+        self.cfg = self._config(opts.overrides, opts.config)
+        source, self.layout = features.parse(opts.observe)
         self.observe = sensed.checked_observe(source, self.cfg)
         self._err = np.zeros(3)  # the hub's error the task layout's rewards read (m, world)
-        self.actions = references.checked_actions(actions, self.cfg, self._TIP)
+        self.actions = references.checked_actions(opts.actions, self.cfg, self._TIP)
         self._refs = self.actions in references.OFFSETS
         if self._refs and self.observe == "sensed":
             raise ValueError(f"actions={self.actions!r} with observe='sensed': not supported; "
                              "observe='exact' (the controller still reads the sensing "
                              "preset's estimates)")
         self._sensed: int = -1  # the last sample whose sensors ran (observe="sensed")
-        self.randomizer = core.Randomizer(self.cfg, randomize) if randomize else None
+        self.randomizer = core.Randomizer(self.cfg, opts.randomize) if opts.randomize else None
         self.render_mode = render_mode
         self.width, self.height = int(width), int(height)
-        self.record = bool(record)
+        self.record = opts.record
         self.drawn: dict[str, Any] = {}
         self._renderer: mujoco.Renderer | None = None
         self._load(core.make_task(self.cfg))
@@ -134,6 +124,10 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                if self.layout == "task" else core.obs_dim(model))
         self.observation_space = core.observation_space(dim, self._dtype)
         self._k = -1
+
+    def _config(self, overrides: Sequence[str], config: Config | None) -> Config:
+        """The config of ``overrides`` (or ``config`` itself)."""
+        return config if config is not None else core.compose(overrides)
 
     # ---------------------------------------------------------------------------------------
 

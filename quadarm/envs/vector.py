@@ -39,7 +39,7 @@ target in the observation and the reward on the tip error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -54,12 +54,11 @@ from quadarm import terms
 from quadarm.config import Config
 from quadarm.envs import core, features, references, sensed
 from quadarm.envs.batches import Batches
+from quadarm.envs.options import VectorOptions
 from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import UNSTABLE, divergence, outcome_log
 from quadarm.scenarios.common import Log
-
-MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 
 
 def _memory(st: step.State, path: tuple[str, str]) -> Any:
@@ -85,12 +84,24 @@ def _no_weld() -> Any:
     raise RuntimeError("the vector environment flies no weld events")
 
 
+def _options(num_envs: int | None, overrides: Sequence[str] | None,
+             options: VectorOptions | None, keywords: dict[str, Any]) -> VectorOptions:
+    """The vector environment's record: ``options`` with ``num_envs`` and ``overrides`` (when
+    given) and Gymnasium's ``keywords`` replacing its fields."""
+    for key, value in (("num_envs", num_envs), ("overrides", overrides)):
+        if value is not None:  # given: it replaces the record's (or the default)
+            keywords = {**keywords, key: value}
+    return VectorOptions.of(options, **keywords)
+
+
 class QuadArmVectorEnv(gym.vector.VectorEnv):
     """``num_envs`` copies of :class:`~quadarm.envs.single.QuadArmEnv` on ``mujoco.batch.Batch``,
     dealt to ``nthread`` single-threaded batches stepped in parallel (0: one per core; see
     :mod:`quadarm.envs.batches`).
 
-    The other arguments are the single environment's (``overrides``, ``config``,
+    Its arguments are the fields of :class:`~quadarm.envs.options.VectorOptions` (Gymnasium's
+    keywords, or the record itself as ``options``), the single environment's
+    (:class:`~quadarm.envs.options.EnvOptions`: ``overrides``, ``config``,
     ``randomize``, ``record``, ``dtype``, ``observe``: with ``"sensed"`` each row runs the
     sensing term of its sample compiled with the seam, :mod:`quadarm.envs.sensed`;
     ``action_every``: each action held for that many physics steps, row i equal to a single
@@ -118,50 +129,31 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
     _TIP = False  # the reach environment's references are its tip target
-
-    def __init__(self, num_envs: int = 1, overrides: Sequence[str] = (),
-                 config: Config | None = None, randomize: Mapping[str, Any] | None = None,
-                 record: bool = True, nthread: int = 0,
-                 autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
-                 render_mode: str | None = None, max_episode_steps: int | None = None,
-                 dtype: str = "float64", observe: str = "exact",
-                 action_every: int = 1, actions: str = "rotors",
-                 per_env: Sequence[Sequence[str]] | None = None) -> None:
-        self.action_every = core.checked_action_every(action_every)
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int | np.integer) \
-                or num_envs < 1:
-            raise ValueError(f"num_envs={num_envs!r}: must be an integer >= 1")
-        if render_mode is not None:
-            raise ValueError("the vector environment does not render; render a single "
-                             "QuadArmEnv or replay a run with quadarm.render")
-        if max_episode_steps is not None:
-            raise ValueError("max_episode_steps: episodes end at the scenario's duration; "
-                             "set scenario.duration instead")
-        try:
-            mode = AutoresetMode(autoreset_mode)
-        except ValueError:
-            mode = None
-        if mode not in MODES:
-            raise ValueError(f"autoreset_mode={autoreset_mode!r}: must be NEXT_STEP or "
-                             "SAME_STEP")
+    def __init__(self, num_envs: int | None = None, overrides: Sequence[str] | None = None,
+                 options: VectorOptions | None = None, **keywords: Any) -> None:
+        """``num_envs`` and ``overrides`` (positional, as before) and Gymnasium's keywords
+        (``config``, ``randomize``, ``record``, ``nthread``, ``autoreset_mode``, ``dtype``,
+        ``observe``, ``action_every``, ``actions``, ``per_env``, ``render_mode``,
+        ``max_episode_steps``) are the fields of :class:`~quadarm.envs.options.VectorOptions`
+        (their meaning, units and ranges), replacing those of ``options`` when it is given;
+        an unknown keyword is refused in one line naming it."""
+        self.options = opts = _options(num_envs, overrides, options, keywords)
+        self.action_every = opts.action_every
+        mode = opts.autoreset_mode
         self.metadata = {**self.metadata, "autoreset_mode": mode}
-        self._dtype = core.space_dtype(dtype)
-        self.num_envs = int(num_envs)
+        self._dtype = core.space_dtype(opts.dtype)
+        self.num_envs = opts.num_envs
+        overrides, config, randomize, per_env = (opts.overrides, opts.config, opts.randomize,
+                                                 opts.per_env)
         if per_env is not None:  # one config per environment: the overrides, then its own
-            if config is not None:
-                raise ValueError("per_env: overrides per environment apply after "
-                                 "`overrides`; pass overrides, not config")
-            if isinstance(per_env, str) or len(per_env) != self.num_envs:
-                raise ValueError(f"per_env: one list of overrides per environment "
-                                 f"({self.num_envs}), got {per_env!r:.80}")
             cfgs = [self._config([*overrides, *extra], None) for extra in per_env]
         else:
             cfgs = [self._config(overrides, config)] * self.num_envs
         self.cfg = cfgs[0]
-        source, self.layout = features.parse(observe)
+        source, self.layout = features.parse(opts.observe)
         for c in {id(c): c for c in cfgs}.values():
             self.observe = sensed.checked_observe(source, c)
-            self.actions = references.checked_actions(actions, c, self._TIP)
+            self.actions = references.checked_actions(opts.actions, c, self._TIP)
             core.refuse_scenario(c)
         self._refs = self.actions in references.OFFSETS
         if self._refs and self.observe == "sensed":
@@ -176,7 +168,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self.randomizer = self._randomizers[0] if randomize else None
         # (randomizer, drawn values) -> its task, for draws that repeat (_drawn_task)
         self._task_cache: dict[tuple[int, str], core.Task] = {}
-        self.record = bool(record)
+        self.record = opts.record
         self.render_mode = None
         task = core.make_task(self.cfg)
         self.tasks = ([task] + [core.make_task(c) for c in cfgs[1:]] if per_env is not None
@@ -190,7 +182,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         from quadarm.runner.engine import threads
 
         model = task.built.model
-        self.sims = Batches(model, self.num_envs, threads(nthread))
+        self.sims = Batches(model, self.num_envs, threads(opts.nthread))
         if per_env is not None:
             self.sims.set_models([t.built.model for t in self.tasks])
         self._refresh()
