@@ -126,7 +126,7 @@ def _replay(sp, tab, prof, phi, cdd, af, links, fm, gm, qm, sig, zs, wbs, fvs, u
     kin, kinc = np.zeros((max(ni, 1), 6)), np.zeros((nc, max(ni, 1), 6))
     dl, dlc, tipv, tipc = np.zeros(nt), np.zeros((nc, nt)), np.zeros(3), np.zeros((nc, 3))
     hz, hm, lv = np.zeros(nz), np.zeros((nz, nx)), np.zeros((nl, 6))
-    xb, pht, pts = np.zeros(nx), np.zeros(nx), np.zeros((nl, 3))
+    xb, pht, pts = np.zeros(nx), np.zeros(2 * nx), np.zeros((nl, 3))
     blk = np.zeros(max(bt.shape[1] - armfilter.B_DATA, 0))
     nb = int(af[armfilter.F_NB])
     for k in range(nk):

@@ -42,6 +42,7 @@ from quadarm.scenarios import drive
 from quadarm.sensing import armfilter, ekf, noise, sensors, shape
 from quadarm.sensing.config import (
     SHAPE_TABLE_DIRECTIONS,
+    ArmImuConfig,
     SensingConfig,
     arm_imu_links,
     period_of,
@@ -591,7 +592,7 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
                  wts=wts, hq=hq, hv=hv, ft_adr=ft_adr, tip_site=int(b0.tip_site), q0=q0,
                  start=start,
                  sig0=sig0, caps=caps, n_links=n_links,
-                 **_arm_records(preps, on, n_links, tab.shape[1] > 0, prof.shape[0], n_ten))
+                 **_arm_records(preps, on, n_links, tab.shape[1] > 0, prof.shape[0], n_ten, sp))
 
 
 _MODELS: dict[str, tuple[np.ndarray, ...]] = {}
@@ -612,6 +613,26 @@ def _swing(p: Prepared, modes: int) -> tuple[np.ndarray, ...]:
     return _MODELS[key]
 
 
+_FILTERS: dict[str, tuple[np.ndarray, ...]] = {}
+
+
+def _filter(p: Prepared, modes: int, cfg: ArmImuConfig, n_imu: int, period: float,
+            n_base: int) -> tuple[np.ndarray, ...]:
+    """The swing modes phi of the trial's arm (:func:`_swing`) and the discrete filter of
+    :func:`armfilter.filter_arrays` over them: F, G, Q, the model accelerations and the
+    initial standard deviations; cached per :func:`_swing`'s key, arm IMU settings, IMU
+    count, period (s) and quasi-static coordinates. The filter's matrix exponentials cost
+    about 10 ms a trial, Python holding the GIL while the batched engine's other threads fly
+    (the same arrays every time: the cache changes no number)."""
+    c = p.cfg
+    key = repr((c.arm, c.airframe, c.sim, modes, cfg, n_imu, period, n_base))
+    if key not in _FILTERS:
+        phi, aq, av, bg = _swing(p, modes)
+        _FILTERS[key] = (phi, *armfilter.filter_arrays(phi, aq, av, bg, cfg, n_imu, period,
+                                                       n_base))
+    return _FILTERS[key]
+
+
 def _hinge0(m: Any) -> np.ndarray:
     """Hinge 0 (link 0's origin) from the vehicle's origin (m, vehicle axes), at qpos0."""
     d = mujoco.MjData(m)
@@ -623,10 +644,11 @@ def _hinge0(m: Any) -> np.ndarray:
 
 
 def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int, table: bool,
-                 n_prof: int, n_ten: int) -> dict[str, Any]:
+                 n_prof: int, n_ten: int, sp: np.ndarray) -> dict[str, Any]:
     """The dynamic shape estimator's fields of :class:`Sense` (inert, small arrays for trials
     without arm IMUs): its quasi-static coordinates are a ``table``'s bend (2) and ``n_prof``
-    profiles' (2 each), on an arm of ``n_ten`` tendons."""
+    profiles' (2 each), on an arm of ``n_ten`` tendons; ``sp`` (nsim, n_sp) the trials' shape
+    models (:func:`shape.shape_params`)."""
     ns = len(preps)
     aon = np.array([bool(o) and p.cfg.sensing.arm_imus for p, o in zip(preps, on, strict=True)])
     unc = np.array([bool(o) and p.cfg.sensing.uncertainty for p, o in zip(preps, on, strict=True)])
@@ -645,7 +667,7 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int, table:
         if a and (p.cfg.sensing.arm_imu.at != a0.at or p.cfg.sensing.arm_imu.modes != a0.modes):
             raise ValueError("sensing.arm_imu: the trials of one batch must carry the same arm "
                              "IMUs (at) and modes")
-    ends = shape.section_ends(shape.shape_params(first.built.model))
+    ends = shape.section_ends(sp[[bool(a) for a in aon].index(True)])  # first's
     links = np.array(arm_imu_links(list(a0.at), n_links, ends), dtype=np.int64)
     ni = len(links)
     m = first.built.model
@@ -657,9 +679,9 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int, table:
         cfg = p.cfg.sensing.arm_imu if a else a0
         chans.append(noise.draw_arm(cfg, p.cfg.seed, p.plan.steps * dt if a else 0.0, dt, ni))
         period = period_of(cfg.rate, dt) * dt
-        phi, aq, av, bg = _swing(p if a else first, 2 * a0.modes)
         n_base = (2 if table else 0) + 2 * n_prof
-        f, g, q, cdd, sig = armfilter.filter_arrays(phi, aq, av, bg, cfg, ni, period, n_base)
+        phi, f, g, q, cdd, sig = _filter(p if a else first, 2 * a0.modes, cfg, ni, period,
+                                         n_base)
         e = p.cfg.sensing.encoder
         enc_var = e.noise ** 2 + e.resolution ** 2 / 12.0 + e.bias ** 2
         align = steps_of(p.cfg.sensing.align_s, dt) if a else 0
@@ -722,7 +744,7 @@ def _arm_state(sn: Sense, ns: int, nl: int) -> dict[str, np.ndarray]:
     return dict(
         ai_r=z((ns, cap, 6 * ni)), ai=z((ns, 6 * ni)), ai_t=z((ns, 6 * ni)),
         ai_prev=z((ns, max(ni, 1), 12)), ax=z((ns, nx)), ap=z((ns, nx * nx)), axb=z((ns, nx)),
-        apht=z((ns, nx)), atmp=z((ns, nx * nx + nx)), ahz=z((ns, nz)), ahm=z((ns, nz, nx)),
+        apht=z((ns, 2 * nx)), atmp=z((ns, nx * nx + nx)), ahz=z((ns, nz)), ahm=z((ns, nz, nx)),
         az=z((ns, nz)), acol=z((ns, nc, nh)), actmp=z((ns, nh + nc + 13)),
         akin=z((ns, max(ni, 1), 6)), akinc=z((ns, nc, max(ni, 1), 6)), adl=z((ns, nt)),
         adlc=z((ns, nc, nt)), alv=z((ns, nl, 6)), atipv=z((ns, 3)), atipc=z((ns, nc, 3)),

@@ -682,13 +682,23 @@ def predict(x, p, fm, gm, qm, u, tmp) -> None:  # noqa: ANN001
             if f != 0.0:
                 for j in range(nx):
                     tmp[i * nx + j] += f * p[k * nx + j]
-    for i in range(nx):  # P = A F^T + Q
-        for j in range(i, nx):
+    # P = A F^T + Q (upper triangle, mirrored), column by column: row j of F's non-zero
+    # columns listed once in tmp[n_x^2:], then each P[i, j] sums the same terms in the same
+    # order as testing every F[j, k] for zero would (the same numbers), without n_x tests
+    # per entry. Every entry of P is written once, from A and F only, so the order in which
+    # the entries are filled changes nothing.
+    nz = nx * nx
+    for j in range(nx):
+        n = 0
+        for k in range(nx):
+            if fm[j, k] != 0.0:
+                tmp[nz + n] = k
+                n += 1
+        for i in range(j + 1):
             s = qm[i, j]
-            for k in range(nx):
-                f = fm[j, k]
-                if f != 0.0:
-                    s += tmp[i * nx + k] * f
+            for c in range(n):
+                k = int(tmp[nz + c])
+                s += tmp[i * nx + k] * fm[j, k]
             p[i * nx + j] = s
             p[j * nx + i] = s
 
@@ -801,9 +811,13 @@ def update(x, p, z, hz, hm, af, xbar, pht, still: bool = False) -> None:  # noqa
     ``xbar`` (its innovation z_r - h_r(xbar) - H_r (x - xbar)), with its sensor's variance; with
     a gate g > 0, a scalar whose innovation exceeds g standard deviations is left out (a
     force the model does not know, e.g. a push on the arm). ``still``: in the alignment
-    window, the tendon lengths with the encoders' own variance (``F_RENC0``)."""
+    window, the tendon lengths with the encoders' own variance (``F_RENC0``). ``pht`` (n_x,)
+    scratch; given 2 n_x, its second half lists each row of H's non-zero columns once, and
+    P H_r^T sums the same terms in the same order as testing every H[r, j] for zero (the same
+    numbers, fewer tests: H's rows are mostly zeros)."""
     nx = x.shape[0]
     gate = af[F_GATE]
+    listed = pht.shape[0] >= 2 * nx
     for i in range(nx):
         xbar[i] = x[i]
     nt = int(af[F_NT])
@@ -818,14 +832,28 @@ def update(x, p, z, hz, hm, af, xbar, pht, still: bool = False) -> None:  # noqa
         for j in range(nx):
             y -= hm[r, j] * (x[j] - xbar[j])
         s = var
-        for i in range(nx):
-            v = 0.0
+        if listed:  # H_r's non-zero columns once, then the same sums (see the docstring)
+            n = 0
             for j in range(nx):
-                h = hm[r, j]
-                if h != 0.0:
-                    v += p[i * nx + j] * h
-            pht[i] = v
-            s += hm[r, i] * v
+                if hm[r, j] != 0.0:
+                    pht[nx + n] = j
+                    n += 1
+            for i in range(nx):
+                v = 0.0
+                for c in range(n):
+                    j = int(pht[nx + c])
+                    v += p[i * nx + j] * hm[r, j]
+                pht[i] = v
+                s += hm[r, i] * v
+        else:
+            for i in range(nx):
+                v = 0.0
+                for j in range(nx):
+                    h = hm[r, j]
+                    if h != 0.0:
+                        v += p[i * nx + j] * h
+                pht[i] = v
+                s += hm[r, i] * v
         if gate > 0.0 and y * y > gate * gate * s:
             continue
         for i in range(nx):

@@ -201,6 +201,33 @@ def test_runner_writes_the_same_tables_with_either_engine(tmp_path):
     assert (ref.runs["status"] == "ok").all()
 
 
+@pytest.mark.slow  # the shape table and swing model built once: about 50 s on a loaded machine
+def test_sensed_trials_write_the_same_tables_on_the_batched_engine_s_threads(tmp_path):
+    """The determinism rule with the sensing term on (sensing=realistic_arm: the vehicle EKF,
+    the arm IMUs and the dynamic shape estimator, the uncertainty columns): the batched
+    engine's trials, flown on two threads, write the Parquet the one-trial path writes."""
+    from helpers import cfg_of
+
+    cfg = cfg_of("scenario=workspace", "scenario.duration=0.3", "scenario.ramp=0.2",
+                 "sensing=realistic_arm")
+    results = {}
+    for name in ("serial", "batch"):
+        runner = RunnerConfig(engine=name, batch_min_trials=2, batch_threads=2, progress=False,
+                              timeseries="all",
+                              grid={"scenario.beta_deg": [0.0, 120.0], "seed": [1, 2]})
+        results[name] = study.run(replace(cfg, runner=runner), tmp_path / name)
+    ref, res = results["serial"], results["batch"]
+    assert (ref.runs["status"] == "ok").all() and len(ref.runs) == 4
+    cols = ["run_id", "status", "steps", "seed", "scenario.beta_deg"]
+    pd.testing.assert_frame_equal(res.runs[cols], ref.runs[cols])
+    pd.testing.assert_frame_equal(res.metrics, ref.metrics)
+    assert "est_pos_rms_mm" in set(ref.metrics["metric"])
+    ts = pd.read_parquet(res.out_dir / "timeseries.parquet")
+    ts_ref = pd.read_parquet(ref.out_dir / "timeseries.parquet")
+    assert "shape_tip_err_cm" in ts_ref.columns
+    pd.testing.assert_frame_equal(ts, ts_ref)
+
+
 def test_runner_split_keeps_invalid_trials_off_the_batch():
     job = _job("batch")
     trials = expand(job)
