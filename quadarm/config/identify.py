@@ -17,6 +17,10 @@ from quadarm.config.checks import (
 )
 
 UNITS = {"m": 1.0, "mm": 1e-3}
+# The commands' units, which say what a command column is: a servo's travel (m, mm: an arm of
+# actuation=displacement) or a tendon's tension (N: actuation=tension).
+COMMAND_UNITS = {**UNITS, "N": 1.0}
+TENSION_UNITS = ("N",)
 POINTINGS = ("up", "down")
 GRAVITIES = ("arm_axis", "tracking_frame", "none")
 SELECTS = ("cost", "holdout")
@@ -34,7 +38,9 @@ KEYS = {
                 "pair's two), any order (stage 1 maps them)",
     "tip": "the tracked point's x, y, z columns",
     "pattern": "the column of each row's pattern label (per-pattern errors, holdout)",
-    "command_unit": "m | mm: the commands' unit",
+    "command_unit": "m | mm | N: the commands' unit, which says what they are: servo travels "
+                    "(m, mm; arm.actuation=displacement) or tendon tensions (N; "
+                    "arm.actuation=tension)",
     "position_unit": "m | mm: the tracked point's unit",
     "command_sign": "1 | -1: +1 when a positive command pulls",
     "pointing": "up (the arm stands on the bench) | down (it hangs)",
@@ -85,8 +91,9 @@ class IdentifyConfig:
     holds ``pulls`` (single-tendon pulls, stage 1), ``train`` (stage 2) and ``val`` (stage 3,
     never seen by the fit). Columns: ``channels`` (the servo command columns, in any order:
     stage 1 maps them to tendons), ``tip`` (x, y, z of the tracked point), ``pattern`` (a
-    label per row, for the per-pattern errors). ``command_unit``/``position_unit``: m or mm;
-    ``command_sign``: +1 when a positive command pulls.
+    label per row, for the per-pattern errors). ``command_unit``: m or mm (servo travels, an
+    arm of ``actuation=displacement``) or N (tendon tensions, ``actuation=tension``);
+    ``position_unit``: m or mm; ``command_sign``: +1 when a positive command pulls.
 
     ``parameters``: arm keys (dotted; ``sections.*.x``: one value for every section,
     ``sections.#.x``: one per section) or the replay's own ``marker_offset`` (m),
@@ -168,7 +175,7 @@ class IdentifyConfig:
     position_noise: float = 0.0005  # m, RMS length of the tracked point's error
 
     def __post_init__(self) -> None:
-        _choice("command_unit", self.command_unit, tuple(UNITS))
+        _choice("command_unit", self.command_unit, tuple(COMMAND_UNITS))
         _choice("position_unit", self.position_unit, tuple(UNITS))
         _choice("pointing", self.pointing, POINTINGS)
         if self.command_sign not in (1, -1, 1.0, -1.0):

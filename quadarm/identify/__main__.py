@@ -28,7 +28,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from quadarm.config import CONF_DIR, AirframeConfig, ConfigError, SimConfig
-from quadarm.config.identify import IdentifyConfig
+from quadarm.config.identify import TENSION_UNITS, IdentifyConfig
 from quadarm.config.sections import SectionArmConfig
 
 
@@ -80,9 +80,14 @@ def compose(overrides: list[str]) -> tuple[AirframeConfig, SectionArmConfig, Sim
                               f"this is a {type(obj).__name__}" if key == "arm" else
                               f"must be a {kind.__name__}")
         parts[key] = obj
-    if parts["arm"].actuation != "displacement":
-        raise ConfigError("arm.actuation", parts["arm"].actuation,
-                          "identify replays servo displacements: must be displacement")
+    # The commands' unit says what they are; the arm's actuation must drive that quantity.
+    unit = parts["identify"].command_unit
+    if (unit in TENSION_UNITS) != (parts["arm"].actuation == "tension"):
+        raise ConfigError("identify.command_unit", unit, (
+            "says the commands are tendon tensions, which need arm.actuation=tension (it is "
+            f"{parts['arm'].actuation}; m or mm are servo travels)") if unit in TENSION_UNITS
+            else ("says the commands are servo travels, which need arm.actuation="
+                  "displacement (it is tension: its commands are tensions, unit N)"))
     if parts["arm"].servo is not None:
         raise ConfigError("arm.servo", "set", "identify replays settled poses of ideal servos: "
                           "must be null (the servo model is flight's, docs/arm.md)")
@@ -125,7 +130,7 @@ def run(overrides: list[str]) -> dict[str, float]:
         sim = dataclasses.replace(sim, gravity=[0.0, 0.0, 0.0])
     warned: list[str] = []
     length = arm.length
-    recs = {w: data.read(cfg, w, length) for w in ("pulls", "train", "val")}
+    recs = {w: data.read(cfg, w, length, arm.tension_max) for w in ("pulls", "train", "val")}
     n_servos = sum(fit.servo_map(arm)[2])  # the tendons, a pair's two counted once
     for which, rec in recs.items():
         if rec.pull.shape[1] != n_servos:

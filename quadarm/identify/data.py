@@ -1,13 +1,15 @@
 """Recordings of a tendon-driven arm: reading and checking them (SI out, one-line refusals).
 
-A recording is a CSV with one row per settled pose: the servo commands (``channels``), the
-tracked point (``tip``) and a ``pattern`` label. :func:`read` returns the commands (K, n) m,
-positive = pull, the points (K, 3) m and the labels (K,), or raises :class:`ConfigError`
-naming the file and what is wrong: a missing column, a non-finite value, or numbers whose
-size says the unit is wrong (a command beyond half a metre, a point beyond 10 m, or a cloud of
-points wider than 100 arm lengths or narrower than a millimetre). With ``orientation``
-columns (section-end IMUs' roll and pitch, rad) it also returns them (K, n_imu, 2), refused
-when missing, non-finite or beyond a radian's range (|roll| > pi or |pitch| > pi/2: degrees?).
+A recording is a CSV with one row per settled pose: the commands (``channels``: servo travels,
+or tendon tensions with ``command_unit`` N), the tracked point (``tip``) and a ``pattern``
+label. :func:`read` returns the commands (K, n) m (tensions: N), positive = pull, the points
+(K, 3) m and the labels (K,), or raises :class:`ConfigError` naming the file and what is
+wrong: a missing column, a non-finite value, or numbers whose size says the unit is wrong (a
+travel beyond half a metre, a tension below 0 or beyond the arm's ``tension_max``, a point
+beyond 10 m, or a cloud of points wider than 100 arm lengths or narrower than a millimetre).
+With ``orientation`` columns (section-end IMUs' roll and pitch, rad) it also returns them
+(K, n_imu, 2), refused when missing, non-finite or beyond a radian's range (|roll| > pi or
+|pitch| > pi/2: degrees?).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from quadarm.config.checks import ConfigError
-from quadarm.config.identify import UNITS, IdentifyConfig
+from quadarm.config.identify import COMMAND_UNITS, TENSION_UNITS, UNITS, IdentifyConfig
 
 PACKAGED = "ftdcr_v4"
 PREFIX = "tdcr_sysid_20260511-183002_"  # the OpenCR-MuJoCo session the shipped files are from
@@ -57,8 +59,11 @@ def path_of(cfg: IdentifyConfig, which: str) -> Path:
     return folder / f"{PREFIX}{name}"
 
 
-def read(cfg: IdentifyConfig, which: str, arm_length: float) -> Recording:
-    """Read and check one recording (see the module docstring)."""
+def read(cfg: IdentifyConfig, which: str, arm_length: float,
+         tension_max: float = math.inf) -> Recording:
+    """Read and check one recording (see the module docstring). Tension commands
+    (``command_unit`` N) are refused when negative (a tendon only pulls) or beyond
+    ``tension_max`` (N, the arm's ``tension_max``: its force actuators' range)."""
     path = path_of(cfg, which)
     key = f"identify.{which}"
     if not path.is_file():
@@ -80,11 +85,16 @@ def read(cfg: IdentifyConfig, which: str, arm_length: float) -> Recording:
                           f"non-finite value, the first at data row {int(np.argmax(bad)) + 1}")
     if len(frame) < 2:
         raise ConfigError(key, str(path), "must have at least 2 rows")
-    pull = numbers[list(cfg.channels)].to_numpy(float) * UNITS[cfg.command_unit] \
+    pull = numbers[list(cfg.channels)].to_numpy(float) * COMMAND_UNITS[cfg.command_unit] \
         * cfg.command_sign
     tip = numbers[list(cfg.tip)].to_numpy(float) * UNITS[cfg.position_unit]
     spread = float(np.max(np.ptp(tip, axis=0)))
-    if np.abs(pull).max() > 0.5:
+    if cfg.command_unit in TENSION_UNITS:
+        if pull.min() < 0 or pull.max() > tension_max:
+            raise ConfigError(key, str(path), f"with identify.command_unit={cfg.command_unit}:"
+                              f" tensions from {pull.min():g} to {pull.max():g} N: must be in "
+                              f"[0, arm.tension_max = {tension_max:g}] (identify.command_sign?)")
+    elif np.abs(pull).max() > 0.5:
         raise ConfigError(key, str(path), f"with identify.command_unit={cfg.command_unit}: "
                           f"commands up to {np.abs(pull).max():g} m: not a tendon's travel "
                           "(wrong unit?)")

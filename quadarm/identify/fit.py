@@ -82,8 +82,20 @@ ROTATE = "tendons.rotate_deg"  # sections.<j>.tendons.rotate_deg: turn the secti
 SCALES = ".tendons.travel_scales."  # sections.<j>.tendons.travel_scales.<i>: tendon i's spool
 
 
+# The arm keys a tension arm's replay does not read: its commands are the tendons' forces, so
+# the servo side (the tendon-and-servo stiffness, the pretension a servo's zero sets, each
+# spool, the servo's play) moves no settled pose, and a fit of them would only be singular.
+SERVO_ONLY = ("tendons.stiffness", "tendons.pretension", "tendons.travel_scale", "backlash")
+
+
 def check_key(arm: SectionArmConfig, key: str) -> None:
-    """Refuse a fitted key that is neither a numeric arm key nor a replay key."""
+    """Refuse a fitted key that is neither a numeric arm key nor a replay key, or that a
+    tension arm's replay does not read (:data:`SERVO_ONLY`)."""
+    if arm.actuation == "tension" and (key.endswith(SERVO_ONLY) or SCALES in key):
+        raise ConfigError(f"identify.parameters.{key}", None,
+                          "moves no settled pose of a tension-driven arm (its commands are "
+                          "the tendons' forces, N): drop it (docs/identify.md, \"Tension "
+                          "arms\")")
     if key in REPLAY_KEYS or key.endswith(ROTATE):
         return
     if SCALES in key:
@@ -440,15 +452,21 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
     moves by less than 1e-9, at most 10 times."""
     tendon_servo, sign, per_section = servo_map(arm)
     paired = [s.tendons.pairs for s in arm.sections]
-    first = register.channels(pull, tip, per_section, paired=paired)
-    act = register.active_channel(pull)
-    named = None if labels is None else labelled_tendons(labels, pull, per_section)
+    # A tension arm's commands (N) as stage 1's thresholds read them (the replays below get
+    # the tensions themselves); a servo arm's travels as they are.
+    tension = arm.actuation == "tension"
+    seen = register.tension_as_travel(pull) if tension else pull
+    first = register.channels(seen, tip, per_section, paired=paired)
+    act = register.active_channel(seen)
+    named = None if labels is None else labelled_tendons(labels, seen, per_section)
     base = Problem(frame, sim, arm, pointing, marker_offset, tuple(range(pull.shape[1])),
                    first.axes, np.zeros(3), gravity=gravity, vertical=tuple(vertical))
     rest_model = _replay_rows(base, arm, np.zeros((1, arm.n_tendons)))[0]
     # A servo left at zero holds its pair at their pretension; an unpaired tendon's sweep
     # releases the others as the recordings' pulls do.
-    idle = np.array([0.0 if paired[j] else -0.01 for j in range(len(per_section))
+    # (A tension arm's released tendon carries no force.)
+    release = 0.0 if tension else -0.01
+    idle = np.array([0.0 if paired[j] else release for j in range(len(per_section))
                      for _ in range(per_section[j])])
     n = pull.shape[1]
     cost = np.zeros((n, len(per_section)))
@@ -466,7 +484,7 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
                 sweep[:, starts[j]] = np.linspace(0.0, 2.5 * float(pull[rows, c].max()), 16)
                 sweep = sweep[:, tendon_servo] * np.asarray(sign)
             else:  # as before pairs existed
-                sweep = np.zeros((16, arm.n_tendons)) - 0.01
+                sweep = np.zeros((16, arm.n_tendons)) + release
                 sweep[:, starts[j]] = np.linspace(0.0, 2.5 * float(pull[rows, c].max()), 16)
             model = _replay_rows(base, arm, sweep) - rest_model
             rho = np.hypot(model[:, 0], model[:, 1])
@@ -474,7 +492,7 @@ def stage1(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointin
             drop = np.interp(rho_meas, rho[order], model[order, 2])
             cost[c, j] = float(np.sqrt(np.mean((drop - meas[:, 2]) ** 2)))
     section_of = register.assign_sections(cost, per_section)
-    ch = register.channels(pull, tip, per_section, section_of, paired=paired)
+    ch = register.channels(seen, tip, per_section, section_of, paired=paired)
     if named is not None:
         # The labels' order within each section, the measured angles.
         azimuth = dict(zip(ch.tendon_channel, [a for sec in ch.angles_deg for a in sec],

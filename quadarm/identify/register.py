@@ -71,6 +71,22 @@ def command_scale(pull: np.ndarray) -> float:
     return min(1.0, top / REF_COMMAND) if top > 0 else 1.0
 
 
+def tension_as_travel(tension: np.ndarray) -> np.ndarray:
+    """Tension commands (K, n) N read by stage 1's thresholds: each channel's excess over its
+    lowest tension in the recording (the tendon released, whatever pretension the rig keeps
+    on it), times :data:`REF_COMMAND` over the largest excess of all (so read in metres, the
+    largest reads as REF_COMMAND). Stage 1's thresholds then say, for tensions, what they say
+    for a servo recording whose largest command is under REF_COMMAND: a channel is pulled
+    alone when its excess leads every other's by 40 % of the largest, a row is at rest when
+    every excess is under 10 % of it. Only the channel map, the rest tip, the axis and the
+    angles read these numbers (every direction and ratio they take is scale-free); the
+    replay gets the tensions."""
+    t = np.asarray(tension, dtype=float)
+    excess = t - t.min(axis=0)
+    top = float(excess.max()) if excess.size else 0.0
+    return excess * (REF_COMMAND / top) if top > 0 else excess
+
+
 def rest_tip(pull: np.ndarray, tip: np.ndarray) -> np.ndarray:
     """The tip at rest (3,) m: the median of ``tip`` (K, 3) over the rows whose commands
     ``pull`` (K, n) m are all within :data:`REST_COMMAND` x :func:`command_scale` of 0, or the

@@ -1,4 +1,8 @@
-"""Quasi-static replay of tendon displacements on the MuJoCo arm: the settled pose of every row.
+"""Quasi-static replay of tendon commands on the MuJoCo arm: the settled pose of every row.
+
+The commands are what the arm's actuation says (``arm.actuation``): servo travels (m, the
+tendons' position actuators) for ``displacement``, tendon tensions (N, the tendons' force
+actuators, whose force is the command whatever the pose) for ``tension``.
 
 Each row of a recording is a settled pose, so the replay solves MuJoCo's static equilibrium
 for it instead of integrating the motion in between: the residual is MuJoCo's own generalised
@@ -7,7 +11,10 @@ position actuators with their force limits, gravity), evaluated by ``mj_forward`
 qvel = 0; Newton steps solve H dq = r with H = K + sum over taut tendons of k_i J_i^T J_i
 (the hinge stiffness and the tendons' stiffness through their moment arms, J the fixed
 tendons' coefficients; gravity's small stiffness is left out of H, which only slows the
-convergence). Every row starts from the previous row's pose, as the robot does.
+convergence). A tension arm's force actuators hold their force whatever the tendon's length,
+so no tendon counts as taut; its H is the tangent on the straight arm, gravity's stiffness
+included (:meth:`Bench._rest_tangent`). Every row starts from the previous row's pose, as the
+robot does.
 
 Hysteresis in the replay: Coulomb friction F on a tendon driven through stiffness k makes the
 tendon's settled pull lag its command by F / k either way (the closed form of
@@ -42,6 +49,8 @@ from quadarm.names import link_joint
 # A servo's command must leave a play this wide (m) before the capstan friction turns: a few
 # of the FTDCR v4 servos' encoder steps (0.015 mm), so that jitter at rest does not flip it.
 CAPSTAN_BAND = 1e-4
+# The same for a tension command (N): a load cell's jitter at rest, a few mN.
+CAPSTAN_BAND_N = 5e-3
 # Hinge friction (arm.joint_friction) in the replay: a hinge whose load stays below the
 # friction moves by at most about this much (rad) from where the previous row left it.
 JOINT_FRICTION_EPS = 5e-5
@@ -66,9 +75,9 @@ class Bench:
     def __init__(self, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
                  pointing: str = "up", marker_offset: float = 0.0,
                  down: np.ndarray | None = None, fast: bool = True) -> None:
-        if arm.actuation != "displacement":
-            raise ValueError("the replay drives tendon displacements: arm.actuation must be "
-                             "displacement")
+        if arm.actuation not in ("displacement", "tension"):
+            raise ValueError("the replay drives servo travels or tendon tensions: "
+                             "arm.actuation must be displacement or tension")
         if arm.servo is not None:
             raise ValueError("the replay solves settled poses of ideal servos: arm.servo must "
                              "be null")
@@ -149,16 +158,63 @@ class Bench:
                     self._link_of_dof[m.jnt_dofadr[m.joint(link_joint(k, a)).id]] = k
             self._tendons = m.actuator_trnid[self.acts, 0]
             self._dense = np.zeros((m.ntendon, m.nv))
+        # A tension arm's Newton matrix: the tangent of the force at rest on the straight arm,
+        # slack (gravity's stiffness included). Its force actuators add no stiffness, so K
+        # alone leaves gravity's softening out, and on an upright arm near its buckling load
+        # (the recovery suite's: the weight half the critical one) Newton's steps then
+        # converge by a factor 0.7 a step and every row stopped at the 40-evaluation cap.
+        # Kept only when positive definite (an arm that folds under gravity keeps K).
+        self._h_rest: np.ndarray | None = None
+        if self.tension:
+            h = self._rest_tangent()
+            try:
+                np.linalg.cholesky(h)
+                self._h_rest = h
+            except np.linalg.LinAlgError:
+                self._h_rest = None
+
+    @property
+    def tension(self) -> bool:
+        """Whether the commands are tendon tensions (N; ``arm.actuation=tension``), not servo
+        travels (m)."""
+        return self.arm.actuation == "tension"
 
     def commands(self, pull: np.ndarray) -> np.ndarray:
-        """The position actuators' commands (K, n_tendons) for pulls (K, n_tendons) m, after the
-        play operator of width backlash + 2 F / k."""
+        """The actuators' commands (K, n_tendons) for pulls (K, n_tendons): servo travels (m)
+        through the play operator of width backlash + 2 F / k to the position actuators'
+        length commands; or, on a tension arm, tendon tensions (N) through a play of width
+        2 F (the tendon's Coulomb friction F, N, holds its tension within F of the command
+        either way; a servo's ``backlash`` has no part in a force drive), clipped to the force
+        actuators' range [0, ``tension_max``]."""
+        if self.tension:
+            tension = np.asarray(pull, dtype=float)
+            width_n = 2.0 * self.arm.tendon_friction
+            if width_n > 0:
+                tension = np.column_stack([sections.play(tension[:, i:i + 1], width_n)[:, 0]
+                                           for i in range(tension.shape[1])])
+            return np.clip(tension, 0.0, self.t_max)
         width = self.arm.backlash + 2.0 * self.arm.tendon_friction / self.k
         pulled = np.asarray(pull, dtype=float)
         if np.any(width > 0):
             pulled = np.column_stack([sections.play(pulled[:, i:i + 1], float(width[i]))[:, 0]
                                       for i in range(pulled.shape[1])])
         return sections.displacement_ctrl(self.model, self.acts, self.arm, pulled)
+
+    def _rest_tangent(self, eps: float = 1e-6) -> np.ndarray:
+        """-d r / d q (nv, nv) at the straight arm with every command 0 (central differences
+        of :meth:`residual`, step ``eps`` rad), made symmetric: the hinges' stiffness less
+        gravity's on the straight arm."""
+        m, d = self.model, self.data
+        d.ctrl[self.acts] = 0.0
+        h = np.zeros((m.nv, m.nv))
+        for v in range(m.nv):
+            d.qpos[:] = m.qpos0
+            d.qpos[v] += eps
+            up = self.residual().copy()
+            d.qpos[v] -= 2 * eps
+            h[:, v] = (self.residual() - up) / (2 * eps)
+        d.qpos[:] = m.qpos0
+        return 0.5 * (h + h.T)
 
     def residual(self) -> np.ndarray:
         """MuJoCo's generalised force at rest (nv,) at the current pose: the stages of
@@ -236,13 +292,17 @@ class Bench:
         wrap = sections.capstan_wrap(np.hypot(q[self._bend_dofs[:, 0]],
                                               q[self._bend_dofs[:, 1]]))
         ratio = sections.capstan_factor(wrap[None, :], self.mu, self.direction[:, None])
-        f = d.actuator_force[self.acts]
+        # The tendon's force along its length: the actuator's force times its gear (+1 for
+        # the position actuators, -1 for a tension arm's, whose positive force pulls).
+        f = d.actuator_force[self.acts] * m.actuator_gear[self.acts, 0]
         return (f[:, None] * jac * (ratio[:, self._link_of_dof] - 1.0)).sum(axis=0)
 
     def directions(self, pull: np.ndarray) -> np.ndarray:
         """Each tendon's capstan direction (K, n_tendons), +1 pulling, -1 releasing, for the
-        pulls (K, n_tendons) m (:func:`quadarm.model.sections.capstan_direction`)."""
-        return sections.capstan_direction(pull, CAPSTAN_BAND)
+        pulls (K, n_tendons) m, or tensions N on a tension arm
+        (:func:`quadarm.model.sections.capstan_direction`)."""
+        return sections.capstan_direction(pull, CAPSTAN_BAND_N if self.tension
+                                          else CAPSTAN_BAND)
 
     def settle(self, ctrl: np.ndarray, iterations: int = 40, tol: float = 1e-9,
                direction: np.ndarray | None = None) -> tuple[np.ndarray, int]:
@@ -275,7 +335,7 @@ class Bench:
         while evals < iterations and norm > tol:
             f = d.actuator_force[self.acts]
             taut = (f < 0.0) & (f > -self.t_max)
-            h = self._tendon_h(taut)
+            h = self._h_rest if self._h_rest is not None else self._tendon_h(taut)
             if self.yield_kappa > 0 or fj > 0:
                 # The diagonal terms, added to the diagonal alone (adding zeros elsewhere, as
                 # h + diag(v) does, changes no bit).

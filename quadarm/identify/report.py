@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from quadarm.config.identify import IdentifyConfig
+from quadarm.config.identify import TENSION_UNITS, IdentifyConfig
 from quadarm.identify import register
 from quadarm.results.io import write_text
 
@@ -28,7 +28,11 @@ def per_pattern(label: np.ndarray, sim: np.ndarray, tip: np.ndarray) -> list[tup
     return out
 
 
-def _figures(out: Path, recs: dict[str, Any], sims: dict[str, np.ndarray]) -> list[str]:
+def _figures(out: Path, recs: dict[str, Any], sims: dict[str, np.ndarray],
+             tension: bool = False) -> list[str]:
+    """The val tip paths and the error against the deflection from rest; ``tension``: the
+    commands are tendon tensions (N), whose rest rows stage 1's reading finds
+    (:func:`quadarm.identify.register.tension_as_travel`)."""
     try:
         import matplotlib
 
@@ -55,7 +59,8 @@ def _figures(out: Path, recs: dict[str, Any], sims: dict[str, np.ndarray]) -> li
     fig, ax = plt.subplots(figsize=(6, 4))
     for which in ("train", "val"):
         rec, s = recs[which], sims[which]
-        defl = np.linalg.norm(rec.tip - register.rest_tip(rec.pull, rec.tip), axis=1) * 1e3
+        cmd = register.tension_as_travel(rec.pull) if tension else rec.pull
+        defl = np.linalg.norm(rec.tip - register.rest_tip(cmd, rec.tip), axis=1) * 1e3
         err = np.linalg.norm(s - np.mean(s - rec.tip, axis=0) - rec.tip, axis=1) * 1e3
         ax.plot(defl, err, ".", ms=2, label=which)
     ax.set_xlabel("tip deflection from rest (mm)")
@@ -152,6 +157,6 @@ def write(out: Path, cfg: IdentifyConfig, recs: dict[str, Any], sims: dict[str, 
                   "|---|---|---|"]
         lines += [f"| {p} | {n} | {e:.2f} |" for p, n, e in
                   per_pattern(recs[which].label, sims[which], recs[which].tip)]
-    figs = _figures(out, recs, sims)
+    figs = _figures(out, recs, sims, cfg.command_unit in TENSION_UNITS)
     lines += [""] + [f"![{f}]({f})" for f in figs]
     return write_text(out / "report.md", "\n".join(lines) + "\n")
