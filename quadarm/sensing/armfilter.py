@@ -56,6 +56,7 @@ import scipy.linalg
 from quadarm.model import names, sections
 from quadarm.sensing import shape
 from quadarm.sensing.config import ArmImuConfig
+from quadarm.sensing.ekf import nonzero_columns
 
 try:  # numba compiles these functions into the kernels that call them
     from numba.extending import register_jitable
@@ -689,11 +690,7 @@ def predict(x, p, fm, gm, qm, u, tmp) -> None:  # noqa: ANN001
     # the entries are filled changes nothing.
     nz = nx * nx
     for j in range(nx):
-        n = 0
-        for k in range(nx):
-            if fm[j, k] != 0.0:
-                tmp[nz + n] = k
-                n += 1
+        n = nonzero_columns(fm[j], tmp, nz)
         for i in range(j + 1):
             s = qm[i, j]
             for c in range(n):
@@ -833,11 +830,7 @@ def update(x, p, z, hz, hm, af, xbar, pht, still: bool = False) -> None:  # noqa
             y -= hm[r, j] * (x[j] - xbar[j])
         s = var
         if listed:  # H_r's non-zero columns once, then the same sums (see the docstring)
-            n = 0
-            for j in range(nx):
-                if hm[r, j] != 0.0:
-                    pht[nx + n] = j
-                    n += 1
+            n = nonzero_columns(hm[r], pht, nx)
             for i in range(nx):
                 v = 0.0
                 for c in range(n):

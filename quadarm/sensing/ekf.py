@@ -139,6 +139,20 @@ def _set_quat(x, qw: float, qx: float, qy: float, qz: float) -> None:  # noqa: A
 
 
 @register_jitable
+def nonzero_columns(row, out, at) -> int:  # noqa: ANN001
+    """The indices of the non-zero entries of ``row`` (n,), in order, written (as floats)
+    to ``out[at:at + count]``, a scratch array's free tail; returns the count. A product with
+    a sparse row then sums over these only, in the same order as testing every entry for
+    zero in the innermost loop would (the same numbers, without the tests)."""
+    n = 0
+    for k in range(row.shape[0]):
+        if row[k] != 0.0:
+            out[at + n] = k
+            n += 1
+    return n
+
+
+@register_jitable
 def propagate(x, p, u, prm, work) -> None:  # noqa: ANN001
     """One IMU period T: x and p (NP,) in place from the sample ``u`` (gyro (rad/s), specific
     force (m/s^2), body), held over the period.
@@ -205,11 +219,7 @@ def propagate(x, p, u, prm, work) -> None:  # noqa: ANN001
     # without the 15 tests per entry that cost most of a propagation.
     nz = 2 * NP
     for j in range(NE):
-        n = 0
-        for k in range(NE):
-            if work[j * NE + k] != 0.0:
-                work[nz + n] = k
-                n += 1
+        n = nonzero_columns(work[j * NE:(j + 1) * NE], work, nz)
         for i in range(NE):
             s = 0.0
             for c in range(n):
