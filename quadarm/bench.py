@@ -457,7 +457,7 @@ def measure_sb3(nenv: int = 8, repeat: int = 3, duration: float = 1.0, nthread: 
 
 
 def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
-                  extra: tuple[str, ...] = ()) -> dict[str, Any]:
+                  extra: tuple[str, ...] = (), engine: str | None = None) -> dict[str, Any]:
     """The learned row's training throughput against the raw stepping of its environment, in
     physics steps (``sim.timestep`` each, over every environment) per second of wall time:
     ``raw``, the training environment of ``conf/learn/<task>.yaml`` (:func:`quadarm.learn.
@@ -476,6 +476,8 @@ def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
     from quadarm import learn
 
     st = learn.load_settings(task)
+    if engine is not None:  # the vector environment's engine instead of the file's
+        st["engine"] = engine
     over = [*st["overrides"], *extra]
     _, draw = learn.task_overrides(task)
     samples: dict[str, list[float]] = {"raw": [], "training": []}
@@ -483,7 +485,7 @@ def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
     for r in range(repeat):
         venv, _ = learn.make_env(task, st["observe"], st["envs"], draw, record=True,
                                  extra=over, action_every=st["action_every"],
-                                 actions=st["actions"])
+                                 actions=st["actions"], engine=st["engine"])
         venv.seed(r)
         venv.reset()
         rng = np.random.default_rng(r)
@@ -501,14 +503,15 @@ def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
         with tempfile.TemporaryDirectory() as tmp:
             s = learn.train(task, st["observe"], steps, st["envs"], r, Path(tmp), st["scale"],
                             evaluate=False, extra=over, action_every=st["action_every"],
-                            actions=st["actions"], algo=st["algo"],
+                            actions=st["actions"], engine=st["engine"], algo=st["algo"],
                             hyperparams=st["hyperparams"], normalize=st["normalize"],
                             increment=st["increment"])
         samples["training"].append(float(s["physics_steps_per_s"]))
     load.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
     med = {k: statistics.median(v) for k, v in samples.items()}
     return {"task": task, "steps": steps, "envs": st["envs"], "action_every":
-            st["action_every"], "physics_steps_per_s": med, "samples": samples,
+            st["action_every"], "engine": st["engine"], "physics_steps_per_s": med,
+            "samples": samples,
             "ratio_training_over_raw": med["training"] / med["raw"], "loadavg": load}
 
 
@@ -830,6 +833,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="only the learned row's training throughput against its "
                              "environment's raw stepping (conf/learn/TASK.yaml, e.g. "
                              "task_reach; --learn-steps environment steps of training)")
+    parser.add_argument("--learn-engine", choices=("batch", "rows"), default=None,
+                        help="with --learn: the vector environment's engine (default: the "
+                             "file's, else batch; rows flies each held step in one compiled "
+                             "call per environment)")
     parser.add_argument("--learn-steps", type=int, default=2048,
                         help="environment steps of each --learn training (default 2048)")
     args = parser.parse_args(argv)
@@ -839,7 +846,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.learn_steps < 1:
             parser.error(f"--learn-steps must be >= 1, got {args.learn_steps}")
         try:
-            learned = measure_learn(args.learn, args.learn_steps, args.repeat, tuple(args.override))
+            learned = measure_learn(args.learn, args.learn_steps, args.repeat,
+                                    tuple(args.override), args.learn_engine)
         except ImportError:
             parser.error("--learn needs stable-baselines3 and torch (pip install 'quadarm[rl]')")
         except ValueError as err:
@@ -848,7 +856,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{learned['task']}: physics steps/s, training {med['training']:.0f} against the "
               f"environment's raw stepping {med['raw']:.0f} (ratio "
               f"{learned['ratio_training_over_raw']:.3f}; {learned['envs']} envs, action_every "
-              f"{learned['action_every']}, {learned['steps']} env steps of training; medians of "
+              f"{learned['action_every']}, engine {learned['engine']}, {learned['steps']} env "
+              "steps of training; medians of "
               f"{args.repeat}; load {learned['loadavg'][0]:.1f} / {learned['loadavg'][1]:.1f})")
         return _write(args.out, {"learn": learned})
     if args.sb3:

@@ -82,6 +82,7 @@ OBSERVE = ("exact", "sensed", "task", "task_sensed")  # the environment's; *sens
 DEFAULTS: dict[str, Any] = {
     "algo": "ppo", "steps": 200_000, "envs": 8, "observe": "exact", "actions": "rotors",
     "action_every": 1, "scale": 0.1, "increment": 0.0, "held_out": 16, "overrides": [],
+    "engine": "batch",  # the vector environment's engine (VectorOptions.engine): same numbers
     "normalize": {"norm_obs": True, "norm_reward": True},
     "hyperparams": {},  # the SB3 algorithm's constructor's keywords, over ALGO_DEFAULTS
 }
@@ -277,14 +278,17 @@ def versions() -> dict[str, str]:
 
 def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
              record: bool = False, extra: Sequence[str] = (), action_every: int = 1,
-             per_env: bool = False, actions: str = "rotors") -> tuple[Any, list[str]]:
+             per_env: bool = False, actions: str = "rotors", engine: str = "batch"
+             ) -> tuple[Any, list[str]]:
     """The training or evaluation environment: the reach vector env behind SB3's API, the
     targets drawn per episode from ``targets`` (None: the task's first) or, with ``per_env``,
     environment i flying ``targets[i]`` (``n_envs`` = len(targets): a draw in one batch);
     ``extra`` overrides after the task's (a shortened episode for the tests);
     ``action_every`` physics steps per action; ``actions`` the environment's action kind
     (``"references"``: offsets of the controller's references, whose zero is the command
-    line's controller, so the residual's base is zero)."""
+    line's controller, so the residual's base is zero); ``engine`` the vector environment's
+    (:class:`~quadarm.envs.options.VectorOptions`: ``"rows"`` flies each held step in one
+    compiled call, the same numbers)."""
     from quadarm.envs import REACH_ENV_ID
     from quadarm.envs.options import VectorOptions
     from quadarm.envs.sb3 import QuadArmSB3VecEnv
@@ -302,7 +306,8 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
     options = VectorOptions(num_envs=n_envs, overrides=tuple(over[1:]), randomize=randomize,
                             record=record, dtype="float32", observe=observe,
                             action_every=action_every, actions=actions,
-                            per_env=None if own is None else tuple(map(tuple, own)))
+                            per_env=None if own is None else tuple(map(tuple, own)),
+                            engine=engine)
     venv = QuadArmSB3VecEnv(options=options, env_id=REACH_ENV_ID)
     return venv, over
 
@@ -311,7 +316,7 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
           scale: float = 0.1, n_steps: int | None = None, evaluate: bool = True,
           extra: Sequence[str] = (), draw: list[Any] | None = None,
           held_out: int = HELD_OUT, action_every: int = 1, actions: str = "rotors",
-          algo: str = "ppo", hyperparams: dict[str, Any] | None = None,
+          engine: str = "batch", algo: str = "ppo", hyperparams: dict[str, Any] | None = None,
           normalize: dict[str, bool] | None = None, increment: float = 0.0
           ) -> dict[str, Any]:
     """Train ``steps`` environment steps on ``n_envs`` environments, evaluate on the task's
@@ -319,7 +324,8 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     (:func:`held_out_targets`), each also with the zero action (the base controller: the row
     the policy has to beat, ``eval_base`` and ``eval_held_out_base``), write the outputs into
     ``out``; returns the summary. ``extra``: overrides after the task's (the tests shorten the
-    episode); ``action_every``: physics steps per action (the environment's); ``algo``: SB3's
+    episode); ``action_every``: physics steps per action (the environment's); ``engine``: the
+    vector environment's (:func:`make_env`); ``algo``: SB3's
     ``"ppo"`` or ``"sac"`` with ``hyperparams`` over :data:`ALGO_DEFAULTS` (``n_steps``, if
     given, PPO's rollout length); ``normalize``: VecNormalize's ``norm_obs``/``norm_reward``
     (both on by default); ``increment`` > 0: the policy's output is the change of the action
@@ -340,7 +346,7 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     norm = {"norm_obs": True, "norm_reward": True, **(normalize or {})}
     # record: the episodes' metrics for the learning curve (about n_envs x 1.7 MB for reach)
     base, over = make_env(task, observe, n_envs, draw, record=True, extra=extra,
-                          action_every=action_every, actions=actions)
+                          action_every=action_every, actions=actions, engine=engine)
     residual = Residual.wrap(VecMonitor(base), scale, increment)
     venv = VecNormalize(residual, gamma=float(hp.get("gamma", 0.99)),
                         norm_obs=bool(norm["norm_obs"]), norm_reward=bool(norm["norm_reward"]))
@@ -389,7 +395,7 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
         "command": "python -m quadarm.learn " + " ".join(sys.argv[1:]),
         "task": task, "observe": observe, "seed": seed, "env_steps": done_steps,
         "n_envs": n_envs, "residual_scale": scale, "increment": increment,
-        "action_every": action_every,
+        "action_every": action_every, "engine": engine,
         "actions": actions, "algo": algo, "baseline": f"{algo}_{KIND_NAME[actions]}",
         "hyperparams": hp, "normalize": norm,
         "physics_steps": physics, "wall_s": wall,
@@ -600,6 +606,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="targets training never drew, flown after the task's draw")
     parser.add_argument("--action-every", type=int,
                         help="physics steps per action (each action held in between)")
+    parser.add_argument("--engine", choices=("batch", "rows"),
+                        help="the vector environment's engine: batch (default) or rows (each "
+                             "held step one compiled call per environment; the same numbers)")
     parser.add_argument("--actions", choices=sorted(KIND_NAME),
                         help="the environment's actions: rotor and tendon commands (a residual "
                         "on the controller), offsets of the controller's references, or of "
@@ -619,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.algo is not None and args.algo != st["algo"]:  # the file's keywords are its
             st["hyperparams"] = {}  # algorithm's, not this one's
         for key in ("algo", "observe", "steps", "envs", "scale", "increment", "held_out",
-                    "action_every", "actions"):
+                    "action_every", "actions", "engine"):
             if getattr(args, key) is not None:
                 st[key] = getattr(args, key)
         st["overrides"] = [*st["overrides"], *args.override]
@@ -671,7 +680,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     s = train(args.task, st["observe"], st["steps"], st["envs"], args.seed, args.out,
               st["scale"], held_out=st["held_out"], action_every=st["action_every"],
-              actions=st["actions"], extra=st["overrides"], algo=st["algo"],
+              actions=st["actions"], engine=st["engine"], extra=st["overrides"],
+              algo=st["algo"],
               hyperparams=st["hyperparams"], normalize=st["normalize"],
               increment=st["increment"])
     ev, ho = s.get("eval", {}), s.get("eval_held_out", {})

@@ -29,6 +29,8 @@ Opts = TypeVar("Opts", bound="EnvOptions")
 
 # The vector environment's automatic-reset rules (Gymnasium 1.x's, but for DISABLED).
 AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
+# How the vector environment steps its rows (VectorOptions.engine).
+ENGINES = ("batch", "rows")
 
 
 def _set(record: Any, name: str, value: Any) -> None:
@@ -123,6 +125,10 @@ class VectorOptions(EnvOptions):
             ``overrides``; not with ``config``. None: every environment flies the one config.
         render_mode: must be None (the vector environment does not render).
         max_episode_steps: must be None (episodes end at the scenario's duration).
+        engine: ``"batch"`` (default: the rows stepped together on ``mujoco.batch``, each held
+            sample a Python round trip) or ``"rows"``: each row a single environment whose
+            held step (``action_every`` physics steps) is one compiled call, the same numbers
+            (:mod:`quadarm.envs.rows`).
     """
 
     num_envs: int = 1
@@ -131,6 +137,7 @@ class VectorOptions(EnvOptions):
     per_env: tuple[tuple[str, ...], ...] | None = None
     render_mode: str | None = None
     max_episode_steps: int | None = None
+    engine: str = "batch"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -156,6 +163,8 @@ class VectorOptions(EnvOptions):
         if self.max_episode_steps is not None:
             raise ValueError("max_episode_steps: episodes end at the scenario's duration; "
                              "set scenario.duration instead")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine={self.engine!r}: must be one of {', '.join(ENGINES)}")
         if self.per_env is not None:  # one config per environment: the overrides, then its own
             if self.config is not None:
                 raise ValueError("per_env: overrides per environment apply after "

@@ -135,6 +135,7 @@ class QuadArmReachVectorEnv(QuadArmVectorEnv):
     keyword arguments are :class:`QuadArmVectorEnv`'s."""
 
     _TIP = True
+    _SINGLE = QuadArmReachEnv
 
     def __init__(self, num_envs: int | None = None, overrides: Sequence[str] | None = None,
                  options: VectorOptions | None = None, **keywords: Any) -> None:

@@ -115,6 +115,12 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         self.record = opts.record
         self.drawn: dict[str, Any] = {}
         self._renderer: mujoco.Renderer | None = None
+        # Physics steps (mj_step calls) flown since construction: what a learner's
+        # physics_steps_per_s counts (quadarm.learn), as the vector environment's.
+        self.physics_steps = 0
+        # Drawn tasks kept for draws that repeat, shared by the rows of a vector environment
+        # of single environments (quadarm.envs.rows sets it; None: every draw is built).
+        self.task_cache: core.TaskCache | None = None
         self._load(core.make_task(self.cfg))
         na = (references.action_size(self.cfg, self._TIP, self.actions) if self._refs
               else self.task.act_ids.size)
@@ -246,8 +252,10 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         ``randomize``, first draw the keys from ``np_random`` and rebuild the model."""
         super().reset(seed=seed)
         if self.randomizer is not None:
-            cfg, self.drawn = self.randomizer.draw(self.np_random)
-            self._load(core.make_task(cfg))
+            # randomizer.draw's two steps: the values, then their config's task.
+            self.drawn = self.randomizer.values(self.np_random)
+            self._load(self.randomizer.task(self.drawn) if self.task_cache is None
+                       else self.task_cache.task(self.randomizer, self.drawn))
         if self._gusty:
             self._wind[:] = self.task.cfg.aero.wind  # the steady wind, as every trial starts
         reset(self.model, self.data, self.task.start)
@@ -317,6 +325,7 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
         # log; negative when the state after the step is flagged.
         flagged = self._fly(self._mp, self._dp, k, k + 1, self._seam, self._state,
                             self._logs, self._check) < 0
+        self.physics_steps += min(k + 1, n) - k  # none at the last sample (kinematics only)
         if k == n:
             self._k = -1
             return self._observe(k), 0.0, False, True, self._final(n + 1, "")
@@ -354,6 +363,8 @@ class QuadArmEnv(gym.Env[np.ndarray, np.ndarray]):
                     break
             ret = self._fly(self._mp, self._dp, k, nxt, self._seam, self._state, self._logs,
                             self._check)
+            # mj_step ran at samples k..arrived - 1 but the last (n: kinematics only)
+            self.physics_steps += min(nxt if ret >= 0 else -ret, n) - k
             if nxt == n + 1 and ret >= 0:  # flew through the final, record-only sample
                 total = self._span_reward(k + 1, n, None, total)  # every sample logged
                 self._k = -1

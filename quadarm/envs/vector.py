@@ -55,6 +55,7 @@ from quadarm.config import Config
 from quadarm.envs import core, features, references, sensed
 from quadarm.envs.batches import Batches
 from quadarm.envs.options import VectorOptions
+from quadarm.envs.single import QuadArmEnv
 from quadarm.model.sections import play_step
 from quadarm.runner import jit, step
 from quadarm.runner.lifecycle import UNSTABLE, divergence, outcome_log
@@ -129,6 +130,19 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
     _TIP = False  # the reach environment's references are its tip target
+    _SINGLE: type[QuadArmEnv] = QuadArmEnv  # its single environment: engine="rows"'s rows
+
+    def __new__(cls, num_envs: int | None = None, overrides: Sequence[str] | None = None,
+                options: VectorOptions | None = None, **keywords: Any) -> Any:
+        """This class, or with ``engine="rows"`` a :class:`quadarm.envs.rows.RowsVectorEnv`
+        of ``cls._SINGLE`` (the options are checked once, here or in ``__init__``)."""
+        engine = keywords.get("engine", "batch" if options is None else options.engine)
+        if engine == "rows":
+            from quadarm.envs.rows import RowsVectorEnv
+
+            return RowsVectorEnv(cls._SINGLE, _options(num_envs, overrides, options, keywords))
+        return super().__new__(cls)
+
     def __init__(self, num_envs: int | None = None, overrides: Sequence[str] | None = None,
                  options: VectorOptions | None = None, **keywords: Any) -> None:
         """``num_envs`` and ``overrides`` (positional, as before) and Gymnasium's keywords
@@ -167,7 +181,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             else [core.Randomizer(self.cfg, randomize)] * self.num_envs) if randomize else []
         self.randomizer = self._randomizers[0] if randomize else None
         # (randomizer, drawn values) -> its task, for draws that repeat (_drawn_task)
-        self._task_cache: dict[tuple[int, str], core.Task] = {}
+        self._task_cache = core.TaskCache(2 * self.num_envs)
         self.record = opts.record
         self.render_mode = None
         task = core.make_task(self.cfg)
@@ -508,22 +522,9 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         return infos
 
     def _drawn_task(self, randomizer: core.Randomizer, values: dict[str, Any]) -> core.Task:
-        """The task of ``randomizer``'s draw ``values``: built once per distinct draw and kept
-        (the last ``2 * num_envs``), so that a draw from a few values (the reach task's 16
-        targets) is not composed and planned again at every reset (about 0.1 CPU-s a task).
-        A kept task is shared by the rows that draw it, which only read it, except a task
-        with air terms (the gusts write the wind into its model) or scenario events: those
-        are built afresh at every draw."""
-        key = (id(randomizer), repr(list(values.items())))
-        task = self._task_cache.get(key)
-        if task is not None:
-            return task
-        task = core.make_task(randomizer.config(values))
-        if not terms.air_on(task.cfg) and not task.pulse_steps:
-            if len(self._task_cache) >= 2 * self.num_envs:  # the oldest draw goes
-                self._task_cache.pop(next(iter(self._task_cache)))
-            self._task_cache[key] = task
-        return task
+        """The task of ``randomizer``'s draw ``values``, kept for draws that repeat (the last
+        ``2 * num_envs``; :class:`quadarm.envs.core.TaskCache`)."""
+        return self._task_cache.task(randomizer, values)
 
     def step(self, actions: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:

@@ -527,9 +527,9 @@ def test_a_repeated_draw_reuses_its_task_and_flies_the_same():
             assert np.array_equal(o, obs[i]) and r == rew[i], (n, i)
         for i, t in enumerate(venv.tasks):  # one task per drawn duration, ever
             assert built.setdefault(venv.drawn[i]["scenario.duration"], t) is t
-    assert len(built) == 2 and len(venv._task_cache) == 2
+    assert len(built) == 2 and len(venv._task_cache.tasks) == 2
     venv.close()
     gusty = QuadArmVectorEnv(2, [*HOVER, "aero=gusty"], randomize=rnd, nthread=1)
     gusty.reset(seed=0)
-    assert gusty._task_cache == {}
+    assert gusty._task_cache.tasks == {}
     gusty.close()
