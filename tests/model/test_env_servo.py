@@ -287,9 +287,10 @@ def test_every_term_flies_with_servos_in_the_vector_env(term):
     if overrides is None:
         pytest.skip(f"{term.name}: its trial is refused on this arm by the preflight")
     kind = next(o.split("=", 1)[1] for o in overrides if o.startswith("scenario="))
-    if kind in core.UNSUPPORTED_SCENARIOS:
-        pytest.skip(f"{term.name}: scenario={kind}, whose grasp the vector env refuses")
-    venv = QuadArmVectorEnv(2, overrides, nthread=1)
+    # A scenario with payload events flies on the rows engine (the batch engine refuses
+    # its grasp): the same vector API, each row a single environment.
+    engine = "rows" if kind in core.UNSUPPORTED_SCENARIOS else "batch"
+    venv = QuadArmVectorEnv(2, overrides, nthread=1, engine=engine)
     venv.reset(seed=0)
     cli = run_episode(venv.cfg)
     ref = {(p, m): v for p, m, v in cli.metrics}
