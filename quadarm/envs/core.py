@@ -299,18 +299,20 @@ def refuse_terms(cfg: Config) -> None:
         raise ValueError(why)
 
 
-# The scenarios whose payload events the vector environment does not fly (its rows share
-# caller models, quadarm.envs.batches; the single environment flies them as the runner's loops
-# do): refused in one line rather than flown without them.
+# The scenarios whose payload events the vector environment's batch engine does not fly (its
+# rows share caller models, quadarm.envs.batches; the single environment, and with it the
+# rows engine, flies them as the runner's loops do): refused in one line that names the
+# engine that flies them, rather than flown without them.
 UNSUPPORTED_SCENARIOS = tuple(k for k, t in TASKS.items() if t.weld)
 
 
 def refuse_scenario(cfg: Config) -> None:
-    """ValueError (one line) for a scenario the vector environment cannot fly."""
+    """ValueError (one line) for a scenario the batch engine cannot fly."""
     kind = cfg.scenario.kind
     if kind in UNSUPPORTED_SCENARIOS:
-        raise ValueError(f"scenario={kind}: the vector environment does not fly its grasp and "
-                         f"release (QuadArmEnv and python -m quadarm do); not one of "
+        raise ValueError(f"scenario={kind}: the vector environment's batch engine does not fly "
+                         f"its grasp and release; pass engine=\"rows\" (each row a single "
+                         f"QuadArmEnv, which flies them); the batch flies none of "
                          f"{', '.join(UNSUPPORTED_SCENARIOS)}")
 
 

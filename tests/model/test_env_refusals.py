@@ -28,9 +28,11 @@ def test_the_vector_env_refuses_exactly_the_weld_scenarios():
 @pytest.mark.parametrize("kind", UNSUPPORTED_SCENARIOS)
 def test_scenarios_with_grasp_events_are_refused_by_the_vector_env(kind):
     over = [f"scenario={kind}"] + (["world=pedestal"] if kind == "pick_place" else [])
-    with pytest.raises(ValueError, match=rf"^scenario={kind}: the vector environment does not"):
+    with pytest.raises(ValueError, match=rf"^scenario={kind}: the vector environment's batch "
+                       r'engine does not fly .*; pass engine="rows"'):  # the line names the fix
         QuadArmVectorEnv(1, over)
     QuadArmEnv(overrides=over).close()  # the single environment flies them
+    QuadArmVectorEnv(1, over, engine="rows").close()  # and so does the rows engine
 
 
 def test_the_refusal_names_every_refused_term_that_is_on(monkeypatch):
