@@ -316,6 +316,26 @@ def refuse_scenario(cfg: Config) -> None:
                          f"{', '.join(UNSUPPORTED_SCENARIOS)}")
 
 
+def reset_rows(seed: int | Sequence[int | None] | None, options: Mapping[str, Any] | None,
+               num_envs: int) -> tuple[list[int | None], np.ndarray]:
+    """A vector environment's reset arguments as one seed per environment (an int ``seed``
+    gives environment i ``seed + i``; None: every environment keeps its generator) and the
+    mask (num_envs,) bool of the environments to reset (``options["reset_mask"]``, default
+    all); ValueError (one line) for a list of seeds of the wrong length."""
+    if seed is None:
+        seeds: list[int | None] = [None] * num_envs
+    elif isinstance(seed, int | np.integer):
+        seeds = [int(seed) + i for i in range(num_envs)]
+    else:
+        seeds = list(seed)
+        if len(seeds) != num_envs:
+            raise ValueError(f"seed: {len(seeds)} seeds for {num_envs} environments")
+    mask = np.ones(num_envs, dtype=bool)
+    if options and "reset_mask" in options:
+        mask = np.asarray(options["reset_mask"], dtype=bool)
+    return seeds, mask
+
+
 def checked_action_every(value: Any) -> int:
     """The environments' ``action_every`` (physics steps per action) as an int; ValueError
     (one line naming the keyword and its range) unless it is an integer >= 1."""

@@ -457,17 +457,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Reset every environment (or those of ``options["reset_mask"]``); ``seed`` is an int
         (environment i gets ``seed + i``) or one seed per environment."""
-        if seed is None:
-            seeds: list[int | None] = [None] * self.num_envs
-        elif isinstance(seed, int | np.integer):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed: {len(seeds)} seeds for {self.num_envs} environments")
-        mask = np.ones(self.num_envs, dtype=bool)
-        if options and "reset_mask" in options:
-            mask = np.asarray(options["reset_mask"], dtype=bool)
+        seeds, mask = core.reset_rows(seed, options, self.num_envs)
         ids = np.flatnonzero(mask)
         for i in ids:
             if seeds[i] is not None or self._rngs[i] is None:
