@@ -456,6 +456,17 @@ def measure_sb3(nenv: int = 8, repeat: int = 3, duration: float = 1.0, nthread: 
             "ratio_sb3_over_vector": best["sb3"] / best["vector"]}
 
 
+def _loadavg() -> tuple[float, float, float] | None:
+    """The 1, 5 and 15 minute load averages (None where the platform has none)."""
+    return os.getloadavg() if hasattr(os, "getloadavg") else None
+
+
+def _load1() -> float:
+    """The 1 minute load average (NaN where the platform has none)."""
+    load = _loadavg()
+    return load[0] if load is not None else float("nan")
+
+
 def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
                   extra: tuple[str, ...] = (), engine: str | None = None) -> dict[str, Any]:
     """The learned row's training throughput against the raw stepping of its environment, in
@@ -481,7 +492,7 @@ def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
     over = [*st["overrides"], *extra]
     _, draw = learn.task_overrides(task)
     samples: dict[str, list[float]] = {"raw": [], "training": []}
-    load = [os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")]
+    load = [_load1()]
     for r in range(repeat):
         venv, _ = learn.make_env(task, st["observe"], st["envs"], draw, record=True,
                                  extra=over, action_every=st["action_every"],
@@ -507,7 +518,7 @@ def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
                             hyperparams=st["hyperparams"], normalize=st["normalize"],
                             increment=st["increment"])
         samples["training"].append(float(s["physics_steps_per_s"]))
-    load.append(os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan"))
+    load.append(_load1())
     med = {k: statistics.median(v) for k, v in samples.items()}
     return {"task": task, "steps": steps, "envs": st["envs"], "action_every":
             st["action_every"], "engine": st["engine"], "physics_steps_per_s": med,
@@ -745,7 +756,7 @@ def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfa
         nenv: int = 64) -> dict[str, Any]:
     """Measure everything; returns the JSON-ready results (``nenv`` 0: skip the
     environments)."""
-    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+    load_before = _loadavg()
     results: dict[str, Any] = {"presets": {}}
     for label in presets:
         results["presets"][label] = measure(label, repeat, nsim, overrides=overrides)
@@ -769,7 +780,7 @@ def run(repeat: int = 5, nsim: int = 16, presets: tuple[str, ...] = ("implicitfa
         "cpu_count": os.cpu_count(),
         "processor": platform.processor() or platform.machine(),
         "loadavg_before": load_before,
-        "loadavg_after": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "loadavg_after": _loadavg(),
         "repeat": repeat,
     }
     results["targets"] = {"closed_over_bare_max": TARGET_CLOSED,
@@ -783,7 +794,7 @@ def _write_sized(out: Path, key: str, results: list[dict[str, Any]],
                  load_before: tuple[float, float, float] | None) -> int:
     """Print the load average before and after a cost-against-size run (``--segments``,
     ``--sections``) and write its ``results`` under ``key`` to ``out`` (JSON); exit code 0."""
-    load = (load_before, os.getloadavg() if hasattr(os, "getloadavg") else None)
+    load = (load_before, _loadavg())
     print(f"load average before/after: {load[0]} / {load[1]}")
     return _write(out, {key: results, "loadavg": load})
 
@@ -870,12 +881,12 @@ def main(argv: list[str] | None = None) -> int:
               f"{sb3['nenv']} envs x {sb3['steps']} steps, {sb3['dtype']})")
         return _write(args.out, {"sb3": sb3})
     if args.envs:
-        load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+        load_before = _loadavg()
         found = {lab: measure_envs(lab, args.repeat, max(args.nenv, 1))
                  for lab in (args.preset or PRESETS)}
         if not any(found.values()):
             parser.error("--envs needs gymnasium (pip install 'quadarm[gym]')")
-        load = (load_before, os.getloadavg() if hasattr(os, "getloadavg") else None)
+        load = (load_before, _loadavg())
         envs: dict[str, Any] = {"presets": {lab: {"envs": e} for lab, e in found.items()},
                                 "loadavg": load}
         print("\n".join(env_lines(envs)))
@@ -887,7 +898,7 @@ def main(argv: list[str] | None = None) -> int:
                                                         args.sections.split(",")))
         except ValueError:
             parser.error(f"--sections={args.sections}: e.g. 5x3,10x3 (links x tendons)")
-        load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+        load_before = _loadavg()
         res = [measure_sections(lab, sizes, args.repeat, tuple(args.override))
                for lab in (args.preset or PRESETS)]
         for r in res:
@@ -902,7 +913,7 @@ def main(argv: list[str] | None = None) -> int:
             ns = tuple(int(v) for v in args.segments.split(","))
         except ValueError:
             parser.error(f"--segments={args.segments}: a comma-separated list of integers")
-        load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+        load_before = _loadavg()
         seg = [measure_segments(lab, ns, args.repeat, args.placement)
                for lab in (args.preset or PRESETS)]
         print(segments_table(seg))

@@ -336,6 +336,18 @@ def reset_rows(seed: int | Sequence[int | None] | None, options: Mapping[str, An
     return seeds, mask
 
 
+def final_infos(obs: np.ndarray, ended: np.ndarray, infos: dict[str, Any]) -> dict[str, Any]:
+    """A ``SAME_STEP`` autoreset's infos: the ended environments' (``ended`` (num_envs,)
+    bool) last observations, copied from ``obs`` (num_envs, obs_dim) before their reset
+    overwrites them, and their infos ``infos``, under Gymnasium's ``final_obs`` and
+    ``final_info`` keys with their masks."""
+    final_obs = np.full(len(ended), None, dtype=object)
+    for i in np.flatnonzero(ended):
+        final_obs[i] = obs[i].copy()
+    return {"final_obs": final_obs, "_final_obs": ended.copy(),
+            "final_info": infos, "_final_info": ended.copy()}
+
+
 def checked_action_every(value: Any) -> int:
     """The environments' ``action_every`` (physics steps per action) as an int; ValueError
     (one line naming the keyword and its range) unless it is an integer >= 1."""

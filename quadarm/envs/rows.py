@@ -165,11 +165,7 @@ class RowsVectorEnv(gym.vector.VectorEnv):
         self._ended[:] = ended
         if not next_step and ended.any():
             ids = np.flatnonzero(ended)
-            final_obs = np.full(n, None, dtype=object)
-            for j in ids:
-                final_obs[j] = obs[j].copy()
-            infos = {"final_obs": final_obs, "_final_obs": ended.copy(),
-                     "final_info": infos, "_final_info": ended.copy()}
+            infos = core.final_infos(obs, ended, infos)
             for j in ids:
                 obs[j], infos = self._reset_one(int(j), None, infos)
         return obs, rewards, terminated, truncated, infos

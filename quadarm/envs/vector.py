@@ -28,7 +28,7 @@ With ``randomize``, every reset draws environment i's keys from its own generato
 rebuilds its model (``Batch.set_models``); keys that change the model's sizes
 (``arm.segments``, the number of rotors) cannot be randomised here. The task (config, model,
 plan) of a draw that repeats is built once and shared by the rows that draw it
-(:meth:`QuadArmVectorEnv._drawn_task`; not for air terms or scenario events).
+(:class:`quadarm.envs.core.TaskCache`; not for air terms or scenario events).
 
 With ``observe="sensed"`` every row observes the sensing term's estimates, run over the
 batch's rows after the step (:func:`quadarm.envs.sensed.sense_rows`, compiled with the seam),
@@ -180,7 +180,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             [core.Randomizer(c, randomize) for c in cfgs] if per_env is not None
             else [core.Randomizer(self.cfg, randomize)] * self.num_envs) if randomize else []
         self.randomizer = self._randomizers[0] if randomize else None
-        # (randomizer, drawn values) -> its task, for draws that repeat (_drawn_task)
+        # (randomizer, drawn values) -> its task, for draws that repeat (the last 2 num_envs)
         self._task_cache = core.TaskCache(2 * self.num_envs)
         self.record = opts.record
         self.render_mode = None
@@ -475,7 +475,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
                 rng = self._rngs[i]
                 assert rng is not None  # seeded by reset() before any episode
                 self.drawn[i] = self._randomizers[i].values(rng)
-                tasks[i] = self._drawn_task(self._randomizers[i], self.drawn[i])
+                tasks[i] = self._task_cache.task(self._randomizers[i], self.drawn[i])
             self.tasks = tasks
             self.sims.set_models([t.built.model for t in tasks])
             self._arrays()
@@ -510,11 +510,6 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
             for i in ids:
                 infos = self._add_info(infos, {"drawn": dict(self.drawn[i])}, int(i))
         return infos
-
-    def _drawn_task(self, randomizer: core.Randomizer, values: dict[str, Any]) -> core.Task:
-        """The task of ``randomizer``'s draw ``values``, kept for draws that repeat (the last
-        ``2 * num_envs``; :class:`quadarm.envs.core.TaskCache`)."""
-        return self._task_cache.task(randomizer, values)
 
     def step(self, actions: np.ndarray
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -635,12 +630,7 @@ class QuadArmVectorEnv(gym.vector.VectorEnv):
         self._k[ended] = -1
         if self.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP and ended.any():
             ids = np.flatnonzero(ended)
-            final_obs = np.full(self.num_envs, None, dtype=object)
-            for i in ids:
-                final_obs[i] = obs[i].copy()
-            infos = {"final_obs": final_obs, "_final_obs": ended.copy(),
-                     "final_info": infos, "_final_info": ended.copy()}
-            infos = self._reset_ids(ids, infos)
+            infos = self._reset_ids(ids, core.final_infos(obs, ended, infos))
             obs[ids] = self._observe(ids)
             self._ended[ids] = False
         return obs, rewards, terminated, truncated, infos
