@@ -17,8 +17,9 @@ It holds everything that depends on whether numba is there:
 - the cache folder: numba keys a cached kernel on its own source file only, not on the
   functions it compiles in from other modules, so the cache lives in
   ``quadarm/runner/__pycache__/numba-<hash>``, the hash of every source the kernels may compile
-  in (:data:`COMPILED_SOURCES`); folders of older versions are removed. ``NUMBA_CACHE_DIR``
-  overrides it.
+  in (:data:`COMPILED_SOURCES`); folders of older versions are removed once nothing has
+  written into them for a day (a running job of an older version may still compile into its
+  own). ``NUMBA_CACHE_DIR`` overrides it.
 - the switch: :func:`use` turns the config key ``runner.compiled`` (``auto``, ``true``,
   ``false``) and the environment variable ``QUADARM_NUMBA`` (an override: ``0``/``false``/``no``
   off, anything else on) into the choice of one trial.
@@ -33,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,18 +53,43 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 COMPILED_SOURCES = terms.compiled_sources()
 
 
+# How long an older version's kernel folder is kept after its last write, s. A process started
+# before an edit still uses its own folder: numba compiles a kernel at its first call, which in
+# a long study may come hours after the start, and writing into a folder that a newer process
+# removed ends that job with a FileNotFoundError. A folder nobody wrote into for a day is stale.
+STALE_S = 86400.0
+
+
+def _last_write(folder: Path) -> float:
+    """The newest modification time (s since the epoch) of ``folder`` and its entries; 0.0
+    when it is gone."""
+    try:
+        return max([folder.stat().st_mtime, *(p.stat().st_mtime for p in folder.iterdir())])
+    except OSError:  # removed meanwhile by another process
+        return 0.0
+
+
+def remove_stale(root: Path, keep: str, now: float, stale_s: float = STALE_S) -> list[Path]:
+    """Removes the ``numba-*`` folders under ``root`` other than ``keep`` that nothing wrote
+    into for ``stale_s`` seconds before ``now`` (s since the epoch); returns them."""
+    removed = []
+    for old in root.glob("numba-*"):
+        if old.name != keep and now - _last_write(old) > stale_s:
+            shutil.rmtree(old, ignore_errors=True)
+            removed.append(old)
+    return removed
+
+
 def cache_dir() -> Path:
     """``quadarm/runner/__pycache__/numba-<hash>`` of :data:`COMPILED_SOURCES`; older
-    ``numba-*`` folders there are removed."""
+    ``numba-*`` folders there are removed once stale (:data:`STALE_S`)."""
     digest = hashlib.sha256()
     for rel in COMPILED_SOURCES:
         path = _PACKAGE / rel
         digest.update(rel.encode() + b"\0" + (path.read_bytes() if path.exists() else b""))
     name = f"numba-{digest.hexdigest()[:16]}"
     root = Path(__file__).resolve().parent / "__pycache__"
-    for old in root.glob("numba-*"):
-        if old.name != name:
-            shutil.rmtree(old, ignore_errors=True)
+    remove_stale(root, name, time.time())
     return root / name
 
 

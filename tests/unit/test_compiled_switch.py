@@ -62,3 +62,31 @@ def test_the_loader_is_a_leaf():
     for leaf in ("quadarm/terms.py", "quadarm/jitable.py"):  # the leaves import no quadarm
         text = (Path(jit.__file__).parents[2] / leaf).read_text()
         assert "from quadarm" not in text and "import quadarm" not in text, leaf
+
+
+def test_an_older_versions_kernel_folder_is_kept_while_written_into(tmp_path):
+    """A folder of another source version is removed only once nothing has written into it
+    for jit.STALE_S: a job started before an edit may still compile into its own folder (a
+    removal under it ended such a job), while a day-old folder is gone; the current one stays."""
+    import os
+
+    now = 1.0e9
+    for name, age in (("numba-current", 10 * jit.STALE_S), ("numba-running", 60.0),
+                      ("numba-stale", 2 * jit.STALE_S)):
+        folder = tmp_path / name
+        folder.mkdir()
+        kernel = folder / "k.nbi"
+        kernel.write_bytes(b"")
+        for p in (kernel, folder):
+            os.utime(p, (now - age, now - age))
+    # a stale folder whose last kernel was written recently is in use
+    (tmp_path / "numba-old-dir-new-file").mkdir()
+    recent = tmp_path / "numba-old-dir-new-file" / "k.nbc"
+    recent.write_bytes(b"")
+    os.utime(recent, (now - 5.0, now - 5.0))
+    os.utime(tmp_path / "numba-old-dir-new-file", (now - 3 * jit.STALE_S,) * 2)
+
+    removed = jit.remove_stale(tmp_path, "numba-current", now)
+    assert [p.name for p in removed] == ["numba-stale"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "numba-current", "numba-old-dir-new-file", "numba-running"]
