@@ -182,6 +182,15 @@ def simulated(log: Log, quantity: str) -> np.ndarray | None:
     return None
 
 
+def error(t_sim: np.ndarray, sim: np.ndarray, t_meas: np.ndarray, meas: np.ndarray
+          ) -> np.ndarray:
+    """Simulated minus measured (K,) at the measured times ``t_meas`` (K,) s, the simulation
+    ``sim`` (n + 1,) at ``t_sim`` linearly interpolated there: the error every comparison
+    (:func:`compare`) and the dynamic identification's residual
+    (:mod:`quadarm.identify.dynamic`) are made of."""
+    return np.interp(t_meas, t_sim, sim) - meas
+
+
 def compare(t_sim: np.ndarray, sim: np.ndarray, t_meas: np.ndarray, meas: np.ndarray,
             dt: float) -> dict[str, float]:
     """The comparison of a simulated series ``sim`` at ``t_sim`` (s) with a measured one
@@ -191,7 +200,7 @@ def compare(t_sim: np.ndarray, sim: np.ndarray, t_meas: np.ndarray, meas: np.nda
     and a quarter of the span; sim(t + tau) against meas(t) where t + tau is simulated: tau > 0,
     the simulation lags); ``replay_rmse_centered``, after removing the mean offset (as
     identify's aligned metric); ``replay_max``, the largest |sim - meas|."""
-    err = np.interp(t_meas, t_sim, sim) - meas
+    err = error(t_sim, sim, t_meas, meas)
     out = {"replay_rmse": float(np.sqrt(np.mean(err ** 2))),
            "replay_rmse_centered": float(np.sqrt(np.mean((err - err.mean()) ** 2))),
            "replay_max": float(np.abs(err).max())}
@@ -211,17 +220,29 @@ def compare(t_sim: np.ndarray, sim: np.ndarray, t_meas: np.ndarray, meas: np.nda
     return out
 
 
+def series(cfg: Config, plan: Plan, log: Log, rec: replaylog.ReplayLog | None = None
+           ) -> dict[str, np.ndarray]:
+    """The simulated series (n + 1,) of every measured quantity of the log that the run can
+    give (:func:`simulated`, else :func:`derived`), in the log's order; ``rec``: the log,
+    already read (else read from ``cfg``)."""
+    rec = read(cfg) if rec is None else rec
+    extra = derived(cfg, plan, log, derived_names(cfg))
+    out: dict[str, np.ndarray] = {}
+    for quantity in rec.measured:
+        sim = simulated(log, quantity)
+        if sim is None:
+            sim = extra.get(quantity)
+        if sim is not None:
+            out[quantity] = sim
+    return out
+
+
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
     rec = read(cfg)
     keep = rec.t <= log.t[-1] + 1e-12
     out: list[Metric] = []
-    extra = derived(cfg, plan, log, derived_names(cfg))
-    for quantity, meas in rec.measured.items():
-        sim = simulated(log, quantity)
-        if sim is None:
-            sim = extra.get(quantity)
-        if sim is None:
-            continue
+    for quantity, sim in series(cfg, plan, log, rec).items():
+        meas = rec.measured[quantity]
         for metric, value in compare(log.t, sim, rec.t[keep], meas[keep],
                                      cfg.sim.timestep).items():
             out.append((quantity, metric, value))
