@@ -84,17 +84,9 @@ def replay_config(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
                                   duration=duration)
         out = dataclasses.replace(base, airframe=dataclasses.replace(frame, bench=cfg.pointing),
                                   arm=arm, sim=sim, scenario=scenario)
-        rec = replay.read(out)
+        replay.read(out)
     except ConfigError as err:
         raise err.prefixed(f"identify.{key}") from None
-    missing = [q for q in cfg.dynamic_measured if q not in rec.measured]
-    if missing:
-        raise ConfigError("identify.dynamic_measured", list(cfg.dynamic_measured),
-                          f"{missing[0]} is not a measured column of {path.name} (it has: "
-                          f"{', '.join(rec.measured) or 'none'})")
-    if not rec.measured:
-        raise ConfigError(f"identify.{key}", str(path), "has no measured column to fit (tip_x, "
-                          "section<j>_roll_rad, tension_<x>_n, ...: docs/replay.md)")
     return out
 
 
@@ -105,22 +97,32 @@ def prepare(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
     bounds; every refusal before anything is simulated or written."""
     from quadarm.scenarios import replay
 
-    keys = fit.expand(arm, {k: list(v) for k, v in cfg.dynamic_parameters.items()})
-    for key, _, _ in keys:
+    for key in cfg.dynamic_parameters:
         if key in NOT_DYNAMIC or key.endswith(fit.ROTATE) or fit.SCALES in key:
             raise ConfigError(f"identify.dynamic_parameters.{key}", None, "is a static "
                               "replay's key, not the arm's dynamics: fit it in parameters")
-        try:
-            fit.check_key(arm, key)
-        except ConfigError as err:
-            raise ConfigError(f"identify.dynamic_parameters.{key}", None,
-                              err.args[0].split(": ", 1)[-1] if err.args else "") from None
+    try:
+        keys = fit.expand(arm, {k: list(v) for k, v in cfg.dynamic_parameters.items()})
+    except ConfigError as err:  # fit.expand names the static stage's node
+        raise ConfigError(err.key.replace("identify.parameters.", "identify.dynamic_parameters.",
+                                          1), err.value, "must be a numeric arm key (e.g. "
+                          "sections.0.damping, sections.*.damping, tendon_damping, servo.kp, "
+                          "servo.kd)") from None
     whole = replay_config(frame, arm, sim, cfg, log_path(cfg, cfg.dynamic_train),
                           "dynamic_train")
     rec = replay.read(whole)
 
     def series(c: Config, window: np.ndarray, path: str) -> Series:
         r = replay.read(c)
+        missing = [q for q in cfg.dynamic_measured if q not in r.measured]
+        if missing:
+            raise ConfigError("identify.dynamic_measured", list(cfg.dynamic_measured),
+                              f"{missing[0]} is not a measured column of {path} (it has: "
+                              f"{', '.join(r.measured) or 'none'})")
+        if not r.measured:
+            raise ConfigError("identify.dynamic_train", path, "has no measured column to fit "
+                              "(tip_x, section<j>_roll_rad, tension_<x>_n, ...: "
+                              "docs/replay.md)")
         measured = {q: v for q, v in r.measured.items()
                     if not cfg.dynamic_measured or q in cfg.dynamic_measured}
         return Series(c, r.t, measured, window, path)
