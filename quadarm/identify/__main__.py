@@ -10,7 +10,10 @@ before anything is simulated or written. The run folder (``identify.out``) recei
 ``val_rmse_unaligned_mm``, ``val_max_mm``, ...; with ``identify.orientation`` the IMUs'
 ``*_orientation_rmse_rad`` too), ``<name>.yaml`` (the calibrated arm, a
 ``conf/arm`` file: copy it into a config folder's ``arm/`` and use ``arm=<name>``),
-``report.md`` and its figures, ``fit.json``.
+``report.md`` and its figures, ``fit.json``. With ``identify.dynamic=true`` a time series is
+then replayed to fit the arm's damping (and a servo's loop): ``dynamic.json``, rows of phase
+``dynamic`` in ``metrics.parquet``, and those keys in ``<name>.yaml``; ``identify.static=false``
+runs that stage alone (docs/identify.md, "Dynamics").
 """
 
 from __future__ import annotations

@@ -288,3 +288,44 @@ def test_off_by_default_and_out_of_stage_2s_hash(tmp_path):
 def test_the_servo_model_is_refused_with_the_static_stages():
     with pytest.raises(ConfigError, match="identify.static=false"):
         compose(["arm.servo={kp:1.0}"])
+
+
+@pytest.mark.slow
+def test_after_the_static_stages_the_static_outputs_are_unchanged(tmp_path, monkeypatch):
+    """``dynamic=true`` after stages 1-3 (the shipped v4 recordings, a tiny stage 2 as
+    test_identify.py's store test runs it): it starts from the static fit's arm; ``fit.json``
+    and the identify rows of ``metrics.parquet`` are those of the same job without it (but
+    the wall time; stage 2 is read from the trial store, whose hash the dynamic keys do not
+    enter), and the calibrated arm carries both fits: the static keys as the job without it
+    wrote them, the damping fitted to the time series."""
+    import yaml
+
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    monkeypatch.chdir(tmp_path)  # the trial store under outputs/, shared by the two runs
+    frame, arm, sim, _ = _job(tmp_path)
+    _write_log(tmp_path / "train.csv", frame, fit.apply(arm, {DAMPING: TRUE_DAMPING}), sim,
+               [(0.05, 0), (0.5, 4)], np.random.default_rng(3))
+    base = ["+experiment=identify_ftdcr_v4", "identify.starts=1", "identify.max_nfev=2",
+            "identify.train_stride=200", "identify.workers=1"]
+    assert main([*base, "identify.out=outputs/static"]) == 0
+    assert main([*base, "identify.out=outputs/both", "identify.dynamic=true",
+                 f"identify.dynamic_train={tmp_path / 'train.csv'}",
+                 "identify.dynamic_max_nfev=3",
+                 "++identify.dynamic_parameters={sections.0.damping: [0.000001, 0.01]}"]) == 0
+    static, both = Path("outputs/static"), Path("outputs/both")
+    a, b = (json.loads((d / "fit.json").read_text()) for d in (static, both))
+    for rec in (a, b):
+        rec["metrics"].pop("wall_s")
+    assert a == b
+    ma, mb = (pd.read_parquet(d / "metrics.parquet") for d in (static, both))
+    mb_identify = mb[mb["phase"] == "identify"].reset_index(drop=True)
+    keep = ma["metric"] != "wall_s"
+    pd.testing.assert_frame_equal(ma[keep].reset_index(drop=True),
+                                  mb_identify[keep].reset_index(drop=True))
+    assert set(mb["phase"]) == {"identify", "dynamic"}
+    dyn = json.loads((both / "dynamic.json").read_text())
+    ya, yb = (yaml.safe_load((d / "ftdcr_v4_calibrated.yaml").read_text())
+              for d in (static, both))
+    assert yb["sections"][0]["damping"] == dyn["values"]["sections.0.damping"]
+    yb["sections"][0]["damping"] = ya["sections"][0]["damping"]
+    assert ya == yb  # everything else as the static fit wrote it
