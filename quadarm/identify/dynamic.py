@@ -212,7 +212,12 @@ def run(arm: SectionArmConfig, train: Series, val: Series,
     start = {k: _value(arm, k) for k, _, _ in keys}
     x0 = np.clip(np.array([math.log(max(start[k], 1e-300) / lo) / math.log(hi / lo)
                            for k, lo, hi in keys]), 0.0, 1.0)
-    before = {"train": score(train, arm), "val": score(val, arm)}
+    try:
+        before = {"train": score(train, arm), "val": score(val, arm)}
+    except Failed as err:  # the start itself: no residual to compare a failure with
+        raise ConfigError("identify.dynamic_parameters", None, f"the start arm's replay of "
+                          f"the logs did not finish ({err}): check the arm and the logs' "
+                          "commands") from None
     size = int(before["train"]["all"]["samples"])
     # A diverging replay scores more than any that finishes can: on every residual, ten
     # times the largest measured magnitude (plus 1, for a log near zero).
