@@ -94,6 +94,8 @@ KEYS = {
                           "0 < low < high (fitted in log space)",
     "dynamic_max_nfev": "the dynamic fit's least-squares iterations, at most (each a replay, "
                         "plus one per parameter for its Jacobian)",
+    "dynamic_start_shape": "straight | settled: where the logs' replays start the arm "
+                           "(scenario.start_shape; settled: at rest under the first commands)",
 }
 # Fitted keys that are stiffnesses (each section's backbone, each tendon's): with
 # robust_start they are fitted in log space (a factor, not a step, is what is uncertain).
@@ -200,6 +202,7 @@ class IdentifyConfig:
     dynamic_measured: List[str] = field(default_factory=list)  # noqa: UP006
     dynamic_parameters: Dict[str, List[float]] = field(default_factory=dict)  # noqa: UP006
     dynamic_max_nfev: int = 15
+    dynamic_start_shape: str = "straight"
 
     def __post_init__(self) -> None:
         _choice("command_unit", self.command_unit, tuple(COMMAND_UNITS))
@@ -309,6 +312,7 @@ class IdentifyConfig:
             raise ConfigError("static", False, "skips stages 1-3, which leaves nothing to do "
                               "without dynamic=true")
         _integer("dynamic_max_nfev", self.dynamic_max_nfev, 1)
+        _choice("dynamic_start_shape", self.dynamic_start_shape, ("straight", "settled"))
         h = self.dynamic_holdout
         if not (isinstance(h, int | float) and not isinstance(h, bool) and 0 < h <= 0.5):
             raise ConfigError("dynamic_holdout", h, "must be in (0, 0.5] (a fraction of "

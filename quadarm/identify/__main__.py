@@ -399,7 +399,8 @@ SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "sta
                   "orientation_sections", "orientation_noise", "position_noise")
 # The dynamic stage's keys, which stage 2 does not read: never in its hash.
 DYNAMIC_KEYS = ("dynamic", "static", "dynamic_train", "dynamic_val", "dynamic_holdout",
-                "dynamic_columns", "dynamic_measured", "dynamic_parameters", "dynamic_max_nfev")
+                "dynamic_columns", "dynamic_measured", "dynamic_parameters", "dynamic_max_nfev",
+                "dynamic_start_shape")
 
 
 def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,

@@ -81,7 +81,7 @@ def replay_config(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
     base = compose(["scenario=statics"])  # the groups a run has beyond arm, frame and sim
     try:
         scenario = ReplayScenario(log=str(path), columns=dict(cfg.dynamic_columns),
-                                  duration=duration)
+                                  duration=duration, start_shape=cfg.dynamic_start_shape)
         out = dataclasses.replace(base, airframe=dataclasses.replace(frame, bench=cfg.pointing),
                                   arm=arm, sim=sim, scenario=scenario)
         replay.read(out)
