@@ -318,3 +318,21 @@ def test_the_start_shape_is_checked():
     with pytest.raises(ConfigError, match="start_shape"):
         compose(["scenario=replay", f"scenario.log={replay.replaylog.SAMPLE_LOG}",
                  "scenario.start_shape=bent"])
+
+
+def test_a_flying_log_that_starts_unloaded_starts_straight_either_way(monkeypatch):
+    """On a free vehicle (the shipped held-bend log of the default arm, its first tensions 0):
+    the settled start holds the vehicle at its start and lets the arm hang under zero
+    commands, which is the straight keyframe arm; the replay then flies as the straight start
+    does, up to the settling's tolerance (joints slower than 1e-9 rad/s)."""
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    runs = {}
+    for shape in ("straight", "settled"):
+        ep = episode.run_episode(compose(["scenario=replay", "scenario.duration=0.5",
+                                          f"scenario.log={replay.replaylog.SAMPLE_LOG}",
+                                          f"scenario.start_shape={shape}"]))
+        assert ep.status == "ok", ep.message
+        runs[shape] = ep
+    assert runs["settled"].plan.arm_qpos is not None and runs["straight"].plan.arm_qpos is None
+    np.testing.assert_allclose(runs["settled"].log.tip, runs["straight"].log.tip, rtol=0,
+                               atol=1e-6)
