@@ -76,6 +76,26 @@ KEYS = {
     "orientation_sections": "the section whose end each roll/pitch pair is on ([]: 0, 1, ...)",
     "orientation_noise": "rad: each logged angle's noise std (fit_to orientation | both)",
     "position_noise": "m: the tracked point's noise, RMS length of its error (fit_to both)",
+    "dynamic": "true: after the static stages (or alone, static=false) fit dynamic_parameters "
+               "to a replayed time series (docs/identify.md, 'Dynamics')",
+    "static": "false: skip stages 1-3 (with dynamic=true): the arm as composed is the "
+              "dynamic fit's start, and may have the servo model (arm.servo)",
+    "dynamic_train": "the time-series log the dynamic stage fits (CSV or Parquet in data_dir, "
+                     "scenario=replay's format)",
+    "dynamic_val": "a held-out time-series log it never sees, scored at the end ('': the last "
+                   "dynamic_holdout of dynamic_train's span is held out instead)",
+    "dynamic_holdout": "the fraction of dynamic_train's span held out at its end when "
+                       "dynamic_val is ''",
+    "dynamic_columns": "{quantity: the log's column}: scenario.columns' map for both logs",
+    "dynamic_measured": "the measured quantities the residual is made of ([]: every one the "
+                        "log has that the replay compares)",
+    "dynamic_parameters": "{key: [low, high]}: the arm keys fitted to the time series (the "
+                          "sections' damping, tendon_damping, servo.kp, servo.kd, ...), "
+                          "0 < low < high (fitted in log space)",
+    "dynamic_max_nfev": "the dynamic fit's least-squares iterations, at most (each a replay, "
+                        "plus one per parameter for its Jacobian)",
+    "dynamic_start_shape": "straight | settled: where the logs' replays start the arm "
+                           "(scenario.start_shape; settled: at rest under the first commands)",
 }
 # Fitted keys that are stiffnesses (each section's backbone, each tendon's): with
 # robust_start they are fitted in log space (a factor, not a step, is what is uncertain).
@@ -173,6 +193,16 @@ class IdentifyConfig:
     orientation_sections: List[int] = field(default_factory=list)  # noqa: UP006
     orientation_noise: float = 0.01  # rad, each angle's noise std
     position_noise: float = 0.0005  # m, RMS length of the tracked point's error
+    dynamic: bool = False
+    static: bool = True
+    dynamic_train: str = ""
+    dynamic_val: str = ""
+    dynamic_holdout: float = 0.25  # of dynamic_train's span, held out at its end
+    dynamic_columns: Dict[str, str] = field(default_factory=dict)  # noqa: UP006
+    dynamic_measured: List[str] = field(default_factory=list)  # noqa: UP006
+    dynamic_parameters: Dict[str, List[float]] = field(default_factory=dict)  # noqa: UP006
+    dynamic_max_nfev: int = 15
+    dynamic_start_shape: str = "straight"
 
     def __post_init__(self) -> None:
         _choice("command_unit", self.command_unit, tuple(COMMAND_UNITS))
@@ -271,3 +301,41 @@ class IdentifyConfig:
                 if getattr(self, key):
                     raise ConfigError(key, getattr(self, key),
                                       "applies with select=holdout only (select is cost)")
+        self._check_dynamic()
+
+    def _check_dynamic(self) -> None:
+        """The dynamic stage's keys (docs/identify.md, "Dynamics")."""
+        for key in ("dynamic", "static"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(key, getattr(self, key), "must be true or false")
+        if not self.static and not self.dynamic:
+            raise ConfigError("static", False, "skips stages 1-3, which leaves nothing to do "
+                              "without dynamic=true")
+        _integer("dynamic_max_nfev", self.dynamic_max_nfev, 1)
+        _choice("dynamic_start_shape", self.dynamic_start_shape, ("straight", "settled"))
+        h = self.dynamic_holdout
+        if not (isinstance(h, int | float) and not isinstance(h, bool) and 0 < h <= 0.5):
+            raise ConfigError("dynamic_holdout", h, "must be in (0, 0.5] (a fraction of "
+                              "dynamic_train's span, held out at its end)")
+        if not all(isinstance(k, str) and isinstance(v, str) and v
+                   for k, v in self.dynamic_columns.items()):
+            raise ConfigError("dynamic_columns", dict(self.dynamic_columns), "must map "
+                              "quantity names to the log's column names (strings)")
+        if any(not isinstance(q, str) or not q for q in self.dynamic_measured):
+            raise ConfigError("dynamic_measured", list(self.dynamic_measured),
+                              "must be quantity names (tip_x, section0_roll_rad, ...)")
+        for key, bounds in self.dynamic_parameters.items():
+            if (len(bounds) != 2 or not all(isinstance(b, int | float) and math.isfinite(b)
+                                            for b in bounds)
+                    or not 0 < bounds[0] < bounds[1]):
+                raise ConfigError(f"dynamic_parameters.{key}", list(bounds),
+                                  "must be [low, high] with 0 < low < high (fitted in log "
+                                  "space)")
+        if not self.dynamic:
+            return
+        if not self.dynamic_train:
+            raise ConfigError("dynamic_train", "", "must name the time-series log to fit "
+                              "(a file in data_dir) with dynamic=true")
+        if not self.dynamic_parameters:
+            raise ConfigError("dynamic_parameters", {}, "must name at least one arm key to fit "
+                              "with dynamic=true (e.g. {sections.*.damping: [1e-6, 1e-2]})")

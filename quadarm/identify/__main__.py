@@ -10,7 +10,10 @@ before anything is simulated or written. The run folder (``identify.out``) recei
 ``val_rmse_unaligned_mm``, ``val_max_mm``, ...; with ``identify.orientation`` the IMUs'
 ``*_orientation_rmse_rad`` too), ``<name>.yaml`` (the calibrated arm, a
 ``conf/arm`` file: copy it into a config folder's ``arm/`` and use ``arm=<name>``),
-``report.md`` and its figures, ``fit.json``.
+``report.md`` and its figures, ``fit.json``. With ``identify.dynamic=true`` a time series is
+then replayed to fit the arm's damping (and a servo's loop): ``dynamic.json``, rows of phase
+``dynamic`` in ``metrics.parquet``, and those keys in ``<name>.yaml``; ``identify.static=false``
+runs that stage alone (docs/identify.md, "Dynamics").
 """
 
 from __future__ import annotations
@@ -88,9 +91,10 @@ def compose(overrides: list[str]) -> tuple[AirframeConfig, SectionArmConfig, Sim
             f"{parts['arm'].actuation}; m or mm are servo travels)") if unit in TENSION_UNITS
             else ("says the commands are servo travels, which need arm.actuation="
                   "displacement (it is tension: its commands are tensions, unit N)"))
-    if parts["arm"].servo is not None:
+    if parts["arm"].servo is not None and parts["identify"].static:
         raise ConfigError("arm.servo", "set", "identify replays settled poses of ideal servos: "
-                          "must be null (the servo model is flight's, docs/arm.md)")
+                          "must be null (the servo model is flight's, docs/arm.md), or "
+                          "identify.static=false to fit its loop alone (dynamic=true)")
     n_sec = len(parts["arm"].sections)
     imus = list(parts["identify"].orientation_sections) or list(
         range(len(parts["identify"].orientation) // 2))
@@ -125,6 +129,14 @@ def run(overrides: list[str]) -> dict[str, float]:
     from quadarm.identify import data, fit, report, trust
 
     frame, arm, sim, cfg, yaml_text = compose(overrides)
+    dyn = None
+    if cfg.dynamic:
+        # The time-series logs and keys, checked before anything is simulated or written.
+        from quadarm.identify import dynamic
+
+        dyn = dynamic.prepare(frame, arm, sim, cfg)
+        if not cfg.static:
+            return _dynamic_only(arm, cfg, dyn, yaml_text)
     sim_in = sim  # with gravity, as composed (the coarse scan may leave it out)
     if cfg.gravity == "none":  # the bench model without gravity: the replay's sim has none
         sim = dataclasses.replace(sim, gravity=[0.0, 0.0, 0.0])
@@ -263,6 +275,13 @@ def run(overrides: list[str]) -> dict[str, float]:
     table = pd.DataFrame({"run_id": cfg.name, "phase": "identify",
                           "metric": list(metrics), "value": [float(v) for v in
                                                              metrics.values()]})
+    fitted_values = s2["values"]
+    if dyn is not None:
+        # The dynamic stage from the static fit's arm (docs/identify.md, "Dynamics").
+        start = fit.apply(problem.arm, s2["values"])
+        record_dyn = _dynamic(start, cfg, dyn, out)
+        table = pd.concat([table, _dynamic_table(cfg.name, record_dyn)], ignore_index=True)
+        fitted_values = {**s2["values"], **record_dyn["values"]}
     write_table(out / METRICS, table, provenance(yaml_text))
     bench = _bench(problem, cfg, sim, s2["values"])
     bench_side = (f"pointing={cfg.pointing}, gravity={cfg.gravity} "
@@ -271,8 +290,9 @@ def run(overrides: list[str]) -> dict[str, float]:
                   f"{[round(s2['values'].get(f'registration.r{a}', 0.0), 5) for a in 'xyz']} rad"
                   f" on stage 1's rotation {np.round(problem.rotation, 5).tolist()}, "
                   f"translation {np.round(problem.translation, 6).tolist()} m")
-    write_text(out / f"{cfg.name}.yaml", arm_yaml(problem.arm, s2["values"], "stage 1 angles "
-                                                  "and stage 2 fit", bench_side))
+    write_text(out / f"{cfg.name}.yaml", arm_yaml(
+        problem.arm, fitted_values, "stage 1 angles and stage 2 fit" + (
+            ", then the dynamic stage" if dyn is not None else ""), bench_side))
     record = {"metrics": metrics, "values": s2["values"], "stderr": s2["stderr"],
               "costs": s2["costs"], "nfev": s2["nfev"], "fit_rows": s2["rows"],
               "at_bound": s2["at_bound"],
@@ -290,6 +310,55 @@ def run(overrides: list[str]) -> dict[str, float]:
     report.write(out, cfg, recs, sims, record)
     print(f"wrote {out} ({t3 - t0:.0f} s in all)")
     return metrics
+
+
+def _dynamic(arm: SectionArmConfig, cfg: IdentifyConfig, dyn: Any, out: Path
+             ) -> dict[str, Any]:
+    """Run the dynamic stage from ``arm`` on the prepared logs ``dyn`` (train, val, keys),
+    print its summary, write ``dynamic.json`` in ``out`` and return its record."""
+    from quadarm.identify import dynamic
+    from quadarm.results.io import write_text
+
+    train, val, keys = dyn
+    rec = dynamic.run(arm, train, val, keys, cfg.dynamic_max_nfev)
+    b, a = rec["before"], rec["after"]
+    print("dynamic: " + ", ".join(f"{k} {v:.4g} (+-{rec['stderr'][k]:.2g}, from "
+                                  f"{rec['start'][k]:.4g})" for k, v in rec["values"].items())
+          + f"; centred RMSE train {b['train']['all']['rmse_centered']:.4g} -> "
+          f"{a['train']['all']['rmse_centered']:.4g}, held out "
+          f"{b['val']['all']['rmse_centered']:.4g} -> {a['val']['all']['rmse_centered']:.4g} "
+          f"(SI units; {rec['evaluations']} evaluations, {rec['wall_s']:.0f} s)", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / "dynamic.json", json.dumps(rec, indent=1, default=float))
+    return rec
+
+
+def _dynamic_table(name: str, rec: dict[str, Any]) -> pd.DataFrame:
+    """The dynamic stage's rows of ``metrics.parquet`` (phase ``dynamic``): the centred RMSE
+    over every fitted quantity (SI units) before and after, on the train span and held out,
+    the evaluations and the wall time (s)."""
+    rows = {f"{which}_rmse_centered_{when}": rec[when][which]["all"]["rmse_centered"]
+            for which in ("train", "val") for when in ("before", "after")}
+    rows |= {"evaluations": rec["evaluations"], "wall_s": rec["wall_s"]}
+    return pd.DataFrame({"run_id": name, "phase": "dynamic", "metric": list(rows),
+                         "value": [float(v) for v in rows.values()]})
+
+
+def _dynamic_only(arm: SectionArmConfig, cfg: IdentifyConfig, dyn: Any, yaml_text: str
+                  ) -> dict[str, float]:
+    """``static=false``: the dynamic stage alone, from the arm as composed; writes
+    ``metrics.parquet`` (phase ``dynamic``), ``dynamic.json`` and the calibrated ``<name>.yaml``
+    with the fitted keys."""
+    from quadarm.results.io import METRICS, provenance, write_table, write_text
+
+    out = Path(cfg.out).expanduser()
+    rec = _dynamic(arm, cfg, dyn, out)
+    table = _dynamic_table(cfg.name, rec)
+    write_table(out / METRICS, table, provenance(yaml_text))
+    write_text(out / f"{cfg.name}.yaml", arm_yaml(arm, rec["values"], "the dynamic stage "
+                                                  "alone, static=false"))
+    print(f"wrote {out}")
+    return dict(zip(table["metric"], table["value"], strict=True))
 
 
 def _warn(lines: list[str]) -> list[str]:
@@ -328,6 +397,10 @@ def _bench(problem: Any, cfg: IdentifyConfig, sim: SimConfig, values: dict[str, 
 SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "start_spread",
                   "robust_start", "scan_scales", "scan_gravity", "fit_to", "orientation",
                   "orientation_sections", "orientation_noise", "position_noise")
+# The dynamic stage's keys, which stage 2 does not read: never in its hash.
+DYNAMIC_KEYS = ("dynamic", "static", "dynamic_train", "dynamic_val", "dynamic_holdout",
+                "dynamic_columns", "dynamic_measured", "dynamic_parameters", "dynamic_max_nfev",
+                "dynamic_start_shape")
 
 
 def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
@@ -346,7 +419,7 @@ def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: Si
     from quadarm.runner.store import fingerprint
 
     job = dataclasses.asdict(cfg)
-    for key in ("out", "name", "workers"):
+    for key in ("out", "name", "workers", *DYNAMIC_KEYS):
         job.pop(key, None)
     default = IdentifyConfig()
     for key in SELECTION_KEYS:

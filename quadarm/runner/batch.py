@@ -187,6 +187,9 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     for i, p in enumerate(preps):  # a replay's logged start attitude (else the level keyframe)
         if p.plan.attitude is not None:
             qpos[i, 3:7] = p.plan.attitude
+        if p.plan.arm_qpos is not None:  # a replay's settled start (else the straight arm)
+            off = 7 if models[i].jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE else 0
+            qpos[i, off:off + len(p.plan.arm_qpos)] = p.plan.arm_qpos
     batch.forward()
 
     native = jit.use(preps[0].cfg.runner.compiled)

@@ -102,7 +102,7 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     m = built.model
     d = mujoco.MjData(m)
     wind = m.opt.wind  # live view: gusts are written into it before each step
-    reset(m, d, plan.start, plan.attitude)
+    reset(m, d, plan.start, plan.attitude, plan.arm_qpos)
     native = compiled(p)
     t0 = time.perf_counter()
     step.warm(native)  # the gust recursions, which params() may run

@@ -149,17 +149,22 @@ def prepare(cfg: Config) -> Prepared | Episode:
 
 
 def reset(m: mujoco.MjModel, d: mujoco.MjData, start: np.ndarray,
-          attitude: np.ndarray | None = None) -> None:
+          attitude: np.ndarray | None = None, arm_qpos: np.ndarray | None = None) -> None:
     """Put ``d`` in the state every trial starts from: the hover keyframe (the arm hanging
     straight, hover controls) with the vehicle at ``start`` (m, (3,)), kinematics computed;
     ``attitude`` (4,) (w, x, y, z): the vehicle's quaternion instead of the keyframe's level
-    one (the arm straight in its frame). The batched engine does the same through
-    ``Batch.reset``."""
+    one (the arm straight in its frame); ``arm_qpos`` (n_arm_q,): the arm's joint positions
+    instead of the straight arm's (a replay's settled start). The batched engine does the same
+    through ``Batch.reset``."""
     mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
-    if m.nq > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE:
+    free = m.nq > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
+    if free:
         d.qpos[:3] = start
         if attitude is not None:
             d.qpos[3:7] = attitude
+    if arm_qpos is not None:
+        off = 7 if free else 0
+        d.qpos[off:off + len(arm_qpos)] = arm_qpos
     mujoco.mj_forward(m, d)
 
 

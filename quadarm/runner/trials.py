@@ -192,7 +192,8 @@ def trial_id(cfg: Config) -> str:
             and not (k == "sensing.align_s" and v == 0.0)
             and not (k == "sensing.shape_table" and v == "along")
             and not (k == "world.payload.grasp_timeconst" and v == 0.0)
-            and not (k == "scenario.keep_grasp_bend" and v is False)}
+            and not (k == "scenario.keep_grasp_bend" and v is False)
+            and not (k == "scenario.start_shape" and v == "straight")}
     if isinstance(flat.get("arm.sections"), str):
         flat["arm.sections"] = _sections_before_their_new_keys(flat["arm.sections"])
     if cfg.scenario.kind == "replay":  # the log is the trial's input: its bytes, not its name

@@ -61,6 +61,9 @@ class Plan:
     # (4,) the vehicle's attitude quaternion (w, x, y, z) at the start (scenario=replay's
     # logged one); None: level, heading 0, as every other trial starts.
     attitude: np.ndarray | None = None
+    # (n_arm_q,) the arm's joint positions at the start, after the vehicle's 7 (scenario=replay's
+    # settled start, scenario.start_shape); None: the keyframe's straight arm.
+    arm_qpos: np.ndarray | None = None
 
     @property
     def steps(self) -> int:

@@ -103,9 +103,57 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
         ref = constant(start, len(t))
     yaw = None if rec.yaw is None else resample(t, rec.t, rec.yaw[:, None])[:, 0]
     level = rec.attitude is None or np.array_equal(rec.attitude, LEVEL)
+    attitude = None if level else rec.attitude
     return Plan(t=t, ref=ref, start=start, tensions=rows,
-                phases={names.WHOLE: (0.0, sc.duration)}, yaw=yaw,
-                attitude=None if level else rec.attitude)
+                phases={names.WHOLE: (0.0, sc.duration)}, yaw=yaw, attitude=attitude,
+                arm_qpos=(settled_start(built, start, attitude, rows[0])
+                          if sc.start_shape == "settled" else None))
+
+
+SETTLE_TAU = 0.02  # s: each hinge's relaxation time while settling (damping = stiffness x tau)
+SETTLE_STEPS = 5000  # at most (10 s at 2 ms)
+SETTLE_SPEED = 1e-9  # rad/s: settled when every arm joint moves slower
+
+
+def settled_start(built: BuiltModel, start: np.ndarray, attitude: np.ndarray | None,
+                  first: np.ndarray) -> np.ndarray:
+    """The arm's joint positions (n_arm_q,) at rest under the log's first tendon commands
+    ``first`` (n_tendons,: tensions N, or length commands m, the plan's first row), the
+    vehicle held at ``start`` (m) with ``attitude`` (w, x, y, z; None: level): MuJoCo's own
+    model relaxed to its equilibrium, on a copy whose hinges are overdamped (each hinge's
+    damping its stiffness times :data:`SETTLE_TAU`, which moves no equilibrium) and whose base
+    is held still, stepped until every arm joint moves slower than :data:`SETTLE_SPEED`. A
+    servo model's horns hold the first commands (their activations, the length commands the
+    horns hold, set to them: as the servo term starts them). With friction the pose is the
+    one this path reaches (the straight arm pulled there), as a recorded arm's would depend
+    on its history."""
+    import copy
+
+    m = copy.deepcopy(built.model)
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
+    free = m.nq > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
+    q0, v0 = (7, 6) if free else (0, 0)
+    if free:
+        d.qpos[:3] = start
+        if attitude is not None:
+            d.qpos[3:7] = attitude
+    base = d.qpos[:q0].copy()
+    for j in range(1 if free else 0, m.njnt):
+        m.dof_damping[m.jnt_dofadr[j]] += m.jnt_stiffness[j] * SETTLE_TAU
+    for j, a in enumerate(np.asarray(built.tendon_actuators)):
+        if m.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_INTEGRATOR:
+            d.act[m.actuator_actadr[a]] = first[j]  # the horn holds its command
+            d.ctrl[a] = 0.0
+        else:
+            d.ctrl[a] = first[j]
+    for _ in range(SETTLE_STEPS):
+        mujoco.mj_step(m, d)
+        if free:
+            d.qpos[:q0], d.qvel[:v0] = base, 0.0
+        if np.abs(d.qvel[v0:]).max() < SETTLE_SPEED:
+            break
+    return d.qpos[q0:].copy()
 
 
 def derived_names(cfg: Config) -> list[str]:
@@ -182,6 +230,15 @@ def simulated(log: Log, quantity: str) -> np.ndarray | None:
     return None
 
 
+def error(t_sim: np.ndarray, sim: np.ndarray, t_meas: np.ndarray, meas: np.ndarray
+          ) -> np.ndarray:
+    """Simulated minus measured (K,) at the measured times ``t_meas`` (K,) s, the simulation
+    ``sim`` (n + 1,) at ``t_sim`` linearly interpolated there: the error every comparison
+    (:func:`compare`) and the dynamic identification's residual
+    (:mod:`quadarm.identify.dynamic`) are made of."""
+    return np.interp(t_meas, t_sim, sim) - meas
+
+
 def compare(t_sim: np.ndarray, sim: np.ndarray, t_meas: np.ndarray, meas: np.ndarray,
             dt: float) -> dict[str, float]:
     """The comparison of a simulated series ``sim`` at ``t_sim`` (s) with a measured one
@@ -191,7 +248,7 @@ def compare(t_sim: np.ndarray, sim: np.ndarray, t_meas: np.ndarray, meas: np.nda
     and a quarter of the span; sim(t + tau) against meas(t) where t + tau is simulated: tau > 0,
     the simulation lags); ``replay_rmse_centered``, after removing the mean offset (as
     identify's aligned metric); ``replay_max``, the largest |sim - meas|."""
-    err = np.interp(t_meas, t_sim, sim) - meas
+    err = error(t_sim, sim, t_meas, meas)
     out = {"replay_rmse": float(np.sqrt(np.mean(err ** 2))),
            "replay_rmse_centered": float(np.sqrt(np.mean((err - err.mean()) ** 2))),
            "replay_max": float(np.abs(err).max())}
@@ -211,17 +268,29 @@ def compare(t_sim: np.ndarray, sim: np.ndarray, t_meas: np.ndarray, meas: np.nda
     return out
 
 
+def series(cfg: Config, plan: Plan, log: Log, rec: replaylog.ReplayLog | None = None
+           ) -> dict[str, np.ndarray]:
+    """The simulated series (n + 1,) of every measured quantity of the log that the run can
+    give (:func:`simulated`, else :func:`derived`), in the log's order; ``rec``: the log,
+    already read (else read from ``cfg``)."""
+    rec = read(cfg) if rec is None else rec
+    extra = derived(cfg, plan, log, derived_names(cfg))
+    out: dict[str, np.ndarray] = {}
+    for quantity in rec.measured:
+        sim = simulated(log, quantity)
+        if sim is None:
+            sim = extra.get(quantity)
+        if sim is not None:
+            out[quantity] = sim
+    return out
+
+
 def metrics(cfg: Config, plan: Plan, log: Log) -> list[Metric]:
     rec = read(cfg)
     keep = rec.t <= log.t[-1] + 1e-12
     out: list[Metric] = []
-    extra = derived(cfg, plan, log, derived_names(cfg))
-    for quantity, meas in rec.measured.items():
-        sim = simulated(log, quantity)
-        if sim is None:
-            sim = extra.get(quantity)
-        if sim is None:
-            continue
+    for quantity, sim in series(cfg, plan, log, rec).items():
+        meas = rec.measured[quantity]
         for metric, value in compare(log.t, sim, rec.t[keep], meas[keep],
                                      cfg.sim.timestep).items():
             out.append((quantity, metric, value))

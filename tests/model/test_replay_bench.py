@@ -277,3 +277,62 @@ def test_a_wrapped_heading_is_unwrapped_before_it_is_interpolated(tmp_path):
     assert rec.yaw is not None
     short = 2 * math.pi - 6.2  # from 3.1 to -3.1 through pi: 0.083 rad
     np.testing.assert_allclose(np.diff(rec.yaw), [0.1, short, 0.1, 0.1], atol=1e-12)
+
+
+def test_a_log_cut_mid_bend_starts_from_its_settled_shape(tmp_path, monkeypatch):
+    """``scenario.start_shape=settled``: a bench log that starts with the arm bent (the servo
+    step's log, cut 1.9 s after the step, its time restarted at 0) replays from the pose the
+    first commands hold: the start's tip is where identify's static solver
+    (:meth:`Bench.settle`, another solver of the same equilibrium) puts it, to 1 um, and it
+    stays there (the commands are constant, the arm at rest); the straight start is tens of
+    millimetres off and swings. One trial equals a batch of two, to the bit."""
+    from quadarm.runner import engine
+
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    bench, ctrl, path = _step_log(tmp_path, FRICTIONLESS)
+    expect = _settled(bench, ctrl)
+    frame = pd.read_csv(path)
+    cut = frame[frame[names.TIME] >= 2.0].copy()
+    cut[names.TIME] -= cut[names.TIME].iloc[0]
+    cut = cut[cut[names.TIME] <= 0.3 + 1e-9]
+    log = tmp_path / "cut.csv"
+    cut.to_csv(log, index=False, float_format="%.17g")
+    tips = {}
+    for shape in ("straight", "settled"):
+        cfg = compose([*ARM, *FRICTIONLESS, *BENCH, "scenario=replay", f"scenario.log={log}",
+                       f"scenario.start_shape={shape}"])
+        ep = episode.run_episode(cfg)
+        assert ep.status == "ok", ep.message
+        tips[shape] = (ep.log.tip - ep.log.qpos[0, :3]) @ FLIP
+    settled, straight = tips["settled"], tips["straight"]
+    assert np.linalg.norm(settled[0] - expect) < 1e-6
+    assert np.abs(settled - settled[0]).max() < 1e-6
+    assert np.linalg.norm(straight[0] - expect) > 0.02
+    many = engine.run_batched([cfg, cfg], nthread=1, lockstep=True)
+    for b in many:
+        assert b.status == "ok", b.message
+        assert np.array_equal(b.log.qpos, ep.log.qpos)
+
+
+def test_the_start_shape_is_checked():
+    with pytest.raises(ConfigError, match="start_shape"):
+        compose(["scenario=replay", f"scenario.log={replay.replaylog.SAMPLE_LOG}",
+                 "scenario.start_shape=bent"])
+
+
+def test_a_flying_log_that_starts_unloaded_starts_straight_either_way(monkeypatch):
+    """On a free vehicle (the shipped held-bend log of the default arm, its first tensions 0):
+    the settled start holds the vehicle at its start and lets the arm hang under zero
+    commands, which is the straight keyframe arm; the replay then flies as the straight start
+    does, up to the settling's tolerance (joints slower than 1e-9 rad/s)."""
+    monkeypatch.setenv("QUADARM_NUMBA", "0")
+    runs = {}
+    for shape in ("straight", "settled"):
+        ep = episode.run_episode(compose(["scenario=replay", "scenario.duration=0.5",
+                                          f"scenario.log={replay.replaylog.SAMPLE_LOG}",
+                                          f"scenario.start_shape={shape}"]))
+        assert ep.status == "ok", ep.message
+        runs[shape] = ep
+    assert runs["settled"].plan.arm_qpos is not None and runs["straight"].plan.arm_qpos is None
+    np.testing.assert_allclose(runs["settled"].log.tip, runs["straight"].log.tip, rtol=0,
+                               atol=1e-6)

@@ -590,6 +590,9 @@ class PickPlaceScenario(ScenarioConfig):
                                   f"{cfg.sim.max_distance:g} m of the start)")
 
 
+START_SHAPES = ("straight", "settled")  # scenario=replay's start_shape
+
+
 @dataclass
 class ReplayScenario(ScenarioConfig):
     """A recorded experiment replayed (``docs/replay.md``): the log ``log`` (CSV or Parquet)
@@ -611,6 +614,9 @@ class ReplayScenario(ScenarioConfig):
     # merges (OmegaConf refuses new keys in a typed empty mapping under Hydra's struct mode).
     columns: Any = None
     run_id: str = ""
+    # straight: the arm starts straight, at rest (as every trial); settled: at rest where the
+    # log's first commands hold it (quadarm.scenarios.replay.settled_start).
+    start_shape: str = "straight"
 
     @property
     def kind(self) -> str:
@@ -621,6 +627,9 @@ class ReplayScenario(ScenarioConfig):
 
         if self.columns is None:
             self.columns = {}
+        if self.start_shape not in START_SHAPES:
+            raise ConfigError("start_shape", self.start_shape,
+                              f"must be one of {', '.join(START_SHAPES)}")
         if not isinstance(self.columns, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in self.columns.items()):
             raise ConfigError("columns", self.columns, "must map quantity names to the log's "
