@@ -121,6 +121,7 @@ def to_config(cfg: DictConfig | Config) -> Config:
     config = Config(**built, seed=cfg.get("seed", 0))
     _check_duration(config)
     _check_hover(config)
+    _check_contact(config)
     check_sensing(config.sensing, config.sim.timestep)
     return config
 
@@ -210,6 +211,17 @@ def _check_hover(cfg: Config) -> None:
             "airframe.thrust_max", frame.thrust_max,
             f"must be at least {thrust:.3g} N: hovering the vehicle ({mass:.3g} kg with "
             f"its arm) needs {thrust:.3g} N from a rotor")
+
+
+def _check_contact(cfg: Config) -> None:
+    """``sim.contact=false`` leaves out the contacts a world's objects or a payload are there
+    for (the payload rests on a stand, and falls to the ground when released)."""
+    if cfg.sim.contact:
+        return
+    if cfg.world.objects or cfg.world.payload is not None or cfg.scenario.kind == "payload":
+        raise ConfigError("sim.contact", False,
+                          "must be true with world objects or a payload (they rest on, press "
+                          "or fall to something); false suits free flight only")
 
 
 def _check_duration(cfg: Config) -> None:

@@ -313,6 +313,8 @@ def build_spec(frame: AirframeConfig, arm: ArmConfig | RodArmConfig | SectionArm
     opt.viscosity = sim.air_viscosity
     if sim.jacobian != "auto":  # auto: MuJoCo's own default, left as it is
         opt.jacobian = _JACOBIANS[sim.jacobian]
+    if not sim.contact:  # nothing touches: the collision stage is skipped (sim.contact)
+        opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
     if aero is not None and any(aero.wind):
         opt.wind = [float(w) for w in aero.wind]
     # Keep a blown-up state visible: MuJoCo's auto-reset would silently restart a diverging

@@ -178,8 +178,8 @@ def trial_id(cfg: Config) -> str:
     excluded too (the loop reads no sensor), so the ids of the runs from before the sensing
     group stay the same; so is ``world.payload`` when there is none (before the option), and
     so are the later keys at their defaults (``arm.servo``, ``arm.bend_travel_mm``,
-    ``sim.jacobian``, ``world.payload.grasp_timeconst``, ``scenario.keep_grasp_bend``,
-    ``sensing.shape_table``...)."""
+    ``sim.jacobian``, ``sim.contact``, ``world.payload.grasp_timeconst``,
+    ``scenario.keep_grasp_bend``, ``sensing.shape_table``...)."""
     skip = ("runner.", "tune.") + (("sensing.",) if cfg.sensing.exact else ())
     if not cfg.sensing.arm_imus:  # no arm IMUs (before sensing.arm_imu): the same ids
         skip += ("sensing.arm_imu.",)
@@ -189,6 +189,7 @@ def trial_id(cfg: Config) -> str:
             and not (k == "arm.servo" and v is None)
             and not (k == "arm.bend_travel_mm" and v is None)
             and not (k == "sim.jacobian" and v == "auto")
+            and not (k == "sim.contact" and v is True)
             and not (k == "sensing.align_s" and v == 0.0)
             and not (k == "sensing.shape_table" and v == "along")
             and not (k == "world.payload.grasp_timeconst" and v == 0.0)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import re
 
 import numpy as np
@@ -74,31 +75,22 @@ def _scenario_trial(arm: str, kind: str) -> list[str]:
     return [*ARMS[arm], f"scenario={kind}", *TASKS[kind].trial, *SHORT[kind]]
 
 
-@functools.cache
-def _hanging_tip(arm: str, altitude: float) -> tuple[float, float]:
-    """Where the arm's tip hangs (z, m, world) under a hub at ``altitude``, and its length (m):
-    read off the built model at rest."""
-    import mujoco
-
-    from quadarm.model import build
-
-    cfg = compose(ARMS[arm])
-    b = build(cfg.airframe, cfg.arm, cfg.sim, start=(0.0, 0.0, altitude))
-    d = mujoco.MjData(b.model)
-    mujoco.mj_forward(b.model, d)
-    length = getattr(cfg.arm, "length", cfg.arm.segments * cfg.arm.segment_length)
-    return float(d.site_xpos[b.tip_site, 2]), float(length)
-
-
 def _term_trial(arm: str, term: terms.Term) -> list[str]:
     """The row's trial with ``arm``, its scenario's settings in the arm's own scale: a reach
-    target a fifth of the arm's length beside its hanging tip (prb12's trial names a point
-    beside prb12's), a touch's reach longer than the gap from a short arm's tip to the table."""
+    target is the registry's (a point beside prb12's hanging tip) in the arm's scale as the
+    task suite flies its draws (:func:`quadarm.suite_scale.in_arm_scale`: its offset from the
+    hub's start times the arm's length over prb12's), and a touch's reach is longer than the gap
+    from a short arm's tip to the table."""
+    from quadarm.suite_scale import POSITION, in_arm_scale
+
     trial = [o for o in term.trial if not o.startswith("arm=")]
     if "scenario=reach" in trial:
-        z, length = _hanging_tip(arm, 1.6)  # the reach scenario's altitude
-        trial = [o for o in trial if not o.startswith("scenario.targets=")]
-        trial.append(f"scenario.targets=[[{0.2 * length:.4f},0.0,{z:.4f}]]")
+        given = next(o for o in trial if o.startswith("scenario.targets="))
+        altitude = float(compose(["scenario=reach"]).scenario.altitude)
+        targets = in_arm_scale(json.loads(given.split("=", 1)[1]), POSITION, ARMS[arm],
+                               altitude)
+        trial = [o for o in trial if o != given]
+        trial.append("scenario.targets=" + json.dumps(targets).replace(" ", ""))
     if "scenario=touch" in trial:
         trial.append("scenario.reach=0.7")
     return [*ARMS[arm], *trial]

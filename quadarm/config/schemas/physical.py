@@ -327,11 +327,17 @@ class SimConfig:
     (``opt.jacobian``): ``auto`` (default: MuJoCo's rule, sparse from 60 degrees of freedom
     on), ``dense`` or ``sparse``. The equations are the same; only the linear algebra and its
     rounding differ. A long serial chain (a 30-link arm: every link's Jacobian reaches back
-    to the hub) is cheaper dense; see docs/performance.md."""
+    to the hub) is cheaper dense; see docs/performance.md.
+
+    ``contact``: MuJoCo's contact detection (true, the default). False switches it off
+    (``mjDSBL_CONTACT``): nothing touches anything, the ground included, and the step skips the
+    collision stage. A flight in which nothing touches is the same bit for bit either way; a
+    world with objects or a payload is refused with it (see docs/performance.md)."""
 
     timestep: float = 0.002  # s
     integrator: str = "implicitfast"
     jacobian: str = "auto"
+    contact: bool = True
     gravity: list[float] = field(default_factory=lambda: [0.0, 0.0, -9.81])  # m/s^2
     air_density: float = 1.2  # kg/m^3
     air_viscosity: float = 1.8e-5  # Pa s
@@ -344,6 +350,8 @@ class SimConfig:
             raise ConfigError("timestep", self.timestep, "must be a number in (1e-06, 0.05]")
         _choice("integrator", self.integrator, INTEGRATORS)
         _choice("jacobian", self.jacobian, JACOBIANS)
+        if not isinstance(self.contact, bool):
+            raise ConfigError("contact", self.contact, "must be true or false")
         _vector("gravity", self.gravity, 3)
         _non_negative("air_density", self.air_density)
         _non_negative("air_viscosity", self.air_viscosity)
