@@ -204,12 +204,64 @@ def quick(table: str, train: list[str], held: list[str], ridge: float, drop: lis
         report(rs, length, title)
 
 
+def _n_eff(x: np.ndarray) -> float:
+    """Effective number of independent samples of the series ``x``: n / (1 + 2 sum rho_k),
+    the autocorrelation summed up to its first non-positive lag."""
+    x = x - x.mean()
+    n = len(x)
+    spec = np.fft.rfft(x, 2 * n)
+    acf = np.fft.irfft(spec * np.conj(spec))[:n]
+    acf /= acf[0]
+    cut = int(np.argmax(acf <= 0.0)) or n
+    return n / (1.0 + 2.0 * float(acf[1:cut].sum()))
+
+
+def flown(folders: list[str]) -> None:
+    """Per phase, over the flown trials in ``folders`` (Parquet): tip RMS, NEES mean and the
+    share inside the per-sample 95 % interval (mean over the seeds, as the metrics); the
+    seeds' mean NEES against three two-sided 95 % bands of a mean of chi-square(2): of
+    independent samples (chi2(2 N) / N, N all the phase's samples), of the effective number of
+    independent samples (the NEES series' autocorrelation), and at one time over the seeds
+    (the share of logged times inside)."""
+    import pandas as pd
+
+    trials = [Path(f) for f in folders]
+    mets = pd.concat([pd.read_parquet(t / "metrics.parquet") for t in trials])
+    series = [pd.read_parquet(t / "timeseries.parquet", columns=["t", "shape_nees"])
+              for t in trials]
+    n = len(trials)
+    print(f"{n} trials; phase | tip RMS % L | NEES mean (std over seeds) | in 95 % | iid band "
+          "| n_eff, its band | per-time band share")
+    for name, (a, b) in PHASES.items():
+        def col(metric: str, name: str = name) -> np.ndarray:
+            return mets[(mets.phase == name) & (mets.metric == metric)]["value"].to_numpy()
+
+        rms, nm, i95 = col("shape_tip_rms_pct"), col("shape_nees_mean"), col(
+            "shape_nees_in95_share")
+        vals = [s_["shape_nees"].to_numpy()[(s_["t"].to_numpy() >= a) & (s_["t"].to_numpy() < b)]
+                for s_ in series]
+        vals = [v[np.isfinite(v)] for v in vals]
+        big_n = sum(len(v) for v in vals)
+        n_eff = sum(_n_eff(v) for v in vals)
+        iid = (chi2.ppf(0.025, 2 * big_n) / big_n, chi2.ppf(0.975, 2 * big_n) / big_n)
+        ne = (chi2.ppf(0.025, 2 * n_eff) / n_eff, chi2.ppf(0.975, 2 * n_eff) / n_eff)
+        k = min(len(v) for v in vals)
+        per_t = np.mean([v[:k] for v in vals], axis=0)
+        lo, hi = chi2.ppf(0.025, 2 * n) / n, chi2.ppf(0.975, 2 * n) / n
+        share = float(np.mean((per_t >= lo) & (per_t <= hi)))
+        print(f"{name} | {rms.mean():.2f} ({rms.std(ddof=1):.2f}) | {nm.mean():.2f} "
+              f"({nm.std(ddof=1):.2f}) | {i95.mean():.2f} | [{iid[0]:.3f}, {iid[1]:.3f}] | "
+              f"{n_eff:.0f}, [{ne[0]:.2f}, {ne[1]:.2f}] | {share:.2f} in [{lo:.2f}, {hi:.2f}]")
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "fit":
         fit(args[0], args[1], args[2:])
     elif cmd == "score":
         score(args[0], args[1], args[2:])
+    elif cmd == "flown":  # TRIAL_FOLDER ...
+        flown(args)
     elif cmd == "quick":  # TABLE RIDGE DROP(comma list or -) TRAIN... -- HELD...
         split = args.index("--")
         quick(args[0], args[3:split], args[split + 1:], float(args[1]),

@@ -93,3 +93,29 @@ def test_a_table_for_another_setting_is_refused_naming_the_key(tmp_path) -> None
     with pytest.raises(ConfigError) as err:
         cfg_of(*SHORT, "sensing.arm_imu.model_error=no_such_table")
     assert str(err.value).startswith("sensing.arm_imu.model_error=no_such_table: must be none")
+
+
+@pytest.mark.slow  # the direction table (about 30 s) and two compiled 8 s missions
+def test_on_a_held_out_short_flight_the_nees_falls_to_2_by_the_predicted_factor() -> None:
+    # The shipped table was fitted on seeds 100-115; seed 200, a shortened mission (hover,
+    # climb, the figure-eight's first 2 s). If the table's covariance C = S + Q is the error's,
+    # the filter's own NEES (against S) has the mean tr(S^-1 C) and the reported one 2: the
+    # NEES falls by mean(tr(S^-1 C)) / 2.
+    short = ("scenario=mission", "scenario.duration=8", "sensing=realistic_arm",
+             "sensing.shape_table=direction", "seed=200")
+    a = episode.run_episode(cfg_of(*short))
+    b = episode.run_episode(cfg_of(*short, "sensing.arm_imu.model_error=prb12_direction"))
+    assert a.status == b.status == "ok"
+    ok = np.isfinite(a.log.est[:, NEES])
+    n0, n1 = a.log.est[ok, NEES], b.log.est[ok, NEES]
+    trs = []
+    for s6, c6 in zip(a.log.est[ok, TIP], b.log.est[ok, TIP], strict=True):
+        s3, c3 = (np.array([[v[0], v[3], v[4]], [v[3], v[1], v[5]], [v[4], v[5], v[2]]])
+                  for v in (s6, c6))
+        lam, vec = np.linalg.eigh(c3 - s3)  # Q: nothing along the arm's line, its null vector
+        basis = vec[:, 1:]
+        trs.append(np.trace(np.linalg.solve(basis.T @ s3 @ basis, basis.T @ c3 @ basis)))
+    predicted = np.mean(trs) / 2.0
+    measured = n0.mean() / n1.mean()
+    assert abs(np.log(measured / predicted)) < np.log(2.0), (measured, predicted)
+    assert abs(n1.mean() - 2.0) < abs(n0.mean() - 2.0) / 4.0, (n0.mean(), n1.mean())
