@@ -37,6 +37,11 @@ offline by ``research/sensing_nees.py bent``: they do not make the filter consis
 accuracy in the tendon sweep, so the flown filter does not use them (docs/sensing.md, "The
 swing about the bend").
 
+The covariance the filter reports may add a model-error covariance of the tip
+(:func:`model_error`, ``sensing.arm_imu.model_error``, fitted by
+:mod:`quadarm.sensing.modelerror`): the estimate and the gain do not change, only the logged
+tip covariance and its NEES.
+
 Per-step functions are written like :func:`quadarm.control.geometric.law` (scalars, explicit
 loops), so plain Python and numba give the same numbers; the setup (:func:`swing_model`,
 :func:`filter_arrays`) is numpy, SciPy and MuJoCo. Equations and measured errors:

@@ -174,6 +174,12 @@ def nll(theta: np.ndarray, g: np.ndarray, e2: np.ndarray, s2: np.ndarray, w2: np
     """Mean negative log-likelihood (up to constants) of the errors ``e2`` under S + Q and its
     gradient in ``theta`` (the two terms' coefficients over the features ``g`` (n, k), column
     0 the constant), plus ``ridge`` times the squared non-constant coefficients."""
+    with np.errstate(all="ignore"):  # a trial step's overflow is a nan the search rejects
+        return _nll(theta, g, e2, s2, w2, el2, ridge)
+
+
+def _nll(theta: np.ndarray, g: np.ndarray, e2: np.ndarray, s2: np.ndarray, w2: np.ndarray,
+         el2: float, ridge: float) -> tuple[float, np.ndarray]:
     k = g.shape[1]
     # The optimiser's trial steps may go far: the exponents are clipped (no overflow), with
     # no gradient where clipped; the fitted ones stay inside (fit checks ME_LOG_MAX).
