@@ -345,6 +345,7 @@ def check_sensed_model(cfg: Config, built: BuiltModel | None) -> None:
 
     sections = getattr(cfg.arm, "sections", None)
     check_arm_imu_sections(list(cfg.sensing.arm_imu.at), len(sections) if sections else 1)
+    check_model_error(cfg)
     model = (built if built is not None else build_model(cfg)).model
     extra = uncovered_arm_joints(model, int(getattr(cfg.arm, "segments", 0)))
     if extra:
@@ -353,6 +354,24 @@ def check_sensed_model(cfg: Config, built: BuiltModel | None) -> None:
         raise ConfigError(key, value, f"the estimators cover the vehicle and its links' two "
                           f"bend hinges, not the arm's {len(extra)} other joints ({extra[0]} "
                           "...): fly it with sensing=exact")
+
+
+def check_model_error(cfg: Config) -> None:
+    """Refuse a model-error table (``sensing.arm_imu.model_error``) that is not there or was
+    fitted for another arm, shape table or arm IMU filter setting: its covariance describes
+    that filter's error, not this one's."""
+    name = cfg.sensing.arm_imu.model_error
+    if name == "none" or cfg.sensing.exact:
+        return
+    from quadarm.sensing import modelerror
+
+    try:
+        doc = modelerror.load(name)
+    except ValueError as e:
+        raise ConfigError("sensing.arm_imu.model_error", name, str(e).split(": ", 1)[1]) from e
+    why = modelerror.mismatch(doc, cfg)
+    if why is not None:
+        raise ConfigError("sensing.arm_imu.model_error", name, why)
 
 
 def check_align(cfg: Config) -> None:

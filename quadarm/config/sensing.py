@@ -110,6 +110,10 @@ class ArmImuConfig(ImuConfig):
     leaves out (docs/sensing.md), ``length_model`` (m) that of the tendon lengths (the shape
     family's own error), ``gate`` (standard deviations) the innovation gate of each scalar
     measurement (0: none). ``log``: the IMUs' delivered samples into the time series.
+    ``model_error``: the model-error covariance the estimator's reported tip covariance adds
+    (its estimate and gain unchanged; :mod:`quadarm.sensing.modelerror`): ``none`` (the
+    default: the filter's own covariance), the name of a table shipped with the package
+    (``prb12_direction``...) or the path of a ``.json`` table.
     """
 
     at: list[Any] = field(default_factory=list)
@@ -120,6 +124,7 @@ class ArmImuConfig(ImuConfig):
     length_model: float = 1e-3
     gate: float = 0.0
     log: bool = False
+    model_error: str = "none"
 
 
 @dataclass
@@ -381,6 +386,13 @@ def _check_arm_imu(a: ArmImuConfig, physics_rate: float, on: bool) -> None:
         _positive(f"sensing.arm_imu.{name}", getattr(a, name))
     for name in ("length_model", "gate"):
         _non_negative(f"sensing.arm_imu.{name}", getattr(a, name))
+    me = a.model_error
+    if not (isinstance(me, str) and (re.fullmatch(r"[A-Za-z0-9_.-]+", me) or me.endswith(".json"))):
+        raise ConfigError("sensing.arm_imu.model_error", me, "must be none, the name of a "
+                          "shipped table or the path of a .json table")
+    if me != "none" and not on:
+        raise ConfigError("sensing.arm_imu.model_error", me, "needs arm IMUs "
+                          "(sensing.arm_imu.at): only the dynamic shape estimator reports it")
 
 
 SECTION_END = re.compile(r"s(\d+)")  # an arm IMU at a section's end: s0, s1, ...

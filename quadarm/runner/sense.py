@@ -39,7 +39,7 @@ from quadarm.model import build, names
 from quadarm.runner import jit
 from quadarm.runner.lifecycle import Prepared
 from quadarm.scenarios import drive
-from quadarm.sensing import armfilter, ekf, noise, sensors, shape
+from quadarm.sensing import armfilter, ekf, modelerror, noise, sensors, shape
 from quadarm.sensing.config import (
     SHAPE_TABLE_DIRECTIONS,
     ArmImuConfig,
@@ -65,6 +65,10 @@ arm_update = jit.inline(armfilter.update)
 arm_still = jit.inline(armfilter.still)
 arm_hinges = jit.inline(armfilter.hinge_angles)
 arm_tip_stats = jit.inline(armfilter.tip_stats)
+jit.inline(armfilter.across_nees)
+jit.inline(armfilter.me_features)
+jit.inline(armfilter.me_variances)
+arm_model_error = jit.inline(armfilter.model_error)
 jit.inline(armfilter.columns)
 jit.inline(armfilter.velocities)
 jit.inline(armfilter.site)
@@ -147,6 +151,7 @@ class Sense(NamedTuple):
     aqm: np.ndarray
     acdd: np.ndarray
     asig: np.ndarray
+    ame: np.ndarray
 
 
 class SenseState(NamedTuple):
@@ -216,6 +221,7 @@ class SenseState(NamedTuple):
     astat: np.ndarray
     vnees: np.ndarray
     vwork: np.ndarray
+    amef: np.ndarray
 
 
 # --------------------------------------------------------------------------------------------
@@ -391,6 +397,11 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
             shape_points(sp, work, pts)
             arm_tip_stats(p, ss.atipc[i], nc, pts[pts.shape[0] - 1],
                           ss.pts_true[i, pts.shape[0] - 1], ss.astat[i])
+            me = sn.ame[i]
+            if me[armfilter.ME_ON] > 0.0:  # the reported covariance adds the model error
+                arm_model_error(me, x, th, wb, uin, int(af[armfilter.F_NB]), nc,
+                                pts[pts.shape[0] - 1], ss.pts_true[i, pts.shape[0] - 1],
+                                ss.astat[i], ss.amef[i])
     if record:
         shape_error(ss.pts[i], ss.pts_true[i], ss.err[i])
 
@@ -661,7 +672,8 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int, table:
                     ai_w=z((ns, 1, 0)), ai_b=z((ns, 1, 0)), alinks=z(0, dtype=np.int64),
                     af=z((ns, armfilter.N_AF)), aphi=z((ns, 1, 1)), afm=z((ns, 1, 1)),
                     agm=z((ns, 1, armfilter.N_U)), aqm=z((ns, 1, 1)),
-                    acdd=z((ns, 1, 1 + armfilter.N_U)), asig=z((ns, 1)))
+                    acdd=z((ns, 1, 1 + armfilter.N_U)), asig=z((ns, 1)),
+                    ame=z((ns, armfilter.N_ME)))
     a0 = first.cfg.sensing.arm_imu
     for p, a in zip(preps, aon, strict=True):
         if a and (p.cfg.sensing.arm_imu.at != a0.at or p.cfg.sensing.arm_imu.modes != a0.modes):
@@ -692,8 +704,24 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int, table:
     white = _pad3([c.white for c in chans], 6 * ni)
     bias = _pad3([c.bias for c in chans], 6 * ni)
     filt = ("af", "aphi", "afm", "agm", "aqm", "acdd", "asig")  # the order of rows' tuples
+    ame = np.stack([_model_error(p) if a else np.zeros(armfilter.N_ME)
+                    for p, a in zip(preps, aon, strict=True)])
     return dict(aon=aon, unc=unc, alog=alog, ach=ach, ai_w=white, ai_b=bias, alinks=links,
-                **{f: np.stack([r[j] for r in rows]) for j, f in enumerate(filt)})
+                **{f: np.stack([r[j] for r in rows]) for j, f in enumerate(filt)}, ame=ame)
+
+
+def _model_error(p: Prepared) -> np.ndarray:
+    """The model-error covariance's parameters of the trial (``sensing.arm_imu.model_error``,
+    :func:`quadarm.sensing.modelerror.vector`; zeros for ``none``); a table that does not
+    fit the trial is refused (quadarm.preflight.check_model_error refuses it first)."""
+    name = p.cfg.sensing.arm_imu.model_error
+    if name == "none":
+        return np.zeros(armfilter.N_ME)
+    doc = modelerror.load(name)
+    why = modelerror.mismatch(doc, p.cfg)
+    if why is not None:
+        raise ValueError(f"sensing.arm_imu.model_error={name}: {why}")
+    return modelerror.vector(doc)
 
 
 def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:
@@ -750,7 +778,7 @@ def _arm_state(sn: Sense, ns: int, nl: int) -> dict[str, np.ndarray]:
         adlc=z((ns, nc, nt)), alv=z((ns, nl, 6)), atipv=z((ns, 3)), atipc=z((ns, nc, 3)),
         athd=z((ns, nh)),
         astat=np.full((ns, armfilter.N_TIPLOG), np.nan), vnees=z((ns, 1)),
-        vwork=z((ns, NEES_DOF * (NEES_DOF + 2))))
+        vwork=z((ns, NEES_DOF * (NEES_DOF + 2))), amef=z((ns, armfilter.N_MEF)))
 
 
 @jit.inline

@@ -179,7 +179,8 @@ def trial_id(cfg: Config) -> str:
     group stay the same; so is ``world.payload`` when there is none (before the option), and
     so are the later keys at their defaults (``arm.servo``, ``arm.bend_travel_mm``,
     ``sim.jacobian``, ``sim.contact``, ``world.payload.grasp_timeconst``,
-    ``scenario.keep_grasp_bend``, ``sensing.shape_table``...)."""
+    ``scenario.keep_grasp_bend``, ``scenario.start_shape``, ``sensing.shape_table``,
+    ``sensing.arm_imu.model_error``...)."""
     skip = ("runner.", "tune.") + (("sensing.",) if cfg.sensing.exact else ())
     if not cfg.sensing.arm_imus:  # no arm IMUs (before sensing.arm_imu): the same ids
         skip += ("sensing.arm_imu.",)
@@ -192,6 +193,7 @@ def trial_id(cfg: Config) -> str:
             and not (k == "sim.contact" and v is True)
             and not (k == "sensing.align_s" and v == 0.0)
             and not (k == "sensing.shape_table" and v == "along")
+            and not (k == "sensing.arm_imu.model_error" and v == "none")
             and not (k == "world.payload.grasp_timeconst" and v == 0.0)
             and not (k == "scenario.keep_grasp_bend" and v is False)
             and not (k == "scenario.start_shape" and v == "straight")}

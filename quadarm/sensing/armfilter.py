@@ -37,6 +37,11 @@ offline by ``research/sensing_nees.py bent``: they do not make the filter consis
 accuracy in the tendon sweep, so the flown filter does not use them (docs/sensing.md, "The
 swing about the bend").
 
+The covariance the filter reports may add a model-error covariance of the tip
+(:func:`model_error`, ``sensing.arm_imu.model_error``, fitted by
+:mod:`quadarm.sensing.modelerror`): the estimate and the gain do not change, only the logged
+tip covariance and its NEES.
+
 Per-step functions are written like :func:`quadarm.control.geometric.law` (scalars, explicit
 loops), so plain Python and numba give the same numbers; the setup (:func:`swing_model`,
 :func:`filter_arrays`) is numpy, SciPy and MuJoCo. Equations and measured errors:
@@ -904,6 +909,14 @@ def tip_stats(p, tipc, nc: int, est, true, out) -> None:  # noqa: ANN001
                 t += p[i * nx + j] * tipc[j, b]
             v += tipc[i, a] * t
         out[q] = v
+    across_nees(out, est, true)
+
+
+@register_jitable
+def across_nees(out, est, true) -> None:  # noqa: ANN001
+    """The NEES of the tip error ``est`` - ``true`` (3,) across the arm into ``out[6]``, for
+    the tip covariance ``out[0:6]`` (m^2: xx yy zz xy xz yz, vehicle axes): :func:`tip_stats`'s
+    second half, also called after :func:`model_error` has added to the covariance."""
     rx, ry, rz = est[0], est[1], est[2]
     rn = math.sqrt(rx * rx + ry * ry + rz * rz)
     rx, ry, rz = rx / rn, ry / rn, rz / rn
@@ -931,3 +944,85 @@ def tip_stats(p, tipc, nc: int, est, true, out) -> None:  # noqa: ANN001
     det = caa * cbb - cab * cab
     out[6] = (cbb * ea * ea - 2.0 * cab * ea * eb + caa * eb * eb) / det if det > 0.0 \
         else math.nan
+
+
+# --------------------------------------------------------------------------------------------
+# The model-error covariance (sensing.arm_imu.model_error; quadarm.sensing.modelerror)
+# --------------------------------------------------------------------------------------------
+
+# What the filter knows at a sample, the features of the model-error variances: 1; the
+# estimated bend |a| (rad, the quasi-static coordinates' norm); the estimated hinges' largest
+# |theta| over their joint limit (0: unlimited); the vehicle's body rate |w_B| (rad/s); the
+# lateral apparent gravity |dg| (m/s^2) and the vehicle's angular acceleration |dw| (rad/s^2),
+# the filter's inputs; the swing modes' |eta| (rad); the shape rates' |c'| (rad/s).
+N_MEF = 8
+MEF_NAMES = ("one", "bend", "limit", "rate", "dg", "dw", "swing", "shape_rate")
+# The parameter vector ``me`` (N_ME,): on (1.0) or off (0.0), L (m), the hinges' joint limit
+# (rad, 0: none), then the coefficients of ln(var / L^2) of the two terms over the features:
+# isotropic across the arm (ME_A), along the bending plane's across-arm direction (ME_B).
+ME_ON, ME_L, ME_LIM = 0, 1, 2
+ME_A = 3
+ME_B = ME_A + N_MEF
+N_ME = ME_B + N_MEF
+ME_LOG_MAX = 10.0  # ln(var / L^2) is clipped here: no variance beyond e^5 L in std
+
+
+@register_jitable
+def me_features(x, th, wb, u, nb: int, nc: int, lim: float, f) -> None:  # noqa: ANN001
+    """The model-error features (N_MEF,) into ``f`` from what the filter holds: its state ``x``
+    (n_x,), hinge angles ``th`` (2 N,) rad, the vehicle's body rate ``wb`` (3,) rad/s and the
+    inputs ``u`` (N_U,) (dg m/s^2, dw rad/s^2); ``nb`` quasi-static coordinates of ``nc``; the
+    hinges' joint limit ``lim`` (rad, 0: none)."""
+    f[0] = 1.0
+    s = 0.0
+    for j in range(nb):
+        s += x[j] * x[j]
+    f[1] = math.sqrt(s)
+    m = 0.0
+    for j in range(th.shape[0]):
+        m = max(m, abs(th[j]))
+    f[2] = m / lim if lim > 0.0 else 0.0
+    f[3] = math.sqrt(wb[0] * wb[0] + wb[1] * wb[1] + wb[2] * wb[2])
+    f[4] = math.sqrt(u[0] * u[0] + u[1] * u[1])
+    f[5] = math.sqrt(u[2] * u[2] + u[3] * u[3])
+    s = 0.0
+    for j in range(nb, nc):
+        s += x[j] * x[j]
+    f[6] = math.sqrt(s)
+    s = 0.0
+    for j in range(nc, 2 * nc):
+        s += x[j] * x[j]
+    f[7] = math.sqrt(s)
+
+
+@register_jitable
+def me_variances(me, f) -> tuple[float, float]:  # noqa: ANN001
+    """The two model-error variances (m^2) at the features ``f``: L^2 exp(beta . f), per term
+    (isotropic, bending plane), the exponent clipped at ME_LOG_MAX."""
+    la, lb = 0.0, 0.0
+    for j in range(N_MEF):
+        la += me[ME_A + j] * f[j]
+        lb += me[ME_B + j] * f[j]
+    el = me[ME_L] * me[ME_L]
+    return el * math.exp(min(la, ME_LOG_MAX)), el * math.exp(min(lb, ME_LOG_MAX))
+
+
+@register_jitable
+def model_error(me, x, th, wb, u, nb: int, nc: int, est, true, out, f) -> None:  # noqa: ANN001
+    """The reported tip covariance: the filter's ``out[0:6]`` (:func:`tip_stats`) plus the
+    model error the filter cannot represent, Q = v_a (I - r r^T) + v_b w w^T (r the unit line
+    from hinge 0 to the estimated tip ``est``, w = (I - r r^T) z the vertical across the arm,
+    of length sin(tilt): the bending plane's across-arm direction, vanishing as the arm hangs;
+    v_a, v_b from :func:`me_variances` at :func:`me_features`), and the NEES against it
+    (``out[6]``). Positive semi-definite by construction (v_a, v_b >= 0). The filter's gain
+    and estimate do not see Q: only what it reports."""
+    me_features(x, th, wb, u, nb, nc, me[ME_LIM], f)
+    va, vb = me_variances(me, f)
+    rn = math.sqrt(est[0] * est[0] + est[1] * est[1] + est[2] * est[2])
+    r = (est[0] / rn, est[1] / rn, est[2] / rn)
+    w = (-r[0] * r[2], -r[1] * r[2], 1.0 - r[2] * r[2])
+    for q in range(6):
+        a = q if q < 3 else (0 if q < 5 else 1)
+        b = q if q < 3 else (1 if q == 3 else 2)
+        out[q] += va * ((1.0 if a == b else 0.0) - r[a] * r[b]) + vb * w[a] * w[b]
+    across_nees(out, est, true)
