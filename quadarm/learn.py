@@ -605,6 +605,74 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
             "wall_s": time.perf_counter() - t0}
 
 
+BUNDLES = ("nominal", "tuned_ideal", "tip_feedback", "tip_bend", "ff_com", "ff_wrench")
+
+
+def fly_zero(task: str, draw: list[Any], extra: Sequence[str], action_every: int,
+             actions: str, observe: str = "task") -> list[float]:
+    """The task metric (:func:`task_metric`; NaN where a trial has none) of each value of
+    ``draw`` flown with the zero action in the learner's environment (one batch,
+    ``per_env``): the controller that ``extra`` (e.g. ``+baseline=ff_wrench``) names, bit for
+    bit the command line's trial (``tests/model/test_learn.py``)."""
+    venv, _ = make_env(task, observe, len(draw), list(draw), record=True, extra=extra,
+                       action_every=action_every, per_env=True, actions=actions)
+    venv.reset()
+    zero = np.zeros((len(draw), *venv.action_space.shape), dtype=np.float32)
+    got: dict[int, float] = {}
+    while len(got) < len(draw):
+        venv.step_async(zero)
+        _, _, done, infos = venv.step_wait()
+        for i in np.flatnonzero(done).tolist():
+            if i not in got:
+                value = task_metric(task, infos[i].get("metrics") or {})
+                got[i] = np.nan if value is None else value
+    venv.close()
+    return [got[i] for i in range(len(draw))]
+
+
+def compare_baselines(task: str, seeds: Sequence[int], out: Path,
+                      bundles: Sequence[str] = BUNDLES) -> dict[str, Any]:
+    """Every model-based baseline (``conf/baseline/<name>.yaml``) flown as the zero action of
+    the task file's environment on the task's draw and on the held-out draw of each training
+    seed (:func:`held_out_draw`, the very draws ``learn.json``'s ``eval_held_out`` flew):
+    per bundle, the metric per trial and its mean; written to ``out/baselines.json``."""
+    st = load_settings(task)
+    _, draw = task_overrides(task)
+    keep = [o for o in st["overrides"] if not o.startswith("+baseline=")]
+    held = [v for s in seeds for v in held_out_draw(task, draw, st["held_out"], s)]
+    result: dict[str, Any] = {"task": task, "metric": TASKS[task].metric, "seeds": list(seeds),
+                              "held_out": held, "bundles": {}}
+    for name in bundles:
+        extra = [*keep, f"+baseline={name}"]
+        row = {}
+        for which, values in (("task", draw), ("held_out", held)):
+            got = fly_zero(task, values, extra, st["action_every"], st["actions"],
+                           st["observe"])
+            row[which] = {"values": got, "mean": float(np.mean(got))}
+        result["bundles"][name] = row
+        print(f"{task} {name}: task {row['task']['mean']:.3f}, held-out "
+              f"{row['held_out']['mean']:.3f}", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "baselines.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def _baselines_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m quadarm.learn baselines",
+                                     description=compare_baselines.__doc__)
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--bundles", nargs="+", default=list(BUNDLES))
+    parser.add_argument("-o", "--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.task not in TASKS:
+        print(f"quadarm.learn baselines: --task {args.task}: must be one of "
+              f"{', '.join(TASKS)}", file=sys.stderr)
+        return 2
+    compare_baselines(args.task, args.seeds, args.out, args.bundles)
+    return 0
+
+
 def plot_curves(dirs: Sequence[Path], path: Path) -> pd.DataFrame:
     """The learning curves of the runs in ``dirs`` (each a ``--out`` folder: ``curve.parquet``
     and ``learn.json``; one seed each) as one figure at ``path``: the training episodes' mean
@@ -686,9 +754,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["curves"]:
         return _curves_main(argv[1:])
+    if argv[:1] == ["baselines"]:
+        return _baselines_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m quadarm.learn", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--task", default="task_reach", choices=sorted(TASK_SCENARIO))
+    parser.add_argument("--task", default="task_reach",
+                        help=f"the task: one of {', '.join(TASKS)} (default task_reach)")
     parser.add_argument("--config", default=None,
                         help="the settings file (default conf/learn/<task>.yaml where it "
                         "exists; 'none': the built-in defaults, PPO's residual row)")
@@ -722,6 +793,10 @@ def main(argv: list[str] | None = None) -> int:
                         "e.g. control.tip_gain=1 (the reach task's references need it)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.task not in TASKS:  # one line naming the flag and its values, not argparse's two
+        print(f"quadarm.learn: --task {args.task}: must be one of {', '.join(TASKS)}",
+              file=sys.stderr)
+        return 2
     try:
         import yaml
 
