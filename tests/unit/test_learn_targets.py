@@ -43,7 +43,9 @@ def test_the_new_tasks_draws_and_their_held_out_draws_are_disjoint() -> None:
     directions are horizontal unit vectors, none on an axis, another set per seed."""
     over, draw = learn.task_overrides("task_hover_gusts")
     assert "aero=gusty" in over and "scenario=hover" in over and draw == [0, 1, 2, 3]
-    train = set(learn.training_draw("task_hover_gusts", draw)["seed"]["values"])
+    spec = learn.training_draw("task_hover_gusts", draw)
+    assert spec is not None
+    train = set(spec["seed"]["values"])
     held = learn.held_out_draw("task_hover_gusts", draw, 64, seed=0)
     assert len(set(held)) == 64 and all(isinstance(s, int) for s in held)
     assert not train & set(draw) and not train & set(held) and not set(held) & set(draw)
