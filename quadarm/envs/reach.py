@@ -6,8 +6,9 @@ docs/tipspace_control.md) with the actions as the rotor and tendon commands; sin
 The same environments as :class:`~quadarm.envs.single.QuadArmEnv` and
 :class:`~quadarm.envs.vector.QuadArmVectorEnv` (actions, dynamics, logs, divergence, metrics,
 autoreset, ``observe``), flying ``scenario=reach`` (the scenario's targets, dwell and move
-time; ``control.tip_mode`` plans the reference the observation is relative to). Two things
-differ:
+time; ``control.tip_mode`` plans the reference the observation is relative to), or
+``scenario=trace`` (its path), or ``scenario=hover`` (:data:`HOLD_TASKS`: the target is where
+the tip hung at the start, along the reference). Two things differ:
 
 - the observation appends the tip's target relative to the tip, target_k - tip (3, m), and
   relative to the hub, target_k - p (3, m), world frame: ``obs_dim + 6`` entries;
