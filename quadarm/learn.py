@@ -63,7 +63,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -72,7 +72,34 @@ BASELINE = "ppo_residual"
 # The row's name per action kind, after the algorithm's: ppo_residual, sac_hub, ...
 KIND_NAME = {"rotors": "residual", "references": "references", "hub": "hub"}
 BASELINES = {k: f"ppo_{v}" for k, v in KIND_NAME.items()}  # PPO's rows
-TASK_SCENARIO = {"task_reach": "reach"}
+
+class TaskSpec(NamedTuple):
+    """What :mod:`quadarm.learn` needs of a task beyond its experiment file: the scenario, the
+    environment that flies it (``quadarm/QuadArmReach-v0``: the reward on the tip's error;
+    ``quadarm/QuadArm-v0``: on the hub's), the config key of the task's draw (its experiment's
+    ``runner.grid`` key), the metric the leaderboard ranks it by and its phase (None: the mean
+    over every phase that reports it, the reach's targets), and the training draw, disjoint
+    from the task's (see :func:`training_draw`)."""
+
+    scenario: str
+    env: str  # "reach" (QuadArmReach-v0) or "hub" (QuadArm-v0)
+    key: str
+    metric: str
+    phase: str | None
+
+
+TASKS: dict[str, TaskSpec] = {
+    "task_reach": TaskSpec("reach", "reach", "scenario.targets", "tip_err_cm", None),
+    # the tip's target: where it hung at the start, carried along the reference
+    # (quadarm.envs.reach.HOLD_TASKS: hover's tip_rms_cm)
+    "task_hover_gusts": TaskSpec("hover", "reach", "seed", "tip_rms_cm", "whole"),
+    "task_push": TaskSpec("disturbance", "hub", "scenario.direction", "recovery_s", "whole"),
+}
+TASK_SCENARIO = {task: spec.scenario for task, spec in TASKS.items()}
+# Gust seeds: the task's draw is 0-3; training draws from TRAIN_SEEDS (first, stop), the
+# held-out evaluation from HELD_OUT_SEEDS: three disjoint ranges.
+TRAIN_SEEDS = (4, 10_004)
+HELD_OUT_SEEDS = (1_000_000, 2_000_000)
 ALGOS = ("ppo", "sac")
 OBSERVE = ("exact", "sensed", "task", "task_sensed")  # the environment's; *sensed: realistic
 # The settings of a run, each a command-line flag (``--action-every`` for ``action_every``) and
@@ -96,22 +123,59 @@ HELD_OUT = 16  # targets the policy never trained on, flown after the task's dra
 HELD_OUT_SEED = 1_000_003  # mixed with --seed: the held-out draw's own stream
 
 
-def task_overrides(task: str) -> tuple[list[str], list[list[list[float]]]]:
-    """The task experiment's fixed scenario overrides and its draw of targets, read from
-    ``conf/experiment/<task>.yaml`` (one list of targets per trial)."""
+def task_overrides(task: str) -> tuple[list[str], list[Any]]:
+    """The task experiment's fixed overrides (its scenario, the config groups its
+    ``defaults`` override, e.g. ``aero=gusty``, and its scenario keys) and its draw: the
+    values of its ``runner.grid`` key (:attr:`TaskSpec.key`; one per trial: the reach's lists
+    of targets, the gust seeds, the push directions), read from
+    ``conf/experiment/<task>.yaml``."""
     from omegaconf import OmegaConf
 
     from quadarm.config import CONF_DIR
 
-    if task not in TASK_SCENARIO:
-        raise ValueError(f"--task {task}: the learned baseline flies "
-                         f"{', '.join(TASK_SCENARIO)}")
+    if task not in TASKS:
+        raise ValueError(f"--task {task}: the learned baseline flies {', '.join(TASKS)}")
     node = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "experiment" / f"{task}.yaml"))
     assert isinstance(node, dict)
     over = [f"scenario={TASK_SCENARIO[task]}"]
+    for item in node.get("defaults", []):  # "override /aero: gusty" -> aero=gusty
+        for key, value in (item.items() if isinstance(item, dict) else ()):
+            group = str(key).removeprefix("override ").strip("/")
+            if group != "scenario":
+                over.append(f"{group}={value}")
     over += [f"scenario.{k}={v}" for k, v in node.get("scenario", {}).items()]
-    draw = node["runner"]["grid"]["scenario.targets"]
+    draw = node["runner"]["grid"][TASKS[task].key]
     return over, draw
+
+
+def training_draw(task: str, draw: list[Any]) -> dict[str, Any] | None:
+    """The training episodes' distribution over the task's key (``runner.randomize``
+    syntax), none of the task's ``draw``: reach: the task's 16 targets (its draw is in
+    sample; the held-out targets are not); hover in gusts: gust seeds uniform in
+    :data:`TRAIN_SEEDS` (the task's are 0-3); push: the direction uniform all round in the
+    horizontal plane (``circle``; the task's two axes have probability zero)."""
+    if task == "task_hover_gusts":
+        return {"seed": {"dist": "choice", "values": list(range(*TRAIN_SEEDS))}}
+    if task == "task_push":
+        return {"scenario.direction": {"dist": "circle"}}
+    if len(draw) > 1:
+        return {TASKS[task].key: {"dist": "choice", "values": list(draw)}}
+    return None
+
+
+def held_out_draw(task: str, draw: list[Any], n: int, seed: int) -> list[Any]:
+    """``n`` values of the task's key that training never drew, from
+    ``np.random.default_rng([HELD_OUT_SEED, seed])`` (a stream of its own): reach:
+    :func:`held_out_targets`; hover: gust seeds in :data:`HELD_OUT_SEEDS` (disjoint from the
+    task's and from :data:`TRAIN_SEEDS`); push: horizontal directions at uniform azimuths."""
+    if task == "task_hover_gusts":
+        rng = np.random.default_rng([HELD_OUT_SEED, seed])
+        return [int(v) for v in rng.choice(np.arange(*HELD_OUT_SEEDS), n, replace=False)]
+    if task == "task_push":
+        rng = np.random.default_rng([HELD_OUT_SEED, seed])
+        az = rng.uniform(0.0, 2.0 * np.pi, n)
+        return [[float(round(np.cos(a), 6)), float(round(np.sin(a), 6)), 0.0] for a in az]
+    return held_out_targets(draw, n, seed)
 
 
 def held_out_targets(draw: list[list[list[float]]], n: int, seed: int
@@ -280,35 +344,39 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
              record: bool = False, extra: Sequence[str] = (), action_every: int = 1,
              per_env: bool = False, actions: str = "rotors", engine: str = "batch"
              ) -> tuple[Any, list[str]]:
-    """The training or evaluation environment: the reach vector env behind SB3's API, the
-    targets drawn per episode from ``targets`` (None: the task's first) or, with ``per_env``,
-    environment i flying ``targets[i]`` (``n_envs`` = len(targets): a draw in one batch);
+    """The training or evaluation environment: the task's vector env behind SB3's API
+    (:attr:`TaskSpec.env`), each training episode drawn from :func:`training_draw` (reach:
+    from ``targets``; None: the task's first) or, with ``per_env``, environment i flying
+    ``targets[i]``, a value of the task's key (``n_envs`` = len(targets): a draw in one batch);
     ``extra`` overrides after the task's (a shortened episode for the tests);
     ``action_every`` physics steps per action; ``actions`` the environment's action kind
     (``"references"``: offsets of the controller's references, whose zero is the command
     line's controller, so the residual's base is zero); ``engine`` the vector environment's
     (:class:`~quadarm.envs.options.VectorOptions`: ``"rows"`` flies each held step in one
     compiled call, the same numbers)."""
-    from quadarm.envs import REACH_ENV_ID
+    from quadarm.envs import ENV_ID, REACH_ENV_ID
     from quadarm.envs.options import VectorOptions
     from quadarm.envs.sb3 import QuadArmSB3VecEnv
 
+    spec = TASKS[task]
     over, draw = task_overrides(task)
     first = targets[0] if targets else draw[0]
-    over = [*over, f"scenario.targets={json.dumps(first)}"]
+    over = [*over, f"{spec.key}={json.dumps(first)}"]
     if observe in ("sensed", "task_sensed"):  # the policy sees the estimates
         over.append("sensing=realistic")
     over += list(extra)
-    randomize = ({"scenario.targets": {"dist": "choice", "values": targets}}
-                 if targets and len(targets) > 1 and not per_env else None)
-    own = ([[f"scenario.targets={json.dumps(t)}"] for t in targets]
+    randomize = training_draw(task, list(targets or [first])) if not per_env else None
+    own = ([[f"{spec.key}={json.dumps(t)}"] for t in targets]
            if per_env and targets else None)
-    options = VectorOptions(num_envs=n_envs, overrides=tuple(over[1:]), randomize=randomize,
+    # the reach environment composes scenario=reach first: its own scenario goes
+    own_over = tuple(over[1:]) if spec.scenario == "reach" else tuple(over)
+    options = VectorOptions(num_envs=n_envs, overrides=own_over, randomize=randomize,
                             record=record, dtype="float32", observe=observe,
                             action_every=action_every, actions=actions,
                             per_env=None if own is None else tuple(map(tuple, own)),
                             engine=engine)
-    venv = QuadArmSB3VecEnv(options=options, env_id=REACH_ENV_ID)
+    venv = QuadArmSB3VecEnv(options=options,
+                            env_id=REACH_ENV_ID if spec.env == "reach" else ENV_ID)
     return venv, over
 
 
@@ -354,23 +422,26 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     curve: list[dict[str, Any]] = []
     t0 = time.perf_counter()
 
+    metric = TASKS[task].metric
+
     class Curve(BaseCallback):
-        """The mean return of the training episodes that ended in each rollout."""
+        """The mean return of the training episodes that ended in each rollout, and their
+        mean task metric (:func:`task_metric`; a trial without a value, a recovery that never
+        came, counts as NaN and makes the point's mean NaN)."""
 
         def __init__(self) -> None:
             super().__init__()
             self.ended: list[float] = []
-            self.errs: list[float] = []  # the ended episodes' mean tip_err_cm over phases
+            self.errs: list[float] = []  # the ended episodes' task metric
 
         def _on_step(self) -> bool:
             for i in self.locals.get("infos", []):
                 if "episode" not in i:
                     continue
                 self.ended.append(float(i["episode"]["r"]))
-                errs = [v["tip_err_cm"] for v in (i.get("metrics") or {}).values()
-                        if "tip_err_cm" in v]
-                if errs:
-                    self.errs.append(float(np.mean(errs)))
+                value = task_metric(task, i.get("metrics") or {})
+                if value is not None:
+                    self.errs.append(value)
             return True
 
         def _on_rollout_end(self) -> None:
@@ -378,7 +449,7 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
                 curve.append({"task": task, "observe": observe, "seed": seed, "algo": algo,
                               "env_steps": self.num_timesteps,
                               "episode_return": float(np.mean(self.ended)),
-                              "tip_err_cm": float(np.mean(self.errs)) if self.errs else np.nan,
+                              metric: float(np.mean(self.errs)) if self.errs else np.nan,
                               "episodes": len(self.ended), "wall_s": time.perf_counter() - t0})
             self.ended, self.errs = [], []
 
@@ -393,7 +464,8 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     pd.DataFrame(curve).to_parquet(out / "curve.parquet")
     summary: dict[str, Any] = {
         "command": "python -m quadarm.learn " + " ".join(sys.argv[1:]),
-        "task": task, "observe": observe, "seed": seed, "env_steps": done_steps,
+        "task": task, "metric": metric, "observe": observe, "seed": seed,
+        "env_steps": done_steps,
         "n_envs": n_envs, "residual_scale": scale, "increment": increment,
         "action_every": action_every, "engine": engine,
         "actions": actions, "algo": algo, "baseline": f"{algo}_{KIND_NAME[actions]}",
@@ -416,8 +488,8 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
         # offset kinds the command line's; for the residual the controller's action).
         summary["eval_base"] = evaluate_policy_on_draw(Zero(), venv, task, observe, draw, seed,
                                                        out, extra, tables=None, **kw)
-        if held_out > 0:  # targets training never drew: out of sample
-            targets = held_out_targets(draw, held_out, seed)
+        if held_out > 0:  # draws training never drew: out of sample
+            targets = held_out_draw(task, draw, held_out, seed)
             summary["eval_held_out"] = evaluate_policy_on_draw(
                 model, venv, task, observe, targets, seed, out, extra, tables=False, **kw)
             summary["eval_held_out"]["targets"] = targets
@@ -426,6 +498,18 @@ def train(task: str, observe: str, steps: int, n_envs: int, seed: int, out: Path
     (out / "learn.json").write_text(json.dumps(summary, indent=2, default=str))
     venv.close()
     return summary
+
+
+def task_metric(task: str, metrics: dict[str, dict[str, float]]) -> float | None:
+    """An episode's value of the task's metric (:attr:`TaskSpec.metric`) from its metrics
+    ``{phase: {metric: value}}``: the phase's (:attr:`TaskSpec.phase`), or for the reach the
+    mean over the phases that report it; None where none does (a diverged episode)."""
+    spec = TASKS[task]
+    if spec.phase is not None:
+        value = (metrics.get(spec.phase) or {}).get(spec.metric)
+        return None if value is None else float(value)
+    values = [v[spec.metric] for v in metrics.values() if spec.metric in v]
+    return float(np.mean(values)) if values else None
 
 
 class Zero:
@@ -456,6 +540,8 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
     from quadarm.runner.trials import trial_id
 
     runs, tidy = [], []
+    scores: list[float] = []  # each trial's task metric (NaN: none, e.g. never recovered)
+    spec = TASKS[task]
     t0 = time.perf_counter()
     base, _ = make_env(task, observe, len(draw), list(draw), record=True, extra=extra,
                        action_every=action_every, per_env=True, actions=actions)
@@ -490,6 +576,8 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
         runs.append(row)
         for phase, values in (info.get("metrics") or {}).items():
             tidy += [(row["run_id"], phase, m, float(v)) for m, v in values.items()]
+        value = task_metric(task, info.get("metrics") or {})
+        scores.append(np.nan if value is None else value)
     env.close()
     meta = {"quadarm_learn": json.dumps({"task": task, "observe": observe, "seed": seed})}
     frame = pd.DataFrame(tidy, columns=["run_id", "phase", "metric", "value"])
@@ -497,15 +585,92 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
         io.write_table(out / io.RUNS, pd.DataFrame(runs), meta)
         io.write_table(out / io.METRICS, frame, meta)
     elif tables is False:
-        trial = {r["run_id"]: (r["trial"], r["scenario.targets"]) for r in runs}
+        trial = {r["run_id"]: (r["trial"], r[spec.key]) for r in runs}
         frame.insert(1, "trial", [trial[r][0] for r in frame["run_id"]])
-        frame.insert(2, "targets", [trial[r][1] for r in frame["run_id"]])
+        # the draw's column, named after its key's last part (reach: targets)
+        frame.insert(2, spec.key.rsplit(".", 1)[-1], [trial[r][1] for r in frame["run_id"]])
         io.write_table(out / "held_out_metrics.parquet", frame, meta)
-    errs = [v for r, p, m, v in tidy if m == "tip_err_cm"]
-    return {"trials": len(runs), "tip_err_cm_mean": float(np.mean(errs)) if errs else np.nan,
-            "tip_err_cm_max": float(np.max(errs)) if errs else np.nan,
-            "within_1cm": int(np.sum(np.asarray(errs) <= 1.0)),
+    if spec.metric == "tip_err_cm":  # the reach's summary, as before the other tasks
+        errs = [v for r, p, m, v in tidy if m == "tip_err_cm"]
+        return {"trials": len(runs),
+                "tip_err_cm_mean": float(np.mean(errs)) if errs else np.nan,
+                "tip_err_cm_max": float(np.max(errs)) if errs else np.nan,
+                "within_1cm": int(np.sum(np.asarray(errs) <= 1.0)),
+                "wall_s": time.perf_counter() - t0}
+    # Another task: its metric per trial, the mean and worst (NaN where a trial has none:
+    # counted, never dropped, as the leaderboard counts it).
+    return {"trials": len(runs), "metric": spec.metric, "values": scores,
+            f"{spec.metric}_mean": float(np.mean(scores)) if scores else np.nan,
+            f"{spec.metric}_max": float(np.max(scores)) if scores else np.nan,
             "wall_s": time.perf_counter() - t0}
+
+
+BUNDLES = ("nominal", "tuned_ideal", "tip_feedback", "tip_bend", "ff_com", "ff_wrench")
+
+
+def fly_zero(task: str, draw: list[Any], extra: Sequence[str], action_every: int,
+             actions: str, observe: str = "task") -> list[float]:
+    """The task metric (:func:`task_metric`; NaN where a trial has none) of each value of
+    ``draw`` flown with the zero action in the learner's environment (one batch,
+    ``per_env``): the controller that ``extra`` (e.g. ``+baseline=ff_wrench``) names, bit for
+    bit the command line's trial (``tests/model/test_learn.py``)."""
+    venv, _ = make_env(task, observe, len(draw), list(draw), record=True, extra=extra,
+                       action_every=action_every, per_env=True, actions=actions)
+    venv.reset()
+    zero = np.zeros((len(draw), *venv.action_space.shape), dtype=np.float32)
+    got: dict[int, float] = {}
+    while len(got) < len(draw):
+        venv.step_async(zero)
+        _, _, done, infos = venv.step_wait()
+        for i in np.flatnonzero(done).tolist():
+            if i not in got:
+                value = task_metric(task, infos[i].get("metrics") or {})
+                got[i] = np.nan if value is None else value
+    venv.close()
+    return [got[i] for i in range(len(draw))]
+
+
+def compare_baselines(task: str, seeds: Sequence[int], out: Path,
+                      bundles: Sequence[str] = BUNDLES) -> dict[str, Any]:
+    """Every model-based baseline (``conf/baseline/<name>.yaml``) flown as the zero action of
+    the task file's environment on the task's draw and on the held-out draw of each training
+    seed (:func:`held_out_draw`, the very draws ``learn.json``'s ``eval_held_out`` flew):
+    per bundle, the metric per trial and its mean; written to ``out/baselines.json``."""
+    st = load_settings(task)
+    _, draw = task_overrides(task)
+    keep = [o for o in st["overrides"] if not o.startswith("+baseline=")]
+    held = [v for s in seeds for v in held_out_draw(task, draw, st["held_out"], s)]
+    result: dict[str, Any] = {"task": task, "metric": TASKS[task].metric, "seeds": list(seeds),
+                              "held_out": held, "bundles": {}}
+    for name in bundles:
+        extra = [*keep, f"+baseline={name}"]
+        row = {}
+        for which, values in (("task", draw), ("held_out", held)):
+            got = fly_zero(task, values, extra, st["action_every"], st["actions"],
+                           st["observe"])
+            row[which] = {"values": got, "mean": float(np.mean(got))}
+        result["bundles"][name] = row
+        print(f"{task} {name}: task {row['task']['mean']:.3f}, held-out "
+              f"{row['held_out']['mean']:.3f}", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "baselines.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def _baselines_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m quadarm.learn baselines",
+                                     description=compare_baselines.__doc__)
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--bundles", nargs="+", default=list(BUNDLES))
+    parser.add_argument("-o", "--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.task not in TASKS:
+        print(f"quadarm.learn baselines: --task {args.task}: must be one of "
+              f"{', '.join(TASKS)}", file=sys.stderr)
+        return 2
+    compare_baselines(args.task, args.seeds, args.out, args.bundles)
+    return 0
 
 
 def plot_curves(dirs: Sequence[Path], path: Path) -> pd.DataFrame:
@@ -523,16 +688,21 @@ def plot_curves(dirs: Sequence[Path], path: Path) -> pd.DataFrame:
 
     frames = []
     base, final = [], []
+    metric = "tip_err_cm"  # the task's metric (learn.json's; the reach's before it was written)
     for d in dirs:
         c = pd.read_parquet(Path(d) / "curve.parquet")
         c["run"] = str(d)
         frames.append(c)
         meta = json.loads((Path(d) / "learn.json").read_text())
-        base.append(meta.get("eval_base", {}).get("tip_err_cm_mean", np.nan))
-        final.append(meta.get("eval", {}).get("tip_err_cm_mean", np.nan))
+        metric = meta.get("metric", "tip_err_cm")
+        base.append(meta.get("eval_base", {}).get(f"{metric}_mean", np.nan))
+        final.append(meta.get("eval", {}).get(f"{metric}_mean", np.nan))
     # every run's points on the first run's env steps (runs of one schedule share them)
     grid = frames[0]["env_steps"].to_numpy(dtype=float)
-    cols = ("episode_return", "tip_err_cm")
+    cols = ("episode_return", metric)
+    labels = {"tip_err_cm": "training episodes' final tip error (cm)",
+              "tip_rms_cm": "training episodes' tip RMS (cm)",
+              "recovery_s": "training episodes' recovery (s)"}
     rows = []
     for c in frames:
         x = c["env_steps"].to_numpy(dtype=float)
@@ -543,8 +713,7 @@ def plot_curves(dirs: Sequence[Path], path: Path) -> pd.DataFrame:
     tidy = pd.DataFrame(rows)
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
     for ax, k, label in zip(axes, cols, ("training episode return (-cm$^2$)",
-                                         "training episodes' final tip error (cm)"),
-                            strict=True):
+                                         labels.get(metric, metric)), strict=True):
         g = tidy.groupby("env_steps")[k]
         ax.fill_between(g.min().index, g.min(), g.max(), alpha=0.3, label=f"{len(dirs)} seeds")
         ax.plot(g.mean().index, g.mean(), label="mean")
@@ -585,9 +754,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["curves"]:
         return _curves_main(argv[1:])
+    if argv[:1] == ["baselines"]:
+        return _baselines_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m quadarm.learn", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--task", default="task_reach", choices=sorted(TASK_SCENARIO))
+    parser.add_argument("--task", default="task_reach",
+                        help=f"the task: one of {', '.join(TASKS)} (default task_reach)")
     parser.add_argument("--config", default=None,
                         help="the settings file (default conf/learn/<task>.yaml where it "
                         "exists; 'none': the built-in defaults, PPO's residual row)")
@@ -621,6 +793,10 @@ def main(argv: list[str] | None = None) -> int:
                         "e.g. control.tip_gain=1 (the reach task's references need it)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.task not in TASKS:  # one line naming the flag and its values, not argparse's two
+        print(f"quadarm.learn: --task {args.task}: must be one of {', '.join(TASKS)}",
+              file=sys.stderr)
+        return 2
     try:
         import yaml
 
@@ -674,7 +850,7 @@ def main(argv: list[str] | None = None) -> int:
 
         checked_hyperparams(st["algo"], st["hyperparams"])
         cfg = compose([*task_overrides(args.task)[0], *st["overrides"]])
-        checked_actions(st["actions"], cfg, tip=True)
+        checked_actions(st["actions"], cfg, tip=TASKS[args.task].env == "reach")
     except ValueError as err:  # ConfigError is one
         print(f"quadarm.learn: {err}", file=sys.stderr)
         return 2
@@ -687,6 +863,15 @@ def main(argv: list[str] | None = None) -> int:
     ev, ho = s.get("eval", {}), s.get("eval_held_out", {})
     eb, hb = s.get("eval_base", {}), s.get("eval_held_out_base", {})
     nan = float("nan")
+    if TASKS[args.task].metric != "tip_err_cm":
+        m = f"{TASKS[args.task].metric}_mean"
+        print(f"{args.task} {s['baseline']} observe={st['observe']}: {s['env_steps']} env "
+              f"steps in {s['wall_s']:.1f} s ({s['physics_steps_per_s']:.0f} physics steps/s); "
+              f"{TASKS[args.task].metric} {ev.get(m, nan):.3f} over the task's "
+              f"{ev.get('trials', 0)} draws (zero action {eb.get(m, nan):.3f}), "
+              f"{ho.get(m, nan):.3f} over {ho.get('trials', 0)} held-out draws (zero action "
+              f"{hb.get(m, nan):.3f}) -> {args.out}")
+        return 0
     print(f"{args.task} {s['baseline']} observe={st['observe']}: {s['env_steps']} env steps "
           f"in {s['wall_s']:.1f} s (training {s['training_steps_per_s']:.0f} steps/s, the "
           f"environment alone {s['env_own_steps_per_s']:.0f} steps/s; "

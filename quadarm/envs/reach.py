@@ -6,8 +6,9 @@ docs/tipspace_control.md) with the actions as the rotor and tendon commands; sin
 The same environments as :class:`~quadarm.envs.single.QuadArmEnv` and
 :class:`~quadarm.envs.vector.QuadArmVectorEnv` (actions, dynamics, logs, divergence, metrics,
 autoreset, ``observe``), flying ``scenario=reach`` (the scenario's targets, dwell and move
-time; ``control.tip_mode`` plans the reference the observation is relative to). Two things
-differ:
+time; ``control.tip_mode`` plans the reference the observation is relative to), or
+``scenario=trace`` (its path), or ``scenario=hover`` (:data:`HOLD_TASKS`: the target is where
+the tip hung at the start, along the reference). Two things differ:
 
 - the observation appends the tip's target relative to the tip, target_k - tip (3, m), and
   relative to the hub, target_k - p (3, m), world frame: ``obs_dim + 6`` entries;
@@ -42,6 +43,10 @@ EXTRA = 6  # target - tip, target - hub
 # The tasks whose plan moves a tip target (Plan.tip) and that the environments fly whole:
 # the tip-space tasks without events (pick_place's grasp and release run in the runner's loop).
 TIP_TASKS = ("reach", "trace")
+# The tasks without a tip target whose tip should stay where it hung at the start, carried
+# along the hub's reference (hover's ``tip_rms_cm``, the hover-in-gusts task's metric): the
+# environments fly them with that place as the tip's target (:func:`tip_targets`).
+HOLD_TASKS = ("hover",)
 
 
 def reach_config(overrides: Sequence[str], config: Config | None) -> Config:
@@ -49,18 +54,36 @@ def reach_config(overrides: Sequence[str], config: Config | None) -> Config:
     ``scenario=trace`` among them flies the trace task), or ``config``, which must be a
     :data:`TIP_TASKS` config (ValueError, one line naming the scenario, otherwise)."""
     cfg = config if config is not None else core.compose(["scenario=reach", *overrides])
-    if cfg.scenario.kind not in TIP_TASKS:
-        raise ValueError(f"scenario={cfg.scenario.kind}: quadarm/QuadArmReach-v0 flies a moving "
-                         f"tip target: scenario={' or '.join(TIP_TASKS)} (quadarm/QuadArm-v0 "
-                         "flies the others)")
+    if cfg.scenario.kind not in TIP_TASKS + HOLD_TASKS:
+        raise ValueError(f"scenario={cfg.scenario.kind}: quadarm/QuadArmReach-v0 flies a tip "
+                         f"target: scenario={' or '.join(TIP_TASKS + HOLD_TASKS)} "
+                         "(quadarm/QuadArm-v0 flies the others)")
     return cfg
 
 
+def hanging_offset(task: core.Task) -> np.ndarray:
+    """The tip's offset from the hub (3,) m, world, in the state every trial starts from (the
+    hover keyframe at the plan's start, :func:`quadarm.runner.lifecycle.reset`): where the
+    straight arm hangs, the ``log.tip[0] - log.position[0]`` of hover's ``tip_rms_cm``."""
+    import mujoco
+
+    from quadarm.runner.lifecycle import reset
+
+    m = task.built.model
+    d = mujoco.MjData(m)
+    reset(m, d, task.start)
+    return np.array(d.site_xpos[int(task.built.tip_site)] - d.qpos[:3], dtype=float)
+
+
 def tip_targets(task: core.Task) -> np.ndarray:
-    """The plan's tip target per sample, (n + 1, 3) m, world."""
+    """The tip target per sample, (n + 1, 3) m, world: the plan's (reach, trace), or for a
+    :data:`HOLD_TASKS` scenario the place the tip hung at the start carried along the hub's
+    reference, p_d(t_k) + :func:`hanging_offset` (the target of hover's ``tip_rms_cm``)."""
     tip = task.plan.tip
-    if tip is None:  # pragma: no cover - every reach plan has one
-        raise ValueError("the reach plan has no tip target")
+    if tip is None:
+        if task.cfg.scenario.kind in HOLD_TASKS:
+            return np.asarray(task.plan.ref.p, dtype=float) + hanging_offset(task)
+        raise ValueError("the reach plan has no tip target")  # pragma: no cover
     return np.asarray(tip, dtype=float)
 
 

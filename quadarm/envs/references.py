@@ -87,6 +87,10 @@ def checked_actions(actions: Any, cfg: Config, tip: bool) -> str:
     naming the keyword and its allowed values, otherwise."""
     if actions not in ACTIONS:
         raise ValueError(f"actions={actions!r}: must be one of {', '.join(ACTIONS)}")
+    if actions == "references" and tip and cfg.scenario.kind == "hover":
+        raise ValueError("actions='references' on quadarm/QuadArmReach-v0 offsets the tip "
+                         "feedback's target, which scenario=hover has none of: use "
+                         "actions='hub' (the hub reference's offset)")
     if actions == "references" and tip and not cfg.control.tip_gain > 0.0:  # "hub" needs none
         raise ValueError("actions='references' on quadarm/QuadArmReach-v0 offsets the tip "
                          "feedback's target: needs control.tip_gain > 0 (e.g. "

@@ -52,7 +52,8 @@ def test_the_sb3_adapter_flies_the_trace_task() -> None:
     assert env.venv.tasks[0].cfg.scenario.kind == "trace"
 
 
-@pytest.mark.parametrize("overrides", [["scenario=touch", "world=table"], ["scenario=hover"]])
+@pytest.mark.parametrize("overrides", [["scenario=touch", "world=table"],
+                                       ["scenario=disturbance"]])
 def test_tasks_without_a_tip_target_are_refused_in_one_line(overrides: list[str]) -> None:
     from quadarm.envs.reach import QuadArmReachVectorEnv
 
@@ -60,4 +61,33 @@ def test_tasks_without_a_tip_target_are_refused_in_one_line(overrides: list[str]
         QuadArmReachVectorEnv(1, overrides)
     message = str(info.value)
     assert "\n" not in message and message.startswith(f"{overrides[0]}: ")
-    assert "scenario=reach or trace" in message
+    assert "scenario=reach or trace or hover" in message
+
+
+def test_hover_flies_the_tip_to_where_it_hung() -> None:
+    """``scenario=hover`` on the reach environment (:data:`quadarm.envs.reach.HOLD_TASKS`):
+    the tip's target is where it hung at the start, along the reference, so the tip starts on
+    it (zero tip entries in the first observation), and in gusty air an episode's return is
+    minus the square of hover's own ``tip_rms_cm`` (the reward misses only the last sample's
+    share, under 1 % of 501); ``actions='references'`` (a tip-feedback target hover has
+    not) is refused in one line."""
+    from quadarm.envs import features
+    from quadarm.envs.reach import QuadArmReachVectorEnv
+
+    over = ["scenario=hover", "aero=gusty", "scenario.duration=1.0"]
+    env = QuadArmReachVectorEnv(1, over, observe="task", actions="hub", action_every=10)
+    obs, _ = env.reset(seed=0)
+    n_tip = slice(-6, -3)  # R^T (target - tip) / TIP: the task layout's tip error
+    assert np.abs(obs[0, n_tip] * features.TIP).max() < 1e-12
+    ret, done = 0.0, False
+    while not done:
+        obs, r, term, trunc, info = env.step(np.zeros((1, 3)))
+        ret += float(r[0])
+        done = bool(term[0] or trunc[0])
+    rms = info["metrics"]["whole"]["tip_rms_cm"][0]
+    assert rms > 0.1  # the gusts moved the tip
+    assert -ret == pytest.approx(rms**2, rel=1e-2)
+    env.close()
+    with pytest.raises(ValueError) as err:
+        QuadArmReachVectorEnv(1, over, actions="references")
+    assert "\n" not in str(err.value) and "actions='hub'" in str(err.value)

@@ -178,3 +178,59 @@ def test_the_bench_compares_training_with_its_environments_raw_stepping() -> Non
     assert got["ratio_training_over_raw"] == pytest.approx(training / raw)
     st = learn.load_settings("task_reach")
     assert (got["envs"], got["action_every"]) == (st["envs"], st["action_every"])
+
+
+@pytest.mark.parametrize("task,short", [
+    ("task_hover_gusts", ["scenario.duration=0.3"]),
+    ("task_push", ["scenario.duration=0.6", "scenario.start=0.1"]),
+])
+def test_the_zero_action_flies_the_named_baseline(tmp_path: Path, task: str,
+                                                  short: list[str]) -> None:
+    """The task file's environment (its overrides: ``+baseline=tuned_ideal``; its actions,
+    rate and observation) with the zero action flies the command line's trial of that
+    baseline on the task's first draw, bit for bit (a shortened episode: the gusts, the
+    push and the closed loop all run)."""
+    st = learn.load_settings(task)
+    assert "+baseline=tuned_ideal" in st["overrides"]
+    over, draw = learn.task_overrides(task)
+    extra = [*st["overrides"], *short]
+    venv, _ = learn.make_env(task, st["observe"], 1, [draw[0]], record=True, extra=extra,
+                             action_every=st["action_every"], per_env=True,
+                             actions=st["actions"])
+    venv.reset()
+    zero = np.zeros((1, *venv.action_space.shape), dtype=np.float32)
+    done = np.zeros(1, dtype=bool)
+    while not done[0]:
+        venv.step_async(zero)
+        _, _, done, infos = venv.step_wait()
+    got = infos[0]["metrics"]
+    venv.close()
+    key = learn.TASKS[task].key
+    ref = api.run(api.compose([*over, f"{key}={json.dumps(draw[0])}", *extra]), tmp_path)
+    theirs = ref.metrics.set_index(["phase", "metric"])["value"]
+    assert got and sum(len(v) for v in got.values()) == len(theirs)
+    for phase, values in got.items():
+        for name, value in values.items():
+            np.testing.assert_array_equal(value, theirs[(phase, name)], err_msg=name)
+    assert learn.task_metric(task, got) is not None
+
+
+def test_a_bad_task_or_action_is_refused_in_one_line(tmp_path: Path, capsys: Any) -> None:
+    """``--task`` not among :data:`quadarm.learn.TASKS`, ``--actions references`` on hover
+    (no tip feedback target to offset) and a bad key in a copy of the hover file: one line
+    naming it, exit 2, nothing written."""
+    out = tmp_path / "rl"
+    assert learn.main(["--task", "task_nope", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--task task_nope" in err and "task_hover_gusts" in err
+    assert learn.main(["--task", "task_hover_gusts", "--actions", "references",
+                       "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "actions='hub'" in err
+    bad = tmp_path / "mine.yaml"
+    bad.write_text(learn.settings_path("task_hover_gusts").read_text() + "gust_seeds: 3\n")
+    assert learn.main(["--task", "task_hover_gusts", "--config", str(bad),
+                       "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gust_seeds" in err
+    assert not out.exists()

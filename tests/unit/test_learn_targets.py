@@ -34,3 +34,32 @@ def test_held_out_targets_lie_in_the_tasks_region_and_off_its_points() -> None:
     assert ((az > 0.2) & (az < 0.3)).all(), az
     assert learn.held_out_targets(draw, 400, seed=0) == held
     assert learn.held_out_targets(draw, 400, seed=1) != held
+
+
+def test_the_new_tasks_draws_and_their_held_out_draws_are_disjoint() -> None:
+    """Hover in gusts: the task's gust seeds 0-3, training's (:data:`quadarm.learn.
+    TRAIN_SEEDS`) and the held-out ones (a stream of their own per seed) share no seed. Push:
+    the task's two axes; training draws directions all round (``circle``), the held-out
+    directions are horizontal unit vectors, none on an axis, another set per seed."""
+    over, draw = learn.task_overrides("task_hover_gusts")
+    assert "aero=gusty" in over and "scenario=hover" in over and draw == [0, 1, 2, 3]
+    spec = learn.training_draw("task_hover_gusts", draw)
+    assert spec is not None
+    train = set(spec["seed"]["values"])
+    held = learn.held_out_draw("task_hover_gusts", draw, 64, seed=0)
+    assert len(set(held)) == 64 and all(isinstance(s, int) for s in held)
+    assert not train & set(draw) and not train & set(held) and not set(held) & set(draw)
+    assert learn.held_out_draw("task_hover_gusts", draw, 64, seed=1) != held
+
+    over, draw = learn.task_overrides("task_push")
+    assert "scenario=disturbance" in over and draw == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    assert learn.training_draw("task_push", draw) == {"scenario.direction": {"dist": "circle"}}
+    held_dirs = np.array(learn.held_out_draw("task_push", draw, 64, seed=0))
+    np.testing.assert_allclose(np.linalg.norm(held_dirs, axis=1), 1.0, atol=1e-6)
+    assert not held_dirs[:, 2].any()
+    assert not any(np.allclose(d, a, atol=1e-3) for d in held_dirs for a in draw)
+    assert learn.held_out_draw("task_push", draw, 4, seed=1) != held_dirs[:4].tolist()
+    # the reach's training draw is its own 16 targets, as before the other tasks
+    _, reach = learn.task_overrides("task_reach")
+    assert learn.training_draw("task_reach", reach) == {
+        "scenario.targets": {"dist": "choice", "values": reach}}
