@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from collections.abc import Callable
 
 import mujoco
 import numpy as np
+from long_arm_profile import interleave  # research/ is on the path of a script run
 
 from quadarm import bench
 from quadarm.api import compose
@@ -74,24 +74,7 @@ def main(rounds: int, steps: int) -> None:
         m = base.__copy__()
         edit(m)
         models[name] = m
-    cpu: dict[str, list[float]] = {k: [] for k in models}
-    stages: dict[str, dict[str, list[float]]] = {k: {} for k in models}
-    end: dict[str, np.ndarray] = {}
-    names = list(models)
-    for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:  # a new order each round
-            m = models[name]
-            d = mujoco.MjData(m)
-            lifecycle.reset(m, d, prep.plan.start)
-            t0 = time.thread_time()
-            for u in ctrl:
-                d.ctrl[:] = u
-                mujoco.mj_step(m, d)
-            cpu[name].append((time.thread_time() - t0) / len(ctrl) * 1e6)
-            for st in STAGES:
-                t = d.timer[getattr(mujoco.mjtTimer, f"mjTIMER_{st}")]
-                stages[name].setdefault(st, []).append(t.duration / max(t.number, 1) * 1e6)
-            end[name] = np.concatenate([d.qpos[:3], d.site_xpos[tip]])
+    cpu, stages, end = interleave(models, prep.plan.start, ctrl, rounds, STAGES, tip)
     ref = "sim=fast, dense (reference)"
     ratios = {k: statistics.median(a / b for a, b in zip(v, cpu[ref], strict=True))
               for k, v in cpu.items()}

@@ -15,14 +15,46 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import mujoco
+import numpy as np
 
 from quadarm import bench
 from quadarm.api import compose
 from quadarm.runner import lifecycle
 
 STAGES = ("STEP", "POSITION", "VELOCITY", "CONSTRAINT", "ADVANCE")
+
+
+def interleave(models: dict[str, mujoco.MjModel], start: Any, ctrl: np.ndarray, rounds: int,
+               stages: tuple[str, ...], site: int = -1
+               ) -> tuple[dict[str, list[float]], dict[str, dict[str, list[float]]],
+                          dict[str, np.ndarray]]:
+    """Replays ``ctrl`` (steps, nu) on every model from the plan's ``start``, ``rounds``
+    rounds in a new order each round (so that a load drift falls on every model alike): per
+    model and round the CPU time per step (us, ``time.thread_time``), MuJoCo's ``stages``
+    timers (wall clock, us per call), and the end state (hub position and, for ``site`` >= 0,
+    that site's position; m)."""
+    cpu: dict[str, list[float]] = {k: [] for k in models}
+    timers: dict[str, dict[str, list[float]]] = {k: {} for k in models}
+    end: dict[str, np.ndarray] = {}
+    names = list(models)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            m = models[name]
+            d = mujoco.MjData(m)
+            lifecycle.reset(m, d, start)
+            t0 = time.thread_time()
+            for u in ctrl:
+                d.ctrl[:] = u
+                mujoco.mj_step(m, d)
+            cpu[name].append((time.thread_time() - t0) / len(ctrl) * 1e6)
+            for st in stages:
+                t = d.timer[getattr(mujoco.mjtTimer, f"mjTIMER_{st}")]
+                timers[name].setdefault(st, []).append(t.duration / max(t.number, 1) * 1e6)
+            end[name] = np.concatenate([d.qpos[:3], d.site_xpos[site] if site >= 0 else []])
+    return cpu, timers, end
 
 
 def main(rounds: int, steps: int) -> None:
@@ -54,20 +86,7 @@ def main(rounds: int, steps: int) -> None:
         m = base.__copy__()
         edit(m)
         models[name] = m
-    cpu: dict[str, list[float]] = {k: [] for k in models}
-    stages: dict[str, dict[str, list[float]]] = {k: {} for k in models}
-    for _ in range(rounds):
-        for name, m in models.items():
-            d = mujoco.MjData(m)
-            lifecycle.reset(m, d, prep.plan.start)
-            t0 = time.thread_time()
-            for u in ctrl:
-                d.ctrl[:] = u
-                mujoco.mj_step(m, d)
-            cpu[name].append((time.thread_time() - t0) / len(ctrl) * 1e6)
-            for st in STAGES:
-                t = d.timer[getattr(mujoco.mjtTimer, f"mjTIMER_{st}")]
-                stages[name].setdefault(st, []).append(t.duration / max(t.number, 1) * 1e6)
+    cpu, stages, _ = interleave(models, prep.plan.start, ctrl, rounds, STAGES)
     for name, v in cpu.items():
         print(f"{name:42s} {statistics.median(v):7.1f} us CPU | wall timers " + " ".join(
             f"{k}={statistics.median(x):.0f}" for k, x in stages[name].items()))

@@ -96,6 +96,24 @@ class Flown:
         return cls({(p, k): float(v) for p, k, v in data["metrics"]}, int(data["steps"]))
 
 
+def fly_switch(base: tuple[str, ...], settings: dict[str, tuple[str, ...]]
+               ) -> list[tuple[str, Any]]:
+    """A switch's settings flown on one config: per name of ``settings`` (in its order), the
+    trial id and the episode of ``base`` plus that setting's overrides (each flight asserted
+    ok), for the tests that a switch's default is the flight without it, bit for bit and under
+    the same id."""
+    from quadarm.runner import episode
+    from quadarm.runner.trials import trial_id
+
+    out = []
+    for extra in settings.values():
+        cfg = cfg_of(*base, *extra)
+        ep = episode.run_episode(cfg)
+        assert ep.status == "ok", ep.message
+        out.append((trial_id(cfg), ep))
+    return out
+
+
 def fly_once(path: Path, overrides: list[str]) -> Flown:
     """Fly ``overrides`` with ``run_episode`` once for every process that asks with the same
     ``path``: the first one flies under an exclusive lock and writes ``path``; the others (the

@@ -11,11 +11,10 @@ import json
 
 import numpy as np
 import pytest
-from helpers import cfg_of
+from helpers import cfg_of, fly_switch
 
 from quadarm.config import ConfigError
 from quadarm.runner import episode, sense
-from quadarm.runner.trials import trial_id
 from quadarm.scenarios.estimates import arm_length
 from quadarm.sensing import armfilter, modelerror
 
@@ -53,14 +52,9 @@ def test_off_is_the_flight_as_before_and_on_changes_only_the_reported_covariance
         tmp_path) -> None:
     base = cfg_of(*SHORT)
     table = _table(tmp_path, base, a_one=-9.0, a_rate=0.5, b_one=-8.0, b_limit=1.0)
-    runs = {}
-    for name, extra in (("absent", ()), ("none", ("sensing.arm_imu.model_error=none",)),
-                        ("table", (f"sensing.arm_imu.model_error={table}",))):
-        cfg = cfg_of(*SHORT, *extra)
-        ep = episode.run_episode(cfg)
-        assert ep.status == "ok", ep.message
-        runs[name] = (trial_id(cfg), ep)
-    (id0, a), (id1, b), (id2, c) = runs["absent"], runs["none"], runs["table"]
+    (id0, a), (id1, b), (id2, c) = fly_switch(SHORT, {
+        "absent": (), "none": ("sensing.arm_imu.model_error=none",),
+        "table": (f"sensing.arm_imu.model_error={table}",)})
     assert id0 == id1 != id2
     for field in ("qpos", "qvel", "ctrl", "est"):
         assert np.array_equal(getattr(a.log, field), getattr(b.log, field)), field

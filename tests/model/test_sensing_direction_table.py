@@ -12,13 +12,12 @@ import math
 import mujoco
 import numpy as np
 import pytest
-from helpers import cfg_of
+from helpers import cfg_of, fly_switch
 
 from quadarm.config import ConfigError
 from quadarm.control.tendons import tensions as allocate
 from quadarm.model.builder import build
 from quadarm.runner import episode, jit, lifecycle, sense
-from quadarm.runner.trials import trial_id
 from quadarm.sensing import shape
 
 # The estimator's ramp (20 s: a shorter one lags the equilibrium more), coarser in direction
@@ -141,14 +140,9 @@ def test_the_default_leaves_a_sensed_flight_and_its_id_unchanged(monkeypatch) ->
     # shape estimate and the id, not the vehicle's estimate (the default law does not read the
     # arm's shape).
     monkeypatch.setattr(sense, "SHAPE_TABLE_DIRECTIONS", DIRECTIONS)  # a cheaper table
-    runs = {}
-    for name, extra in (("absent", ()), ("along", ("sensing.shape_table=along",)),
-                        ("direction", ("sensing.shape_table=direction",))):
-        cfg = cfg_of(*SHORT, *extra)
-        ep = episode.run_episode(cfg)
-        assert ep.status == "ok", ep.message
-        runs[name] = (trial_id(cfg), ep)
-    (id0, a), (id1, b), (id2, c) = runs["absent"], runs["along"], runs["direction"]
+    (id0, a), (id1, b), (id2, c) = fly_switch(SHORT, {
+        "absent": (), "along": ("sensing.shape_table=along",),
+        "direction": ("sensing.shape_table=direction",)})
     assert id0 == id1 != id2
     for field in ("qpos", "qvel", "ctrl", "est"):
         assert np.array_equal(getattr(a.log, field), getattr(b.log, field)), field
