@@ -401,6 +401,9 @@ SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "sta
 DYNAMIC_KEYS = ("dynamic", "static", "dynamic_train", "dynamic_val", "dynamic_holdout",
                 "dynamic_columns", "dynamic_measured", "dynamic_parameters", "dynamic_max_nfev",
                 "dynamic_start_shape")
+# Sim keys newer than the store, left out of its hash at their defaults (sim.contact: MuJoCo's
+# contact detection, on as before the key).
+SIM_KEYS_AT_DEFAULT = {"contact": True}
 
 
 def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
@@ -427,9 +430,13 @@ def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: Si
         # the hash it had before they existed.
         if job[key] == getattr(default, key):
             job.pop(key)
+    simd = dataclasses.asdict(sim)
+    for key, value in SIM_KEYS_AT_DEFAULT.items():  # the same: out of the hash at its default
+        if simd.get(key) == value:
+            simd.pop(key)
     h = hashlib.sha256(fingerprint().encode())
-    h.update(json.dumps([dataclasses.asdict(frame), dataclasses.asdict(arm),
-                         dataclasses.asdict(sim), job], sort_keys=True, default=str).encode())
+    h.update(json.dumps([dataclasses.asdict(frame), dataclasses.asdict(arm), simd, job],
+                        sort_keys=True, default=str).encode())
     h.update(json.dumps(list(cfg.parameters)).encode())
     for which in ("pulls", "train", "val"):
         h.update(Path(recs[which].path).read_bytes())

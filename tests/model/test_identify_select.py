@@ -21,7 +21,14 @@ from quadarm.config import ConfigError
 from quadarm.config.identify import IdentifyConfig
 from quadarm.config.sections import SectionArmConfig, SectionConfig, TendonSetConfig
 from quadarm.identify import fit
-from quadarm.identify.__main__ import SELECTION_KEYS, _cache_path, compose, main
+from quadarm.identify.__main__ import (
+    DYNAMIC_KEYS,
+    SELECTION_KEYS,
+    SIM_KEYS_AT_DEFAULT,
+    _cache_path,
+    compose,
+    main,
+)
 
 TRUE = {"a": 0.7, "b": 0.2}
 
@@ -184,10 +191,11 @@ def test_the_trial_store_hash_of_a_default_job_is_unchanged(tmp_path):
     frame, arm, sim, cfg, _ = compose(["+experiment=identify_ftdcr_v4"])
     recs = {w: data.read(cfg, w, arm.length) for w in ("pulls", "train", "val")}
     job = {k: v for k, v in dataclasses.asdict(cfg).items()
-           if k not in ("out", "name", "workers", *SELECTION_KEYS)}
+           if k not in ("out", "name", "workers", *SELECTION_KEYS, *DYNAMIC_KEYS)}
+    simd = {k: v for k, v in dataclasses.asdict(sim).items() if k not in SIM_KEYS_AT_DEFAULT}
     h = hashlib.sha256(fingerprint().encode())
     h.update(json.dumps([dataclasses.asdict(frame), dataclasses.asdict(arm),
-                         dataclasses.asdict(sim), job], sort_keys=True, default=str).encode())
+                         simd, job], sort_keys=True, default=str).encode())
     h.update(json.dumps(list(cfg.parameters)).encode())  # the keys' order (issue 38)
     for which in ("pulls", "train", "val"):
         h.update(Path(recs[which].path).read_bytes())
@@ -199,7 +207,12 @@ def test_the_trial_store_hash_of_a_default_job_is_unchanged(tmp_path):
                    {"start_spread": 0.1}):
         other = dataclasses.replace(cfg, **change)
         seen.add(_cache_path(out, frame, arm, sim, other, recs))
-    assert len(seen) == 4
+    seen.add(_cache_path(out, frame, arm, dataclasses.replace(sim, contact=False), cfg, recs))
+    # the dynamic stage's keys never enter it (stage 2 does not read them)
+    dynamic = dataclasses.replace(cfg, dynamic=True, dynamic_train="x.csv",
+                                  dynamic_parameters={"tendon_damping": [0.01, 1.0]})
+    assert _cache_path(out, frame, arm, sim, dynamic, recs) == want
+    assert len(seen) == 5
 
 
 def test_the_starts_spread_around_the_nominal_values():

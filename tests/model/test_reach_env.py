@@ -45,8 +45,9 @@ def test_reach_env_observes_the_tip_target_and_rewards_the_tip_error():
 def test_reach_env_refuses_another_scenario():
     from quadarm.api import compose
 
-    with pytest.raises(ValueError, match="^scenario=hover"):
-        quadarm.envs.reach.QuadArmReachEnv(config=compose(["scenario=hover"]))
+    # hover flies (its target: where the tip hung); a scenario without a tip target does not
+    with pytest.raises(ValueError, match="^scenario=disturbance"):
+        quadarm.envs.reach.QuadArmReachEnv(config=compose(["scenario=disturbance"]))
 
 
 # --------------------------------------------------------------------------------------------
