@@ -114,7 +114,12 @@ def test_compiled_and_python_loops_agree_exactly(control, monkeypatch):
         assert t.min() >= 0.0 and t.max() <= cfg.arm.tension_max
 
 
-@pytest.mark.parametrize("native", [True, False], ids=["numba", "python"])
+# The compiled case compiles the batched kernel with every arm-aware term from an empty cache,
+# one of make test's two longest tests on two cores: slow, i.e. in make test-all.
+# make test keeps the batched kernel compiled (tests/model/test_batch.py) and these terms
+# compiled in one trial (above), each against plain Python.
+@pytest.mark.parametrize("native", [pytest.param(True, marks=pytest.mark.slow, id="numba"),
+                                    pytest.param(False, id="python")])
 def test_batched_engine_is_bit_identical_with_switches_on(native, monkeypatch):
     if native and not jit.AVAILABLE:
         pytest.skip("numba is not installed")
