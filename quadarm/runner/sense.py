@@ -714,14 +714,9 @@ def _model_error(p: Prepared) -> np.ndarray:
     """The model-error covariance's parameters of the trial (``sensing.arm_imu.model_error``,
     :func:`quadarm.sensing.modelerror.vector`; zeros for ``none``); a table that does not
     fit the trial is refused (quadarm.preflight.check_model_error refuses it first)."""
-    name = p.cfg.sensing.arm_imu.model_error
-    if name == "none":
+    if p.cfg.sensing.arm_imu.model_error == "none":
         return np.zeros(armfilter.N_ME)
-    doc = modelerror.load(name)
-    why = modelerror.mismatch(doc, p.cfg)
-    if why is not None:
-        raise ValueError(f"sensing.arm_imu.model_error={name}: {why}")
-    return modelerror.vector(doc)
+    return modelerror.vector(modelerror.for_trial(p.cfg))
 
 
 def state(sn: Sense, nq: int, nv: int, nsd: int) -> SenseState:

@@ -65,6 +65,18 @@ def load(name: str) -> dict[str, Any]:
     return dict(json.loads(path_of(name).read_text()))
 
 
+def for_trial(cfg: Any) -> dict[str, Any]:
+    """The table of the trial ``cfg``'s ``sensing.arm_imu.model_error`` (not ``none``),
+    checked against it (:func:`mismatch`); raises ValueError naming the key if it is not
+    there or was fitted for other settings."""
+    name = cfg.sensing.arm_imu.model_error
+    doc = load(name)
+    why = mismatch(doc, cfg)
+    if why is not None:
+        raise ValueError(f"sensing.arm_imu.model_error={name}: {why}")
+    return doc
+
+
 def vector(doc: dict[str, Any]) -> np.ndarray:
     """The parameter vector ``me`` (armfilter.N_ME,) of a table document: on, L (m), the
     hinges' joint limit (rad), the coefficients of both terms over armfilter.MEF_NAMES."""
