@@ -45,6 +45,7 @@ from quadarm.runner.lifecycle import (
     check_states,
     checked,
     outcome_log,
+    place,
 )
 
 
@@ -183,13 +184,8 @@ def _fly(preps: Sequence[Prepared], nthread: int) -> list[Outcome]:
     # The start state of quadarm.runner.lifecycle.reset, for every simulation.
     batch.reset(keyframe=[m.key(0).id for m in models], stage=mujoco.mjtStage.mjSTAGE_NONE)
     starts = np.array([p.plan.start for p in preps], dtype=float)
-    qpos[:, :3] = starts
-    for i, p in enumerate(preps):  # a replay's logged start attitude (else the level keyframe)
-        if p.plan.attitude is not None:
-            qpos[i, 3:7] = p.plan.attitude
-        if p.plan.arm_qpos is not None:  # a replay's settled start (else the straight arm)
-            off = 7 if models[i].jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE else 0
-            qpos[i, off:off + len(p.plan.arm_qpos)] = p.plan.arm_qpos
+    for i, p in enumerate(preps):  # a replay's logged attitude and settled arm, if any
+        place(models[i], qpos[i], p.plan.start, p.plan.attitude, p.plan.arm_qpos)
     batch.forward()
 
     native = jit.use(preps[0].cfg.runner.compiled)

@@ -157,15 +157,24 @@ def reset(m: mujoco.MjModel, d: mujoco.MjData, start: np.ndarray,
     instead of the straight arm's (a replay's settled start). The batched engine does the same
     through ``Batch.reset``."""
     mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
+    place(m, d.qpos, start, attitude, arm_qpos)
+    mujoco.mj_forward(m, d)
+
+
+def place(m: mujoco.MjModel, qpos: np.ndarray, start: np.ndarray,
+          attitude: np.ndarray | None = None, arm_qpos: np.ndarray | None = None) -> None:
+    """Write :func:`reset`'s start into ``qpos`` (m.nq,), the keyframe's already: the
+    vehicle at ``start`` (m, (3,)) and ``attitude`` (where the model has its free joint), the
+    arm's joints ``arm_qpos`` after it. One rule for the one-trial reset and the batched
+    engine's rows."""
     free = m.nq > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
     if free:
-        d.qpos[:3] = start
+        qpos[:3] = start
         if attitude is not None:
-            d.qpos[3:7] = attitude
+            qpos[3:7] = attitude
     if arm_qpos is not None:
         off = 7 if free else 0
-        d.qpos[off:off + len(arm_qpos)] = arm_qpos
-    mujoco.mj_forward(m, d)
+        qpos[off:off + len(arm_qpos)] = arm_qpos
 
 
 # --------------------------------------------------------------------------------------------
