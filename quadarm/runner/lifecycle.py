@@ -31,6 +31,7 @@ from quadarm.control.geometric import FF_ON, GeometricController
 from quadarm.model import BuiltModel, build
 from quadarm.model.allocation import mixer, total_mass
 from quadarm.model.payload import carried_mass
+from quadarm.model.start import place as place  # the model layer's, re-exported (batch)
 from quadarm.scenarios import tasks
 from quadarm.scenarios.common import Log, Metric, Plan, Pulse, Scenario
 from quadarm.scenarios.tasks import Task
@@ -159,22 +160,6 @@ def reset(m: mujoco.MjModel, d: mujoco.MjData, start: np.ndarray,
     mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
     place(m, d.qpos, start, attitude, arm_qpos)
     mujoco.mj_forward(m, d)
-
-
-def place(m: mujoco.MjModel, qpos: np.ndarray, start: np.ndarray,
-          attitude: np.ndarray | None = None, arm_qpos: np.ndarray | None = None) -> None:
-    """Write :func:`reset`'s start into ``qpos`` (m.nq,), the keyframe's already: the
-    vehicle at ``start`` (m, (3,)) and ``attitude`` (where the model has its free joint), the
-    arm's joints ``arm_qpos`` after it. One rule for the one-trial reset and the batched
-    engine's rows."""
-    free = m.nq > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
-    if free:
-        qpos[:3] = start
-        if attitude is not None:
-            qpos[3:7] = attitude
-    if arm_qpos is not None:
-        off = 7 if free else 0
-        qpos[off:off + len(arm_qpos)] = arm_qpos
 
 
 # --------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from quadarm.config.sections import SectionArmConfig, servo_driven
 from quadarm.control.trajectory import Reference, constant
 from quadarm.model import BuiltModel, build
 from quadarm.model import sections as model_sections
+from quadarm.model.start import has_free_joint, place
 from quadarm.results import replaylog
 from quadarm.scenarios.common import Log, Metric, Plan, times
 
@@ -132,12 +133,9 @@ def settled_start(built: BuiltModel, start: np.ndarray, attitude: np.ndarray | N
     m = copy.deepcopy(built.model)
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, m.key(0).id)
-    free = m.nq > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
+    place(m, d.qpos, start, attitude)  # the trial's own start (lifecycle.reset's rule)
+    free = has_free_joint(m)
     q0, v0 = (7, 6) if free else (0, 0)
-    if free:
-        d.qpos[:3] = start
-        if attitude is not None:
-            d.qpos[3:7] = attitude
     base = d.qpos[:q0].copy()
     for j in range(1 if free else 0, m.njnt):
         m.dof_damping[m.jnt_dofadr[j]] += m.jnt_stiffness[j] * SETTLE_TAU
