@@ -25,6 +25,13 @@ POINTINGS = ("up", "down")
 GRAVITIES = ("arm_axis", "tracking_frame", "none")
 SELECTS = ("cost", "holdout")
 FIT_TO = ("position", "orientation", "both")
+# Where the dynamic stage's logs were recorded: on the bench (the frame held, the arm as
+# ``pointing`` says) or flying (the vehicle's references through the flight controller).
+DYNAMIC_MOUNTS = ("bench", "flying")
+# The frame the dynamic stage compares the tracked tip in: the world's (the tracker's, the
+# bench's frame) or the vehicle's body frame (the tip less the hub, turned by the vehicle's
+# logged attitude: what the arm does, not where the vehicle flew).
+DYNAMIC_FRAMES = ("world", "vehicle")
 
 # Every key of the identify node, with what it is in one line: ``python -m quadarm.identify
 # --help`` prints them with their defaults, docs/identify.md ("Every key") lists them (a test
@@ -96,6 +103,17 @@ KEYS = {
                         "plus one per parameter for its Jacobian)",
     "dynamic_start_shape": "straight | settled: where the logs' replays start the arm "
                            "(scenario.start_shape; settled: at rest under the first commands)",
+    "dynamic_mount": "bench | flying: where the logs were recorded (bench: the frame held as "
+                     "pointing says; flying: the vehicle flies the logs' references x_ref, "
+                     "y_ref, z_ref (yaw_ref) through the flight controller, the arm hanging)",
+    "dynamic_frame": "world | vehicle: the frame the tip is compared in (vehicle: the tip "
+                     "less the hub in the vehicle's body frame, from the logs' x, y, z and "
+                     "qw, qx, qy, qz at every row)",
+    "dynamic_registered": "true: the logs' tip is the tracked marker in the static "
+                          "recordings' tracker frame: the replay's marker (marker_offset beyond "
+                          "the tip) is carried there by stage 1's registration (with the fitted "
+                          "registration.r*) before the residual (needs the static stages, the "
+                          "bench mount and the world frame)",
 }
 # Fitted keys that are stiffnesses (each section's backbone, each tendon's): with
 # robust_start they are fitted in log space (a factor, not a step, is what is uncertain).
@@ -203,6 +221,9 @@ class IdentifyConfig:
     dynamic_parameters: Dict[str, List[float]] = field(default_factory=dict)  # noqa: UP006
     dynamic_max_nfev: int = 15
     dynamic_start_shape: str = "straight"
+    dynamic_mount: str = "bench"
+    dynamic_frame: str = "world"
+    dynamic_registered: bool = False
 
     def __post_init__(self) -> None:
         _choice("command_unit", self.command_unit, tuple(COMMAND_UNITS))
@@ -313,6 +334,19 @@ class IdentifyConfig:
                               "without dynamic=true")
         _integer("dynamic_max_nfev", self.dynamic_max_nfev, 1)
         _choice("dynamic_start_shape", self.dynamic_start_shape, ("straight", "settled"))
+        _choice("dynamic_mount", self.dynamic_mount, DYNAMIC_MOUNTS)
+        _choice("dynamic_frame", self.dynamic_frame, DYNAMIC_FRAMES)
+        if self.dynamic_mount == "flying" and self.gravity == "none":
+            raise ConfigError("dynamic_mount", self.dynamic_mount, "flying needs gravity (the "
+                              "flight controller hovers against it): gravity must not be none")
+        if not isinstance(self.dynamic_registered, bool):
+            raise ConfigError("dynamic_registered", self.dynamic_registered,
+                              "must be true or false")
+        if self.dynamic_registered and (not self.static or self.dynamic_mount != "bench"
+                                        or self.dynamic_frame != "world"):
+            raise ConfigError("dynamic_registered", True, "maps the tip through the static "
+                              "stages' registration of the bench: needs static=true, "
+                              "dynamic_mount=bench and dynamic_frame=world")
         h = self.dynamic_holdout
         if not (isinstance(h, int | float) and not isinstance(h, bool) and 0 < h <= 0.5):
             raise ConfigError("dynamic_holdout", h, "must be in (0, 0.5] (a fraction of "

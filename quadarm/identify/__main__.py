@@ -279,6 +279,8 @@ def run(overrides: list[str]) -> dict[str, float]:
     if dyn is not None:
         # The dynamic stage from the static fit's arm (docs/identify.md, "Dynamics").
         start = fit.apply(problem.arm, s2["values"])
+        if cfg.dynamic_registered:
+            dyn = _registered(problem, s2["values"], dyn)
         record_dyn = _dynamic(start, cfg, dyn, out)
         table = pd.concat([table, _dynamic_table(cfg.name, record_dyn)], ignore_index=True)
         fitted_values = {**s2["values"], **record_dyn["values"]}
@@ -331,6 +333,23 @@ def _dynamic(arm: SectionArmConfig, cfg: IdentifyConfig, dyn: Any, out: Path
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / "dynamic.json", json.dumps(rec, indent=1, default=float))
     return rec
+
+
+def _registered(problem: Any, values: dict[str, float], dyn: Any) -> Any:
+    """The prepared logs ``dyn`` (train, val, keys) with their tip compared in the tracker's
+    frame (``dynamic_registered``): stage 1's rotation with the fitted ``registration.r*``,
+    its translation, the fitted (or given) marker offset, the frame's mount."""
+    from quadarm.identify import dynamic, register
+    from quadarm.model.builder import mount_point
+
+    rot = problem.rotation @ register.rotation(*[values.get(f"registration.r{a}", 0.0)
+                                                 for a in "xyz"])
+    reg = dynamic.Registration(rot, np.asarray(problem.translation, dtype=float),
+                               float(values.get("marker_offset", problem.marker_offset)),
+                               np.asarray(mount_point(problem.frame), dtype=float))
+    train, val, keys = dyn
+    return (dataclasses.replace(train, registration=reg),
+            dataclasses.replace(val, registration=reg), keys)
 
 
 def _dynamic_table(name: str, rec: dict[str, Any]) -> pd.DataFrame:
@@ -400,7 +419,7 @@ SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "sta
 # The dynamic stage's keys, which stage 2 does not read: never in its hash.
 DYNAMIC_KEYS = ("dynamic", "static", "dynamic_train", "dynamic_val", "dynamic_holdout",
                 "dynamic_columns", "dynamic_measured", "dynamic_parameters", "dynamic_max_nfev",
-                "dynamic_start_shape")
+                "dynamic_start_shape", "dynamic_mount", "dynamic_frame", "dynamic_registered")
 # Sim keys newer than the store, left out of its hash at their defaults (sim.contact: MuJoCo's
 # contact detection, on as before the key).
 SIM_KEYS_AT_DEFAULT = {"contact": True}

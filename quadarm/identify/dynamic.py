@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from quadarm import names
 from quadarm.config import AirframeConfig, Config, ConfigError, SimConfig
 from quadarm.config.identify import IdentifyConfig
 from quadarm.config.schemas.scenarios import ReplayScenario
@@ -44,17 +45,41 @@ NOT_DYNAMIC = (*fit.REPLAY_KEYS,)
 DIFF_STEP = 1e-3
 
 
+# The tip in the vehicle's body frame (m): the residual's quantities with
+# ``dynamic_frame: vehicle``, in place of the log's world tip_x, tip_y, tip_z.
+VEHICLE_TIP = ("tip_vehicle_x", "tip_vehicle_y", "tip_vehicle_z")
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Stage 1's map of the arm into the tracker's frame (``dynamic_registered``): the
+    tracked marker m = ``rotation`` (3, 3) p + ``translation`` (3,) m, p the marker in the
+    arm's base frame (at the mount, the frame's axes: identify's bench), the marker
+    ``marker_offset`` (m) beyond the tip along the last link; ``mount`` (3,) m the mount in
+    the hub's frame (:func:`quadarm.model.builder.mount_point`)."""
+
+    rotation: np.ndarray
+    translation: np.ndarray
+    marker_offset: float
+    mount: np.ndarray
+
+
 @dataclass
 class Series:
     """One replayed log: ``cfg`` the replay's config (the arm to be replaced per evaluation),
     ``t`` (K,) s and ``measured`` {quantity: (K,)} its samples, ``window`` (K,) bool the
-    samples scored (the fitted span, or the held-out end), ``path`` the file."""
+    samples scored (the fitted span, or the held-out end), ``path`` the file; ``frame``: the
+    frame the tip is compared in (``vehicle``: the quantities :data:`VEHICLE_TIP`);
+    ``registration``: the measured tip is the tracked marker in the tracker's frame, and the
+    simulated one is carried there (:func:`tracked`)."""
 
     cfg: Config
     t: np.ndarray
     measured: dict[str, np.ndarray]
     window: np.ndarray
     path: str
+    frame: str = "world"
+    registration: Registration | None = None
 
 
 def log_path(cfg: IdentifyConfig, name: str) -> Path:
@@ -67,34 +92,59 @@ def log_path(cfg: IdentifyConfig, name: str) -> Path:
 def replay_config(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
                   cfg: IdentifyConfig, path: Path, key: str,
                   duration: float | None = None) -> Config:
-    """The ``scenario=replay`` config of the log ``path`` on the bench mount (``pointing``:
-    the arm stands up or hangs), with the job's arm, frame and sim (``gravity: none``: the
-    replay without gravity); ``duration`` (s): replay only the log's first part. A bad log is
-    refused naming ``identify.<key>`` (its missing column, non-finite value, wrong unit)."""
+    """The ``scenario=replay`` config of the log ``path``: on the bench mount (``pointing``:
+    the arm stands up or hangs) or, with ``dynamic_mount: flying``, flying the log's
+    references with the arm hanging from the vehicle; with the job's arm, frame and sim
+    (``gravity: none``: the replay without gravity); ``duration`` (s): replay only the log's
+    first part. A bad log is refused naming ``identify.<key>`` (its missing column,
+    non-finite value, wrong unit: the replay's own checks, which read the whole log)."""
     from quadarm.api import compose
-    from quadarm.scenarios import replay
 
     if not path.is_file():
         raise ConfigError(f"identify.{key}", str(path), "no such file")
     if cfg.gravity == "none":
         sim = dataclasses.replace(sim, gravity=[0.0, 0.0, 0.0])
+    bench = cfg.pointing if cfg.dynamic_mount == "bench" else "none"
     base = compose(["scenario=statics"])  # the groups a run has beyond arm, frame and sim
     try:
         scenario = ReplayScenario(log=str(path), columns=dict(cfg.dynamic_columns),
                                   duration=duration, start_shape=cfg.dynamic_start_shape)
-        out = dataclasses.replace(base, airframe=dataclasses.replace(frame, bench=cfg.pointing),
-                                  arm=arm, sim=sim, scenario=scenario)
-        replay.read(out)
+        # The root's checks read the log against the arm (scenario.check), as a run does.
+        return dataclasses.replace(base, airframe=dataclasses.replace(frame, bench=bench),
+                                   arm=arm, sim=sim, scenario=scenario)
     except ConfigError as err:
         raise err.prefixed(f"identify.{key}") from None
-    return out
+
+
+def vehicle_tip(tip: np.ndarray, position: np.ndarray, attitude: np.ndarray) -> np.ndarray:
+    """The tip (K, 3) m in the vehicle's body frame: R(q)^T (tip - p), ``position`` (K, 3) m
+    the hub's and ``attitude`` (K, 4) its unit quaternion (w, x, y, z), both in the world."""
+    from quadarm.scenarios.common import quat_to_mat
+
+    return np.einsum("kji,kj->ki", quat_to_mat(attitude), tip - position)
+
+
+def _attitudes(rec: Any, columns: dict[str, str], key: str) -> np.ndarray:
+    """The vehicle's attitude (K, 4) (w, x, y, z) at every row of the log ``rec`` was read
+    from (the replay keeps only the first row's), normalised; refused naming
+    ``identify.dynamic_frame`` when the log lacks it."""
+    from quadarm.results import replaylog
+
+    cols = [columns.get(q, q) for q in names.QUATERNION]
+    frame = replaylog._frame(rec.path, "")  # noqa: SLF001 - the replay's own reader
+    if not all(c in frame.columns for c in cols):
+        raise ConfigError("identify.dynamic_frame", "vehicle", f"needs the vehicle's attitude "
+                          f"at every row ({', '.join(cols)}) in {key}'s log {rec.path}")
+    q = replaylog._numbers(frame, cols, rec.path)  # noqa: SLF001
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
 def prepare(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
             cfg: IdentifyConfig) -> tuple[Series, Series, list[tuple[str, float, float]]]:
     """The train series (its fitted span) and the held-out
     series (``dynamic_val``, or the train log's held-out end), and the fitted keys with their
-    bounds; every refusal before anything is simulated or written."""
+    bounds; every refusal before anything is simulated or written. Each log is read once
+    (its config's checks aside)."""
     from quadarm.scenarios import replay
 
     for key in cfg.dynamic_parameters:
@@ -112,8 +162,7 @@ def prepare(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
                           "dynamic_train")
     rec = replay.read(whole)
 
-    def series(c: Config, window: np.ndarray, path: str) -> Series:
-        r = replay.read(c)
+    def series(c: Config, r: Any, window: np.ndarray, path: str, key: str) -> Series:
         missing = [q for q in cfg.dynamic_measured if q not in r.measured]
         if missing:
             raise ConfigError("identify.dynamic_measured", list(cfg.dynamic_measured),
@@ -125,15 +174,22 @@ def prepare(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
                               "docs/replay.md)")
         measured = {q: v for q, v in r.measured.items()
                     if not cfg.dynamic_measured or q in cfg.dynamic_measured}
-        return Series(c, r.t, measured, window, path)
+        if cfg.dynamic_frame == "vehicle":
+            measured = _in_vehicle_frame(measured, r, cfg, key)
+        if cfg.dynamic_registered and sum(q in measured for q in names.TIP) != 3:
+            raise ConfigError("identify.dynamic_registered", True, "compares the tracked "
+                              f"marker: the fitted quantities of {key}'s log must hold all of "
+                              f"{', '.join(names.TIP)}")
+        return Series(c, r.t, measured, window, path, cfg.dynamic_frame)
 
     if cfg.dynamic_val:
         span = float(whole.scenario.duration)
-        train = series(whole, rec.t <= span + 1e-12, cfg.dynamic_train)
+        train = series(whole, rec, rec.t <= span + 1e-12, cfg.dynamic_train, "dynamic_train")
         vcfg = replay_config(frame, arm, sim, cfg, log_path(cfg, cfg.dynamic_val),
                              "dynamic_val")
         vrec = replay.read(vcfg)
-        val = series(vcfg, vrec.t <= float(vcfg.scenario.duration) + 1e-12, cfg.dynamic_val)
+        val = series(vcfg, vrec, vrec.t <= float(vcfg.scenario.duration) + 1e-12,
+                     cfg.dynamic_val, "dynamic_val")
         return train, val, keys
     # The cut on the physics step, so that the fitted span's replay ends where it is scored.
     dt = whole.sim.timestep
@@ -142,11 +198,32 @@ def prepare(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
     if (rec.t > cut).sum() < 2 or (rec.t <= cut).sum() < 2:
         raise ConfigError("identify.dynamic_holdout", cfg.dynamic_holdout,
                           f"leaves fewer than 2 samples of {cfg.dynamic_train} on one side")
-    head = replay_config(frame, arm, sim, cfg, log_path(cfg, cfg.dynamic_train),
-                         "dynamic_train", duration=float(cut))
-    train = series(head, rec.t <= cut + 1e-12, cfg.dynamic_train)
-    return train, series(whole, rec.t > cut + 1e-12,
-                         f"{cfg.dynamic_train} after {cut:.4g} s"), keys
+    head = dataclasses.replace(whole, scenario=dataclasses.replace(whole.scenario,
+                                                                   duration=float(cut)))
+    train = series(head, rec, rec.t <= cut + 1e-12, cfg.dynamic_train, "dynamic_train")
+    return train, series(whole, rec, rec.t > cut + 1e-12,
+                         f"{cfg.dynamic_train} after {cut:.4g} s", "dynamic_train"), keys
+
+
+def _in_vehicle_frame(measured: dict[str, np.ndarray], rec: Any, cfg: IdentifyConfig,
+                      key: str) -> dict[str, np.ndarray]:
+    """``measured`` with the world tip (tip_x, tip_y, tip_z: all three) replaced by the tip
+    in the vehicle's body frame (:data:`VEHICLE_TIP`), from the log's hub position and
+    attitude at every row (``dynamic_frame: vehicle``)."""
+    tip = [q for q in names.TIP if q in measured]
+    if len(tip) != 3:
+        raise ConfigError("identify.dynamic_frame", "vehicle", "turns the tracked tip into "
+                          f"the vehicle's frame: the fitted quantities of {key}'s log must "
+                          f"hold all of {', '.join(names.TIP)} (they hold {tip or 'none'})")
+    pos = [q for q in names.POSITION if q in rec.measured]
+    if len(pos) != 3:
+        raise ConfigError("identify.dynamic_frame", "vehicle", f"needs the hub's position at "
+                          f"every row ({', '.join(names.POSITION)}) in {key}'s log {rec.path}")
+    body = vehicle_tip(np.column_stack([measured[q] for q in names.TIP]),
+                       np.column_stack([rec.measured[q] for q in names.POSITION]),
+                       _attitudes(rec, dict(cfg.dynamic_columns), key))
+    out = {q: v for q, v in measured.items() if q not in names.TIP}
+    return {**{q: body[:, k] for k, q in enumerate(VEHICLE_TIP)}, **out}
 
 
 class Failed(RuntimeError):
@@ -164,7 +241,35 @@ def simulate(s: Series, arm: SectionArmConfig) -> tuple[Any, dict[str, np.ndarra
     if ep.status != "ok" or ep.log is None or ep.plan is None:
         raise Failed(f"{ep.status}: {ep.message}")
     sims = replay.series(c, ep.plan, ep.log)
+    if s.registration is not None:  # the marker in the tracker's frame, as stage 2 sees it
+        marker = tracked(ep, s.registration)
+        sims |= {q: marker[:, k] for k, q in enumerate(names.TIP)}
+    if s.frame == "vehicle":  # the tip less the hub, in the vehicle's body frame
+        body = ep.log.tip_body()
+        sims |= {q: body[:, k] for k, q in enumerate(VEHICLE_TIP)}
     return ep, {q: sims[q] for q in s.measured}
+
+
+def tracked(ep: Any, reg: Registration) -> np.ndarray:
+    """The replay's tracked marker (n + 1, 3) m in the tracker's frame, as stage 2 forms it
+    (:meth:`quadarm.identify.fit.Problem.simulate`): the tip less ``marker_offset`` along
+    the tip body's z axis (the last link's, from the tip towards the base: the marker beyond
+    the tip), taken from the hub into the hub's axes (the airframe body's pose in the
+    replay's model: on the bench mount up, half a turn about x), less the mount, turned and
+    shifted by the registration."""
+    import mujoco
+
+    log, m = ep.log, ep.built.model
+    d = mujoco.MjData(m)
+    q0 = log.qpos.shape[1] - m.nq  # a grounded trial's log carries the frame's pose first
+    tip, quad = m.body(names.TIP_BODY).id, m.body(names.QUAD_BODY).id
+    out = np.empty((len(log.t), 3))
+    for k in range(len(log.t)):
+        d.qpos[:] = log.qpos[k, q0:]
+        mujoco.mj_kinematics(m, d)
+        marker = d.xpos[tip] - d.xmat[tip].reshape(3, 3)[:, 2] * reg.marker_offset
+        out[k] = (marker - d.xpos[quad]) @ d.xmat[quad].reshape(3, 3)
+    return (out - reg.mount) @ reg.rotation.T + reg.translation
 
 
 def residual(s: Series, arm: SectionArmConfig) -> np.ndarray:
