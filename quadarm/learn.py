@@ -30,7 +30,9 @@ x the policy output (the base is the zero offset, the command line's controller 
 feedback); its rows are named ``<algo>_references``. ``--action-every m`` holds each action for
 m physics steps.
 
-Training draws the target of each episode from the task's 16 targets (``choice``), so the
+Each task of :data:`TASKS` is one :class:`TaskSpec`, its training and held-out draws among
+its fields, and one ``conf/learn/<task>.yaml``. For the reach, training draws the target of
+each episode from the task's 16 targets (``choice``), so the
 task's own draw is in-sample; evaluation flies each of them once, deterministically, and
 reports the environment's end-of-episode metrics (the scenario's, the same function as
 ``python -m quadarm``'s). It then flies ``--held-out`` further targets that training never
