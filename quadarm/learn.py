@@ -30,7 +30,9 @@ x the policy output (the base is the zero offset, the command line's controller 
 feedback); its rows are named ``<algo>_references``. ``--action-every m`` holds each action for
 m physics steps.
 
-Training draws the target of each episode from the task's 16 targets (``choice``), so the
+Each task of :data:`TASKS` is one :class:`TaskSpec`, its training and held-out draws among
+its fields, and one ``conf/learn/<task>.yaml``. For the reach, training draws the target of
+each episode from the task's 16 targets (``choice``), so the
 task's own draw is in-sample; evaluation flies each of them once, deterministically, and
 reports the environment's end-of-episode metrics (the scenario's, the same function as
 ``python -m quadarm``'s). It then flies ``--held-out`` further targets that training never
@@ -61,7 +63,7 @@ import json
 import platform
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -73,109 +75,97 @@ BASELINE = "ppo_residual"
 KIND_NAME = {"rotors": "residual", "references": "references", "hub": "hub"}
 BASELINES = {k: f"ppo_{v}" for k, v in KIND_NAME.items()}  # PPO's rows
 
-class TaskSpec(NamedTuple):
-    """What :mod:`quadarm.learn` needs of a task beyond its experiment file: the scenario, the
-    environment that flies it (``quadarm/QuadArmReach-v0``: the reward on the tip's error;
-    ``quadarm/QuadArm-v0``: on the hub's), the config key of the task's draw (its experiment's
-    ``runner.grid`` key), the metric the leaderboard ranks it by and its phase (None: the mean
-    over every phase that reports it, the reach's targets), and the training draw, disjoint
-    from the task's (see :func:`training_draw`)."""
-
-    scenario: str
-    env: str  # "reach" (QuadArmReach-v0) or "hub" (QuadArm-v0)
-    key: str
-    metric: str
-    phase: str | None
-
-
-TASKS: dict[str, TaskSpec] = {
-    "task_reach": TaskSpec("reach", "reach", "scenario.targets", "tip_err_cm", None),
-    # the tip's target: where it hung at the start, carried along the reference
-    # (quadarm.envs.reach.HOLD_TASKS: hover's tip_rms_cm)
-    "task_hover_gusts": TaskSpec("hover", "reach", "seed", "tip_rms_cm", "whole"),
-    "task_push": TaskSpec("disturbance", "hub", "scenario.direction", "recovery_s", "whole"),
-}
-TASK_SCENARIO = {task: spec.scenario for task, spec in TASKS.items()}
 # Gust seeds: the task's draw is 0-3; training draws from TRAIN_SEEDS (first, stop), the
 # held-out evaluation from HELD_OUT_SEEDS: three disjoint ranges.
 TRAIN_SEEDS = (4, 10_004)
 HELD_OUT_SEEDS = (1_000_000, 2_000_000)
-ALGOS = ("ppo", "sac")
-OBSERVE = ("exact", "sensed", "task", "task_sensed")  # the environment's; *sensed: realistic
-# The settings of a run, each a command-line flag (``--action-every`` for ``action_every``) and
-# a key of the task's hyperparameter file (conf/learn/<task>.yaml); these defaults, the
-# learned row before the files existed (PPO as a residual on the rotor commands), apply where
-# neither sets one.
-DEFAULTS: dict[str, Any] = {
-    "algo": "ppo", "steps": 200_000, "envs": 8, "observe": "exact", "actions": "rotors",
-    "action_every": 1, "scale": 0.1, "increment": 0.0, "held_out": 16, "overrides": [],
-    "engine": "batch",  # the vector environment's engine (VectorOptions.engine): same numbers
-    "normalize": {"norm_obs": True, "norm_reward": True},
-    "hyperparams": {},  # the SB3 algorithm's constructor's keywords, over ALGO_DEFAULTS
-}
-# The algorithms' keywords where the file sets none (PPO's: the residual row's since its start).
-ALGO_DEFAULTS: dict[str, dict[str, Any]] = {
-    "ppo": {"n_steps": 256, "batch_size": 256, "n_epochs": 5, "learning_rate": 3e-4,
-            "gamma": 0.99, "gae_lambda": 0.95, "policy_kwargs": {"log_std_init": -1.0}},
-    "sac": {"gamma": 0.99},
-}
 HELD_OUT = 16  # targets the policy never trained on, flown after the task's draw
 HELD_OUT_SEED = 1_000_003  # mixed with --seed: the held-out draw's own stream
 
 
-def task_overrides(task: str) -> tuple[list[str], list[Any]]:
-    """The task experiment's fixed overrides (its scenario, the config groups its
-    ``defaults`` override, e.g. ``aero=gusty``, and its scenario keys) and its draw: the
-    values of its ``runner.grid`` key (:attr:`TaskSpec.key`; one per trial: the reach's lists
-    of targets, the gust seeds, the push directions), read from
-    ``conf/experiment/<task>.yaml``."""
-    from omegaconf import OmegaConf
+class TaskSpec(NamedTuple):
+    """What :mod:`quadarm.learn` needs of a task beyond its experiment file: the scenario, the
+    environment that flies it (``quadarm/QuadArmReach-v0``: the reward on the tip's error;
+    ``quadarm/QuadArm-v0``: on the hub's), the config key of the task's draw (its experiment's
+    ``runner.grid`` key; a tuple of keys: the grid's product, each value of the draw a list
+    with one entry per key), the metric the leaderboard ranks it by and its phase (None: the
+    mean over every phase that reports it, the reach's targets), the training draw
+    ``training(draw)`` (``runner.randomize`` syntax over the key, disjoint from the task's
+    ``draw`` where the task says so; :func:`training_draw`) and the held-out draw
+    ``held_out(draw, n, seed)`` (``n`` values of the key training never draws;
+    :func:`held_out_draw`). Every field is required: a task is registered whole, in
+    :data:`TASKS` alone."""
 
-    from quadarm.config import CONF_DIR
-
-    if task not in TASKS:
-        raise ValueError(f"--task {task}: the learned baseline flies {', '.join(TASKS)}")
-    node = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "experiment" / f"{task}.yaml"))
-    assert isinstance(node, dict)
-    over = [f"scenario={TASK_SCENARIO[task]}"]
-    for item in node.get("defaults", []):  # "override /aero: gusty" -> aero=gusty
-        for key, value in (item.items() if isinstance(item, dict) else ()):
-            group = str(key).removeprefix("override ").strip("/")
-            if group != "scenario":
-                over.append(f"{group}={value}")
-    over += [f"scenario.{k}={v}" for k, v in node.get("scenario", {}).items()]
-    draw = node["runner"]["grid"][TASKS[task].key]
-    return over, draw
+    scenario: str
+    env: str  # "reach" (QuadArmReach-v0) or "hub" (QuadArm-v0)
+    key: str | tuple[str, ...]
+    metric: str
+    phase: str | None
+    training: Callable[[list[Any]], dict[str, Any] | None]
+    held_out: Callable[[list[Any], int, int], list[Any]]
 
 
-def training_draw(task: str, draw: list[Any]) -> dict[str, Any] | None:
-    """The training episodes' distribution over the task's key (``runner.randomize``
-    syntax), none of the task's ``draw``: reach: the task's 16 targets (its draw is in
-    sample; the held-out targets are not); hover in gusts: gust seeds uniform in
-    :data:`TRAIN_SEEDS` (the task's are 0-3); push: the direction uniform all round in the
-    horizontal plane (``circle``; the task's two axes have probability zero)."""
-    if task == "task_hover_gusts":
-        return {"seed": {"dist": "choice", "values": list(range(*TRAIN_SEEDS))}}
-    if task == "task_push":
-        return {"scenario.direction": {"dist": "circle"}}
+def _reach_training(draw: list[Any]) -> dict[str, Any] | None:
+    """Reach: the task's 16 targets (its draw is in sample; the held-out targets are not)."""
     if len(draw) > 1:
-        return {TASKS[task].key: {"dist": "choice", "values": list(draw)}}
+        return {"scenario.targets": {"dist": "choice", "values": list(draw)}}
     return None
 
 
-def held_out_draw(task: str, draw: list[Any], n: int, seed: int) -> list[Any]:
-    """``n`` values of the task's key that training never drew, from
-    ``np.random.default_rng([HELD_OUT_SEED, seed])`` (a stream of its own): reach:
-    :func:`held_out_targets`; hover: gust seeds in :data:`HELD_OUT_SEEDS` (disjoint from the
-    task's and from :data:`TRAIN_SEEDS`); push: horizontal directions at uniform azimuths."""
-    if task == "task_hover_gusts":
-        rng = np.random.default_rng([HELD_OUT_SEED, seed])
-        return [int(v) for v in rng.choice(np.arange(*HELD_OUT_SEEDS), n, replace=False)]
-    if task == "task_push":
-        rng = np.random.default_rng([HELD_OUT_SEED, seed])
-        az = rng.uniform(0.0, 2.0 * np.pi, n)
-        return [[float(round(np.cos(a), 6)), float(round(np.sin(a), 6)), 0.0] for a in az]
-    return held_out_targets(draw, n, seed)
+def _hover_training(draw: list[Any]) -> dict[str, Any]:
+    """Hover in gusts: gust seeds uniform in :data:`TRAIN_SEEDS` (the task's are 0-3)."""
+    return {"seed": {"dist": "choice", "values": list(range(*TRAIN_SEEDS))}}
+
+
+def _hover_held_out(draw: list[Any], n: int, seed: int) -> list[Any]:
+    """Hover in gusts: ``n`` gust seeds in :data:`HELD_OUT_SEEDS` (disjoint from the task's
+    and from :data:`TRAIN_SEEDS`)."""
+    rng = np.random.default_rng([HELD_OUT_SEED, seed])
+    return [int(v) for v in rng.choice(np.arange(*HELD_OUT_SEEDS), n, replace=False)]
+
+
+def _push_training(draw: list[Any]) -> dict[str, Any]:
+    """Push: the direction uniform all round the horizontal plane (``circle``; the task's two
+    axes have probability zero)."""
+    return {"scenario.direction": {"dist": "circle"}}
+
+
+def _push_held_out(draw: list[Any], n: int, seed: int) -> list[Any]:
+    """Push: ``n`` horizontal directions at uniform azimuths."""
+    rng = np.random.default_rng([HELD_OUT_SEED, seed])
+    az = rng.uniform(0.0, 2.0 * np.pi, n)
+    return [[float(round(np.cos(a), 6)), float(round(np.sin(a), 6)), 0.0] for a in az]
+
+
+# Trace speeds, integer mm/s (exact in binary after /1000 no more than the task's own values):
+# training flies the multiples of 5 mm/s in TRACE_SPEEDS_MM but the task's (100 and 200), the
+# held-out draw the speeds in the same range that are no multiple of 5: three disjoint sets.
+TRACE_SPEEDS_MM = (80, 220)
+
+
+def _trace_training(draw: list[Any]) -> dict[str, Any]:
+    """Trace: the task's paths (``choice``) at a speed drawn from the multiples of 5 mm/s in
+    :data:`TRACE_SPEEDS_MM` but the task's own (0.1 and 0.2 m/s): 27 speeds around and between
+    them; the size, plane and centre are the task's."""
+    paths = sorted({str(v[0]) for v in draw})
+    own = {round(float(v[1]) * 1000) for v in draw}
+    lo, hi = TRACE_SPEEDS_MM
+    speeds = [mm / 1000 for mm in range(lo, hi + 1, 5) if mm not in own]
+    return {"scenario.path": {"dist": "choice", "values": paths},
+            "scenario.speed": {"dist": "choice", "values": speeds}}
+
+
+def _trace_held_out(draw: list[Any], n: int, seed: int) -> list[Any]:
+    """Trace: ``n`` (path, speed) pairs, the path uniform among the task's, the speed a whole
+    number of mm/s in :data:`TRACE_SPEEDS_MM` that is no multiple of 5 (so neither the task's
+    nor a training speed)."""
+    rng = np.random.default_rng([HELD_OUT_SEED, seed])
+    paths = sorted({str(v[0]) for v in draw})
+    lo, hi = TRACE_SPEEDS_MM
+    speeds = np.array([mm for mm in range(lo, hi + 1) if mm % 5])
+    pick = rng.integers(len(paths), size=n)
+    mm = rng.choice(speeds, n)
+    return [[paths[int(j)], float(int(v)) / 1000] for j, v in zip(pick, mm, strict=True)]
 
 
 def held_out_targets(draw: list[list[list[float]]], n: int, seed: int
@@ -199,6 +189,93 @@ def held_out_targets(draw: list[list[list[float]]], n: int, seed: int
     return [[[float(round(x, 4)), float(round(y, 4)), float(round(h, 4))]]
             for x, y, h in zip(radius * np.cos(azimuth), radius * np.sin(azimuth), z,
                                strict=True)]
+
+
+TASKS: dict[str, TaskSpec] = {
+    "task_reach": TaskSpec("reach", "reach", "scenario.targets", "tip_err_cm", None,
+                           _reach_training, held_out_targets),
+    # the tip's target: where it hung at the start, carried along the reference
+    # (quadarm.envs.reach.HOLD_TASKS: hover's tip_rms_cm)
+    "task_hover_gusts": TaskSpec("hover", "reach", "seed", "tip_rms_cm", "whole",
+                                 _hover_training, _hover_held_out),
+    "task_push": TaskSpec("disturbance", "hub", "scenario.direction", "recovery_s", "whole",
+                          _push_training, _push_held_out),
+    # the tip's target: the path's plan (quadarm.envs.reach.TIP_TASKS); the lap's tip RMS
+    "task_trace": TaskSpec("trace", "reach", ("scenario.path", "scenario.speed"), "tip_rms_cm",
+                           "lap", _trace_training, _trace_held_out),
+}
+TASK_SCENARIO = {task: spec.scenario for task, spec in TASKS.items()}
+ALGOS = ("ppo", "sac")
+OBSERVE = ("exact", "sensed", "task", "task_sensed")  # the environment's; *sensed: realistic
+# The settings of a run, each a command-line flag (``--action-every`` for ``action_every``) and
+# a key of the task's hyperparameter file (conf/learn/<task>.yaml); these defaults, the
+# learned row before the files existed (PPO as a residual on the rotor commands), apply where
+# neither sets one.
+DEFAULTS: dict[str, Any] = {
+    "algo": "ppo", "steps": 200_000, "envs": 8, "observe": "exact", "actions": "rotors",
+    "action_every": 1, "scale": 0.1, "increment": 0.0, "held_out": 16, "overrides": [],
+    "engine": "batch",  # the vector environment's engine (VectorOptions.engine): same numbers
+    "normalize": {"norm_obs": True, "norm_reward": True},
+    "hyperparams": {},  # the SB3 algorithm's constructor's keywords, over ALGO_DEFAULTS
+}
+# The algorithms' keywords where the file sets none (PPO's: the residual row's since its start).
+ALGO_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ppo": {"n_steps": 256, "batch_size": 256, "n_epochs": 5, "learning_rate": 3e-4,
+            "gamma": 0.99, "gae_lambda": 0.95, "policy_kwargs": {"log_std_init": -1.0}},
+    "sac": {"gamma": 0.99},
+}
+
+
+def task_overrides(task: str) -> tuple[list[str], list[Any]]:
+    """The task experiment's fixed overrides (its scenario, the config groups its
+    ``defaults`` override, e.g. ``aero=gusty``, and its scenario keys) and its draw: the
+    values of its ``runner.grid`` key (:attr:`TaskSpec.key`; one per trial: the reach's lists
+    of targets, the gust seeds, the push directions), read from
+    ``conf/experiment/<task>.yaml``."""
+    from omegaconf import OmegaConf
+
+    from quadarm.config import CONF_DIR
+
+    if task not in TASKS:
+        raise ValueError(f"--task {task}: the learned baseline flies {', '.join(TASKS)}")
+    node = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "experiment" / f"{task}.yaml"))
+    assert isinstance(node, dict)
+    over = [f"scenario={TASK_SCENARIO[task]}"]
+    for item in node.get("defaults", []):  # "override /aero: gusty" -> aero=gusty
+        for key, value in (item.items() if isinstance(item, dict) else ()):
+            group = str(key).removeprefix("override ").strip("/")
+            if group != "scenario":
+                over.append(f"{group}={value}")
+    over += [f"scenario.{k}={v}" for k, v in node.get("scenario", {}).items()]
+    grid, key = node["runner"]["grid"], TASKS[task].key
+    if isinstance(key, tuple):  # the grid's product, in the runner's order (last key fastest)
+        import itertools
+
+        return over, [list(v) for v in itertools.product(*(grid[k] for k in key))]
+    return over, grid[key]
+
+
+def assign(task: str, value: Any) -> list[str]:
+    """The config overrides that set the task's key (:attr:`TaskSpec.key`) to ``value``, one
+    value of its draw (a tuple of keys: one entry of ``value`` per key)."""
+    key = TASKS[task].key
+    if isinstance(key, tuple):
+        return [f"{k}={json.dumps(v)}" for k, v in zip(key, value, strict=True)]
+    return [f"{key}={json.dumps(value)}"]
+
+
+def training_draw(task: str, draw: list[Any]) -> dict[str, Any] | None:
+    """The training episodes' distribution over the task's key (``runner.randomize``
+    syntax): the task's :attr:`TaskSpec.training` of its ``draw`` (None: every episode flies
+    the draw's first value)."""
+    return TASKS[task].training(draw)
+
+
+def held_out_draw(task: str, draw: list[Any], n: int, seed: int) -> list[Any]:
+    """``n`` values of the task's key that training never drew: the task's
+    :attr:`TaskSpec.held_out`, from ``np.random.default_rng([HELD_OUT_SEED, seed])`` (a
+    stream of its own)."""
+    return TASKS[task].held_out(draw, n, seed)
 
 
 def settings_path(task: str) -> Path:
@@ -361,13 +438,12 @@ def make_env(task: str, observe: str, n_envs: int, targets: list[Any] | None,
     spec = TASKS[task]
     over, draw = task_overrides(task)
     first = targets[0] if targets else draw[0]
-    over = [*over, f"{spec.key}={json.dumps(first)}"]
+    over = [*over, *assign(task, first)]
     if observe in ("sensed", "task_sensed"):  # the policy sees the estimates
         over.append("sensing=realistic")
     over += list(extra)
     randomize = training_draw(task, list(targets or [first])) if not per_env else None
-    own = ([[f"{spec.key}={json.dumps(t)}"] for t in targets]
-           if per_env and targets else None)
+    own = [assign(task, t) for t in targets] if per_env and targets else None
     # the reach environment composes scenario=reach first: its own scenario goes
     own_over = tuple(over[1:]) if spec.scenario == "reach" else tuple(over)
     options = VectorOptions(num_envs=n_envs, overrides=own_over, randomize=randomize,
@@ -585,10 +661,12 @@ def evaluate_policy_on_draw(model: Any, train_env: Any, task: str, observe: str,
         io.write_table(out / io.RUNS, pd.DataFrame(runs), meta)
         io.write_table(out / io.METRICS, frame, meta)
     elif tables is False:
-        trial = {r["run_id"]: (r["trial"], r[spec.key]) for r in runs}
-        frame.insert(1, "trial", [trial[r][0] for r in frame["run_id"]])
-        # the draw's column, named after its key's last part (reach: targets)
-        frame.insert(2, spec.key.rsplit(".", 1)[-1], [trial[r][1] for r in frame["run_id"]])
+        keys = spec.key if isinstance(spec.key, tuple) else (spec.key,)
+        trial = {r["run_id"]: r for r in runs}
+        frame.insert(1, "trial", [trial[r]["trial"] for r in frame["run_id"]])
+        # the draw's columns, each named after its key's last part (reach: targets)
+        for j, key in enumerate(keys):
+            frame.insert(2 + j, key.rsplit(".", 1)[-1], [trial[r][key] for r in frame["run_id"]])
         io.write_table(out / "held_out_metrics.parquet", frame, meta)
     if spec.metric == "tip_err_cm":  # the reach's summary, as before the other tasks
         errs = [v for r, p, m, v in tidy if m == "tip_err_cm"]

@@ -183,6 +183,9 @@ def test_the_bench_compares_training_with_its_environments_raw_stepping() -> Non
 @pytest.mark.parametrize("task,short", [
     ("task_hover_gusts", ["scenario.duration=0.3"]),
     ("task_push", ["scenario.duration=0.6", "scenario.start=0.1"]),
+    # a 2 cm circle at the task's 0.1 m/s: lead-in, the lap and the ramps in under 1 s
+    ("task_trace", ["scenario.size=0.02", "scenario.lead_in=0.1", "scenario.ramp=0.05",
+                    "scenario.tail=0.05"]),
 ])
 def test_the_zero_action_flies_the_named_baseline(tmp_path: Path, task: str,
                                                   short: list[str]) -> None:
@@ -205,8 +208,7 @@ def test_the_zero_action_flies_the_named_baseline(tmp_path: Path, task: str,
         _, _, done, infos = venv.step_wait()
     got = infos[0]["metrics"]
     venv.close()
-    key = learn.TASKS[task].key
-    ref = api.run(api.compose([*over, f"{key}={json.dumps(draw[0])}", *extra]), tmp_path)
+    ref = api.run(api.compose([*over, *learn.assign(task, draw[0]), *extra]), tmp_path)
     theirs = ref.metrics.set_index(["phase", "metric"])["value"]
     assert got and sum(len(v) for v in got.values()) == len(theirs)
     for phase, values in got.items():

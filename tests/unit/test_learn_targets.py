@@ -63,3 +63,89 @@ def test_the_new_tasks_draws_and_their_held_out_draws_are_disjoint() -> None:
     _, reach = learn.task_overrides("task_reach")
     assert learn.training_draw("task_reach", reach) == {
         "scenario.targets": {"dist": "choice", "values": reach}}
+
+
+def test_every_learned_task_is_registered_whole() -> None:
+    """The registry's conformance (:data:`quadarm.learn.TASKS`): a learned task is one
+    :class:`~quadarm.learn.TaskSpec` (every field required, its training and held-out draws
+    among them) and one ``conf/learn/<task>.yaml``; each names the other. For each task: its
+    experiment's grid holds its key(s), the training draw varies exactly those keys, the
+    held-out draw gives n values of the key off the task's draw, and :func:`learn.assign` sets
+    every key. ``make tasks-rl`` trains every file (experiments/tasks_rl.sh loops over them)."""
+    from pathlib import Path
+
+    import pytest
+
+    fields = learn.TaskSpec._fields
+    assert {"training", "held_out"} <= set(fields)
+    with pytest.raises(TypeError):  # a task without its draws cannot be registered
+        learn.TaskSpec("hover", "reach", "seed", "tip_rms_cm", "whole")  # type: ignore[call-arg]
+    files = {p.stem for p in learn.settings_path("task_reach").parent.glob("*.yaml")}
+    assert files == set(learn.TASKS), "a conf/learn file without its TaskSpec, or the reverse"
+    script = (Path(__file__).parents[2] / "experiments" / "tasks_rl.sh").read_text()
+    assert "for conf in conf/learn/*.yaml" in script
+    for task, spec in learn.TASKS.items():
+        assert callable(spec.training) and callable(spec.held_out), task
+        over, draw = learn.task_overrides(task)
+        assert over[0] == f"scenario={spec.scenario}" and len(draw) >= 1
+        keys = spec.key if isinstance(spec.key, tuple) else (spec.key,)
+        train = learn.training_draw(task, draw)
+        assert train is not None and set(train) == set(keys), task
+        held = learn.held_out_draw(task, draw, 6, seed=0)
+        assert len(held) == 6 and not [v for v in held if v in draw], task
+        assert learn.held_out_draw(task, draw, 6, seed=0) == held  # the seed's alone
+        sets = learn.assign(task, held[0])
+        assert [s.split("=", 1)[0] for s in sets] == list(keys)
+
+
+def test_the_registered_draws_are_the_ones_the_committed_runs_flew() -> None:
+    """Hover and push after the draws moved into :class:`~quadarm.learn.TaskSpec`: the
+    held-out draw of each training seed equals the one the committed runs recorded when they
+    flew (``docs/tasks_rl/learn_<task>_ppo_hub_seed<N>.json``, ``eval_held_out.targets``, and
+    ``baselines_<task>.json``'s ``held_out``, written by the code before the change), and the
+    training draws are the documented ones (gust seeds 4..10003, directions all round)."""
+    import json
+    from pathlib import Path
+
+    docs = Path(__file__).parents[2] / "docs" / "tasks_rl"
+    for task, short in (("task_hover_gusts", "hover_gusts"), ("task_push", "push")):
+        _, draw = learn.task_overrides(task)
+        runs = [json.loads((docs / f"learn_{short}_ppo_hub_seed{s}.json").read_text())
+                for s in (0, 1, 2)]
+        for run in runs:
+            n = len(run["eval_held_out"]["targets"])
+            assert learn.held_out_draw(task, draw, n, run["seed"]) == \
+                run["eval_held_out"]["targets"]
+        base = json.loads((docs / f"baselines_{short}.json").read_text())
+        assert [v for s in base["seeds"] for v in learn.held_out_draw(task, draw, 8, s)] == \
+            base["held_out"]
+    _, draw = learn.task_overrides("task_hover_gusts")
+    assert learn.training_draw("task_hover_gusts", draw) == {
+        "seed": {"dist": "choice", "values": list(range(4, 10_004))}}
+
+
+def test_the_trace_draws_are_disjoint() -> None:
+    """Trace: the task's four laps (circle and figure-eight at 0.1 and 0.2 m/s), the training
+    laps (the same paths at the multiples of 5 mm/s in 0.08-0.22 m/s but the task's) and the
+    held-out laps (whole mm/s in the range, none a multiple of 5) share no (path, speed); the
+    training speeds surround the task's, and the held-out draw spreads over the range."""
+    over, draw = learn.task_overrides("task_trace")
+    assert "scenario=trace" in over and "scenario.size=0.3" in over
+    assert draw == [["circle", 0.1], ["circle", 0.2], ["figure_eight", 0.1],
+                    ["figure_eight", 0.2]]
+    spec = learn.training_draw("task_trace", draw)
+    assert spec is not None
+    paths, speeds = spec["scenario.path"]["values"], spec["scenario.speed"]["values"]
+    assert sorted(paths) == ["circle", "figure_eight"]
+    train = {(p, round(v * 1000)) for p in paths for v in speeds}
+    task = {(p, round(v * 1000)) for p, v in draw}
+    assert not train & task
+    assert min(speeds) < 0.1 < 0.2 < max(speeds) and any(0.1 < v < 0.2 for v in speeds)
+    held = learn.held_out_draw("task_trace", draw, 400, seed=0)
+    pairs = {(p, round(v * 1000)) for p, v in held}
+    assert all(abs(v * 1000 - round(v * 1000)) < 1e-9 for _, v in held)
+    assert not pairs & train and not pairs & task
+    mm = np.array([v * 1000 for _, v in held])
+    assert mm.min() >= 80 and mm.max() <= 220 and np.ptp(mm) > 120
+    assert {p for p, _ in held} == {"circle", "figure_eight"}
+    assert learn.held_out_draw("task_trace", draw, 8, seed=1) != held[:8]
