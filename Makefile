@@ -41,7 +41,7 @@ lint: ## ruff on everything, mypy on quadarm/
 mission: ## fly the 36 s mission once -> outputs/mission
 	bash experiments/mission.sh
 
-tasks-rl: ## the learned baselines: every conf/learn/<task>.yaml (reach: PPO on the hub reference), seeds 0-2, and their learning curves -> outputs/tasks_rl
+tasks-rl: ## the learned rows: every conf/learn/<task>.yaml (reach, trace, hover in gusts, push: PPO on the hub reference), seeds 0-2, their learning curves (RL_BASELINES=1: the baselines on the same draws too) -> outputs/tasks_rl
 	bash experiments/tasks_rl.sh
 
 # Every study's target (table2, workspace, sensing, tasks, ...) comes from the registry of
