@@ -399,7 +399,7 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
                           ss.pts_true[i, pts.shape[0] - 1], ss.astat[i])
             me = sn.ame[i]
             if me[armfilter.ME_ON] > 0.0:  # the reported covariance adds the model error
-                arm_model_error(me, x, th, wb, uin, int(af[armfilter.F_NB]), nc,
+                arm_model_error(me, x, p, th, wb, uin, int(af[armfilter.F_NB]), nc, still,
                                 pts[pts.shape[0] - 1], ss.pts_true[i, pts.shape[0] - 1],
                                 ss.astat[i], ss.amef[i])
     if record:

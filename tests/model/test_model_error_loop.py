@@ -79,7 +79,8 @@ def test_a_table_for_another_setting_is_refused_naming_the_key(tmp_path) -> None
     table = _table(tmp_path, cfg_of(*SHORT), a_one=-9.0)
     for extra, why in (("sensing.arm_imu.modes=3", "sensing.arm_imu.modes=2"),
                        ("sensing.shape_table=direction", "sensing.shape_table=along"),
-                       ("arm.segments=10", "another arm")):
+                       ("arm.segments=10", "another arm"),
+                       ("sensing.align_s=0.5", "sensing.align_s=0,")):
         with pytest.raises(ConfigError) as err:
             cfg_of(*SHORT, f"sensing.arm_imu.model_error={table}", extra)
         msg = str(err.value)
