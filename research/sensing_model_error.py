@@ -15,6 +15,7 @@ settings); each is replayed offline with the shipped filter (the table of
 
     python research/sensing_nees.py record REC/prb12_s100.npz sensing=realistic_arm seed=100
     python research/sensing_model_error.py fit OUT.json direction REC/prb12_s1{00..15}.npz
+    python research/sensing_model_error.py fit OUT.json direction --isotropic-only REC3/...
     python research/sensing_model_error.py score OUT.json direction REC/prb12_s{0..15}.npz
 
 (``fit``/``score`` ARGS: the JSON written or read, the shape table ``along`` or
@@ -142,21 +143,27 @@ def _commit() -> str:
         return "unknown"
 
 
-def fit(out_path: str, table: str, paths: list[str]) -> None:
+def fit(out_path: str, table: str, paths: list[str], isotropic_only: bool = False) -> None:
     rows, p = samples(paths, table)
     assert p is not None
     length = arm_length(p.cfg)
+    iso = modelerror.ISOTROPIC_ONLY if isotropic_only else ()
     coef, info = modelerror.fit(np.concatenate([r["f"] for r in rows]),
                                 np.concatenate([r["e2"] for r in rows]),
                                 np.concatenate([r["s2"] for r in rows]),
-                                np.concatenate([r["w2"] for r in rows]), length)
+                                np.concatenate([r["w2"] for r in rows]), length,
+                                isotropic_only=iso)
+    info["isotropic_only"] = list(iso)
     doc = modelerror.document(p.cfg, coef, length,
                               modelerror.hinge_limit(p.built.model, p.cfg.arm.segments),
                               made=dict(
         command="python research/sensing_model_error.py fit " + " ".join(
-            [Path(out_path).name, table] + [Path(x).name for x in paths]),
+            [Path(out_path).name, table] + (["--isotropic-only"] if isotropic_only else [])
+            + [Path(x).name for x in paths]),
         recordings="python research/sensing_nees.py record <arm>_s<seed>.npz "
-                   "sensing=realistic_arm seed=<seed> [arm=<arm>], the mission",
+                   "sensing=realistic_arm seed=<seed> [arm=<arm>]" + (
+                       f" sensing.align_s={p.cfg.sensing.align_s:g}"
+                       if p.cfg.sensing.align_s else "") + ", the mission",
         seeds=sorted(r["seed"] for r in rows), samples=int(sum(len(r["t"]) for r in rows)),
         commit=_commit(), method="Gaussian maximum likelihood of the tip error across the "
         "arm, covariance S + Q(features), L-BFGS from a fixed start", **info),
@@ -286,8 +293,10 @@ def flown(folders: list[str]) -> None:
 
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
-    if cmd == "fit":
-        fit(args[0], args[1], args[2:])
+    if cmd == "fit":  # OUT TABLE [--isotropic-only] RECORDINGS...
+        iso = "--isotropic-only" in args
+        args = [a for a in args if a != "--isotropic-only"]
+        fit(args[0], args[1], args[2:], iso)
     elif cmd == "score":
         score(args[0], args[1], args[2:])
     elif cmd == "flown":  # TRIAL_FOLDER ...
