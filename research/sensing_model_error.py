@@ -164,7 +164,7 @@ def fit(out_path: str, table: str, paths: list[str], isotropic_only: bool = Fals
                    "sensing=realistic_arm seed=<seed> [arm=<arm>]" + (
                        f" sensing.align_s={p.cfg.sensing.align_s:g}"
                        if p.cfg.sensing.align_s else "") + ", the mission",
-        seeds=sorted(r["seed"] for r in rows), samples=int(sum(len(r["t"]) for r in rows)),
+        seeds=sorted(int(r["seed"]) for r in rows), samples=int(sum(len(r["t"]) for r in rows)),
         commit=_commit(), method="Gaussian maximum likelihood of the tip error across the "
         "arm, covariance S + Q(features), L-BFGS from a fixed start", **info),
         table_matters=p.cfg.arm.__class__.__name__ != "SectionArmConfig")

@@ -273,7 +273,7 @@ def fit(f: np.ndarray, e2: np.ndarray, s2: np.ndarray, w2: np.ndarray, length: f
     start = np.zeros(2 * k)
     start[0] = math.log(max(float(np.mean(e2 ** 2)), 1e-18) / el2)
     start[k] = start[0] - 4.0
-    bounds = [(None, None)] * (2 * k)
+    bounds: list[tuple[float | None, float | None]] = [(None, None)] * (2 * k)
     for c, j in enumerate(use):
         if armfilter.MEF_NAMES[j] in isotropic_only:
             bounds[k + c] = (0.0, 0.0)

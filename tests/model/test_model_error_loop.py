@@ -131,6 +131,9 @@ def test_on_a_held_out_short_fast_flight_the_nees_falls_towards_2() -> None:
 
 @pytest.mark.parametrize("table, extra", [
     ("prb12_direction", ("sensing.shape_table=direction",)),
+    ("prb12_direction_bias", ("sensing.shape_table=direction",)),
+    ("prb12_direction_align3", ("sensing.shape_table=direction", "scenario.duration=4.0",
+                                "sensing.align_s=3.0")),
     ("ftdcr_v4_calibrated", ("arm=ftdcr_v4_calibrated",))])
 def test_each_shipped_table_is_accepted_for_what_it_was_fitted(table: str, extra: tuple) -> None:
     cfg = cfg_of(*SHORT, *extra, f"sensing.arm_imu.model_error={table}")
@@ -138,3 +141,11 @@ def test_each_shipped_table_is_accepted_for_what_it_was_fitted(table: str, extra
     with pytest.raises(ConfigError):  # and not for the other arm
         other = ("arm=ftdcr_v4_calibrated",) if table.startswith("prb12") else ()
         cfg_of(*SHORT, *other, f"sensing.arm_imu.model_error={table}")
+    if table.startswith("prb12"):  # nor with the other alignment window, in one line
+        win = "sensing.align_s=3.0" in extra
+        flip = [e for e in extra if not e.startswith("sensing.align_s")] + (
+            [] if win else ["scenario.duration=4.0", "sensing.align_s=3.0"])
+        with pytest.raises(ConfigError) as err:
+            cfg_of(*SHORT, *flip, f"sensing.arm_imu.model_error={table}")
+        msg = str(err.value)
+        assert f"it was fitted with sensing.align_s={3 if win else 0}," in msg and "\n" not in msg
