@@ -44,6 +44,10 @@ from quadarm.scenarios.estimates import arm_length  # noqa: E402
 from quadarm.sensing import armfilter, modelerror  # noqa: E402
 
 PHASES = sn.PHASES
+# Filter settings the replay takes beyond the recording's (``sensing.align_swing=0.02``...: the
+# flight does not read the shape estimate, so the recording is the flight's whatever they are),
+# given on the command line as sensing.<key>=<value>.
+EXTRA: list[str] = []
 LO, HI = chi2.ppf(0.025, 2), chi2.ppf(0.975, 2)
 
 
@@ -90,10 +94,10 @@ def samples(paths: list[str], table: str, me: np.ndarray | None = None
         dt = compose(["sensing=realistic_arm", *ov]).sim.timestep
         ov = [*ov, *([f"sensing.align_s={win * dt:g}"] if win else [])]
         p = sn._prepared(["sensing=realistic_arm", f"seed={seed}",
-                          f"sensing.shape_table={table}", *ov])
+                          f"sensing.shape_table={table}", *ov, *EXTRA])
         assert win == round(p.cfg.sensing.align_s / p.built.model.opt.timestep)
         prep = p
-        cache = Path(f"{path}.{table}.rows.npz")
+        cache = Path(f"{path}.{table}{''.join('.' + e for e in EXTRA)}.rows.npz")
         if me is None and cache.exists():  # the replay's rows, kept beside the recording
             out.append(dict(np.load(cache)))
             continue
@@ -159,6 +163,7 @@ def fit(out_path: str, table: str, paths: list[str], isotropic_only: bool = Fals
                               made=dict(
         command="python research/sensing_model_error.py fit " + " ".join(
             [Path(out_path).name, table] + (["--isotropic-only"] if isotropic_only else [])
+            + EXTRA
             + [Path(x).name for x in paths]),
         recordings="python research/sensing_nees.py record <arm>_s<seed>.npz "
                    "sensing=realistic_arm seed=<seed> [arm=<arm>]" + (
@@ -292,7 +297,9 @@ def flown(folders: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    cmd, args = sys.argv[1], sys.argv[2:]
+    cmd = sys.argv[1]
+    EXTRA.extend(a for a in sys.argv[2:] if a.startswith("sensing."))
+    args = [a for a in sys.argv[2:] if not a.startswith("sensing.")]
     if cmd == "fit":  # OUT TABLE [--isotropic-only] RECORDINGS...
         iso = "--isotropic-only" in args
         args = [a for a in args if a != "--isotropic-only"]

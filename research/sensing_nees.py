@@ -149,7 +149,8 @@ def replay(r: Any, p: Any, cfg: Any) -> tuple[np.ndarray, ...]:
     enc_var = e.noise ** 2 + e.resolution ** 2 / 12.0 + e.bias ** 2
     af = armfilter.scalar_params(cfg, enc_var, int(af0[armfilter.F_NL]), ni, period,
                                  af0[armfilter.F_R0:armfilter.F_R0 + 3], af0[armfilter.F_G],
-                                 int(af0[armfilter.F_ALIGN]), nb, nt)
+                                 int(af0[armfilter.F_ALIGN]), nb, nt, p.cfg.sensing.align_swing,
+                                 p.cfg.sensing.align_rate)
     nk, nx, nc = r["z"].shape[0], f.shape[0], cdd.shape[0]
     xs, ps = np.zeros((nk, nx)), np.zeros((nk, nx * nx))
     tipcs, tips = np.zeros((nk, nc, 3)), np.zeros((nk, 3))

@@ -698,7 +698,8 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int, table:
         enc_var = e.noise ** 2 + e.resolution ** 2 / 12.0 + e.bias ** 2
         align = steps_of(p.cfg.sensing.align_s, dt) if a else 0
         afv = armfilter.scalar_params(cfg, enc_var, n_links, ni, period, r0, gravity, align,
-                                      n_base, n_ten)
+                                      n_base, n_ten, p.cfg.sensing.align_swing,
+                                      p.cfg.sensing.align_rate)
         rows.append((afv, phi, f, g, q, cdd, sig))
     ach = np.stack([c.prm for c in chans])
     white = _pad3([c.white for c in chans], 6 * ni)

@@ -288,11 +288,14 @@ def filter_arrays(phi: np.ndarray, aq: np.ndarray, av: np.ndarray, bg: np.ndarra
 
 def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, period: float,
                   r0: np.ndarray, gravity: float, align_steps: int = 0, n_base: int = 2,
-                  n_tendons: int = 3) -> np.ndarray:
+                  n_tendons: int = 3, align_swing: float = ALIGN_SWING,
+                  align_rate: float = ALIGN_RATE) -> np.ndarray:
     """The filter's scalar parameters (N_AF,) (layout F_*): the measurement variances per
     sample are the sensors' own white noise (density^2 / T), with the accelerometer's model
     error ``accel_model`` added (the biases are states); ``align_steps`` the alignment
-    window's physics steps (:func:`still`)."""
+    window's physics steps (:func:`still`), ``align_swing`` (rad) and ``align_rate`` (rad/s)
+    the standard deviations its still-arm pseudo-measurements pin the swing modes and the
+    shape rates to (``sensing.align_swing``, ``sensing.align_rate``)."""
     out = np.zeros(N_AF)
     out[F_NL], out[F_M], out[F_NI], out[F_DT] = n_links, 2 * cfg.modes, n_imu, period
     out[F_RENC] = max(enc_var, 1e-12) + cfg.length_model ** 2
@@ -302,7 +305,7 @@ def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, p
     out[F_G] = gravity
     out[F_GATE] = cfg.gate
     out[F_ALIGN] = align_steps
-    out[F_RSV], out[F_RSE] = ALIGN_RATE ** 2, ALIGN_SWING ** 2
+    out[F_RSV], out[F_RSE] = align_rate ** 2, align_swing ** 2
     out[F_RENC0] = max(enc_var, 1e-12)
     out[F_NB], out[F_NT] = n_base, n_tendons
     return out

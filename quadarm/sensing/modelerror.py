@@ -114,6 +114,8 @@ def signature(cfg: Any, length: float, limit: float) -> dict[str, Any]:
     return dict(arm=dict(config=repr(cfg.arm), links=int(cfg.arm.segments), length_m=length,
                          hinge_limit_rad=limit),
                 shape_table=cfg.sensing.shape_table, align_s=float(cfg.sensing.align_s),
+                align_swing=float(cfg.sensing.align_swing),
+                align_rate=float(cfg.sensing.align_rate),
                 arm_imu={k: (list(getattr(a, k)) if k == "at" else getattr(a, k))
                          for k in FILTER_KEYS})
 
@@ -132,6 +134,11 @@ def mismatch(doc: dict[str, Any], cfg: Any) -> str | None:
     if align != float(cfg.sensing.align_s):
         return (f"it was fitted with sensing.align_s={align:g}, the trial has "
                 f"{float(cfg.sensing.align_s):g}")
+    if align:  # the window's pinning (a table without the fields: the defaults)
+        for k, dflt in (("align_swing", 0.005), ("align_rate", 0.02)):
+            want, have = float(doc.get(k, dflt)), float(getattr(cfg.sensing, k))
+            if want != have:
+                return f"it was fitted with sensing.{k}={want:g}, the trial has {have:g}"
     a = cfg.sensing.arm_imu
     for k in FILTER_KEYS:
         v = list(getattr(a, k)) if k == "at" else getattr(a, k)
