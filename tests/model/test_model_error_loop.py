@@ -134,6 +134,9 @@ def test_on_a_held_out_short_fast_flight_the_nees_falls_towards_2() -> None:
     ("prb12_direction_bias", ("sensing.shape_table=direction",)),
     ("prb12_direction_align3", ("sensing.shape_table=direction", "scenario.duration=4.0",
                                 "sensing.align_s=3.0")),
+    ("prb12_direction_align3_swing", ("sensing.shape_table=direction", "scenario.duration=4.0",
+                                      "sensing.align_s=3.0", "sensing.align_swing=0.02",
+                                      "sensing.align_rate=0.08")),
     ("ftdcr_v4_calibrated", ("arm=ftdcr_v4_calibrated",))])
 def test_each_shipped_table_is_accepted_for_what_it_was_fitted(table: str, extra: tuple) -> None:
     cfg = cfg_of(*SHORT, *extra, f"sensing.arm_imu.model_error={table}")
