@@ -15,6 +15,7 @@ settings); each is replayed offline with the shipped filter (the table of
 
     python research/sensing_nees.py record REC/prb12_s100.npz sensing=realistic_arm seed=100
     python research/sensing_model_error.py fit OUT.json direction REC/prb12_s1{00..15}.npz
+    python research/sensing_model_error.py fit OUT.json direction --isotropic-only REC3/...
     python research/sensing_model_error.py score OUT.json direction REC/prb12_s{0..15}.npz
 
 (``fit``/``score`` ARGS: the JSON written or read, the shape table ``along`` or
@@ -37,28 +38,36 @@ from scipy.stats import chi2
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sensing_nees as sn  # noqa: E402
 
+from quadarm.api import compose  # noqa: E402
 from quadarm.runner import jit, sense  # noqa: E402
 from quadarm.scenarios.estimates import arm_length  # noqa: E402
 from quadarm.sensing import armfilter, modelerror  # noqa: E402
 
 PHASES = sn.PHASES
+# Filter settings the replay takes beyond the recording's (``sensing.align_swing=0.02``...: the
+# flight does not read the shape estimate, so the recording is the flight's whatever they are),
+# given on the command line as sensing.<key>=<value>.
+EXTRA: list[str] = []
 LO, HI = chi2.ppf(0.025, 2), chi2.ppf(0.975, 2)
 
 
 @jit.numba.njit if jit.AVAILABLE else (lambda f: f)
-def _rows(tab, prof, phi, xs, ps, tipcs, tips, trues, wbs, us, nb, nc, lim, me,  # noqa: ANN001
-          fs, st0, st1) -> None:
+def _rows(tab, prof, phi, xs, ps, tipcs, tips, trues, wbs, us, nb, nc, lim, ab, stills,  # noqa: ANN001
+          me, fs, st0, st1) -> None:
     """Per sample: the features (``fs``), the filter's tip stats (``st0``: covariance and NEES,
-    as logged) and, with ``me`` on, the reported ones (``st1``), by the flown functions."""
+    as logged) and, with ``me`` on, the reported ones (``st1``), by the flown functions;
+    ``ab`` the accelerometers' turn-on bias spread (m/s^2), ``stills`` (n_k,) inside the
+    alignment window."""
     th = np.zeros(phi.shape[0])
     for k in range(xs.shape[0]):
         armfilter.hinge_angles(tab, prof, phi, xs[k], th)
-        armfilter.me_features(xs[k], th, wbs[k], us[k], nb, nc, lim, fs[k])
+        armfilter.me_features(xs[k], ps[k], th, wbs[k], us[k], nb, nc, lim, ab, stills[k],
+                              fs[k])
         armfilter.tip_stats(ps[k], tipcs[k], nc, tips[k], trues[k], st0[k])
         st1[k] = st0[k]
         if me[armfilter.ME_ON] > 0.0:
-            armfilter.model_error(me, xs[k], th, wbs[k], us[k], nb, nc, tips[k], trues[k],
-                                  st1[k], fs[k])
+            armfilter.model_error(me, xs[k], ps[k], th, wbs[k], us[k], nb, nc, stills[k],
+                                  tips[k], trues[k], st1[k], fs[k])
 
 
 def _overrides(path: str) -> tuple[int, list[str]]:
@@ -78,16 +87,22 @@ def samples(paths: list[str], table: str, me: np.ndarray | None = None
     out, tab, prep = [], None, None
     for path in paths:
         seed, ov = _overrides(path)
+        r = dict(np.load(path))
+        # The recording's alignment window (its physics steps, in the flown filter's
+        # parameters), for the trial's settings and the replay.
+        win = int(r["C_af"][armfilter.F_ALIGN])
+        dt = compose(["sensing=realistic_arm", *ov]).sim.timestep
+        ov = [*ov, *([f"sensing.align_s={win * dt:g}"] if win else [])]
         p = sn._prepared(["sensing=realistic_arm", f"seed={seed}",
-                          f"sensing.shape_table={table}", *ov])
+                          f"sensing.shape_table={table}", *ov, *EXTRA])
+        assert win == round(p.cfg.sensing.align_s / p.built.model.opt.timestep)
         prep = p
-        cache = Path(f"{path}.{table}.rows.npz")
+        cache = Path(f"{path}.{table}{''.join('.' + e for e in EXTRA)}.rows.npz")
         if me is None and cache.exists():  # the replay's rows, kept beside the recording
             out.append(dict(np.load(cache)))
             continue
-        r = dict(np.load(path))
         if r["C_tab"].shape[0] > 0:  # a one-section arm's table
-            tab = sense._table(p, table) if tab is None else tab
+            tab = _table(p, table) if tab is None else tab
             r["C_tab"] = tab
         xs, ps, tipcs, tips = sn.replay(r, p, p.cfg.sensing.arm_imu)
         nc = tipcs.shape[1]
@@ -97,8 +112,10 @@ def samples(paths: list[str], table: str, me: np.ndarray | None = None
         nk = xs.shape[0]
         fs = np.zeros((nk, armfilter.N_MEF))
         st0, st1 = np.zeros((nk, armfilter.N_TIPLOG)), np.zeros((nk, armfilter.N_TIPLOG))
+        stills = sn.sample_steps(r, p) < win
         _rows(r["C_tab"], r["C_prof"], r["C_aphi"], xs, ps, tipcs, tips, r["pts_true"],
-              r["wb"], r["uin"], nb, nc, lim, mev, fs, st0, st1)
+              r["wb"], r["uin"], nb, nc, lim, p.cfg.sensing.arm_imu.accel_bias, stills, mev,
+              fs, st0, st1)
         e2, s2, w2 = modelerror.across(tips, r["pts_true"], st0[:, :6])
         row = dict(t=r["t"], f=fs, e2=e2, s2=s2, w2=w2, nees0=st0[:, 6], nees1=st1[:, 6],
                    err=np.linalg.norm(tips - r["pts_true"], axis=1), seed=seed)
@@ -106,6 +123,20 @@ def samples(paths: list[str], table: str, me: np.ndarray | None = None
             np.savez(cache, **row)
         out.append(row)
     return out, prep
+
+
+def _table(p: Any, kind: str) -> np.ndarray:
+    """The trial's quasi-static table (sense._table), kept in the file $SHAPE_TABLE_CACHE
+    when set (the direction table takes minutes on a loaded machine)."""
+    import os
+
+    cache = os.environ.get("SHAPE_TABLE_CACHE")
+    if cache and Path(cache).exists():
+        return np.load(cache)
+    tab = sense._table(p, kind)
+    if cache:
+        np.save(cache, tab)
+    return tab
 
 
 def _commit() -> str:
@@ -116,22 +147,29 @@ def _commit() -> str:
         return "unknown"
 
 
-def fit(out_path: str, table: str, paths: list[str]) -> None:
+def fit(out_path: str, table: str, paths: list[str], isotropic_only: bool = False) -> None:
     rows, p = samples(paths, table)
     assert p is not None
     length = arm_length(p.cfg)
+    iso = modelerror.ISOTROPIC_ONLY if isotropic_only else ()
     coef, info = modelerror.fit(np.concatenate([r["f"] for r in rows]),
                                 np.concatenate([r["e2"] for r in rows]),
                                 np.concatenate([r["s2"] for r in rows]),
-                                np.concatenate([r["w2"] for r in rows]), length)
+                                np.concatenate([r["w2"] for r in rows]), length,
+                                isotropic_only=iso)
+    info["isotropic_only"] = list(iso)
     doc = modelerror.document(p.cfg, coef, length,
                               modelerror.hinge_limit(p.built.model, p.cfg.arm.segments),
                               made=dict(
         command="python research/sensing_model_error.py fit " + " ".join(
-            [Path(out_path).name, table] + [Path(x).name for x in paths]),
+            [Path(out_path).name, table] + (["--isotropic-only"] if isotropic_only else [])
+            + EXTRA
+            + [Path(x).name for x in paths]),
         recordings="python research/sensing_nees.py record <arm>_s<seed>.npz "
-                   "sensing=realistic_arm seed=<seed> [arm=<arm>], the mission",
-        seeds=sorted(r["seed"] for r in rows), samples=int(sum(len(r["t"]) for r in rows)),
+                   "sensing=realistic_arm seed=<seed> [arm=<arm>]" + (
+                       f" sensing.align_s={p.cfg.sensing.align_s:g}"
+                       if p.cfg.sensing.align_s else "") + ", the mission",
+        seeds=sorted(int(r["seed"]) for r in rows), samples=int(sum(len(r["t"]) for r in rows)),
         commit=_commit(), method="Gaussian maximum likelihood of the tip error across the "
         "arm, covariance S + Q(features), L-BFGS from a fixed start", **info),
         table_matters=p.cfg.arm.__class__.__name__ != "SectionArmConfig")
@@ -187,9 +225,13 @@ def quick(table: str, train: list[str], held: list[str], ridge: float, drop: lis
     length = arm_length(p.cfg)
     keep = [j for j, n in enumerate(armfilter.MEF_NAMES) if n not in drop]
 
+    ib = armfilter.MEF_NAMES.index("accel_bias")
+
     def feats(r: dict[str, np.ndarray]) -> np.ndarray:
         f = np.zeros_like(r["f"])
         f[:, keep] = r["f"][:, keep]
+        if "accel_bias_log" in drop:  # the variant: the log-ratio, not the ratio itself
+            f[:, ib] = np.log(r["f"][:, ib])
         return f
 
     coef, info = modelerror.fit(np.concatenate([feats(r) for r in rows]),
@@ -255,9 +297,13 @@ def flown(folders: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    cmd, args = sys.argv[1], sys.argv[2:]
-    if cmd == "fit":
-        fit(args[0], args[1], args[2:])
+    cmd = sys.argv[1]
+    EXTRA.extend(a for a in sys.argv[2:] if a.startswith("sensing."))
+    args = [a for a in sys.argv[2:] if not a.startswith("sensing.")]
+    if cmd == "fit":  # OUT TABLE [--isotropic-only] RECORDINGS...
+        iso = "--isotropic-only" in args
+        args = [a for a in args if a != "--isotropic-only"]
+        fit(args[0], args[1], args[2:], iso)
     elif cmd == "score":
         score(args[0], args[1], args[2:])
     elif cmd == "flown":  # TRIAL_FOLDER ...

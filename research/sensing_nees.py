@@ -22,17 +22,15 @@ specific force, the inputs dg, dw) and internals (state, covariance, tip Jacobia
   ``sensing.shape_table=direction`` reads it; the study first used a prototype of it, sampled
   every 20 steps, which gave the same numbers to 0.01 points of L and 1 of NEES on seeds
   0-3);
-- ``bent``: ``direction`` with the swing modes' dynamics linearised about the estimated bend
-  (:func:`quadarm.sensing.armfilter.bent_swing_table`, read at each filter sample by
-  :func:`quadarm.sensing.armfilter.bent_model` before the predict): docs/sensing.md, "The swing
-  about the bend". $BENT_TABLE names a file the table is kept in between runs (about a minute
-  to build).
+- (``bent``, the swing modes' dynamics linearised about the estimated bend, was removed with
+  its package code after its measured negative result: docs/sensing.md, "The swing about the
+  bend".)
 
     .venv/bin/python research/sensing_nees.py record OUT.npz sensing=realistic_arm seed=0
+    .venv/bin/python research/sensing_nees.py records REC/prb12 0 1 2 -- sensing=realistic_arm
     .venv/bin/python research/sensing_nees.py decompose OUT.npz
     .venv/bin/python research/sensing_nees.py trade L_m REC.npz [REC.npz ...] -- OVERRIDES
     .venv/bin/python research/sensing_nees.py direction 0.48 REC.npz [REC.npz ...] -- K [K ...]
-    PYTHONPATH=. .venv/bin/python research/sensing_nees.py bent 0.48 REC.npz [...] -- K [K ...]
 
 (``trade``: the recordings of one arm, seeds in their file names ``..._s<seed>.npz``, L the
 arm's length in m; OVERRIDES the arm, e.g. ``arm=ftdcr_v4_calibrated``.)
@@ -51,8 +49,6 @@ from scipy.optimize import least_squares
 
 from quadarm.api import compose
 from quadarm.config.sensing import period_of
-from quadarm.control.tendons import tensions as allocate
-from quadarm.model import build
 from quadarm.runner import episode, jit, lifecycle, sense, step
 from quadarm.sensing import armfilter, sensors, shape
 
@@ -109,12 +105,10 @@ def record(path: str, overrides: list[str]) -> None:
 
 @jit.numba.njit if jit.AVAILABLE else (lambda f: f)
 def _replay(sp, tab, prof, phi, cdd, af, links, fm, gm, qm, sig, zs, wbs, fvs, us,  # noqa: ANN001
-            xs, ps, tipcs, tips, bt) -> None:
-    """The flown filter's step (runner/sense.py::arm_dynamic, without the alignment window)
-    over the recorded inputs: state, covariance, tip Jacobian and estimated tip per sample.
-    ``bt``: a bent swing table (armfilter.bent_filter_table; 0 rows: none), the swing modes'
-    dynamics at the estimated bend before each predict (``fm``, ``gm``, ``qm``, ``cdd`` are
-    then overwritten)."""
+            xs, ps, tipcs, tips, steps) -> None:
+    """The flown filter's step (runner/sense.py::arm_dynamic) over the recorded inputs: state,
+    covariance, tip Jacobian and estimated tip per sample; ``steps`` (n_k,) each sample's
+    physics step, inside the alignment window while below ``af[F_ALIGN]`` (0: none)."""
     nk, nx, nc = zs.shape[0], fm.shape[0], cdd.shape[0]
     nl, nt, ni, nz = int(sp[0]), int(af[armfilter.F_NT]), links.shape[0], zs.shape[1]
     nh = 2 * nl
@@ -127,26 +121,24 @@ def _replay(sp, tab, prof, phi, cdd, af, links, fm, gm, qm, sig, zs, wbs, fvs, u
     dl, dlc, tipv, tipc = np.zeros(nt), np.zeros((nc, nt)), np.zeros(3), np.zeros((nc, 3))
     hz, hm, lv = np.zeros(nz), np.zeros((nz, nx)), np.zeros((nl, 6))
     xb, pht, pts = np.zeros(nx), np.zeros(2 * nx), np.zeros((nl, 3))
-    blk = np.zeros(max(bt.shape[1] - armfilter.B_DATA, 0))
-    nb = int(af[armfilter.F_NB])
     for k in range(nk):
-        if bt.shape[0] > 0:
-            armfilter.bent_model(bt, x[0], x[1], nb, fm, gm, qm, cdd, blk)
         if k > 0:
             armfilter.predict(x, p, fm, gm, qm, us[k], tmp)
         armfilter.measure(sp, tab, prof, phi, cdd, af, links, x, wbs[k], fvs[k], us[k], th, work,
                           out, col, ct, kin, kinc, dl, dlc, tipv, tipc, hz, hm, lv)
-        armfilter.update(x, p, zs[k], hz, hm, af, xb, pht, False)
+        still = steps[k] < af[armfilter.F_ALIGN]
+        armfilter.update(x, p, zs[k], hz, hm, af, xb, pht, still)
+        if still:
+            armfilter.still(x, p, af, pht)
         armfilter.hinge_angles(tab, prof, phi, x, th)
         shape.forward(sp, th, work, out)
         shape.points(sp, work, pts)
         xs[k], ps[k], tipcs[k], tips[k] = x, p, tipc, pts[nl - 1]
 
 
-def replay(r: Any, p: Any, cfg: Any, bent: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+def replay(r: Any, p: Any, cfg: Any) -> tuple[np.ndarray, ...]:
     """The filter of arm IMU settings ``cfg`` over the record ``r`` of the prepared trial
-    ``p``: (x, P, tip Jacobian, estimated tip) per sample; ``bent`` a bent swing table
-    (armfilter.bent_swing_table) for the swing modes' dynamics at the estimated bend."""
+    ``p``: (x, P, tip Jacobian, estimated tip) per sample."""
     phi, aq, av, bg = sense._swing(p, 2 * cfg.modes)
     dt = p.built.model.opt.timestep
     period = period_of(cfg.rate, dt) * dt
@@ -157,15 +149,19 @@ def replay(r: Any, p: Any, cfg: Any, bent: np.ndarray | None = None) -> tuple[np
     enc_var = e.noise ** 2 + e.resolution ** 2 / 12.0 + e.bias ** 2
     af = armfilter.scalar_params(cfg, enc_var, int(af0[armfilter.F_NL]), ni, period,
                                  af0[armfilter.F_R0:armfilter.F_R0 + 3], af0[armfilter.F_G],
-                                 0, nb, nt)
+                                 int(af0[armfilter.F_ALIGN]), nb, nt, p.cfg.sensing.align_swing,
+                                 p.cfg.sensing.align_rate)
     nk, nx, nc = r["z"].shape[0], f.shape[0], cdd.shape[0]
     xs, ps = np.zeros((nk, nx)), np.zeros((nk, nx * nx))
     tipcs, tips = np.zeros((nk, nc, 3)), np.zeros((nk, 3))
-    bt = np.zeros((0, 1)) if bent is None else \
-        armfilter.bent_filter_table(bent, phi, cfg, ni, period, nb)
     _replay(r["C_sp"], r["C_tab"], r["C_prof"], phi, cdd, af, r["C_alinks"], f, g, q, sig,
-            r["z"], r["wb"], r["fv"], r["uin"], xs, ps, tipcs, tips, bt)
+            r["z"], r["wb"], r["fv"], r["uin"], xs, ps, tipcs, tips, sample_steps(r, p))
     return xs, ps, tipcs, tips
+
+
+def sample_steps(r: Any, p: Any) -> np.ndarray:
+    """Each recorded filter sample's physics step (its time over the timestep, rounded)."""
+    return np.rint(np.asarray(r["t"]) / p.built.model.opt.timestep).astype(np.int64)
 
 
 def tip_nees(r: Any, ps: np.ndarray, tipcs: np.ndarray, tips: np.ndarray, rows: np.ndarray
@@ -260,37 +256,10 @@ def _tipcov(p: np.ndarray, tipc: np.ndarray, nc: int) -> np.ndarray:
     return tipc.T @ p.reshape(nx, nx)[:nc, :nc] @ tipc
 
 
-def bent_table(p: Any) -> np.ndarray:
-    """The bent swing table of the prepared trial ``p`` (a one-section arm; its modes); read
-    from the file named by $BENT_TABLE when it exists (written there otherwise)."""
-    import os
-
-    cache = os.environ.get("BENT_TABLE")
-    if cache and os.path.exists(cache):
-        return np.load(cache)
-    out = _bent_table(p)
-    if cache:
-        np.save(cache, out)
-    return out
-
-
-def _bent_table(p: Any) -> np.ndarray:
-    cfg = p.cfg
-    fixed = build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True)
-    ang = np.radians(cfg.arm.tendon_angles_deg)
-    phi = sense._swing(p, 2 * cfg.sensing.arm_imu.modes)[0]
-    return armfilter.bent_swing_table(
-        fixed.model, fixed.tendon_actuators,
-        lambda mu, beta: allocate(mu, beta, ang, cfg.arm.tension_max, cfg.control.tendon_map),
-        phi)
-
-
 def trade(length: float, paths: list[str], overrides: list[str],
-          factors: tuple[float, ...] = FACTORS, direction: bool = False,
-          bent: bool = False) -> None:
+          factors: tuple[float, ...] = FACTORS, direction: bool = False) -> None:
     res: dict[float, list[list[tuple[float, float, float]]]] = {k: [] for k in factors}
     table = None
-    btab = None
     for path in paths:
         seed = int(re.search(r"_s(\d+)\.npz$", path).group(1))  # type: ignore[union-attr]
         r = dict(np.load(path))
@@ -298,8 +267,6 @@ def trade(length: float, paths: list[str], overrides: list[str],
         if direction:
             table = sense._table(p, "direction") if table is None else table
             r["C_tab"] = table
-        if bent:
-            btab = bent_table(p) if btab is None else btab
         base = p.cfg.sensing.arm_imu
         t = r["t"]
         for k in factors:
@@ -307,8 +274,8 @@ def trade(length: float, paths: list[str], overrides: list[str],
                                       bend_accel=k * base.bend_accel,
                                       accel_model=k * base.accel_model,
                                       length_model=k * base.length_model)
-            xs, ps, tipcs, tips = replay(r, p, cfg, btab)
-            if k == 1.0 and not direction and not bent:  # the flown settings: the flown filter
+            xs, ps, tipcs, tips = replay(r, p, cfg)
+            if k == 1.0 and not direction:  # the flown settings: the flown filter
                 assert np.array_equal(xs, r["x"]) and np.array_equal(ps, r["p"]), path
             row = []
             for name in ("hover", "figure_eight", "tendon_sweep", "whole"):
@@ -332,15 +299,19 @@ if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "record":
         record(args[0], args[1:])
+    elif cmd == "records":  # OUT_PREFIX SEED [SEED ...] -- OVERRIDES: one process, seeds in turn
+        split = args.index("--") if "--" in args else len(args)
+        for s_ in args[1:split]:
+            record(f"{args[0]}_s{s_}.npz", [*args[split + 1:], f"seed={s_}"])
+            print(f"recorded {args[0]}_s{s_}.npz", flush=True)
     elif cmd == "decompose":
         decompose(args[0])
     elif cmd == "trade":
         split = args.index("--") if "--" in args else len(args)
         trade(float(args[0]), args[1:split], args[split + 1:])
-    elif cmd in ("direction", "bent"):  # shape.hinges reads a direction table by its width
+    elif cmd == "direction":  # shape.hinges reads a direction table by its width
         split = args.index("--") if "--" in args else len(args)
         trade(float(args[0]), args[1:split], [],
-              tuple(float(k) for k in args[split + 1:]) or (1.0,), direction=True,
-              bent=cmd == "bent")
+              tuple(float(k) for k in args[split + 1:]) or (1.0,), direction=True)
     else:
         raise SystemExit(f"unknown command {cmd!r}: record, decompose, trade or direction")

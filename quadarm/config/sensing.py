@@ -147,6 +147,12 @@ class SensingConfig:
     # biases from it (the vehicle's gyro, the arm IMUs' gyros and accelerometers; docs/sensing.md,
     # "Alignment"). 0: none (every shipped preset).
     align_s: float = 0.0
+    # The window's still arm: the standard deviations its pseudo-measurements pin each swing
+    # mode (rad) and each shape rate (rad/s) to. The defaults are armfilter.ALIGN_SWING and
+    # ALIGN_RATE, chosen for an arm at rest; the hovering arm's measured swing is about four
+    # times both (docs/sensing.md, "The turn-on bias in the model error").
+    align_swing: float = 0.005
+    align_rate: float = 0.02
     # The quasi-static shapes a one-section arm's shape estimate is drawn from (the quasi-static
     # fit's and the dynamic estimator's bend coordinates; docs/sensing.md, "The table over the
     # bend direction"): ``along``, one slow ramp of the fixed-base arm bending towards +x, turned
@@ -350,6 +356,8 @@ def check(cfg: SensingConfig, timestep: float) -> None:
                                   "(sensing.config.LATENCY_MAX)")
     _check_arm_imu(cfg.arm_imu, physics_rate, cfg.arm_imus)
     _non_negative("sensing.align_s", cfg.align_s)
+    _positive("sensing.align_swing", cfg.align_swing)
+    _positive("sensing.align_rate", cfg.align_rate)
     if cfg.imu.latency > cfg.position.latency:
         raise ConfigError("sensing.imu.latency", cfg.imu.latency,
                           "must be at most sensing.position.latency (the EKF applies a "

@@ -399,7 +399,7 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
                           ss.pts_true[i, pts.shape[0] - 1], ss.astat[i])
             me = sn.ame[i]
             if me[armfilter.ME_ON] > 0.0:  # the reported covariance adds the model error
-                arm_model_error(me, x, th, wb, uin, int(af[armfilter.F_NB]), nc,
+                arm_model_error(me, x, p, th, wb, uin, int(af[armfilter.F_NB]), nc, still,
                                 pts[pts.shape[0] - 1], ss.pts_true[i, pts.shape[0] - 1],
                                 ss.astat[i], ss.amef[i])
     if record:
@@ -698,7 +698,8 @@ def _arm_records(preps: Sequence[Prepared], on: np.ndarray, n_links: int, table:
         enc_var = e.noise ** 2 + e.resolution ** 2 / 12.0 + e.bias ** 2
         align = steps_of(p.cfg.sensing.align_s, dt) if a else 0
         afv = armfilter.scalar_params(cfg, enc_var, n_links, ni, period, r0, gravity, align,
-                                      n_base, n_ten)
+                                      n_base, n_ten, p.cfg.sensing.align_swing,
+                                      p.cfg.sensing.align_rate)
         rows.append((afv, phi, f, g, q, cdd, sig))
     ach = np.stack([c.prm for c in chans])
     white = _pad3([c.white for c in chans], 6 * ni)

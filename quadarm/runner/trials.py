@@ -192,6 +192,8 @@ def trial_id(cfg: Config) -> str:
             and not (k == "sim.jacobian" and v == "auto")
             and not (k == "sim.contact" and v is True)
             and not (k == "sensing.align_s" and v == 0.0)
+            and not (k == "sensing.align_swing" and v == 0.005)
+            and not (k == "sensing.align_rate" and v == 0.02)
             and not (k == "sensing.shape_table" and v == "along")
             and not (k == "sensing.arm_imu.model_error" and v == "none")
             and not (k == "world.payload.grasp_timeconst" and v == 0.0)

@@ -29,13 +29,9 @@ chain), except the second-order terms the filter drops (d J / dc c' c', d w_k / 
 with the vehicle's angular acceleration are what ``accel_model`` stands for. Scalar measurements
 are applied one at a time (their noises are independent), linearised once at the prediction.
 
-The swing modes' dynamics about the bent arm instead of the hanging one
-(:func:`bent_swing_table`, :func:`bent_filter_table`: the modes' stiffness, damping and forcing
-linearised at the arm's bent equilibria, over the total bend and its direction, on the hanging
-modes; :func:`bent_model` reads them at the estimated bend) are a measured study, replayed
-offline by ``research/sensing_nees.py bent``: they do not make the filter consistent and cost
-accuracy in the tendon sweep, so the flown filter does not use them (docs/sensing.md, "The
-swing about the bend").
+The swing modes' dynamics about the bent arm instead of the hanging one were a measured study
+(docs/sensing.md, "The swing about the bend"): they did not make the filter consistent and cost
+accuracy in the tendon sweep; its code was removed (it is in the history before the removal).
 
 The covariance the filter reports may add a model-error covariance of the tip
 (:func:`model_error`, ``sensing.arm_imu.model_error``, fitted by
@@ -52,7 +48,6 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable
 
 import mujoco
 import numpy as np
@@ -291,102 +286,16 @@ def filter_arrays(phi: np.ndarray, aq: np.ndarray, av: np.ndarray, bg: np.ndarra
     return f, g, q, cdd, sig
 
 
-# A bent swing table's layout (bent_swing_table, bent_filter_table): per row the total bend A
-# (rad), its ramp's own direction (rad), the rows per ramp, then the projected A_q, A_v (M, M)
-# and B (M, N_U), row-major; bent_filter_table appends the discrete blocks of the modes'
-# states (eta, eta') (2 M): F (2 M, 2 M), G (2 M, N_U), Q (2 M, 2 M).
-B_A, B_DIR, B_ROWS, B_DATA = 0, 1, 2, 3
-BENT_ROWS = 21  # total bends per ramp of the bent swing table (0 to the ramp's largest)
-
-
-def bent_swing_table(fixed: mujoco.MjModel, tendon_actuators: np.ndarray,
-                     tensions: Callable[[float, float], np.ndarray], phi: np.ndarray,
-                     directions: int = 24, rows: int = BENT_ROWS, ramp: float = 20.0,
-                     damping_scale: float = 10.0, h: float = 1e-6) -> np.ndarray:
-    """The swing modes' dynamics linearised about the arm's bent equilibria, for a one-section
-    arm: (``directions`` ``rows``, B_DATA + 2 M^2 + M N_U).
-
-    The equilibria are those of :func:`quadarm.sensing.shape.direction_table`: per commanded
-    direction beta_j = 2 pi j / ``directions`` a slow ramp of the fixed-base arm (the command
-    from 0 to 1 over ``ramp`` s, the tendons pulling ``tensions(mu, beta_j)`` (T,) N, hinge
-    damping x ``damping_scale`` so that it follows its equilibrium branch); on a uniform grid of
-    ``rows`` total bends A = |sum_k b_k| (rad, 0 to the ramp's largest) the pose and the
-    tendon tensions the ramp passes there (interpolated linearly between its steps; row 0 is
-    the straight pose at the tensions of no bend, :func:`swing_model`'s). At each, MuJoCo's
-    accelerations are differenced (:func:`_linearised`: springs, dampers, tendons at those
-    tensions, gravity, inertia, the flange's d'Alembert forces) and projected on the hanging
-    chain's modes ``phi`` (2 N, M) with the mass matrix at that pose, as :func:`swing_model`
-    does at the hanging pose: the modal coordinates keep their meaning (theta = hinges(a) +
-    Phi eta), only their stiffness, damping and forcing follow the bend. Each ramp's own
-    direction is the circular mean of its summed bend's direction over its upper half, as
-    the direction table's; ramps sorted by it. Setup only (numpy and MuJoCo).
-    """
-    m = phi.shape[1]
-    lin = _frictionless(fixed)
-    dl = mujoco.MjData(lin)
-    nl = _n_links(lin)
-    dof = np.array([lin.jnt_dofadr[j] for j in shape.hinge_joints(lin, nl)])
-    adr = shape.hinge_qpos(lin, nl)
-    ix = np.ix_(dof, dof)
-    ramps = []
-    for j, qs in enumerate(shape.direction_ramps(fixed, tendon_actuators, tensions, directions,
-                                                 ramp, damping_scale)):
-        beta, steps = 2.0 * math.pi * j / directions, len(qs)
-        keep, total, own = shape.ramp_branch(-qs[:, adr[1::2]].sum(axis=1),
-                                             qs[:, adr[0::2]].sum(axis=1))
-        idx = np.nonzero(keep)[0]
-        at = np.concatenate([[0.0], total])
-        mus = np.concatenate([[0.0], (idx + 1.0) / steps])
-        poses = np.vstack([np.zeros(fixed.nq), qs[idx]])
-        grid = np.linspace(0.0, float(total.max()), rows)
-        block = np.zeros((rows, B_DATA + 2 * m * m + m * N_U))
-        block[:, B_A], block[:, B_DIR], block[:, B_ROWS] = grid, own, rows
-        for r, big_a in enumerate(grid):
-            mu = float(np.interp(big_a, at, mus))
-            q0 = np.array([np.interp(big_a, at, poses[:, c]) for c in range(fixed.nq)])
-            ctrl = np.zeros(lin.nu)
-            ctrl[tendon_actuators] = tensions(mu, beta)
-            aq, av, bg, mass, qw = _linearised(lin, dl, q0, ctrl, h)
-            mh = mass[ix]
-            pmp = phi.T @ mh @ phi
-            w = np.linalg.solve(pmp, phi.T @ mh)
-            rbg = np.zeros((m, N_U))
-            rbg[:, 0:2] = w @ bg[dof]
-            rbg[:, 2:4] = np.linalg.solve(pmp, phi.T @ qw[dof])
-            block[r, B_DATA:] = np.concatenate([(w @ aq[ix] @ phi).ravel(),
-                                                (w @ av[ix] @ phi).ravel(), rbg.ravel()])
-        ramps.append((own, block))
-    ramps.sort(key=lambda r: r[0])
-    return np.concatenate([b for _, b in ramps])
-
-
-def bent_filter_table(bent: np.ndarray, phi: np.ndarray, cfg: ArmImuConfig, n_imu: int,
-                      period: float, n_base: int = 2) -> np.ndarray:
-    """``bent`` (:func:`bent_swing_table`) with each row's discrete blocks appended: the
-    :func:`filter_arrays` of its A_q, A_v, B over the filter period T (s), restricted to the
-    swing modes' states (eta, eta') (2 M): F, G, Q (row-major), for :func:`bent_model`."""
-    m = phi.shape[1]
-    nc = n_base + m
-    sel = np.concatenate([np.arange(n_base, nc), np.arange(nc + n_base, 2 * nc)])
-    out = []
-    for row in bent:
-        o = B_DATA
-        aq = row[o:o + m * m].reshape(m, m)
-        av = row[o + m * m:o + 2 * m * m].reshape(m, m)
-        bg = row[o + 2 * m * m:o + 2 * m * m + m * N_U].reshape(m, N_U)
-        f, g, q, _, _ = filter_arrays(phi, aq, av, bg, cfg, n_imu, period, n_base)
-        out.append(np.concatenate([row, f[np.ix_(sel, sel)].ravel(), g[sel].ravel(),
-                                   q[np.ix_(sel, sel)].ravel()]))
-    return np.array(out)
-
-
 def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, period: float,
                   r0: np.ndarray, gravity: float, align_steps: int = 0, n_base: int = 2,
-                  n_tendons: int = 3) -> np.ndarray:
+                  n_tendons: int = 3, align_swing: float = ALIGN_SWING,
+                  align_rate: float = ALIGN_RATE) -> np.ndarray:
     """The filter's scalar parameters (N_AF,) (layout F_*): the measurement variances per
     sample are the sensors' own white noise (density^2 / T), with the accelerometer's model
     error ``accel_model`` added (the biases are states); ``align_steps`` the alignment
-    window's physics steps (:func:`still`)."""
+    window's physics steps (:func:`still`), ``align_swing`` (rad) and ``align_rate`` (rad/s)
+    the standard deviations its still-arm pseudo-measurements pin the swing modes and the
+    shape rates to (``sensing.align_swing``, ``sensing.align_rate``)."""
     out = np.zeros(N_AF)
     out[F_NL], out[F_M], out[F_NI], out[F_DT] = n_links, 2 * cfg.modes, n_imu, period
     out[F_RENC] = max(enc_var, 1e-12) + cfg.length_model ** 2
@@ -396,7 +305,7 @@ def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, p
     out[F_G] = gravity
     out[F_GATE] = cfg.gate
     out[F_ALIGN] = align_steps
-    out[F_RSV], out[F_RSE] = ALIGN_RATE ** 2, ALIGN_SWING ** 2
+    out[F_RSV], out[F_RSE] = align_rate ** 2, align_swing ** 2
     out[F_RENC0] = max(enc_var, 1e-12)
     out[F_NB], out[F_NT] = n_base, n_tendons
     return out
@@ -405,60 +314,6 @@ def scalar_params(cfg: ArmImuConfig, enc_var: float, n_links: int, n_imu: int, p
 # --------------------------------------------------------------------------------------------
 # Per step
 # --------------------------------------------------------------------------------------------
-
-
-@register_jitable
-def _bent_ramp(bt, j: int, rows: int, big_a: float, wt: float, blk) -> None:  # noqa: ANN001
-    """Adds ``wt`` times ramp j's row data at the total bend ``big_a`` (rad) to ``blk``: linear
-    in the ramp's uniform grid of A, held at its ends (a stiffness is not extrapolated)."""
-    r0 = j * rows
-    step = bt[r0 + 1, B_A] - bt[r0, B_A]
-    u = min(max((big_a - bt[r0, B_A]) / step, 0.0), rows - 1.0)
-    i = min(int(math.floor(u)), rows - 2)
-    f = u - i
-    for c in range(blk.shape[0]):
-        lo, hi = bt[r0 + i, B_DATA + c], bt[r0 + i + 1, B_DATA + c]
-        blk[c] += wt * (lo + f * (hi - lo))
-
-
-@register_jitable
-def bent_model(bt, ax: float, ay: float, nb: int, fm, gm, qm, cdd, blk) -> None:  # noqa: ANN001
-    """The swing modes' dynamics at the bend vector (a_x, a_y) (rad) from a
-    :func:`bent_filter_table` ``bt``, into the swing modes' rows and columns of the filter's F
-    (n_x, n_x), G (n_x, N_U), Q (n_x, n_x) and model accelerations ``cdd`` (n_c, n_x + N_U)
-    (the rest of them, the bend coordinates' and the biases', is the bend's own and left as
-    it is; ``nb`` the quasi-static coordinates before the modes). Blended linearly in the
-    direction between the two ramps whose own directions bracket the bend's (as
-    :func:`quadarm.sensing.shape.hinges` reads a direction table), each linear in the total
-    bend and held beyond its ends; at no bend every ramp's row 0, the hanging chain's.
-    ``blk`` (row width - B_DATA,) scratch."""
-    rows = int(bt[0, B_ROWS])
-    for c in range(blk.shape[0]):
-        blk[c] = 0.0
-    big_a = math.sqrt(ax * ax + ay * ay)
-    j1, j2, w = shape.bracket(bt, B_DIR, rows, math.atan2(ay, ax))
-    _bent_ramp(bt, j1, rows, big_a, 1.0 - w, blk)
-    _bent_ramp(bt, j2, rows, big_a, w, blk)
-    m = cdd.shape[0] - nb
-    nc, nx = cdd.shape[0], fm.shape[0]
-    o_av, o_bg = m * m, 2 * m * m
-    o_f = 2 * m * m + m * N_U
-    o_g = o_f + 4 * m * m
-    o_q = o_g + 2 * m * N_U
-    for r in range(m):
-        for c in range(m):
-            cdd[nb + r, nb + c] = blk[r * m + c]
-            cdd[nb + r, nc + nb + c] = blk[o_av + r * m + c]
-        for c in range(N_U):
-            cdd[nb + r, nx + c] = blk[o_bg + r * N_U + c]
-    for r in range(2 * m):
-        sr = nb + r if r < m else nc + nb + r - m
-        for c in range(2 * m):
-            sc = nb + c if c < m else nc + nb + c - m
-            fm[sr, sc] = blk[o_f + r * 2 * m + c]
-            qm[sr, sc] = blk[o_q + r * 2 * m + c]
-        for c in range(N_U):
-            gm[sr, c] = blk[o_g + r * N_U + c]
 
 
 @register_jitable
@@ -954,25 +809,35 @@ def across_nees(out, est, true) -> None:  # noqa: ANN001
 # estimated bend |a| (rad, the quasi-static coordinates' norm); the estimated hinges' largest
 # |theta| over their joint limit (0: unlimited); the vehicle's body rate |w_B| (rad/s); the
 # lateral apparent gravity |dg| (m/s^2) and the vehicle's angular acceleration |dw| (rad/s^2),
-# the filter's inputs; the swing modes' |eta| (rad); the shape rates' |c'| (rad/s).
-N_MEF = 8
-MEF_NAMES = ("one", "bend", "limit", "rate", "dg", "dw", "swing", "shape_rate")
+# the filter's inputs; the swing modes' |eta| (rad); the shape rates' |c'| (rad/s); the
+# filter's own accelerometer-bias standard deviation against the datasheet's turn-on spread,
+# ln(sqrt(mean_k P_bk) / accel_bias) (0 at turn-on, negative as the biases are learned: the
+# turn-on bias reads as the arm's tilt, an error no other feature sees); 1 inside the
+# alignment window (sensing.align_s), where the still-arm pinning is the filter's model, else 0.
+# A table without the last two (fitted before them) has coefficient 0 on them: the same numbers.
+N_MEF = 10
+MEF_NAMES = ("one", "bend", "limit", "rate", "dg", "dw", "swing", "shape_rate", "accel_bias",
+             "window")
 # The parameter vector ``me`` (N_ME,): on (1.0) or off (0.0), L (m), the hinges' joint limit
-# (rad, 0: none), then the coefficients of ln(var / L^2) of the two terms over the features:
-# isotropic across the arm (ME_A), along the bending plane's across-arm direction (ME_B).
-ME_ON, ME_L, ME_LIM = 0, 1, 2
-ME_A = 3
+# (rad, 0: none), the arm accelerometers' turn-on bias spread (m/s^2, 0: no bias feature), then
+# the coefficients of ln(var / L^2) of the two terms over the features: isotropic across the
+# arm (ME_A), along the bending plane's across-arm direction (ME_B).
+ME_ON, ME_L, ME_LIM, ME_AB = 0, 1, 2, 3
+ME_A = 4
 ME_B = ME_A + N_MEF
 N_ME = ME_B + N_MEF
 ME_LOG_MAX = 10.0  # ln(var / L^2) is clipped here: no variance beyond e^5 L in std
 
 
 @register_jitable
-def me_features(x, th, wb, u, nb: int, nc: int, lim: float, f) -> None:  # noqa: ANN001
+def me_features(x, p, th, wb, u, nb: int, nc: int, lim: float, ab: float, still: bool,  # noqa: ANN001
+                f) -> None:  # noqa: ANN001
     """The model-error features (N_MEF,) into ``f`` from what the filter holds: its state ``x``
-    (n_x,), hinge angles ``th`` (2 N,) rad, the vehicle's body rate ``wb`` (3,) rad/s and the
-    inputs ``u`` (N_U,) (dg m/s^2, dw rad/s^2); ``nb`` quasi-static coordinates of ``nc``; the
-    hinges' joint limit ``lim`` (rad, 0: none)."""
+    (n_x,) and covariance ``p`` (n_x^2,), hinge angles ``th`` (2 N,) rad, the vehicle's body
+    rate ``wb`` (3,) rad/s and the inputs ``u`` (N_U,) (dg m/s^2, dw rad/s^2); ``nb``
+    quasi-static coordinates of ``nc``; the hinges' joint limit ``lim`` (rad, 0: none); the
+    accelerometers' turn-on bias spread ``ab`` (m/s^2, 0: the bias feature 0); ``still``:
+    inside the alignment window."""
     f[0] = 1.0
     s = 0.0
     for j in range(nb):
@@ -993,6 +858,16 @@ def me_features(x, th, wb, u, nb: int, nc: int, lim: float, f) -> None:  # noqa:
     for j in range(nc, 2 * nc):
         s += x[j] * x[j]
     f[7] = math.sqrt(s)
+    nx = x.shape[0]
+    n_imu = (nx - 2 * nc) // 6
+    s = 0.0
+    for k in range(n_imu):  # each arm IMU's accelerometer bias states, after its gyro's
+        for j in range(3):
+            o = 2 * nc + 6 * k + 3 + j
+            s += p[o * nx + o]
+    f[8] = 0.5 * math.log(s / (3 * n_imu) / (ab * ab)) if ab > 0.0 and n_imu > 0 and s > 0.0 \
+        else 0.0
+    f[9] = 1.0 if still else 0.0
 
 
 @register_jitable
@@ -1008,15 +883,17 @@ def me_variances(me, f) -> tuple[float, float]:  # noqa: ANN001
 
 
 @register_jitable
-def model_error(me, x, th, wb, u, nb: int, nc: int, est, true, out, f) -> None:  # noqa: ANN001
+def model_error(me, x, p, th, wb, u, nb: int, nc: int, still: bool, est, true, out,  # noqa: ANN001
+                f) -> None:  # noqa: ANN001
     """The reported tip covariance: the filter's ``out[0:6]`` (:func:`tip_stats`) plus the
     model error the filter cannot represent, Q = v_a (I - r r^T) + v_b w w^T (r the unit line
     from hinge 0 to the estimated tip ``est``, w = (I - r r^T) z the vertical across the arm,
     of length sin(tilt): the bending plane's across-arm direction, vanishing as the arm hangs;
-    v_a, v_b from :func:`me_variances` at :func:`me_features`), and the NEES against it
+    v_a, v_b from :func:`me_variances` at :func:`me_features` of the state ``x``, covariance
+    ``p``, ``still`` inside the alignment window), and the NEES against it
     (``out[6]``). Positive semi-definite by construction (v_a, v_b >= 0). The filter's gain
     and estimate do not see Q: only what it reports."""
-    me_features(x, th, wb, u, nb, nc, me[ME_LIM], f)
+    me_features(x, p, th, wb, u, nb, nc, me[ME_LIM], me[ME_AB], still, f)
     va, vb = me_variances(me, f)
     rn = math.sqrt(est[0] * est[0] + est[1] * est[1] + est[2] * est[2])
     r = (est[0] / rn, est[1] / rn, est[2] / rn)

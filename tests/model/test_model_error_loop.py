@@ -79,7 +79,8 @@ def test_a_table_for_another_setting_is_refused_naming_the_key(tmp_path) -> None
     table = _table(tmp_path, cfg_of(*SHORT), a_one=-9.0)
     for extra, why in (("sensing.arm_imu.modes=3", "sensing.arm_imu.modes=2"),
                        ("sensing.shape_table=direction", "sensing.shape_table=along"),
-                       ("arm.segments=10", "another arm")):
+                       ("arm.segments=10", "another arm"),
+                       ("sensing.align_s=0.5", "sensing.align_s=0,")):
         with pytest.raises(ConfigError) as err:
             cfg_of(*SHORT, f"sensing.arm_imu.model_error={table}", extra)
         msg = str(err.value)
@@ -130,6 +131,12 @@ def test_on_a_held_out_short_fast_flight_the_nees_falls_towards_2() -> None:
 
 @pytest.mark.parametrize("table, extra", [
     ("prb12_direction", ("sensing.shape_table=direction",)),
+    ("prb12_direction_bias", ("sensing.shape_table=direction",)),
+    ("prb12_direction_align3", ("sensing.shape_table=direction", "scenario.duration=4.0",
+                                "sensing.align_s=3.0")),
+    ("prb12_direction_align3_swing", ("sensing.shape_table=direction", "scenario.duration=4.0",
+                                      "sensing.align_s=3.0", "sensing.align_swing=0.02",
+                                      "sensing.align_rate=0.08")),
     ("ftdcr_v4_calibrated", ("arm=ftdcr_v4_calibrated",))])
 def test_each_shipped_table_is_accepted_for_what_it_was_fitted(table: str, extra: tuple) -> None:
     cfg = cfg_of(*SHORT, *extra, f"sensing.arm_imu.model_error={table}")
@@ -137,3 +144,11 @@ def test_each_shipped_table_is_accepted_for_what_it_was_fitted(table: str, extra
     with pytest.raises(ConfigError):  # and not for the other arm
         other = ("arm=ftdcr_v4_calibrated",) if table.startswith("prb12") else ()
         cfg_of(*SHORT, *other, f"sensing.arm_imu.model_error={table}")
+    if table.startswith("prb12"):  # nor with the other alignment window, in one line
+        win = "sensing.align_s=3.0" in extra
+        flip = [e for e in extra if not e.startswith("sensing.align_s")] + (
+            [] if win else ["scenario.duration=4.0", "sensing.align_s=3.0"])
+        with pytest.raises(ConfigError) as err:
+            cfg_of(*SHORT, *flip, f"sensing.arm_imu.model_error={table}")
+        msg = str(err.value)
+        assert f"it was fitted with sensing.align_s={3 if win else 0}," in msg and "\n" not in msg

@@ -21,6 +21,7 @@ L = 0.48
 def _me(rng: np.random.Generator) -> np.ndarray:
     me = np.zeros(armfilter.N_ME)
     me[armfilter.ME_ON], me[armfilter.ME_L], me[armfilter.ME_LIM] = 1.0, L, 0.6
+    me[armfilter.ME_AB] = 0.2
     me[armfilter.ME_A] = -10.0
     me[armfilter.ME_B] = -9.0
     me[armfilter.ME_A + 1:armfilter.ME_B] = rng.normal(0.0, 0.5, armfilter.N_MEF - 1)
@@ -52,7 +53,9 @@ def test_the_model_error_is_positive_semi_definite_and_across_the_arm() -> None:
         me = _me(rng)
         x, th, wb, u, est = _state(rng)
         out = np.zeros(armfilter.N_TIPLOG)
-        armfilter.model_error(me, x, th, wb, u, 2, 6, est, est + 0.01, out, f)
+        p = np.diag(rng.uniform(1e-4, 1e-2, 24)).ravel()
+        armfilter.model_error(me, x, p, th, wb, u, 2, 6, bool(rng.integers(2)), est, est + 0.01,
+                              out, f)
         q = _cov(out)
         lam = np.linalg.eigvalsh(q)
         assert lam.min() >= -1e-12 * lam.max()
@@ -80,7 +83,7 @@ def test_errors_drawn_from_the_reported_covariance_give_chi_square_2() -> None:
         out = np.zeros(armfilter.N_TIPLOG)
         armfilter.tip_stats(p, tipc, nc, est, est, out)
         s = _cov(out)
-        armfilter.model_error(me, x, th, wb, u, 2, nc, est, est, out, fbuf)
+        armfilter.model_error(me, x, p, th, wb, u, 2, nc, False, est, est, out, fbuf)
         c = _cov(out)
         assert np.all(np.linalg.eigvalsh(c - s) >= -1e-15)
         e = rng.multivariate_normal(np.zeros(3), c)
@@ -90,12 +93,63 @@ def test_errors_drawn_from_the_reported_covariance_give_chi_square_2() -> None:
     assert np.mean(nees) == pytest.approx(2.0, abs=0.15)
 
 
+def test_the_bias_feature_is_the_filters_own_accelerometer_bias_spread() -> None:
+    # The feature reads the filter's covariance of its accelerometer-bias states (each arm
+    # IMU's last three, after its gyro's: armfilter.filter_arrays' layout) against the
+    # datasheet's turn-on spread: 0 at turn-on (P = the spread squared), ln 0.1 with the
+    # variances at 1 % of it, blind to the gyro biases; the window's flag is its own.
+    rng = np.random.default_rng(4)
+    nc, ab = 6, 0.196
+    x, th, wb, u, _ = _state(rng, nc)
+    nx = x.shape[0]
+    f = np.zeros(armfilter.N_MEF)
+    ib = armfilter.MEF_NAMES.index("accel_bias")
+    iw = armfilter.MEF_NAMES.index("window")
+    for scale, want in ((1.0, 0.0), (0.01, math.log(0.1))):
+        for still in (False, True):
+            d = rng.uniform(1e-6, 1e-2, nx)  # the shape states and the gyro biases: any
+            for k in range(2):
+                d[2 * nc + 6 * k + 3:2 * nc + 6 * k + 6] = scale * ab ** 2
+            armfilter.me_features(x, np.diag(d).ravel(), th, wb, u, 2, nc, 0.6, ab, still, f)
+            assert f[ib] == pytest.approx(want, abs=1e-12)
+            assert f[iw] == (1.0 if still else 0.0)
+    # the mean over the IMUs' six variances, not one IMU's
+    d = np.ones(nx)
+    d[2 * nc + 3:2 * nc + 6], d[2 * nc + 9:2 * nc + 12] = 1e-4, 3e-4
+    armfilter.me_features(x, np.diag(d).ravel(), th, wb, u, 2, nc, 0.6, 0.01, False, f)
+    assert f[ib] == pytest.approx(0.5 * math.log(2e-4 / 1e-4), rel=1e-12)
+
+
+def test_a_table_without_the_new_features_gives_the_same_numbers() -> None:
+    # The shipped prb12_direction was fitted before the bias and window features: its vector
+    # has 0 on them, and its reported covariance does not move with the filter's bias
+    # covariance or the window, bit for bit.
+    me = modelerror.vector(modelerror.load("prb12_direction"))
+    assert me[armfilter.ME_A + armfilter.MEF_NAMES.index("accel_bias")] == 0.0
+    assert me[armfilter.ME_B + armfilter.MEF_NAMES.index("window")] == 0.0
+    rng = np.random.default_rng(5)
+    f = np.zeros(armfilter.N_MEF)
+    for _ in range(50):
+        x, th, wb, u, est = _state(rng)
+        outs = []
+        for still in (False, True):
+            p = np.diag(rng.uniform(1e-8, 1.0, x.shape[0])).ravel()
+            out = np.zeros(armfilter.N_TIPLOG)
+            out[0] = out[1] = out[2] = 1e-6
+            armfilter.model_error(me, x, p, th, wb, u, 2, 6, still, est, est + 0.003, out, f)
+            outs.append(out)
+        assert np.array_equal(outs[0], outs[1])
+
+
 def _synthetic(seed: int, n: int = 20000) -> tuple[np.ndarray, ...]:
     """A seeded calibration set from a known model: features, filter covariances, the
     bending-plane direction, errors drawn from S + Q."""
     rng = np.random.default_rng(seed)
     f = np.ones((n, armfilter.N_MEF))
     f[:, 1:] = np.abs(rng.normal(0.0, 1.0, (n, armfilter.N_MEF - 1)))
+    # the bias feature a log-ratio <= 0, the window's a 0/1 flag (armfilter.me_features)
+    f[:, armfilter.MEF_NAMES.index("accel_bias")] = -rng.uniform(0.0, 3.0, n)
+    f[:, armfilter.MEF_NAMES.index("window")] = rng.uniform(size=n) < 0.5
     true = np.zeros(2 * armfilter.N_MEF)
     true[0], true[1], true[3] = -9.0, 0.8, -0.5
     true[armfilter.N_MEF], true[armfilter.N_MEF + 2] = -9.5, 1.0
