@@ -107,6 +107,10 @@ class WorldPayload:
     mass: float = 0.08  # kg
     offset: list[float] = field(default_factory=lambda: [0.0, 0.0])  # m
     grasp_timeconst: float = 0.0  # s; 0: MuJoCo's default (0.02 s)
+    # With MuJoCo's default weld (grasp_timeconst 0): at the grasp, linearise the physics
+    # step and halve the weld's time constant, down to two steps, while it has a growing mode
+    # (quadarm.model.world.steady_weld). A weld whose step does not grow is left as it is.
+    grasp_check: bool = True
 
     def check(self, objects: list[WorldObject], names: list[str]) -> None:
         """Range checks (keys ``payload.*``) against the world's ``objects`` and their
