@@ -5,7 +5,8 @@ bend, the cube level), so on the place the cube's attitude is R_l R_g^T, R_l the
 at the *loaded* arm's equilibrium (the payload's mass welded where the grasp welds it,
 :func:`quadarm.control.tipspace.loaded`) for the lowering leg's bend. Its tilt is the angle
 between the vertical and the nearest of its face normals. No flight: the plan's rows and two
-fixed-base equilibria per plan.
+fixed-base equilibria per plan. Last, the closed form from the loaded maps that the unset
+``scenario.keep_grasp_bend`` decides by (:func:`quadarm.scenarios.pick_place.carried_tilt`).
 
     .venv/bin/python research/grasp_bend_tilt.py arm=ftdcr_v4_calibrated
     .venv/bin/python research/grasp_bend_tilt.py arm=prb12
@@ -75,6 +76,11 @@ def main(over: list[str]) -> None:
               f"lowering bend mu={mu:.3f} beta={beta:.3f}; cube tilt at the grasp's bend "
               f"loaded {tilt_deg(r_lift @ r_g.T):.1f} deg, on the place "
               f"{tilt_deg(r_l @ r_g.T):.1f} deg", flush=True)
+    # The closed form the unset key decides by (pick_place.keeps_grasp_bend), from the maps.
+    free, kept = pick_place.predicted_tilts(free_cfg := load_unchecked(base), targets)
+    print(f"{over} closed form from the loaded maps: split {math.degrees(free):.1f} deg, held "
+          f"{math.degrees(kept):.1f} deg; the unset key resolves to "
+          f"{pick_place.keeps_grasp_bend(free_cfg, targets)}", flush=True)
 
 
 if __name__ == "__main__":

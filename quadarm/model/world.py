@@ -34,6 +34,7 @@ outputs only: the dynamics are those of the model without them.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import mujoco
@@ -281,12 +282,24 @@ def mount_force(obj: WorldObject, displacement: float) -> float:
 
 
 def capture(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload, radius: float,
-            offset: np.ndarray) -> bool:
+            offset: np.ndarray, weld_floor: float = 0.0) -> bool:
     """Grasp the payload (:func:`quadarm.model.payload.grasp`: its current relative pose
     written into the weld, then the weld on) if it is not held yet and the tip site is within
     ``radius`` (m) of its grasp point, its centre plus ``offset`` (m, (3,), world). Returns
-    whether it is held afterwards. The poses are those of ``qpos`` (``mj_kinematics``)."""
+    whether it is held afterwards. The poses are those of ``qpos`` (``mj_kinematics``).
+    ``weld_floor`` > 0 (s): at the next try after the grasp (the closed loop has then flown
+    the weld and taken up the object's weight, as the weight feed-forward tells the hub),
+    :func:`steady_weld` checks the weld's step at that state and stiffens it, not below
+    ``weld_floor``, if the step grows; 0: the weld as built, never checked.
+
+    Why not at the grasp itself: there the object still rests on its stand and the arm's
+    commands are those of the unloaded arm; the calibrated v4 arm's weld mode does not grow
+    there, even with the commands held for 100 steps, but it does 10 ms later in the loop
+    (docs/tipspace.md, "The grasp weld")."""
     if holding(data, payload):
+        if id(data) in _UNCHECKED:  # the first try after the grasp: the loop has flown it
+            _UNCHECKED.discard(id(data))
+            steady_weld(model, data, payload, weld_floor)
         return True
     mujoco.mj_kinematics(model, data)
     tip = data.site_xpos[model.site(names.TIP_SITE).id]
@@ -294,4 +307,57 @@ def capture(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload, radius
     if float(np.linalg.norm(tip - point)) > radius:
         return False
     grasp(model, data, payload)
+    if weld_floor > 0.0:
+        _UNCHECKED.add(id(data))
     return True
+
+
+# The trials (their MjData's id) whose weld a capture closed and whose next capture try is to
+# check it (steady_weld). A trial is one MjData; a stale id (a trial that ended before its
+# next try) is harmless: a new MjData at that address holds nothing until its own grasp, which
+# adds its id again.
+_UNCHECKED: set[int] = set()
+
+
+WELD_FD_EPS = 1e-6  # the finite-difference perturbation of mjd_transitionFD (its own units)
+
+
+def step_growth(model: mujoco.MjModel, data: mujoco.MjData, settle: int = 0) -> float:
+    """The largest modulus of the oscillatory eigenvalues of one physics step's transition
+    (``mjd_transitionFD``, centred differences) at ``data``'s state, its commands held (after
+    ``settle`` more steps so held), on a copy (``data`` is not changed). Above 1: a mode that
+    grows by that factor every step. The real eigenvalues are left out: they are the free
+    vehicle's and the resting contacts' drifts, which the closed loop holds, not a ringing
+    the step makes. A dimensionless ratio per ``model.opt.timestep``."""
+    d = copy.copy(data)
+    for _ in range(settle):
+        mujoco.mj_step(model, d)
+    nx = 2 * model.nv + model.na
+    a = np.zeros((nx, nx))
+    mujoco.mjd_transitionFD(model, d, WELD_FD_EPS, 1, a, None, None, None)
+    ev = np.linalg.eigvals(a)
+    osc = ev[np.abs(np.angle(ev)) > 1e-3]
+    return float(np.abs(osc).max()) if len(osc) else 0.0
+
+
+def steady_weld(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload,
+                floor: float) -> float:
+    """Make the just-closed grasp weld one the physics step holds without ringing up: while
+    one step's transition at this state (:func:`step_growth`) has a growing oscillatory mode,
+    halve the weld's time constant (``model.eq_solref``, damping ratio kept), down to
+    ``floor`` (s, MuJoCo's own lower bound is two physics steps), which is taken unchecked.
+    Returns the time constant (s) left in the model; a weld whose step does not grow is left
+    exactly as it was (the model's arrays are not written).
+
+    Why (docs/tipspace.md, "The grasp weld"): MuJoCo sizes the weld's regulariser from the
+    bodies' inverse weights at the reference pose (``body_invweight0``, the straight arm).
+    Across a bent, light arm the weld rows' true inverse inertia is many times that, the weld
+    acts as a hard constraint, and its reference dynamics, stepped explicitly against the
+    distal links, grow; a stiffer weld moves them up to where the step damps them. Whether it
+    grows is decided by the step itself, at the state it is closed in, not by a ratio."""
+    w = payload.weld
+    tc = float(model.eq_solref[w, 0])
+    while tc > floor and step_growth(model, data) > 1.0:
+        tc = max(floor, 0.5 * tc)
+        model.eq_solref[w, 0] = tc
+    return tc

@@ -179,8 +179,9 @@ def trial_id(cfg: Config) -> str:
     group stay the same; so is ``world.payload`` when there is none (before the option), and
     so are the later keys at their defaults (``arm.servo``, ``arm.bend_travel_mm``,
     ``sim.jacobian``, ``sim.contact``, ``world.payload.grasp_timeconst``,
-    ``scenario.keep_grasp_bend``, ``scenario.start_shape``, ``sensing.shape_table``,
-    ``sensing.arm_imu.model_error``...)."""
+    ``world.payload.grasp_check``, ``scenario.keep_grasp_bend`` (unset: hashed as what it
+    resolves to, :func:`quadarm.scenarios.pick_place.resolved_keep`),
+    ``scenario.start_shape``, ``sensing.shape_table``, ``sensing.arm_imu.model_error``...)."""
     skip = ("runner.", "tune.") + (("sensing.",) if cfg.sensing.exact else ())
     if not cfg.sensing.arm_imus:  # no arm IMUs (before sensing.arm_imu): the same ids
         skip += ("sensing.arm_imu.",)
@@ -197,8 +198,17 @@ def trial_id(cfg: Config) -> str:
             and not (k == "sensing.shape_table" and v == "along")
             and not (k == "sensing.arm_imu.model_error" and v == "none")
             and not (k == "world.payload.grasp_timeconst" and v == 0.0)
-            and not (k == "scenario.keep_grasp_bend" and v is False)
+            and not (k == "scenario.keep_grasp_bend" and v in (False, None))
+            and not (k == "world.payload.grasp_check" and v is True)
             and not (k == "scenario.start_shape" and v == "straight")}
+    if cfg.scenario.kind == "pick_place" and cfg.world.payload is not None \
+            and getattr(cfg.scenario, "keep_grasp_bend", False) is None:
+        # Unset: hashed as what it resolves to (false is left out, as before), so that a trial
+        # that keeps the bend has the id of one that sets it, and never that of one that does not.
+        from quadarm.scenarios.pick_place import resolved_keep
+
+        if resolved_keep(cfg):
+            flat["scenario.keep_grasp_bend"] = True
     if isinstance(flat.get("arm.sections"), str):
         flat["arm.sections"] = _sections_before_their_new_keys(flat["arm.sections"])
     if cfg.scenario.kind == "replay":  # the log is the trial's input: its bytes, not its name

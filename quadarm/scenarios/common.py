@@ -55,6 +55,9 @@ class Plan:
     events: tuple[tuple[int, str], ...] = ()
     capture_radius: float = 0.0
     grasp_offset: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    # > 0: a capture checks the closed weld's step and stiffens it down to this time constant
+    # (s) if it grows (quadarm.model.world.steady_weld); 0: the weld as built.
+    weld_floor: float = 0.0
     bend: np.ndarray | None = None
     bend_mu_max: float = 1.0
     yaw: np.ndarray | None = None  # (n + 1,) rad: the heading reference (None: the law's own)

@@ -29,6 +29,9 @@ without a grasp); ``hub_travel_cm``.
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import numpy as np
 
 from quadarm.config import Config, ConfigError, PickPlaceScenario
@@ -112,18 +115,23 @@ def leg_plans(cfg: Config, targets: np.ndarray) -> tuple[np.ndarray, list[TipMap
     level, at rest; and per leg the map of the tip the plan expects there. With
     ``scenario.plan_loaded`` the legs that carry the object split for the object's centre
     (the tip waypoint less the grasp offset) on the loaded arm's map (:func:`carry_maps`),
-    otherwise every leg splits for the tip on the unloaded arm's map. With
-    ``scenario.keep_grasp_bend`` every leg after the grasp (lift, carry, lower, back off)
+    otherwise every leg splits for the tip on the unloaded arm's map. When the grasp's bend is
+    kept (:func:`keeps_grasp_bend`) every leg after the grasp (lift, carry, lower, back off)
     keeps the grasp's bend, the hub moving the tip (:func:`held_row`): the tip, and with it
     the welded object, keeps the attitude it had at the grasp, so the object comes down on the
     place as it sat on its stand."""
+    return _leg_plans(cfg, targets, keeps_grasp_bend(cfg, targets))
+
+
+def _leg_plans(cfg: Config, targets: np.ndarray,
+               keep: bool) -> tuple[np.ndarray, list[TipMap]]:
+    """:func:`leg_plans` with the grasp's bend kept (``keep``) or not."""
     sc: PickPlaceScenario = cfg.scenario
     tm = the_map(cfg)
     home = np.array([0.0, 0.0, sc.altitude])
     rows: list[np.ndarray] = []
     maps = [tm] * len(targets)
     hub, carry = home, None
-    keep = sc.keep_grasp_bend and cfg.control.tip_mode != "arm"  # arm mode: refused
     for j, target in enumerate(targets):
         ref = home if cfg.control.tip_mode == "arm" else hub
         if CARRYING[j] and sc.plan_loaded:
@@ -141,9 +149,96 @@ def leg_plans(cfg: Config, targets: np.ndarray) -> tuple[np.ndarray, list[TipMap
     return np.array(rows), maps
 
 
+LOWER = 4  # the leg that ends with the object on the place
+
+
+def carried_tilt(carry: tuple[TipMap, TipMap], mu: float, beta: float) -> float:
+    """The carried cube's tilt (rad) while the loaded arm holds the bend (mu, beta rad): the
+    angle between the vertical and the nearest of its face normals, as it would meet a flat
+    place.
+
+    The weld fixes the cube to the tip as it sat at the grasp, level, its centre straight below
+    the tip ball's (:func:`carry_maps`); the tip and the cube then turn together, so the axis
+    that was vertical stays along the tip-to-centre line, whose direction the loaded arm's two
+    maps give at any bend (``carry``: the cube's centre and the tip). The turn is taken as the
+    one about a horizontal axis that brings the vertical onto that line (a continuum arm bends,
+    it does not twist), applied to the cube's three face normals, which were the world's axes
+    at the grasp. A closed form of the loaded arm's tip attitude relative to the grasp's,
+    R_l R_g^T (research/grasp_bend_tilt.py solves the two equilibria instead)."""
+    v = carry[0].tip(mu, beta) - carry[1].tip(mu, beta)
+    v = v / np.linalg.norm(v)
+    down = np.array([0.0, 0.0, -1.0])
+    axis = np.cross(down, v)
+    s, c = float(np.linalg.norm(axis)), float(down @ v)
+    k = axis / s if s > 1e-12 else np.zeros(3)
+    kx = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    rot = np.eye(3) + s * kx + (1.0 - c) * kx @ kx  # Rodrigues: the turn by acos(c) about k
+    return float(np.arccos(min(1.0, float(np.abs(rot[2]).max()))))
+
+
+def predicted_tilts(cfg: Config, targets: np.ndarray) -> tuple[float, float]:
+    """The object's tilt on the place (rad) predicted from the loaded arm's statics
+    (:func:`carried_tilt` at the lowering leg's bend) for the plan with every leg split on its
+    own and for the plan that keeps the grasp's bend: (free, kept). No flight."""
+    rows, _ = _leg_plans(cfg, targets, False)
+    carry = carry_maps(cfg, rows[GRASP])
+    free = carried_tilt(carry, float(rows[LOWER, 3]), float(rows[LOWER, 4]))
+    kept = carried_tilt(carry, float(rows[GRASP, 3]), float(rows[GRASP, 4]))
+    return free, kept
+
+
+def keeps_grasp_bend(cfg: Config, targets: np.ndarray) -> bool:
+    """Whether the plan keeps the grasp's bend after the grasp: ``scenario.keep_grasp_bend``
+    when set; left unset (null, the default), when that plan's predicted tilt of the object
+    on the place is the smaller (:func:`predicted_tilts`): the cube is put down nearer
+    flat, so it does not fall over its edge away from the place; never for a ball (nothing
+    to tilt), nor in ``arm`` mode (the hub holds; a set key is refused there)."""
+    sc: PickPlaceScenario = cfg.scenario
+    if cfg.control.tip_mode == "arm":
+        return False
+    if sc.keep_grasp_bend is not None:
+        return bool(sc.keep_grasp_bend)
+    if cfg.world.payload is None or cfg.world.payload.shape != "box":
+        return False  # a ball has no face to land on: no tilt to choose by
+    free, kept = predicted_tilts(cfg, targets)
+    return kept < free
+
+
+_RESOLVED: dict[str, bool] = {}  # resolved_keep's answers, by the config's JSON
+
+
+def resolved_keep(cfg: Config) -> bool:
+    """:func:`keeps_grasp_bend` for the object resting on its stand at its resting height
+    (the plan's), without a built trial: what an unset ``scenario.keep_grasp_bend`` resolves
+    to, for the trial id. Cached per config in this process (the maps are cached on disk)."""
+    if cfg.scenario.keep_grasp_bend is not None or cfg.control.tip_mode == "arm":
+        return keeps_grasp_bend(cfg, np.zeros((6, 3)))
+    blob = json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str)
+    if blob not in _RESOLVED:
+        from quadarm.model import build
+        from quadarm.model.world import rest_height, resting_point
+
+        centre = resting_point(cfg.world)
+        centre[2] = rest_height(build(cfg.airframe, cfg.arm, cfg.sim,
+                                      start=(0.0, 0.0, cfg.scenario.altitude),
+                                      world=cfg.world).model)
+        _RESOLVED[blob] = keeps_grasp_bend(cfg, waypoints(cfg, centre))
+    return _RESOLVED[blob]
+
+
 def splits(cfg: Config, targets: np.ndarray) -> np.ndarray:
     """The split law's rows (6, 7) of :func:`leg_plans`."""
     return leg_plans(cfg, targets)[0]
+
+
+def weld_floor(cfg: Config) -> float:
+    """The plan's ``weld_floor`` (s): with MuJoCo's default weld (``world.payload``'s
+    ``grasp_timeconst`` 0) and ``grasp_check``, two physics steps, the stiffest weld MuJoCo
+    resolves, down to which the capture stiffens a weld whose step grows
+    (:func:`quadarm.model.world.steady_weld`); 0 otherwise (the weld as built)."""
+    pl = cfg.world.payload
+    assert pl is not None  # a pick_place config has one (Config._check_pick_place)
+    return 2.0 * cfg.sim.timestep if pl.grasp_check and pl.grasp_timeconst == 0.0 else 0.0
 
 
 def _starts(sc: PickPlaceScenario) -> np.ndarray:
@@ -201,7 +296,8 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
                    for i, name in enumerate(LEGS)})
     return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, built, mu, beta),
                 phases=phases, tip=tip, events=events, capture_radius=sc.capture_radius,
-                grasp_offset=(0.0, 0.0, float(grasp_offset(cfg)[2])))
+                grasp_offset=(0.0, 0.0, float(grasp_offset(cfg)[2])),
+                weld_floor=weld_floor(cfg))
 
 
 def grasp_sample(plan: Plan, log: Log, qpos_adr: int) -> tuple[int | None, float]:

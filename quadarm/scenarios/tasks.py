@@ -85,7 +85,7 @@ def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, what: str, plan: Plan) -
     if what == "grasp":
         payload.take(m, d, pl)
     elif what == "capture":
-        capture(m, d, pl, plan.capture_radius, np.asarray(plan.grasp_offset))
+        capture(m, d, pl, plan.capture_radius, np.asarray(plan.grasp_offset), plan.weld_floor)
     else:
         payload.release(d, pl)
 

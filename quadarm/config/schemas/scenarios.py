@@ -523,8 +523,10 @@ class PickPlaceScenario(ScenarioConfig):
     # Hold the grasp's bend from the grasp until the tip has backed off from the place, the
     # hub carrying the tip (coordinated mode): the weld holds the object at the tip's attitude,
     # so the object then reaches the place at the attitude it was picked at (flat) rather than
-    # tilted by a bend the other way. False: every leg split on its own, as before.
-    keep_grasp_bend: bool = False
+    # tilted by a bend the other way. False: every leg split on its own, as before. Null (the
+    # default): whichever of the two puts the object down less tilted by the loaded arm's
+    # statics (quadarm.scenarios.pick_place.keeps_grasp_bend).
+    keep_grasp_bend: Optional[bool] = None  # noqa: UP045
 
     @property
     def kind(self) -> str:

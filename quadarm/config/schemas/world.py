@@ -93,13 +93,15 @@ class WorldPayload:
     weight with no acceleration (:func:`quadarm.model.world.rest_height`), not a drop.
 
     ``grasp_timeconst`` (s): the time constant of the grasp weld's soft constraint (MuJoCo's
-    ``solref``, damping ratio 1); 0 keeps MuJoCo's default, 0.02 s. MuJoCo scales a weld's
-    stiffness by the inverse inertia of the bodies it joins at the model's reference pose:
-    against a tip whose effective mass is a few grams (the calibrated v4 arm's: 3.8 g, prb12's
-    36 g) the default weld holds an 80 g object like a spring of some 20 N/m, which sags by
-    centimetres and, at the 2 ms step, rings up until the trial diverges (docs/tipspace.md,
-    "The grasp weld"). A shorter time constant stiffens it; MuJoCo asks for at least two
-    physics steps."""
+    ``solref``, damping ratio 1); 0 keeps MuJoCo's default, 0.02 s. MuJoCo sizes a weld's
+    regulariser from the inverse inertia of the bodies it joins at the model's reference pose;
+    across the bent calibrated v4 arm the true inverse inertia is 24 times that, the weld acts
+    as a hard constraint and, at the 2 ms step, its mode rings up until the trial diverges
+    (docs/tipspace.md, "The grasp weld"). A shorter time constant removes it; MuJoCo asks for
+    at least two physics steps. ``grasp_check`` (with ``grasp_timeconst`` 0): the step is
+    linearised 10 ms after the grasp and the weld's time constant halved, down to two steps,
+    while it grows (:func:`quadarm.model.world.steady_weld`); a weld that does not grow, as
+    prb12's, is left as built."""
 
     stand: str = ""
     shape: str = "box"
@@ -107,6 +109,10 @@ class WorldPayload:
     mass: float = 0.08  # kg
     offset: list[float] = field(default_factory=lambda: [0.0, 0.0])  # m
     grasp_timeconst: float = 0.0  # s; 0: MuJoCo's default (0.02 s)
+    # With MuJoCo's default weld (grasp_timeconst 0): at the grasp, linearise the physics
+    # step and halve the weld's time constant, down to two steps, while it has a growing mode
+    # (quadarm.model.world.steady_weld). A weld whose step does not grow is left as it is.
+    grasp_check: bool = True
 
     def check(self, objects: list[WorldObject], names: list[str]) -> None:
         """Range checks (keys ``payload.*``) against the world's ``objects`` and their
