@@ -199,7 +199,7 @@ def trial_id(cfg: Config) -> str:
             and not (k == "sensing.arm_imu.model_error" and v == "none")
             and not (k == "world.payload.grasp_timeconst" and v == 0.0)
             and not (k == "scenario.keep_grasp_bend" and v in (False, None))
-            and not (k == "world.payload.grasp_check" and v is True)
+            and not (k == "world.payload.grasp_check" and v is False)
             and not (k == "scenario.start_shape" and v == "straight")}
     if cfg.scenario.kind == "pick_place" and cfg.world.payload is not None \
             and getattr(cfg.scenario, "keep_grasp_bend", False) is None:
