@@ -22,31 +22,10 @@ import numpy as np
 from quadarm.config import load_unchecked
 from quadarm.control import tipspace
 from quadarm.model import build
-from quadarm.model.sections import hold
 from quadarm.model.world import rest_height, resting_point
 from quadarm.scenarios import pick_place
 
 LOWER = 4  # the leg that ends with the cube on the place
-
-
-def loaded_rotation(cfg, mu: float, beta: float, mass: float, offset: np.ndarray) -> np.ndarray:  # noqa: ANN001
-    """The tip body's attitude (3, 3) at the fixed-base arm's equilibrium for the bend (mu,
-    beta) carrying ``mass`` kg at ``offset`` (m, the tip body's frame): continuation from the
-    straight arm, as :func:`quadarm.control.tipspace.bent_pose`."""
-    import mujoco
-
-    built = tipspace._frictionless(tipspace.loaded(
-        build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True), mass, offset))
-    model = built.model
-    data = mujoco.MjData(model)
-    command = tipspace.bend_command(built, cfg.arm, cfg.control.tendon_map)
-    q = model.qpos0.copy()
-    for level in np.linspace(0.0, mu, tipspace.GRID_MU):
-        data.ctrl[:] = 0.0
-        hold(model, data, built.tendon_actuators, command(float(level), beta))
-        q = tipspace.equilibrium(model, data, q)
-    tipspace._residual(model, data, q)
-    return np.array(data.xmat[model.site_bodyid[built.tip_site]].reshape(3, 3))
 
 
 def tilt_deg(rot: np.ndarray) -> float:
@@ -69,9 +48,12 @@ def main(over: list[str]) -> None:
         r_g = tipspace.tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
                                     mu_g, beta_g)
         offset = r_g.T @ -pick_place.grasp_offset(cfg)
-        r_lift = loaded_rotation(cfg, mu_g, beta_g, pl.mass, offset)
+        r_lift = tipspace.loaded_tip_rotation(cfg.airframe, cfg.arm, cfg.sim,
+                                              cfg.control.tendon_map, mu_g, beta_g, pl.mass,
+                                              offset)
         mu, beta = float(rows[LOWER, 3]), float(rows[LOWER, 4])
-        r_l = loaded_rotation(cfg, mu, beta, pl.mass, offset)
+        r_l = tipspace.loaded_tip_rotation(cfg.airframe, cfg.arm, cfg.sim,
+                                           cfg.control.tendon_map, mu, beta, pl.mass, offset)
         print(f"{over} keep_grasp_bend={keep}: grasp bend mu={mu_g:.3f} beta={beta_g:.3f}, "
               f"lowering bend mu={mu:.3f} beta={beta:.3f}; cube tilt at the grasp's bend "
               f"loaded {tilt_deg(r_lift @ r_g.T):.1f} deg, on the place "

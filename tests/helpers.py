@@ -171,3 +171,17 @@ def first_order_lag(x: Any, dt: float, tau: float) -> Any:
     for k in range(1, len(x)):
         ref[k] = x[k] + (ref[k - 1] - x[k]) * decay
     return ref
+
+
+def pick_rows(cfg: Config) -> Any:
+    """A pick and place's planned rows (:func:`quadarm.scenarios.pick_place.waypoints`) with
+    the cube's resting point on its stand at the hub's hover height of the built model."""
+    from quadarm.model import build
+    from quadarm.model.world import rest_height, resting_point
+    from quadarm.scenarios import pick_place
+
+    centre = resting_point(cfg.world)
+    centre[2] = rest_height(build(cfg.airframe, cfg.arm, cfg.sim,
+                                  start=(0.0, 0.0, cfg.scenario.altitude),
+                                  world=cfg.world).model)
+    return pick_place.waypoints(cfg, centre)

@@ -424,6 +424,26 @@ def tip_rotation(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
     return np.array(data.xmat[built.model.site_bodyid[built.tip_site]].reshape(3, 3))
 
 
+def loaded_tip_rotation(frame: AirframeConfig, arm: AnyArm, sim: SimConfig, mapping: str,
+                        mu: float, beta: float, mass: float, offset: np.ndarray) -> np.ndarray:
+    """The tip body's attitude (3, 3, hub frame = world, level) at the fixed-base arm's
+    equilibrium for the bend (mu, beta rad) carrying ``mass`` kg at ``offset`` (m, (3,), the
+    tip body's frame; :func:`loaded`), solved directly by continuation from the straight arm
+    as :func:`bent_pose` does: the reference that a loaded map's attitude approximates
+    (``quadarm.scenarios.pick_place.carried_tilt``)."""
+    built = _frictionless(loaded(build(frame, arm, sim, fixed_base=True), mass, offset))
+    model = built.model
+    data = mujoco.MjData(model)
+    command = bend_command(built, arm, mapping)
+    q = model.qpos0.copy()
+    for level in np.linspace(0.0, mu, GRID_MU):
+        data.ctrl[:] = 0.0
+        hold(model, data, built.tendon_actuators, command(float(level), beta))
+        q = equilibrium(model, data, q)
+    _residual(model, data, q)
+    return np.array(data.xmat[model.site_bodyid[built.tip_site]].reshape(3, 3))
+
+
 def direct_tip(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
                mapping: str, mu: float, beta: float, g_body: np.ndarray) -> np.ndarray:
     """The tip (m, (3,), hub frame) of the unloaded arm's equilibrium for the bend (mu, beta

@@ -22,14 +22,13 @@ import math
 import mujoco
 import numpy as np
 import pytest
+from helpers import pick_rows
 
 from quadarm.api import compose
 from quadarm.config import load_unchecked
 from quadarm.control import tipspace
-from quadarm.model import build
 from quadarm.model.payload import Payload
-from quadarm.model.sections import hold
-from quadarm.model.world import rest_height, resting_point, step_growth
+from quadarm.model.world import step_growth
 from quadarm.runner import episode, lifecycle
 from quadarm.runner.lifecycle import Prepared
 from quadarm.runner.trials import trial_id
@@ -71,21 +70,13 @@ def test_the_steps_growth_is_the_hand_written_transitions(c):
     assert d.time == before[2]
 
 
-def _targets(cfg) -> np.ndarray:
-    centre = resting_point(cfg.world)
-    centre[2] = rest_height(build(cfg.airframe, cfg.arm, cfg.sim,
-                                  start=(0.0, 0.0, cfg.scenario.altitude),
-                                  world=cfg.world).model)
-    return pick_place.waypoints(cfg, centre)
-
-
 def test_prb12s_default_resolves_to_the_settings_before_the_rules():
     """Unset, the key keeps prb12's legs split on their own (the statics predict 17 degrees
     of tilt that way, 22 with the bend held), and its trial has the id of
     ``keep_grasp_bend=false``, the id from before the key."""
     cfg = load_unchecked(PICK)
     assert cfg.scenario.keep_grasp_bend is None and cfg.world.payload.grasp_check is False
-    targets = _targets(cfg)
+    targets = pick_rows(cfg)
     free, kept = pick_place.predicted_tilts(cfg, targets)
     assert free < kept
     assert pick_place.keeps_grasp_bend(cfg, targets) is False
@@ -98,25 +89,15 @@ def test_prb12s_default_resolves_to_the_settings_before_the_rules():
 def _solved_tilt_deg(cfg, mu: float, beta: float, grasp_row: np.ndarray) -> float:
     """The cube's tilt (deg, to the nearest face normal) at the fixed-base arm's equilibrium
     for the bend (mu, beta) carrying the cube welded as the grasp welds it, solved directly
-    (continuation from the straight arm) rather than read from the maps:
-    R_l R_g^T applied to the cube's axes (research/grasp_bend_tilt.py)."""
+    (continuation from the straight arm, :func:`quadarm.control.tipspace.loaded_tip_rotation`)
+    rather than read from the maps: R_l R_g^T applied to the cube's axes."""
     pl = cfg.world.payload
     mu_g, beta_g = float(grasp_row[3]), float(grasp_row[4])
     r_g = tipspace.tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
                                 mu_g, beta_g)
     offset = r_g.T @ -pick_place.grasp_offset(cfg)
-    built = tipspace._frictionless(tipspace.loaded(
-        build(cfg.airframe, cfg.arm, cfg.sim, fixed_base=True), pl.mass, offset))
-    model = built.model
-    data = mujoco.MjData(model)
-    command = tipspace.bend_command(built, cfg.arm, cfg.control.tendon_map)
-    q = model.qpos0.copy()
-    for level in np.linspace(0.0, mu, tipspace.GRID_MU):
-        data.ctrl[:] = 0.0
-        hold(model, data, built.tendon_actuators, command(float(level), beta))
-        q = tipspace.equilibrium(model, data, q)
-    tipspace._residual(model, data, q)
-    r_l = np.array(data.xmat[model.site_bodyid[built.tip_site]].reshape(3, 3))
+    r_l = tipspace.loaded_tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
+                                       mu, beta, pl.mass, offset)
     rot = r_l @ r_g.T
     return math.degrees(math.acos(min(1.0, float(np.abs(rot[2]).max()))))
 
@@ -129,7 +110,7 @@ def test_the_closed_form_tilt_is_the_solved_equilibriums(arm):
     of the smaller gap between the two plans' tilts (prb12's 4.8 deg), so the rule's choice
     stands on either."""
     cfg = load_unchecked([*PICK, f"arm={arm}"])
-    targets = _targets(cfg)
+    targets = pick_rows(cfg)
     rows, _ = pick_place._leg_plans(cfg, targets, False)
     g, low = pick_place.GRASP, pick_place.LOWER
     free, kept = (math.degrees(t) for t in pick_place.predicted_tilts(cfg, targets))

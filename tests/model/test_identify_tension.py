@@ -125,6 +125,19 @@ def _write(folder: Path, name: str, tension: np.ndarray, tip: np.ndarray,
     frame.to_csv(folder / name, index=False)
 
 
+def _pulls(n: int) -> tuple[list[np.ndarray], list[str]]:
+    """Stage 1's pull rows for ``n`` tendons: three at rest, then each tendon alone at 1.5
+    and 2.5 N, with their labels."""
+    pulls, labels = [np.zeros(n)] * 3, ["rest"] * 3
+    for k in range(n):
+        for level in (1.5, 2.5):
+            row = np.zeros(n)
+            row[k] = level
+            pulls.append(row)
+            labels.append(f"tendon{k}_{level:g}N")
+    return pulls, labels
+
+
 def _job(folder: Path) -> list[str]:
     """The overrides of a job on ``folder``'s tension logs of the v4 arm driven by tension."""
     channels = "[" + ",".join(f"t{i}_N" for i in range(9)) + "]"
@@ -156,14 +169,7 @@ def test_the_job_identifies_a_tension_arm_from_csv_files(tmp_path):
     _, arm, _, _, _ = identify_compose(["arm.actuation=tension", "identify.command_unit=N"])
     cfg = compose(["scenario=statics"])
     n = arm.n_tendons
-    rest = [np.zeros(n)] * 3
-    pulls, labels = list(rest), ["rest"] * 3
-    for k in range(n):
-        for level in (1.5, 2.5):
-            row = np.zeros(n)
-            row[k] = level
-            pulls.append(row)
-            labels.append(f"tendon{k}_{level:g}N")
+    pulls, labels = _pulls(n)
     rng = np.random.default_rng(5)
     train, val = rng.uniform(0.0, 2.0, (10, n)), rng.uniform(0.0, 2.0, (8, n))
     truth = fit.Problem(OmegaConf.to_object(cfg.airframe), OmegaConf.to_object(cfg.sim),
@@ -200,13 +206,7 @@ def test_stage_2_fits_a_tension_arm_through_the_command_line(tmp_path):
     _, arm, _, _, _ = identify_compose(["arm.actuation=tension", "identify.command_unit=N"])
     cfg = compose(["scenario=statics"])
     n = arm.n_tendons
-    pulls, labels = [np.zeros(n)] * 3, ["rest"] * 3
-    for k in range(n):
-        for level in (1.5, 2.5):
-            row = np.zeros(n)
-            row[k] = level
-            pulls.append(row)
-            labels.append(f"tendon{k}_{level:g}N")
+    pulls, labels = _pulls(n)
     rng = np.random.default_rng(5)
     train, val = rng.uniform(0.0, 2.0, (16, n)), rng.uniform(0.0, 2.0, (8, n))
     truth = fit.Problem(OmegaConf.to_object(cfg.airframe), OmegaConf.to_object(cfg.sim),

@@ -24,13 +24,11 @@ import math
 import mujoco
 import numpy as np
 import pytest
-from helpers import cfg_of
+from helpers import cfg_of, pick_rows
 
 from quadarm.api import compose
 from quadarm.config import ConfigError, load_unchecked
-from quadarm.model import build
 from quadarm.model.payload import Payload
-from quadarm.model.world import rest_height, resting_point
 from quadarm.runner import episode, lifecycle
 from quadarm.runner.lifecycle import Prepared
 from quadarm.runner.trials import trial_id
@@ -44,20 +42,12 @@ SHORT = ["scenario.move_time=1.0", "scenario.dwell=0.5", "scenario.hold=0.5",
 PLACE_CM = 0.5  # the issue's place error
 
 
-def _rows(cfg) -> np.ndarray:
-    centre = resting_point(cfg.world)
-    centre[2] = rest_height(build(cfg.airframe, cfg.arm, cfg.sim,
-                                  start=(0.0, 0.0, cfg.scenario.altitude),
-                                  world=cfg.world).model)
-    return pick_place.waypoints(cfg, centre)
-
-
 def test_off_the_trial_is_the_one_from_before_the_key():
     """prb12's default (the key unset) resolves to off (tests/model/test_grasp_rules.py gives
     why), and hashes as off did before the key: the same id."""
     base = load_unchecked(PICK)
     assert base.scenario.keep_grasp_bend is None
-    assert pick_place.keeps_grasp_bend(base, _rows(base)) is False
+    assert pick_place.keeps_grasp_bend(base, pick_rows(base)) is False
     assert trial_id(base) == trial_id(load_unchecked([*PICK, "scenario.keep_grasp_bend=false"]))
     assert trial_id(base) != trial_id(load_unchecked([*PICK, "scenario.keep_grasp_bend=true"]))
 
@@ -79,7 +69,7 @@ def test_the_plan_holds_the_grasps_bend_after_the_grasp():
     # pick_place checks nothing in coordinated mode).
     held = load_unchecked([*PICK, "scenario.keep_grasp_bend=true"])
     free = load_unchecked([*PICK, "scenario.keep_grasp_bend=false"])
-    targets = _rows(held)
+    targets = pick_rows(held)
     rows, maps = pick_place.leg_plans(held, targets)
     before, _ = pick_place.leg_plans(free, targets)
     g = pick_place.GRASP
