@@ -48,12 +48,11 @@ def main(over: list[str]) -> None:
         r_g = tipspace.tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
                                     mu_g, beta_g)
         offset = r_g.T @ -pick_place.grasp_offset(cfg)
-        r_lift = tipspace.loaded_tip_rotation(cfg.airframe, cfg.arm, cfg.sim,
-                                              cfg.control.tendon_map, mu_g, beta_g, pl.mass,
-                                              offset)
+        r_lift = tipspace.tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
+                                       mu_g, beta_g, load=(pl.mass, offset))
         mu, beta = float(rows[LOWER, 3]), float(rows[LOWER, 4])
-        r_l = tipspace.loaded_tip_rotation(cfg.airframe, cfg.arm, cfg.sim,
-                                           cfg.control.tendon_map, mu, beta, pl.mass, offset)
+        r_l = tipspace.tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
+                                    mu, beta, load=(pl.mass, offset))
         print(f"{over} keep_grasp_bend={keep}: grasp bend mu={mu_g:.3f} beta={beta_g:.3f}, "
               f"lowering bend mu={mu:.3f} beta={beta:.3f}; cube tilt at the grasp's bend "
               f"loaded {tilt_deg(r_lift @ r_g.T):.1f} deg, on the place "

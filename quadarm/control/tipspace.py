@@ -396,12 +396,15 @@ def loaded(built: BuiltModel, mass: float, offset: np.ndarray) -> BuiltModel:
 
 def bent_pose(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
               mapping: str, mu: float, beta: float, g_body: np.ndarray | None = None,
-              steps: int = GRID_MU) -> tuple[BuiltModel, mujoco.MjData]:
-    """The fixed-base (level) unloaded arm at its equilibrium for the bend (mu, beta rad)
-    under ``g_body`` (m/s^2, hub frame; default ``sim.gravity``), reached by continuation from
-    the straight arm in ``steps`` steps of mu (as :func:`solve_grid`); the data's kinematics
-    are of that pose (dry friction taken out, as in the map)."""
-    built = _frictionless(build(frame, arm, sim, fixed_base=True))
+              steps: int = GRID_MU, load: tuple[float, np.ndarray] | None = None
+              ) -> tuple[BuiltModel, mujoco.MjData]:
+    """The fixed-base (level) arm at its equilibrium for the bend (mu, beta rad) under
+    ``g_body`` (m/s^2, hub frame; default ``sim.gravity``), reached by continuation from the
+    straight arm in ``steps`` steps of mu (as :func:`solve_grid`); the data's kinematics are of
+    that pose (dry friction taken out, as in the map). ``load`` (kg, (3,) m): the arm carrying
+    that mass at that offset in the tip body's frame (:func:`loaded`); None: unloaded."""
+    fixed = build(frame, arm, sim, fixed_base=True)
+    built = _frictionless(fixed if load is None else loaded(fixed, *load))
     model = built.model
     if g_body is not None:
         model.opt.gravity[:] = np.asarray(g_body, dtype=float)
@@ -417,31 +420,14 @@ def bent_pose(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
 
 
 def tip_rotation(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,
-                 mapping: str, mu: float, beta: float) -> np.ndarray:
-    """The tip body's attitude (3, 3, hub frame = world, level) at the unloaded arm's
-    equilibrium for the bend (mu, beta rad) (:func:`bent_pose`)."""
-    built, data = bent_pose(frame, arm, sim, mapping, mu, beta)
+                 mapping: str, mu: float, beta: float,
+                 load: tuple[float, np.ndarray] | None = None) -> np.ndarray:
+    """The tip body's attitude (3, 3, hub frame = world, level) at the arm's equilibrium for
+    the bend (mu, beta rad) (:func:`bent_pose`), unloaded or carrying ``load`` (kg, (3,) m in
+    the tip body's frame), solved directly: the reference that a loaded map's attitude
+    approximates (``quadarm.scenarios.pick_place.carried_tilt``)."""
+    built, data = bent_pose(frame, arm, sim, mapping, mu, beta, load=load)
     return np.array(data.xmat[built.model.site_bodyid[built.tip_site]].reshape(3, 3))
-
-
-def loaded_tip_rotation(frame: AirframeConfig, arm: AnyArm, sim: SimConfig, mapping: str,
-                        mu: float, beta: float, mass: float, offset: np.ndarray) -> np.ndarray:
-    """The tip body's attitude (3, 3, hub frame = world, level) at the fixed-base arm's
-    equilibrium for the bend (mu, beta rad) carrying ``mass`` kg at ``offset`` (m, (3,), the
-    tip body's frame; :func:`loaded`), solved directly by continuation from the straight arm
-    as :func:`bent_pose` does: the reference that a loaded map's attitude approximates
-    (``quadarm.scenarios.pick_place.carried_tilt``)."""
-    built = _frictionless(loaded(build(frame, arm, sim, fixed_base=True), mass, offset))
-    model = built.model
-    data = mujoco.MjData(model)
-    command = bend_command(built, arm, mapping)
-    q = model.qpos0.copy()
-    for level in np.linspace(0.0, mu, GRID_MU):
-        data.ctrl[:] = 0.0
-        hold(model, data, built.tendon_actuators, command(float(level), beta))
-        q = equilibrium(model, data, q)
-    _residual(model, data, q)
-    return np.array(data.xmat[model.site_bodyid[built.tip_site]].reshape(3, 3))
 
 
 def direct_tip(frame: AirframeConfig, arm: AnyArm, sim: SimConfig,

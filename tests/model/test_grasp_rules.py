@@ -89,15 +89,15 @@ def test_prb12s_default_resolves_to_the_settings_before_the_rules():
 def _solved_tilt_deg(cfg, mu: float, beta: float, grasp_row: np.ndarray) -> float:
     """The cube's tilt (deg, to the nearest face normal) at the fixed-base arm's equilibrium
     for the bend (mu, beta) carrying the cube welded as the grasp welds it, solved directly
-    (continuation from the straight arm, :func:`quadarm.control.tipspace.loaded_tip_rotation`)
-    rather than read from the maps: R_l R_g^T applied to the cube's axes."""
+    (continuation from the straight arm, :func:`quadarm.control.tipspace.tip_rotation` with
+    the load) rather than read from the maps: R_l R_g^T applied to the cube's axes."""
     pl = cfg.world.payload
     mu_g, beta_g = float(grasp_row[3]), float(grasp_row[4])
     r_g = tipspace.tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
                                 mu_g, beta_g)
     offset = r_g.T @ -pick_place.grasp_offset(cfg)
-    r_l = tipspace.loaded_tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
-                                       mu, beta, pl.mass, offset)
+    r_l = tipspace.tip_rotation(cfg.airframe, cfg.arm, cfg.sim, cfg.control.tendon_map,
+                                mu, beta, load=(pl.mass, offset))
     rot = r_l @ r_g.T
     return math.degrees(math.acos(min(1.0, float(np.abs(rot[2]).max()))))
 
