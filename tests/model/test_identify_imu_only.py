@@ -42,7 +42,8 @@ from quadarm.model import names
 ANGLE_NOISE = math.radians(0.2)  # rad: each logged angle's noise std (a good MEMS IMU's)
 IMU_COLUMNS = [f"s{j}_{a}" for j in range(2) for a in ("roll", "pitch")]
 REFERENCE = Case(2, 0.08, "displacement", False)  # test_identify_robust's arm
-CASES = [REFERENCE, Case(2, 0.08, "tension", False), Case(4, 0.075, "displacement", False)]
+CASES = [REFERENCE, Case(2, 0.08, "tension", False), Case(4, 0.075, "displacement", False),
+         Case(2, 0.15, "displacement", True)]
 
 
 def imu_angles(arm: SectionArmConfig, cfg, commands: np.ndarray) -> np.ndarray:
@@ -78,7 +79,7 @@ def recordings(case: Case, rows: tuple[int, int], seed: int = 11) -> dict:
     draws."""
     true_arm = design(case)
     s = case.length / REF_LENGTH
-    per_section = fit.servo_map(true_arm)[2]
+    servo, sign, per_section = fit.servo_map(true_arm)
     if case.actuation == "tension":
         top = REF_TENSION * s * (case.sections / 2) ** 3
         pulls, labels = single_tensions(per_section[0], case.sections, top)
@@ -92,7 +93,9 @@ def recordings(case: Case, rows: tuple[int, int], seed: int = 11) -> dict:
     out: dict = {"cfg": cfg, "labels": labels, "noise": {}, "case": case}
     for which, pull in (("pulls", pulls), ("train", bends(true_arm, rows[0], 1, amplitude)),
                         ("val", bends(true_arm, rows[1], 2, amplitude))):
-        clean = imu_angles(true_arm, cfg, pull)  # one tendon per channel, in order
+        # Each tendon's command: its servo's (an antagonistic pair's opposite paid out).
+        tendon = pull[:, servo] * np.asarray(sign) if sign else pull
+        clean = imu_angles(true_arm, cfg, tendon)
         noise = rng.normal(scale=ANGLE_NOISE, size=clean.shape)
         out[which] = (pull, clean + noise)
         out["noise"][which] = noise
@@ -175,7 +178,8 @@ def recover(case: Case, seed: int = 11) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.sections}x{c.length * 1e3:g}mm_"
-                         f"{'servo' if c.actuation == 'displacement' else 'tension'}")
+                         f"{'servo' if c.actuation == 'displacement' else 'tension'}"
+                         f"{'_pairs' if c.pairs else ''}")
 def test_the_imus_alone_recover_the_arm_and_reach_the_noise_floor(case):
     """From moduli 2x too high, the IMUs alone recover every section's modulus and tendon
     turn (the fit undoes stage 1's mean angle error) within two standard errors, and val's
