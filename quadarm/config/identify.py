@@ -43,7 +43,8 @@ KEYS = {
     "val": "stage 3's file: the poses it never sees, scored at the end",
     "channels": "the servo command columns, one per servo (a tendon, or an antagonistic "
                 "pair's two), any order (stage 1 maps them)",
-    "tip": "the tracked point's x, y, z columns",
+    "tip": "the tracked point's x, y, z columns ([]: none, the IMUs alone with "
+           "fit_to=orientation)",
     "pattern": "the column of each row's pattern label (per-pattern errors, holdout)",
     "command_unit": "m | mm | N: the commands' unit, which says what they are: servo travels "
                     "(m, mm; arm.actuation=displacement) or tendon tensions (N; "
@@ -128,7 +129,8 @@ class IdentifyConfig:
     """``data_dir`` (empty: the FTDCR v4 recordings shipped in ``quadarm/data/ftdcr_v4``)
     holds ``pulls`` (single-tendon pulls, stage 1), ``train`` (stage 2) and ``val`` (stage 3,
     never seen by the fit). Columns: ``channels`` (the servo command columns, in any order:
-    stage 1 maps them to tendons), ``tip`` (x, y, z of the tracked point), ``pattern`` (a
+    stage 1 maps them to tendons), ``tip`` (x, y, z of the tracked point; ``[]``: none, the
+    section-end IMUs alone with ``fit_to=orientation``, :meth:`_check_imu_only`), ``pattern`` (a
     label per row, for the per-pattern errors). ``command_unit``: m or mm (servo travels, an
     arm of ``actuation=displacement``) or N (tendon tensions, ``actuation=tension``);
     ``position_unit``: m or mm; ``command_sign``: +1 when a positive command pulls.
@@ -231,8 +233,9 @@ class IdentifyConfig:
         _choice("pointing", self.pointing, POINTINGS)
         if self.command_sign not in (1, -1, 1.0, -1.0):
             raise ConfigError("command_sign", self.command_sign, "must be 1 or -1")
-        if len(self.tip) != 3:
-            raise ConfigError("tip", list(self.tip), "must name 3 columns (x, y, z)")
+        if len(self.tip) not in (0, 3):
+            raise ConfigError("tip", list(self.tip), "must name 3 columns (x, y, z), or none "
+                              "([]: no tracked point, the IMUs alone with fit_to=orientation)")
         if not self.channels:
             raise ConfigError("channels", [], "must name at least one command column")
         _non_negative("marker_offset", self.marker_offset)
@@ -317,12 +320,47 @@ class IdentifyConfig:
         if self.fit_to != "position" and self.select == "holdout":
             raise ConfigError("select", self.select, "scores held-out rows by the tracked "
                               "point alone: use select=cost with fit_to=" + self.fit_to)
+        if not self.tip:
+            self._check_imu_only()
         if self.select == "cost":
             for key in ("holdout", "ridge_grid", "refit_nfev"):
                 if getattr(self, key):
                     raise ConfigError(key, getattr(self, key),
                                       "applies with select=holdout only (select is cost)")
         self._check_dynamic()
+
+    def _check_imu_only(self) -> None:
+        """``tip: []``, the IMUs alone (docs/identify.md, "IMUs alone"): what the roll and
+        pitch of section-end IMUs cannot fix is refused, naming what to add. Gravity-referenced
+        IMUs fix the arm's frame up to a turn about its axis and see no position: so no
+        tracked point to fit, no registration in the tracker's frame, no marker, and the
+        IMUs' frame is the arm's (``imu.yaw`` would turn every tendon at once)."""
+        add = "add the tracked point's columns (identify.tip=[x,y,z])"
+        if self.fit_to != "orientation":
+            raise ConfigError("fit_to", self.fit_to, "fits the tracked point, which tip=[] "
+                              f"leaves out: use fit_to=orientation, or {add}")
+        for key in self.parameters:
+            if key == "marker_offset" or key.startswith("registration."):
+                raise ConfigError(f"parameters.{key}", list(self.parameters[key]),
+                                  "places the tracked point, which tip=[] leaves out (the "
+                                  f"IMUs see no position): drop it, or {add}")
+            if key == "imu.yaw":
+                raise ConfigError(f"parameters.{key}", list(self.parameters[key]),
+                                  "with tip=[] the IMUs' frame is the arm's (stage 1 measures "
+                                  "the tendons' angles in it): imu.yaw is a turn of every "
+                                  "section's tendons at once; fit sections.#.tendons."
+                                  f"rotate_deg instead, or {add}")
+        if self.gravity == "tracking_frame":
+            raise ConfigError("gravity", self.gravity, "turns gravity by the registration in "
+                              "the tracker's frame, which tip=[] leaves out: use arm_axis "
+                              f"(with gravity.tilt_x/tilt_y to fit a lean), or {add}")
+        if self.robust_start:
+            raise ConfigError("robust_start", True, "scores its scan by the tracked point, "
+                              f"which tip=[] leaves out: set it false, or {add}")
+        if self.dynamic_registered:
+            raise ConfigError("dynamic_registered", True, "maps the tip through the static "
+                              f"fit's registration, which tip=[] leaves out: set it false, or "
+                              f"{add}")
 
     def _check_dynamic(self) -> None:
         """The dynamic stage's keys (docs/identify.md, "Dynamics")."""

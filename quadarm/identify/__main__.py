@@ -13,7 +13,9 @@ before anything is simulated or written. The run folder (``identify.out``) recei
 ``report.md`` and its figures, ``fit.json``. With ``identify.dynamic=true`` a time series is
 then replayed to fit the arm's damping (and a servo's loop): ``dynamic.json``, rows of phase
 ``dynamic`` in ``metrics.parquet``, and those keys in ``<name>.yaml``; ``identify.static=false``
-runs that stage alone (docs/identify.md, "Dynamics").
+runs that stage alone (docs/identify.md, "Dynamics"). With ``identify.tip=[]`` (no tracked
+point) and ``fit_to=orientation`` the static stages run on section-end IMUs alone
+(docs/identify.md, "IMUs alone"): the metrics are the angles' (rad), none in mm.
 """
 
 from __future__ import annotations
@@ -158,6 +160,8 @@ def run(overrides: list[str]) -> dict[str, float]:
             raise ConfigError("identify.holdout", list(cfg.holdout),
                               f"must match some but not all of the {len(held)} train rows' "
                               f"'{cfg.pattern}' labels (it matches {int(held.sum())})")
+    if not cfg.tip:  # no tracked point: the IMUs alone (docs/identify.md, "IMUs alone")
+        return _imus_alone(frame, arm, sim, cfg, yaml_text, recs, keys, dyn)
     out = Path(cfg.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -310,6 +314,104 @@ def run(overrides: list[str]) -> dict[str, float]:
               **({"scan": scanned} if scanned else {})}
     write_text(out / "fit.json", json.dumps(record, indent=1))
     report.write(out, cfg, recs, sims, record)
+    print(f"wrote {out} ({t3 - t0:.0f} s in all)")
+    return metrics
+
+
+def _imus_alone(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
+                cfg: IdentifyConfig, yaml_text: str, recs: dict[str, Any],
+                keys: list[tuple[str, float, float]], dyn: Any) -> dict[str, float]:
+    """The static stages on section-end IMUs alone (``tip: []``, ``fit_to: orientation``):
+    :func:`quadarm.identify.fit.stage1_imu` (the map from the pulls' labels, the tendons'
+    angles in the IMUs' frame), stage 2 on the angles, the scores in rad; writes
+    ``metrics.parquet`` (``*_orientation_rmse_rad``, ``val_orientation_max_rad``,
+    ``val_orientation_zero_rad``, ``pull_orientation_rmse_rad``, ``wall_s``), ``<name>.yaml``,
+    ``fit.json`` and ``report.md`` (no tip figures: there is no tip), then the dynamic stage
+    when asked (``dyn``, as :func:`run`)."""
+    from quadarm.identify import fit, report, trust
+    from quadarm.results.io import METRICS, provenance, write_table, write_text
+
+    imus = tuple(cfg.orientation_sections) or tuple(range(len(cfg.orientation) // 2))
+    t0 = time.perf_counter()
+    pulls = recs["pulls"]
+    problem, ch, s1 = fit.stage1_imu(frame, sim, arm, cfg.pointing, cfg.marker_offset,
+                                     pulls.pull, pulls.angles, imus, pulls.label,
+                                     gravity=cfg.gravity if cfg.gravity != "none"
+                                     else "arm_axis")
+    out = Path(cfg.out).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    problem.fit_to, problem.orientation_noise = cfg.fit_to, cfg.orientation_noise
+    t1 = time.perf_counter()
+    print(f"stage 1 (IMUs alone): channel map {[cfg.channels[c] for c in ch.tendon_channel]}"
+          f" (from labels), tendon angles (deg, the IMUs' frame) "
+          f"{[[round(a, 1) for a in sec] for sec in ch.angles_deg]}, pull angle RMSE "
+          f"{s1['pull_orientation_rmse_rad']:.5f} rad ({t1 - t0:.0f} s)", flush=True)
+    s1["sag_m"] = trust.sag(problem)
+    # No registration: only the sag's warning applies (the pulls and the axis are the
+    # tracked point's).
+    warned = _warn(trust.stage1_lines(s1["sag_m"], 0.0, arm.length, 0.0, cfg.pointing))
+    problem.keys = keys
+    nominal = problem.nominal()
+    scores: dict[str, dict[str, float]] = {}
+    for which in ("train", "val"):
+        scores[f"nominal_{which}"] = fit.orientation_scores(
+            problem.angles(nominal, recs[which].pull), recs[which].angles)
+    s2: dict[str, Any] = {"values": nominal, "stderr": {k: 0.0 for k in nominal},
+                          "costs": [], "nfev": [], "rows": 0, "at_bound": []}
+    if keys:
+        cached = _cache_path(out, frame, arm, sim, cfg, recs)
+        if cached.is_file():
+            s2 = json.loads(cached.read_text())
+            print(f"stage 2: the same fit is in the trial store ({cached}), not recomputed",
+                  flush=True)
+        else:
+            s2 = fit.stage2(problem, recs["train"].pull, recs["train"].tip, cfg.train_stride,
+                            cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed, ridge=cfg.ridge,
+                            start_spread=cfg.start_spread, angles=recs["train"].angles)
+            _cache_write(cached, s2)
+    t2 = time.perf_counter()
+    for which in ("train", "val"):
+        scores[which] = fit.orientation_scores(
+            problem.angles(s2["values"], recs[which].pull), recs[which].angles)
+    t3 = time.perf_counter()
+    metrics = {f"{w}_orientation_rmse_rad": scores[w]["orientation_rmse_rad"]
+               for w in ("train", "val", "nominal_train", "nominal_val")}
+    metrics |= {"val_orientation_max_rad": scores["val"]["orientation_max_rad"],
+                "val_orientation_zero_rad": scores["val"]["orientation_zero_rad"],
+                "pull_orientation_rmse_rad": s1["pull_orientation_rmse_rad"],
+                "wall_s": t3 - t0}
+    print(f"stage 2 ({t2 - t1:.0f} s): train {metrics['train_orientation_rmse_rad']:.5f} rad;"
+          f" stage 3: val {metrics['val_orientation_rmse_rad']:.5f} rad RMS (nominal "
+          f"{metrics['nominal_val_orientation_rmse_rad']:.5f}, straight arm "
+          f"{metrics['val_orientation_zero_rad']:.5f}, noise {cfg.orientation_noise:g})",
+          flush=True)
+    warned += _warn(trust.fit_lines(
+        0.0, 0.0, {k: v for k, v in s2["values"].items() if any(k == n for n, _, _ in keys)},
+        s2["stderr"], {k: (lo, hi) for k, lo, hi in keys}, s2.get("correlation")))
+    table = pd.DataFrame({"run_id": cfg.name, "phase": "identify",
+                          "metric": list(metrics), "value": [float(v) for v in
+                                                             metrics.values()]})
+    fitted_values = s2["values"]
+    if dyn is not None:
+        record_dyn = _dynamic(fit.apply(problem.arm, s2["values"]), cfg, dyn, out)
+        table = pd.concat([table, _dynamic_table(cfg.name, record_dyn)], ignore_index=True)
+        fitted_values = {**s2["values"], **record_dyn["values"]}
+    write_table(out / METRICS, table, provenance(yaml_text))
+    bench_side = (f"pointing={cfg.pointing}, gravity={cfg.gravity}, the IMUs alone "
+                  f"(tip=[]) on section ends {list(imus)}: the arm's frame is the IMUs'")
+    write_text(out / f"{cfg.name}.yaml", arm_yaml(
+        problem.arm, fitted_values, "stage 1 angles from the IMUs and stage 2 fit" + (
+            ", then the dynamic stage" if dyn is not None else ""), bench_side))
+    record = {"metrics": metrics, "values": s2["values"], "stderr": s2["stderr"],
+              "costs": s2["costs"], "nfev": s2["nfev"], "fit_rows": s2["rows"],
+              "at_bound": s2["at_bound"],
+              "channel_map": [cfg.channels[c] for c in ch.tendon_channel],
+              "map_from": s1["map_from"], "angles_deg": [list(a) for a in ch.angles_deg],
+              "imu_sections": list(imus), "nominal": nominal, "warnings": warned,
+              "stage1": {"sag_mm": s1["sag_m"] * 1e3,
+                         "pull_orientation_rmse_rad": s1["pull_orientation_rmse_rad"]}}
+    write_text(out / "fit.json", json.dumps(record, indent=1))
+    report.write_imus(out, cfg, record)
     print(f"wrote {out} ({t3 - t0:.0f} s in all)")
     return metrics
 

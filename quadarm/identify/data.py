@@ -31,7 +31,8 @@ PREFIX = "tdcr_sysid_20260511-183002_"  # the OpenCR-MuJoCo session the shipped 
 
 @dataclass(frozen=True)
 class Recording:
-    """``pull`` (K, n) m per channel, ``tip`` (K, 3) m, ``label`` (K,), ``path``;
+    """``pull`` (K, n) m per channel, ``tip`` (K, 3) m ((K, 0) with ``tip: []``: no tracked
+    point), ``label`` (K,), ``path``;
     ``angles`` (K, n_imu, 2) rad, each IMU's roll and pitch, or None (no ``orientation``)."""
 
     pull: np.ndarray
@@ -88,7 +89,8 @@ def read(cfg: IdentifyConfig, which: str, arm_length: float,
     pull = numbers[list(cfg.channels)].to_numpy(float) * COMMAND_UNITS[cfg.command_unit] \
         * cfg.command_sign
     tip = numbers[list(cfg.tip)].to_numpy(float) * UNITS[cfg.position_unit]
-    spread = float(np.max(np.ptp(tip, axis=0)))
+    # No tip columns (tip=[], the IMUs alone): tip is (K, 0), no spread to check.
+    spread = float(np.max(np.ptp(tip, axis=0))) if cfg.tip else 0.0
     if cfg.command_unit in TENSION_UNITS:
         if pull.min() < 0 or pull.max() > tension_max:
             raise ConfigError(key, str(path), f"with identify.command_unit={cfg.command_unit}:"
@@ -98,7 +100,8 @@ def read(cfg: IdentifyConfig, which: str, arm_length: float,
         raise ConfigError(key, str(path), f"with identify.command_unit={cfg.command_unit}: "
                           f"commands up to {np.abs(pull).max():g} m: not a tendon's travel "
                           "(wrong unit?)")
-    if np.abs(tip).max() > 10.0 or spread > 100 * arm_length or spread < 1e-3:
+    if cfg.tip and (np.abs(tip).max() > 10.0 or spread > 100 * arm_length
+                    or spread < 1e-3):
         raise ConfigError(key, str(path), f"with identify.position_unit={cfg.position_unit}: "
                           f"the tracked point spans {spread:g} m for an arm of "
                           f"{arm_length:g} m (wrong unit?)")

@@ -130,13 +130,12 @@ def _attitudes(rec: Any, columns: dict[str, str], key: str) -> np.ndarray:
     ``identify.dynamic_frame`` when the log lacks it."""
     from quadarm.results import replaylog
 
-    cols = [columns.get(q, q) for q in names.QUATERNION]
-    frame = replaylog._frame(rec.path, "")  # noqa: SLF001 - the replay's own reader
-    if not all(c in frame.columns for c in cols):
+    q = replaylog.attitudes(rec.path, columns)
+    if q is None:
         raise ConfigError("identify.dynamic_frame", "vehicle", f"needs the vehicle's attitude "
-                          f"at every row ({', '.join(cols)}) in {key}'s log {rec.path}")
-    q = replaylog._numbers(frame, cols, rec.path)  # noqa: SLF001
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
+                          f"at every row ({', '.join(replaylog.quaternion_columns(columns))}) "
+                          f"in {key}'s log {rec.path}")
+    return q
 
 
 def prepare(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,

@@ -3,6 +3,9 @@
 - :func:`stage1`: the channel map, the tendon angles and the registration
   (:mod:`quadarm.identify.register`), the sections of the channels chosen by replaying each
   channel's pulls as a tendon of each section on the nominal arm.
+- :func:`stage1_imu`: stage 1 with no tracked point (``tip: []``): the map from the pulls'
+  labels, each tendon's angle from the section-end IMUs in their own frame, which becomes
+  the arm's (no registration).
 - :func:`stage2`: scipy's bounded least squares (trust-region reflective, finite-difference
   Jacobian) on the aligned tip errors of the train rows (every recorded row replayed for the
   history, the strided ones scored), from ``starts`` starts (the nominal
@@ -541,12 +544,93 @@ def imu_yaw(problem: Problem, pull: np.ndarray, angles: np.ndarray) -> float:
     :meth:`Problem.angles`), so the yaw is the angle of sum over rows and IMUs of
     z_model conj(z_measured), z = that vector's x + i y (a mean weighted by the bends)."""
     model = problem_without_yaw(problem).angles({}, pull)  # the arm frame's own view
-
-    def lateral(a: np.ndarray) -> np.ndarray:
-        return -np.sin(a[..., 1]) + 1j * np.cos(a[..., 1]) * np.sin(a[..., 0])
-
     total = np.sum(lateral(model) * np.conj(lateral(angles)))
     return float(np.angle(total)) if abs(total) > 0 else 0.0
+
+
+def lateral(angles: np.ndarray) -> np.ndarray:
+    """The base's axis seen from each IMU, (-sin pitch, cos pitch sin roll), as complex
+    numbers x + i y (angles (..., 2) rad -> (...)): the way and size of the bend below it (a
+    turn of the IMU by yaw about the arm's axis turns it by -yaw, :meth:`Problem.angles`)."""
+    return -np.sin(angles[..., 1]) + 1j * np.cos(angles[..., 1]) * np.sin(angles[..., 0])
+
+
+def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointing: str,
+               marker_offset: float, pull: np.ndarray, angles: np.ndarray,
+               imu_sections: tuple[int, ...], labels: np.ndarray,
+               measure_angles: bool = True, gravity: str = "arm_axis"
+               ) -> tuple[Problem, register.Channels, dict[str, Any]]:
+    """Stage 1 without a tracked point (``tip: []``; docs/identify.md, "IMUs alone"): from
+    the single-tendon pulls ``pull`` (K, n) m (tensions: N) and the section-end IMUs' roll and
+    pitch ``angles`` (K, n_imu, 2) rad (on the sections ``imu_sections``), the channel map
+    and each servo's tendon angle in the IMUs' frame, which becomes the arm's (no
+    registration: rotation identity, translation 0, ``imu_yaw`` 0).
+
+    The map comes from the pull rows' ``labels`` naming the pulled tendon
+    (:func:`labelled_tendons`; refused in one line when they do not: the IMUs alone cannot
+    tell which section a channel bends from where its tip goes). A single tendon bends the
+    arm in its own plane, so every IMU's :func:`lateral` turns with the tendon's angle: the
+    nominal arm replays the pulls, and each servo's angle is its nominal one plus the angle
+    of the sum over its rows (pulled alone, either way) and IMUs of measured times the
+    conjugate of the model's. Returns the problem (its ``imu_sections`` set), the channels
+    (``axes`` the identity) and a summary (``pull_orientation_rmse_rad``: the pulls' wrapped
+    angle RMSE on the measured angles' arm)."""
+    tendon_servo, sign, per_section = servo_map(arm)
+    tension = arm.actuation == "tension"
+    seen = register.tension_as_travel(pull) if tension else pull
+    named = labelled_tendons(labels, seen, per_section)
+    if named is None:
+        raise ConfigError("identify.pulls", None, "with tip=[] stage 1 maps the channels from "
+                          "the pull rows' labels: name each single-tendon pull's tendon "
+                          "(tendon<k>, k section-major, in identify.pattern), or add the "
+                          "tracked point's columns (identify.tip=[x,y,z])")
+    small = register.REST_COMMAND * register.command_scale(seen)
+    act, low = register.active_channel(seen), register.released_channel(seen)
+    tendon_channel = tuple(named[s] for s in tendon_servo) if sign else tuple(named)
+    problem = Problem(frame, sim, arm, pointing, marker_offset, tendon_channel, np.eye(3),
+                      np.zeros(3), gravity=gravity, tendon_sign=sign,
+                      imu_sections=tuple(imu_sections))
+    model = lateral(problem.angles({}, pull))  # (K, n_imu), the nominal arm's
+    meas = lateral(angles)
+    bounds = np.cumsum([0, *per_section])
+    out: list[tuple[float, ...]] = []
+    for j, sec in enumerate(arm.sections):
+        nominal = sec.tendons.angles()
+        turned = []
+        for i, t in enumerate(range(bounds[j], bounds[j + 1])):
+            c = named[t]
+            rows = ((act == c) & (seen[:, c] > small)) | ((low == c) & (seen[:, c] < -small))
+            if rows.sum() < 2:
+                raise ConfigError("identify.pulls", int(rows.sum()),
+                                  f"channel {c} is pulled alone in fewer than 2 rows: the "
+                                  "pulls cannot place its tendon")
+            total = np.sum(meas[rows] * np.conj(model[rows]))
+            turned.append((nominal[i] + math.degrees(float(np.angle(total)))) % 360.0)
+        out.append(tuple(turned))
+    sections = [replace(s, tendons=replace(s.tendons, angles_deg=list(a) + (
+        [(float(v) + 180.0) % 360.0 for v in a] if s.tendons.pairs else [])))
+                for s, a in zip(arm.sections, out, strict=True)]
+    if measure_angles:
+        problem = replace(problem, arm=replace(arm, sections=sections))
+    err = wrap(problem.angles({}, pull) - angles)
+    ch = register.Channels(tuple(named), tuple(out), np.eye(3), np.zeros(len(named)),
+                           np.zeros(3))
+    summary = {"map_from": "labels", "section_of_channel": [
+        int(np.searchsorted(bounds, named.index(c), side="right") - 1)
+        for c in range(len(named))],
+        "pull_orientation_rmse_rad": float(np.sqrt(np.mean(err ** 2)))}
+    return problem, ch, summary
+
+
+def orientation_scores(sim: np.ndarray, angles: np.ndarray) -> dict[str, float]:
+    """The IMUs' scores (rad) of the replayed angles ``sim`` against the logged ``angles``
+    (K, n_imu, 2): ``orientation_rmse_rad`` (the RMS of every wrapped error, not aligned),
+    ``orientation_max_rad`` and ``orientation_zero_rad`` (the RMS of the logged angles: the
+    straight arm's score, the mean predictor's analogue)."""
+    err = wrap(sim - angles)
+    return {"orientation_rmse_rad": float(np.sqrt(np.mean(err ** 2))),
+            "orientation_max_rad": float(np.abs(err).max()),
+            "orientation_zero_rad": float(np.sqrt(np.mean(angles ** 2)))}
 
 
 def problem_without_yaw(problem: Problem) -> Problem:
@@ -865,10 +949,7 @@ def evaluate(problem: Problem, values: dict[str, float], pull: np.ndarray, tip: 
     of the angles themselves: the straight arm's score, the mean predictor's analogue)."""
     orient: dict[str, float] = {}
     if angles is not None:
-        err = wrap(problem.angles(values, pull) - angles)
-        orient = {"orientation_rmse_rad": float(np.sqrt(np.mean(err ** 2))),
-                  "orientation_max_rad": float(np.abs(err).max()),
-                  "orientation_zero_rad": float(np.sqrt(np.mean(angles ** 2)))}
+        orient = orientation_scores(problem.angles(values, pull), angles)
     sim = problem.simulate(values, pull)
     err = np.linalg.norm(sim - np.mean(sim - tip, axis=0) - tip, axis=1)
     raw = np.linalg.norm(sim - tip, axis=1)

@@ -160,3 +160,37 @@ def write(out: Path, cfg: IdentifyConfig, recs: dict[str, Any], sims: dict[str, 
     figs = _figures(out, recs, sims, cfg.command_unit in TENSION_UNITS)
     lines += [""] + [f"![{f}]({f})" for f in figs]
     return write_text(out / "report.md", "\n".join(lines) + "\n")
+
+
+def write_imus(out: Path, cfg: IdentifyConfig, record: dict[str, Any]) -> Path:
+    """Write ``report.md`` of a fit on the IMUs alone (``tip: []``): the angle scores (rad),
+    stage 1's map and angles, the fitted values; no tip, so no tip figures."""
+    m = record["metrics"]
+    lines = [f"# Identification on section-end IMUs alone: {cfg.name}", "",
+             f"IMUs {list(cfg.orientation)} on section ends {record['imu_sections']}; no "
+             "tracked point (tip=[]): the arm's frame is the IMUs'. Angle RMSE: every roll "
+             "and pitch error, wrapped, not aligned (rad).", "",
+             "| | angle RMSE (rad) |", "|---|---|",
+             f"| nominal, train | {m['nominal_train_orientation_rmse_rad']:.5f} |",
+             f"| nominal, val | {m['nominal_val_orientation_rmse_rad']:.5f} |",
+             f"| fitted, train | {m['train_orientation_rmse_rad']:.5f} |",
+             f"| fitted, val | {m['val_orientation_rmse_rad']:.5f} |",
+             f"| straight arm, val | {m['val_orientation_zero_rad']:.5f} |", "",
+             f"Largest val error {m['val_orientation_max_rad']:.5f} rad; noise "
+             f"{cfg.orientation_noise:g} rad; single-tendon pulls after stage 1 "
+             f"{m['pull_orientation_rmse_rad']:.5f} rad. Wall time {m['wall_s']:.0f} s.", "",
+             f"Stage 1: channel map (tendon order, section-major) {record['channel_map']} "
+             f"(from {record['map_from']}); tendon angles (deg, the IMUs' frame) "
+             f"{[[round(a, 1) for a in s] for s in record['angles_deg']]}; the nominal arm "
+             f"sags {record['stage1']['sag_mm']:.1f} mm with no pull.", "",
+             *_warnings(record),
+             "## Fitted values", "",
+             f"Starts' final costs {[round(c, 1) for c in record['costs']]}, residual "
+             f"evaluations {record['nfev']}, on {record['fit_rows']} train rows (residuals "
+             "over orientation_noise). Standard errors from the Jacobian, s^2 (J^T J)^-1.", "",
+             "| key | nominal | fitted | std. error | at a bound |", "|---|---|---|---|---|"]
+    for k, v in record["values"].items():
+        lines.append(f"| {k} | {record['nominal'].get(k, float('nan')):.6g} | {v:.6g} | "
+                     f"{record['stderr'].get(k, float('nan')):.3g} | "
+                     f"{'yes' if k in record['at_bound'] else ''} |")
+    return write_text(out / "report.md", "\n".join(lines) + "\n")

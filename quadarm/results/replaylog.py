@@ -345,12 +345,31 @@ def read(path: str, columns: Mapping[str, str], n_tendons: int, servo: bool,
                      attitude=_attitude(frame, columns, path))
 
 
+def quaternion_columns(columns: Mapping[str, str]) -> list[str]:
+    """The log's columns of the vehicle's attitude (w, x, y, z): :data:`quadarm.names.
+    QUATERNION` through ``columns`` (a quantity it leaves out under its own name)."""
+    return [columns.get(q, q) for q in names.QUATERNION]
+
+
+def attitudes(path: str, columns: Mapping[str, str], run_id: str = "") -> np.ndarray | None:
+    """The vehicle's attitude (K, 4) (w, x, y, z) at every row of the log at ``path`` (the
+    replay itself keeps only the first row's), each row normalised; None when the log lacks
+    any of its four columns (:func:`quaternion_columns`). The file, its run and the rows'
+    numbers are checked as :func:`read` checks them (one-line refusals)."""
+    frame = _frame(path, run_id)
+    cols = quaternion_columns(columns)
+    if not all(c in frame.columns for c in cols):
+        return None
+    q = _numbers(frame, cols, path)
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
 def _attitude(frame: pd.DataFrame, columns: Mapping[str, str], path: str
               ) -> np.ndarray | None:
     """The vehicle's attitude (4,) (w, x, y, z) at the log's first row, normalised, when the
     log has all four quaternion columns (None without any; part of them, or a first row
     whose norm is not 1 within :data:`QUATERNION_TOL`, refused)."""
-    cols = [columns.get(q, q) for q in names.QUATERNION]
+    cols = quaternion_columns(columns)
     have = [c in frame.columns for c in cols]
     if not any(have):
         return None

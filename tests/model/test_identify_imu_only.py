@@ -1,0 +1,301 @@
+"""Identify from section-end IMUs alone (``identify.tip: []``, ``fit_to: orientation``;
+docs/identify.md, "IMUs alone"), on synthetic recordings that quadarm generates itself: the
+two-section arm of ``test_identify_robust`` (8 cm sections standing up under gravity, soft
+tendons), its poses replayed, each section end's roll and pitch (the end link's frame in the
+base's, as ``scenario=replay`` computes it, seen by IMUs turned 0.3 rad about the arm's axis
+from the true arm frame) plus 0.2 deg of noise per angle from a seeded numpy Generator, and
+no tracked point at all. Stage 1 takes the IMUs' frame as the arm's, so the truth of each
+tendon angle is its true angle less the IMUs' turn."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import mujoco
+import numpy as np
+import pandas as pd
+import pytest
+from test_identify_orientation import IMU_YAW, _single_pulls, wrap_all
+from test_identify_recovery import (
+    REF_LENGTH,
+    REF_PULL,
+    REF_TENSION,
+    SETTING,
+    Case,
+    bends,
+    design,
+    single_tensions,
+)
+from test_identify_robust import arm_yaml
+
+from quadarm.api import compose
+from quadarm.config.checks import ConfigError
+from quadarm.config.identify import IdentifyConfig
+from quadarm.config.sections import SectionArmConfig
+from quadarm.identify import data as identify_data
+from quadarm.identify import fit, register
+from quadarm.identify.replay import Bench
+from quadarm.model import names
+
+ANGLE_NOISE = math.radians(0.2)  # rad: each logged angle's noise std (a good MEMS IMU's)
+IMU_COLUMNS = [f"s{j}_{a}" for j in range(2) for a in ("roll", "pitch")]
+REFERENCE = Case(2, 0.08, "displacement", False)  # test_identify_robust's arm
+CASES = [REFERENCE, Case(2, 0.08, "tension", False), Case(4, 0.075, "displacement", False),
+         Case(2, 0.15, "displacement", True)]
+
+
+def imu_angles(arm: SectionArmConfig, cfg, commands: np.ndarray) -> np.ndarray:
+    """Every section end's roll and pitch (K, n_sections, 2) rad for the tendon commands
+    (K, n_tendons) (m, or N on a tension arm): the rows replayed on the bench from the
+    straight arm, the end link's frame R in the airframe's (MuJoCo's xmat) seen by IMUs
+    whose x axis is IMU_YAW from the arm frame's, Rz(-y) R Rz(y), read as
+    R = Rz Ry(pitch) Rx(roll) (scenario=replay's formula; test_identify_orientation's
+    ``_imu_angles`` for any number of sections)."""
+    bench = Bench(cfg.airframe, arm, cfg.sim, "up", 0.005)
+    m, d = bench.model, bench.data
+    ctrl, way = bench.commands(commands), bench.directions(commands)
+    quad = m.body(names.QUAD_BODY).id
+    ends = [m.body(names.link_body(int(k) - 1)).id
+            for k in np.cumsum([sec.links for sec in arm.sections])]
+    turn = register.rotation(0.0, 0.0, IMU_YAW)
+    d.qpos[:] = m.qpos0
+    out = np.zeros((len(ctrl), len(ends), 2))
+    for i, u in enumerate(ctrl):
+        bench.settle(u, direction=way[i])
+        mujoco.mj_kinematics(m, d)
+        for e, b in enumerate(ends):
+            r = turn.T @ d.xmat[quad].reshape(3, 3).T @ d.xmat[b].reshape(3, 3) @ turn
+            out[i, e] = math.atan2(r[2, 1], r[2, 2]), math.asin(-r[2, 0])
+    return out
+
+
+def recordings(case: Case, rows: tuple[int, int], seed: int = 11) -> dict:
+    """``case``'s arm (test_identify_recovery's design) logged as a lab with IMUs at every
+    section end and no tracker logs it: the single pulls (labelled tendon<k>) and ``rows``
+    train and val rows of random bends, each (commands (K, n) m or N, angles (K, n_sec, 2)
+    rad plus N(0, ANGLE_NOISE) from Generator(SeedSequence(``seed``))); ``noise``: the
+    draws."""
+    true_arm = design(case)
+    s = case.length / REF_LENGTH
+    servo, sign, per_section = fit.servo_map(true_arm)
+    if case.actuation == "tension":
+        top = REF_TENSION * s * (case.sections / 2) ** 3
+        pulls, labels = single_tensions(per_section[0], case.sections, top)
+        amplitude = top / 1.5
+    else:
+        pulls, labels = _single_pulls(per_section[0], both_ways=case.pairs,
+                                      sections=case.sections, scale=s)
+        amplitude = REF_PULL * s
+    cfg = compose(["scenario=statics"])
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    out: dict = {"cfg": cfg, "labels": labels, "noise": {}, "case": case}
+    for which, pull in (("pulls", pulls), ("train", bends(true_arm, rows[0], 1, amplitude)),
+                        ("val", bends(true_arm, rows[1], 2, amplitude))):
+        # Each tendon's command: its servo's (an antagonistic pair's opposite paid out).
+        tendon = pull[:, servo] * np.asarray(sign) if sign else pull
+        clean = imu_angles(true_arm, cfg, tendon)
+        noise = rng.normal(scale=ANGLE_NOISE, size=clean.shape)
+        out[which] = (pull, clean + noise)
+        out["noise"][which] = noise
+    return out
+
+
+@pytest.fixture(scope="module")
+def imu_only() -> dict:
+    """The reference arm's recordings, 4 train and 4 val rows (the quick tests')."""
+    return recordings(REFERENCE, (4, 4))
+
+
+def _stage1(rec: dict, arm: SectionArmConfig) -> tuple[fit.Problem, dict]:
+    cfg = rec["cfg"]
+    pull, angles = rec["pulls"]
+    problem, _, s1 = fit.stage1_imu(cfg.airframe, cfg.sim, arm, "up", 0.005, pull, angles,
+                                    tuple(range(len(arm.sections))), rec["labels"])
+    problem.fit_to, problem.orientation_noise = "orientation", ANGLE_NOISE
+    return problem, s1
+
+
+def _angle_errors(problem: fit.Problem, true_arm: SectionArmConfig) -> np.ndarray:
+    """Stage 1's error in each tendon's angle (n_sections, count) rad against the truth in
+    the IMUs' frame (the true arm's angles less IMU_YAW)."""
+    return np.array([wrap_all(np.radians(got.tendons.angles()) + IMU_YAW
+                              - np.radians(true.tendons.angles()))
+                     for got, true in zip(problem.arm.sections, true_arm.sections,
+                                          strict=True)])
+
+
+def test_stage1_places_the_tendons_in_the_imus_frame(imu_only):
+    """From the IMUs alone, on the true arm, stage 1 measures each tendon's angle in the
+    IMUs' frame (the true one less their 0.3 rad turn) within 1.5 deg (the noise's), and the
+    pulls then score within 1.2x the angle noise; on an arm 2x too stiff the errors are a
+    turn of each section (within 2 deg of one another), what ``rotate_deg`` undoes."""
+    true_arm = design(REFERENCE)
+    problem, s1 = _stage1(imu_only, true_arm)
+    err = np.degrees(_angle_errors(problem, true_arm))
+    assert np.abs(err).max() < 1.5, err
+    assert s1["pull_orientation_rmse_rad"] < 1.2 * ANGLE_NOISE, s1
+    assert problem.tendon_channel == tuple(range(6)) and problem.imu_yaw == 0.0
+    assert np.array_equal(problem.rotation, np.eye(3))
+    stiff, s1 = _stage1(imu_only, design(REFERENCE, modulus_factor=2.0))
+    err = np.degrees(_angle_errors(stiff, true_arm))
+    assert np.ptp(err, axis=1).max() < 2.0, err
+    assert s1["pull_orientation_rmse_rad"] > 5 * ANGLE_NOISE  # the stiffer arm bends less
+
+
+def recover(case: Case, seed: int = 11) -> dict:
+    """Fit ``case``'s IMU recordings (:data:`SETTING`'s rows) with test_identify_recovery's
+    setting, from moduli 2x too high; each fitted key's error over its standard error, val's
+    angle RMSE and its noise floor (the RMS of val's noise draws: the true arm's score)."""
+    rec = recordings(case, (SETTING.train_rows, SETTING.val_rows), seed)
+    true_arm, nominal = design(case), design(case, modulus_factor=2.0)
+    start = time.perf_counter()
+    problem, _ = _stage1(rec, nominal)
+    e_nom = nominal.sections[0].youngs_modulus
+    lo, hi = SETTING.modulus_bounds
+    problem.keys = fit.expand(nominal, {"sections.#.youngs_modulus": [lo * e_nom, hi * e_nom],
+                                        "sections.#.tendons.rotate_deg":
+                                            list(SETTING.rotate_deg)})
+    pull, angles = rec["train"]
+    out = fit.stage2(problem, pull, np.empty((len(pull), 0)), stride=SETTING.stride,
+                     starts=SETTING.starts, workers=1, max_nfev=SETTING.max_nfev, seed=0,
+                     angles=angles)
+    seconds = time.perf_counter() - start
+    err = _angle_errors(problem, true_arm).mean(axis=1)
+    want = {f"sections.{j}.youngs_modulus": sec.youngs_modulus
+            for j, sec in enumerate(true_arm.sections)}
+    want |= {f"sections.{j}.tendons.rotate_deg": -math.degrees(err[j])
+             for j in range(case.sections)}
+    val = fit.orientation_scores(problem.angles(out["values"], rec["val"][0]), rec["val"][1])
+    return {"ratio": {k: abs(out["values"][k] - v) / out["stderr"][k] for k, v in want.items()},
+            "rel_se": {k: out["stderr"][k] / v for k, v in want.items() if "modulus" in k},
+            "val_rad": val["orientation_rmse_rad"], "zero_rad": val["orientation_zero_rad"],
+            "floor_rad": float(np.sqrt(np.mean(rec["noise"]["val"] ** 2))),
+            "values": out["values"], "stderr": out["stderr"], "want": want,
+            "nfev": out["nfev"], "seconds": seconds}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.sections}x{c.length * 1e3:g}mm_"
+                         f"{'servo' if c.actuation == 'displacement' else 'tension'}"
+                         f"{'_pairs' if c.pairs else ''}")
+def test_the_imus_alone_recover_the_arm_and_reach_the_noise_floor(case):
+    """From moduli 2x too high, the IMUs alone recover every section's modulus and tendon
+    turn (the fit undoes stage 1's mean angle error) within two standard errors, and val's
+    angle RMSE is within 1.2x the noise floor: test_identify_recovery's setting and row
+    counts, unchanged."""
+    result = recover(case)
+    worst = max(result["ratio"].values())
+    assert worst <= 2.0, result
+    assert max(result["rel_se"].values()) < 0.1, result  # an informative fit
+    assert result["val_rad"] <= 1.2 * result["floor_rad"], result
+    assert result["zero_rad"] > 10 * ANGLE_NOISE  # the bends are worth fitting
+
+
+@pytest.mark.parametrize(("kwargs", "key", "what"), [
+    ({}, "fit_to", "fit_to=orientation"),
+    ({"fit_to": "both"}, "fit_to", "identify.tip=[x,y,z]"),
+    ({"fit_to": "orientation", "parameters": {"marker_offset": [0.0, 0.01]}},
+     "parameters.marker_offset", "identify.tip=[x,y,z]"),
+    ({"fit_to": "orientation", "parameters": {"registration.rz": [-0.1, 0.1]}},
+     "parameters.registration.rz", "identify.tip=[x,y,z]"),
+    ({"fit_to": "orientation", "parameters": {"imu.yaw": [-0.3, 0.3]}},
+     "parameters.imu.yaw", "rotate_deg"),
+    ({"fit_to": "orientation", "gravity": "tracking_frame"}, "gravity", "arm_axis"),
+    ({"fit_to": "orientation", "robust_start": True}, "robust_start", "set it false"),
+    ({"tip": ["x", "y"]}, "tip", "or none"),
+])
+def test_what_the_imus_cannot_fit_is_refused_in_one_line(kwargs, key, what):
+    args = {"tip": [], "orientation": IMU_COLUMNS} | kwargs
+    with pytest.raises(ConfigError) as err:
+        IdentifyConfig(**args)
+    msg = str(err.value)
+    assert msg.startswith(key) and what in msg and "\n" not in msg
+
+
+def test_the_default_still_needs_the_tracked_point():
+    """The default keeps the tip's three columns; tip=[] with the IMUs and fit_to=orientation
+    is accepted (gravity.tilt_* and the tendon keys stay fittable)."""
+    assert IdentifyConfig().tip == ["tip_x", "tip_y", "tip_z"]
+    IdentifyConfig(tip=[], orientation=IMU_COLUMNS, fit_to="orientation",
+                   parameters={"gravity.tilt_x": [-0.1, 0.1],
+                               "sections.#.tendons.rotate_deg": [-10.0, 10.0]})
+
+
+def _write(tmp_path, rec: dict, labels: np.ndarray | None = None) -> list[str]:
+    """The recordings as a lab without a tracker writes them (CSV: servo mm, IMU rad, no tip
+    column), and the arguments of a job on them."""
+    (tmp_path / "conf" / "arm").mkdir(parents=True)
+    (tmp_path / "conf" / "arm" / "syn.yaml").write_text(arm_yaml(2 * 60e9, 0.1, 25.0))
+    for which in ("pulls", "train", "val"):
+        pull, angles = rec[which]
+        frame = pd.DataFrame(pull * 1e3, columns=[f"servo_{i + 1}_mm" for i in range(6)])
+        frame[IMU_COLUMNS] = angles.reshape(len(pull), 4)
+        frame["pattern_label"] = ((rec["labels"] if labels is None else labels)
+                                  if which == "pulls" else which)
+        frame.to_csv(tmp_path / f"{which}.csv", index=False, float_format="%.17g")
+    return ["arm=syn", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+            f"identify.data_dir={tmp_path}", "identify.pulls=pulls.csv",
+            f"identify.channels=[{','.join(f'servo_{i + 1}_mm' for i in range(6))}]",
+            "identify.tip=[]", f"identify.orientation=[{','.join(IMU_COLUMNS)}]",
+            "identify.fit_to=orientation", f"identify.orientation_noise={ANGLE_NOISE!r}",
+            f"identify.out={tmp_path / 'run'}"]
+
+
+def test_unlabelled_pulls_without_a_tracker_are_refused(tmp_path, capsys, imu_only):
+    """Without a tracked point stage 1 maps the channels from the pulls' labels: pulls that
+    do not name their tendon are refused in one line, exit 2, nothing written."""
+    from quadarm.identify.__main__ import main
+
+    args = _write(tmp_path, imu_only, np.array(["pull"] * len(imu_only["labels"])))
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: identify.pulls") and "tendon<k>" in err and "\n" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_recordings_without_tip_columns_read(tmp_path, imu_only):
+    """tip=[]: the reader asks for no tip column and returns an empty (K, 0) tip."""
+    _write(tmp_path, imu_only)
+    cfg = IdentifyConfig(data_dir=str(tmp_path), channels=[f"servo_{i + 1}_mm"
+                                                           for i in range(6)],
+                         tip=[], orientation=IMU_COLUMNS, fit_to="orientation")
+    rec = identify_data.read(cfg, "train", 0.16)
+    assert rec.tip.shape == (4, 0) and rec.angles is not None
+    np.testing.assert_allclose(rec.angles, imu_only["train"][1], rtol=0, atol=1e-15)
+
+
+@pytest.mark.slow
+def test_the_command_line_fits_the_imus_alone(tmp_path, capsys):
+    """``python -m quadarm.identify`` on the reference arm's recordings with no tip column
+    (test_identify_recovery's rows and setting): from moduli 2x too high, the calibrated arm
+    file is written with both moduli back within 5 %, val's angle RMSE within 1.2x the noise
+    floor, the metrics and the report written."""
+    import yaml
+
+    from quadarm.identify.__main__ import main
+
+    rec = recordings(REFERENCE, (SETTING.train_rows, SETTING.val_rows))
+    args = _write(tmp_path, rec)
+    lo, hi = SETTING.modulus_bounds
+    turn = list(SETTING.rotate_deg)
+    (tmp_path / "conf" / "experiment").mkdir()
+    (tmp_path / "conf" / "experiment" / "syn_imu.yaml").write_text(
+        "# @package _global_\nidentify:\n  parameters:\n"
+        f"    sections.#.youngs_modulus: [{lo * 120e9!r}, {hi * 120e9!r}]\n"
+        f"    sections.#.tendons.rotate_deg: [{turn[0]!r}, {turn[1]!r}]\n")
+    args += ["+experiment=syn_imu", f"identify.starts={SETTING.starts}",
+             f"identify.max_nfev={SETTING.max_nfev}", "identify.workers=1",
+             f"identify.train_stride={SETTING.stride}", "identify.name=syn_cal"]
+    assert main(args) == 0, capsys.readouterr().err
+    run = tmp_path / "run"
+    metrics = json.loads((run / "fit.json").read_text())["metrics"]
+    floor = float(np.sqrt(np.mean(rec["noise"]["val"] ** 2)))
+    assert metrics["val_orientation_rmse_rad"] < 1.2 * floor, metrics
+    arm = yaml.safe_load((run / "syn_cal.yaml").read_text())
+    for sec in arm["sections"]:
+        assert abs(sec["youngs_modulus"] / 60e9 - 1) < 0.05, sec["youngs_modulus"]
+    table = pd.read_parquet(run / "metrics.parquet")
+    assert "val_orientation_rmse_rad" in set(table["metric"])
+    assert "IMUs alone" in (run / "report.md").read_text()
