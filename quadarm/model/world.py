@@ -35,6 +35,8 @@ outputs only: the dynamics are those of the model without them.
 from __future__ import annotations
 
 import copy
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import mujoco
@@ -281,16 +283,25 @@ def mount_force(obj: WorldObject, displacement: float) -> float:
 
 
 
+# A closed-loop look-ahead of the trial (quadarm.runner.episode.Sim.ahead): flies the trial's
+# own loop from a copy of its data for a number of samples; returns qpos (steps + 1, nq), qvel
+# (steps + 1, nv) and whether the loop flagged a state.
+Ahead = Callable[[mujoco.MjData, int], tuple[np.ndarray, np.ndarray, bool]]
+
+
 def capture(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload, radius: float,
-            offset: np.ndarray, weld_floor: float = 0.0) -> bool:
+            offset: np.ndarray, weld_floor: float = 0.0, ahead: Ahead | None = None,
+            closed: bool = False) -> bool:
     """Grasp the payload (:func:`quadarm.model.payload.grasp`: its current relative pose
     written into the weld, then the weld on) if it is not held yet and the tip site is within
     ``radius`` (m) of its grasp point, its centre plus ``offset`` (m, (3,), world). Returns
     whether it is held afterwards. The poses are those of ``qpos`` (``mj_kinematics``).
     ``weld_floor`` > 0 (s): at the next try after the grasp (the closed loop has then flown
     the weld and taken up the object's weight, as the weight feed-forward tells the hub),
-    :func:`steady_weld` checks the weld's step at that state and stiffens it, not below
-    ``weld_floor``, if the step grows; 0: the weld as built, never checked.
+    :func:`steady_weld` checks the weld at that state and stiffens it, not below
+    ``weld_floor``, if it grows: with ``closed``, in the trial's closed loop (``ahead``: a
+    look-ahead of the loop that flies it; a loop without one leaves the weld as built), else
+    with the commands held; 0: the weld as built, never checked.
 
     Why not at the grasp itself: there the object still rests on its stand and the arm's
     commands are those of the unloaded arm; the calibrated v4 arm's weld mode does not grow
@@ -299,7 +310,8 @@ def capture(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload, radius
     if holding(data, payload):
         if id(data) in _UNCHECKED:  # the first try after the grasp: the loop has flown it
             _UNCHECKED.discard(id(data))
-            steady_weld(model, data, payload, weld_floor)
+            if ahead is not None or not closed:
+                steady_weld(model, data, payload, weld_floor, ahead if closed else None)
         return True
     mujoco.mj_kinematics(model, data)
     tip = data.site_xpos[model.site(names.TIP_SITE).id]
@@ -340,24 +352,131 @@ def step_growth(model: mujoco.MjModel, data: mujoco.MjData, settle: int = 0) -> 
     return float(np.abs(osc).max()) if len(osc) else 0.0
 
 
+def held_mode(model: mujoco.MjModel, data: mujoco.MjData) -> tuple[float, np.ndarray]:
+    """:func:`step_growth`'s largest oscillatory eigenvalue's modulus and its eigenvector's
+    real part, scaled to unit norm ((2 nv + na,), the tangent state of ``mjd_transitionFD``:
+    positions' tangent, velocities, actuator states); (0, zeros) when no mode oscillates."""
+    d = copy.copy(data)
+    nx = 2 * model.nv + model.na
+    a = np.zeros((nx, nx))
+    mujoco.mjd_transitionFD(model, d, WELD_FD_EPS, 1, a, None, None, None)
+    ev, vec = np.linalg.eig(a)
+    osc = np.flatnonzero(np.abs(np.angle(ev)) > 1e-3)
+    if not len(osc):
+        return 0.0, np.zeros(nx)
+    j = osc[np.argmax(np.abs(ev[osc]))]
+    v = np.real(vec[:, j])
+    if np.linalg.norm(v) < 1e-9 * np.linalg.norm(vec[:, j]):
+        v = np.imag(vec[:, j])
+    return float(abs(ev[j])), v / np.linalg.norm(v)
+
+
+def weld_motion(model: mujoco.MjModel, weld: int, qpos: np.ndarray, qvel: np.ndarray
+                ) -> np.ndarray:
+    """The weld's relative motion along a path: the velocity of the weld's second body
+    relative to its first, both at the second's origin (angular rad/s, then linear m/s,
+    world axes), (rows, 6), at the states qpos (rows, nq), qvel (rows, nv). What the weld's
+    constraint holds at zero; the vehicle's and the arm's motion as one body leave it."""
+    d = mujoco.MjData(model)
+    b1, b2 = int(model.eq_obj1id[weld]), int(model.eq_obj2id[weld])
+    out = np.empty((len(qpos), 6))
+    v1, v2 = np.zeros(6), np.zeros(6)
+    for i in range(len(qpos)):
+        d.qpos[:], d.qvel[:] = qpos[i], qvel[i]
+        mujoco.mj_kinematics(model, d)
+        mujoco.mj_comPos(model, d)
+        mujoco.mj_comVel(model, d)
+        mujoco.mj_objectVelocity(model, d, mujoco.mjtObj.mjOBJ_BODY, b1, v1, 0)
+        mujoco.mj_objectVelocity(model, d, mujoco.mjtObj.mjOBJ_BODY, b2, v2, 0)
+        arm = d.xpos[b2] - d.xpos[b1]  # v1 moved from b1's origin to b2's
+        out[i, :3] = v2[:3] - v1[:3]
+        out[i, 3:] = v2[3:] - (v1[3:] + np.cross(v1[:3], arm))
+    return out
+
+
+def closed_separation(model: mujoco.MjModel, data: mujoco.MjData, ahead: Ahead,
+                      direction: np.ndarray, steps: int, weld: int,
+                      eps: float = WELD_FD_EPS) -> tuple[np.ndarray, bool]:
+    """The closed loop's response to a small state perturbation, in the weld: the norm of
+    the difference of the weld's relative motion (:func:`weld_motion`, rad/s and m/s alike)
+    between the trial's loop flown from ``data`` and from ``data`` displaced by ``eps`` x
+    ``direction`` ((2 nv + na,), unit, tangent), both by ``ahead`` for ``steps`` samples.
+    Returns the norms (steps + 1,), divided by ``eps``, and whether either look-ahead
+    flagged a state. A finite difference of the closed loop along one direction, read where
+    the weld rings: the vehicle's slow modes, which the loop (and its estimator) moves the
+    whole craft by, leave it."""
+    nv, na = model.nv, model.na
+    base, pert = copy.copy(data), copy.copy(data)
+    mujoco.mj_integratePos(model, pert.qpos, eps * direction[:nv], 1.0)
+    pert.qvel[:] += eps * direction[nv:2 * nv]
+    if na:
+        pert.act[:] += eps * direction[2 * nv:]
+    q0, v0, bad0 = ahead(base, steps)
+    q1, v1, bad1 = ahead(pert, steps)
+    diff = weld_motion(model, weld, q1, v1) - weld_motion(model, weld, q0, v0)
+    return np.linalg.norm(diff, axis=1) / eps, bad0 or bad1
+
+
+CLOSED_HORIZON = 0.6  # s: the closed-loop look-ahead of closed_growth (300 samples at 2 ms)
+
+
+def closed_growth(model: mujoco.MjModel, data: mujoco.MjData, ahead: Ahead,
+                  direction: np.ndarray, weld: int, horizon: float = CLOSED_HORIZON) -> float:
+    """The closed loop's growth per sample (dimensionless, per ``model.opt.timestep``) of a
+    perturbation along ``direction`` ((2 nv + na,), unit; :func:`held_mode`'s eigenvector),
+    seen in the weld (:func:`closed_separation`, ``weld`` the equality's id) over ``horizon``
+    (s, n samples): the ratio of its peak over the last quarter to its peak over the second,
+    to the power 1 / (samples between the quarters' ends). By then the modes that decay
+    fastest have died out and the largest closed-loop eigenvalue the perturbation excites is
+    left; peaks, not samples, so that the phase of an oscillation (a quarter holds a period
+    of a mode above 1 / (horizon / 4), 6.7 Hz at 0.6 s) does not bias it. Above 1: the loop
+    lets it grow. ``inf`` when a look-ahead flags a state (MuJoCo's instability, a
+    non-finite state) or the plan leaves too few samples to ask."""
+    steps = max(8, int(round(horizon / model.opt.timestep)))
+    sep, bad = closed_separation(model, data, ahead, direction, steps, weld)
+    n = len(sep) - 1  # fewer than steps where the plan ends first
+    if bad or n < 8 or not np.all(np.isfinite(sep)):
+        return math.inf
+    q = n // 4
+    mid, late = float(sep[q:2 * q + 1].max()), float(sep[3 * q:].max())
+    if mid <= 0.0:
+        return math.inf if late > 0.0 else 0.0
+    return float((late / mid) ** (1.0 / (n - 2 * q)))
+
+
+def weld_grows(model: mujoco.MjModel, data: mujoco.MjData, weld: int,
+               ahead: Ahead | None = None) -> bool:
+    """Whether the weld, as the model now has it, grows at ``data``'s state: one physics
+    step's transition with the commands held has a growing oscillatory mode
+    (:func:`held_mode`) and, given ``ahead`` (the trial's closed-loop look-ahead), the loop
+    lets a perturbation along that mode grow too (:func:`closed_growth`)."""
+    growth, direction = held_mode(model, data)
+    if growth <= 1.0:
+        return False
+    return ahead is None or closed_growth(model, data, ahead, direction, weld) > 1.0
+
+
 def steady_weld(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload,
-                floor: float) -> float:
-    """Make the just-closed grasp weld one the physics step holds without ringing up: while
-    one step's transition at this state (:func:`step_growth`) has a growing oscillatory mode,
-    halve the weld's time constant (``model.eq_solref``, damping ratio kept), down to
-    ``floor`` (s, MuJoCo's own lower bound is two physics steps), which is taken unchecked.
-    Returns the time constant (s) left in the model; a weld whose step does not grow is left
-    exactly as it was (the model's arrays are not written).
+                floor: float, ahead: Ahead | None = None) -> float:
+    """Make the just-closed grasp weld one that does not ring up: while it grows
+    (:func:`weld_grows`: the step with the commands held, or, given ``ahead``, the trial's
+    closed loop), halve the weld's time constant (``model.eq_solref``, damping ratio kept),
+    down to ``floor`` (s, MuJoCo's own lower bound is two physics steps), which is taken
+    unchecked. Returns the time constant (s) left in the model; a weld that does not grow is
+    left exactly as it was (the model's arrays are not written).
 
     Why (docs/tipspace.md, "The grasp weld"): MuJoCo sizes the weld's regulariser from the
     bodies' inverse weights at the reference pose (``body_invweight0``, the straight arm).
     Across a bent, light arm the weld rows' true inverse inertia is many times that, the weld
     acts as a hard constraint, and its reference dynamics, stepped explicitly against the
     distal links, grow; a stiffer weld moves them up to where the step damps them. Whether it
-    grows is decided by the step itself, at the state it is closed in, not by a ratio."""
+    grows is decided by the step itself (and the loop around it), at the state it is closed
+    in, not by a ratio. Why the closed loop: a mode the step with its commands held lets grow
+    by a few parts in a thousand (prb12's ``ff_com``) the controller may hold, as its flights
+    show; one it cannot hold (the calibrated v4 arm's) grows in the look-ahead too."""
     w = payload.weld
     tc = float(model.eq_solref[w, 0])
-    while tc > floor and step_growth(model, data) > 1.0:
+    while tc > floor and weld_grows(model, data, w, ahead):
         tc = max(floor, 0.5 * tc)
         model.eq_solref[w, 0] = tc
     return tc

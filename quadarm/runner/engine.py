@@ -77,10 +77,23 @@ def wants_batch(engine: str, min_trials: int, cfgs: Sequence[Config]) -> list[bo
 
 
 def alone(cfg: Config) -> bool:
-    """Trials that fly one at a time: grounded ones (no flight controller). Those whose plan
-    switches the payload weld batch like the others (each row owns its weld's ``eq_data``
-    and ``eq_active``, :mod:`quadarm.runner.batch`)."""
-    return grounded(cfg)
+    """Trials that fly one at a time: grounded ones (no flight controller) and those whose
+    capture checks the grasp weld (``world.payload.grasp_check`` on, with MuJoCo's default
+    weld): the check writes the row's model (the weld's ``eq_solref``) and flies the trial's
+    own loop ahead on copies (:class:`quadarm.runner.episode.Sim`), which a batch row has
+    not. The others whose plan switches the payload weld batch like the rest (each row owns
+    its weld's ``eq_data`` and ``eq_active``, :mod:`quadarm.runner.batch`)."""
+    return grounded(cfg) or weld_checked(cfg)
+
+
+def weld_checked(cfg: Config) -> bool:
+    """Whether a pick-and-place trial's capture checks its weld
+    (:func:`quadarm.scenarios.pick_place.weld_floor` > 0)."""
+    if cfg.scenario.kind != "pick_place" or cfg.world.payload is None:
+        return False
+    from quadarm.scenarios.pick_place import weld_floor
+
+    return weld_floor(cfg) > 0.0
 
 
 def threads(requested: int) -> int:

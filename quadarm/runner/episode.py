@@ -15,7 +15,9 @@ unstable, or that leaves the bounding box stops with
 
 from __future__ import annotations
 
+import copy
 import time
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -96,6 +98,53 @@ def hold(p: Prepared) -> Outcome:
     return _run(p, step.HELD)
 
 
+class Sim:
+    """The events' model and data (``sim()``: the trial's own ``MjModel``, ``MjData``) and a
+    closed-loop look-ahead on copies of the trial (:meth:`ahead`), for a check that asks what
+    the trial's own loop does from a given state (:func:`quadarm.model.world.steady_weld`'s
+    ``closed`` criterion). ``k`` is the sample the events run before (set by the loop)."""
+
+    def __init__(self, m: mujoco.MjModel, d: mujoco.MjData, chunk: Any, prm: step.Params,
+                 st: step.State, lg: step.Log, box: float, start: np.ndarray, n: int,
+                 native: bool) -> None:
+        self.m, self.d, self.chunk, self.prm, self.st, self.lg = m, d, chunk, prm, st, lg
+        self.box, self.start, self.n, self.native = box, start, n, native
+        self.k = 0
+
+    def __call__(self) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        return self.m, self.d
+
+    def ahead(self, dc: mujoco.MjData, steps: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Fly the trial's closed loop (the very chunk it flies: terms, controller, sensing)
+        from sample ``k`` for ``steps`` samples on ``dc`` (a copy of the trial's data, maybe
+        perturbed), with copies of the controller's and the log's records: the trial itself
+        (its data, records, model's wind) is left as it was. Returns the states qpos
+        (steps + 1, nq) and qvel (steps + 1, nv) at samples k..k + steps and whether the loop
+        flagged a state (then the rows after it are those of the last good state)."""
+        m = self.m
+        k0 = self.k
+        k1 = min(k0 + steps, self.n)
+        wind = m.opt.wind.copy()  # the records' wind is the model's, live
+        views = {v: getattr(dc, v)[None] for v in step.VIEWS}
+        st = copy.deepcopy(self.st)._replace(data=step.Data(**views, wind=m.opt.wind[None]))
+        lg = copy.deepcopy(self.lg)
+        chk = step.live_check(dc, self.start, self.box, CHECK_EVERY)
+        mp, dp = step.address(m, self.native), step.address(dc, self.native)
+        try:
+            k = self.chunk(mp, dp, k0, k1, self.prm, st, lg, chk)
+        finally:
+            m.opt.wind[:] = wind
+        bad = k < 0
+        last = -k if bad else k1
+        qpos = np.vstack([lg.qpos[k0:last, 0], dc.qpos[None]])
+        qvel = np.vstack([lg.qvel[k0:last, 0], dc.qvel[None]])
+        rows = k1 - k0 + 1
+        if len(qpos) < rows:  # flagged early: pad with the last state
+            qpos = np.vstack([qpos, np.repeat(qpos[-1:], rows - len(qpos), 0)])
+            qvel = np.vstack([qvel, np.repeat(qvel[-1:], rows - len(qvel), 0)])
+        return qpos, qvel, bad
+
+
 def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     """:func:`fly` (``mode`` FLY) or :func:`hold` (HELD) through the step seam."""
     cfg, built, plan = p.cfg, p.built, p.plan
@@ -142,8 +191,9 @@ def _run(p: Prepared, mode: int, applied: bool = False) -> Outcome:
     # on both sides), about 5 % of a 30-link arm's Euler step.
     edges = sorted({0, n, n + 1} | {k for k in task.edges(plan) if 0 <= k <= n}
                    | (set(range(0, n, PROGRESS_EVERY)) if meter.enabled else set()))
-    sim = (lambda: (m, d))  # noqa: E731 - the events' model and data: the trial's own
+    sim = Sim(m, d, fly_chunk, prm, st, lg, cfg.sim.max_distance, plan.start, n, native)
     for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
+        sim.k = k0
         task.events(k0, plan, xfrc, sim)
         k = k0
         while k < k1 and failure is None:

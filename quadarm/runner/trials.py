@@ -179,7 +179,8 @@ def trial_id(cfg: Config) -> str:
     group stay the same; so is ``world.payload`` when there is none (before the option), and
     so are the later keys at their defaults (``arm.servo``, ``arm.bend_travel_mm``,
     ``sim.jacobian``, ``sim.contact``, ``world.payload.grasp_timeconst``,
-    ``world.payload.grasp_check``, ``scenario.keep_grasp_bend`` (unset: hashed as what it
+    ``world.payload.grasp_check`` (``closed``; ``held`` hashed as the ``true`` it was),
+    ``scenario.keep_grasp_bend`` (unset: hashed as what it
     resolves to, :func:`quadarm.scenarios.pick_place.resolved_keep`),
     ``scenario.start_shape``, ``sensing.shape_table``, ``sensing.arm_imu.model_error``...)."""
     skip = ("runner.", "tune.") + (("sensing.",) if cfg.sensing.exact else ())
@@ -199,7 +200,7 @@ def trial_id(cfg: Config) -> str:
             and not (k == "sensing.arm_imu.model_error" and v == "none")
             and not (k == "world.payload.grasp_timeconst" and v == 0.0)
             and not (k == "scenario.keep_grasp_bend" and v in (False, None))
-            and not (k == "world.payload.grasp_check" and v is False)
+            and not (k == "world.payload.grasp_check" and v == "closed")
             and not (k == "scenario.start_shape" and v == "straight")}
     if cfg.scenario.kind == "pick_place" and cfg.world.payload is not None \
             and getattr(cfg.scenario, "keep_grasp_bend", False) is None:
@@ -209,6 +210,9 @@ def trial_id(cfg: Config) -> str:
 
         if resolved_keep(cfg):
             flat["scenario.keep_grasp_bend"] = True
+    if flat.get("world.payload.grasp_check") == "held":
+        # the mode of the boolean key's true: the ids of the runs made with it before the modes
+        flat["world.payload.grasp_check"] = True
     if isinstance(flat.get("arm.sections"), str):
         flat["arm.sections"] = _sections_before_their_new_keys(flat["arm.sections"])
     if cfg.scenario.kind == "replay":  # the log is the trial's input: its bytes, not its name

@@ -58,6 +58,9 @@ class Plan:
     # > 0: a capture checks the closed weld's step and stiffens it down to this time constant
     # (s) if it grows (quadarm.model.world.steady_weld); 0: the weld as built.
     weld_floor: float = 0.0
+    # With weld_floor: the check asks the trial's closed loop (a look-ahead of the loop that
+    # flies it, quadarm.model.world.closed_growth), not the step with the commands held.
+    weld_closed: bool = False
     bend: np.ndarray | None = None
     bend_mu_max: float = 1.0
     yaw: np.ndarray | None = None  # (n + 1,) rad: the heading reference (None: the law's own)

@@ -233,12 +233,20 @@ def splits(cfg: Config, targets: np.ndarray) -> np.ndarray:
 
 def weld_floor(cfg: Config) -> float:
     """The plan's ``weld_floor`` (s): with MuJoCo's default weld (``world.payload``'s
-    ``grasp_timeconst`` 0) and ``grasp_check``, two physics steps, the stiffest weld MuJoCo
-    resolves, down to which the capture stiffens a weld whose step grows
+    ``grasp_timeconst`` 0) and ``grasp_check`` not ``off``, two physics steps, the stiffest
+    weld MuJoCo resolves, down to which the capture stiffens a weld that grows
     (:func:`quadarm.model.world.steady_weld`); 0 otherwise (the weld as built)."""
     pl = cfg.world.payload
     assert pl is not None  # a pick_place config has one (Config._check_pick_place)
-    return 2.0 * cfg.sim.timestep if pl.grasp_check and pl.grasp_timeconst == 0.0 else 0.0
+    on = pl.grasp_check != "off" and pl.grasp_timeconst == 0.0
+    return 2.0 * cfg.sim.timestep if on else 0.0
+
+
+def weld_closed(cfg: Config) -> bool:
+    """The plan's ``weld_closed``: whether the weld's check asks the trial's closed loop
+    (``world.payload.grasp_check`` ``closed``) rather than the step with the commands held."""
+    pl = cfg.world.payload
+    return pl is not None and pl.grasp_check == "closed"
 
 
 def _starts(sc: PickPlaceScenario) -> np.ndarray:
@@ -297,7 +305,7 @@ def plan(cfg: Config, built: BuiltModel) -> Plan:
     return Plan(t=t, ref=ref, start=home, tensions=bend_tensions(cfg, built, mu, beta),
                 phases=phases, tip=tip, events=events, capture_radius=sc.capture_radius,
                 grasp_offset=(0.0, 0.0, float(grasp_offset(cfg)[2])),
-                weld_floor=weld_floor(cfg))
+                weld_floor=weld_floor(cfg), weld_closed=weld_closed(cfg))
 
 
 def grasp_sample(plan: Plan, log: Log, qpos_adr: int) -> tuple[int | None, float]:

@@ -71,7 +71,8 @@ def apply_pulses(xfrc: np.ndarray, pulses: tuple[Pulse, ...] | list[Pulse], k: i
             xfrc[p.body, :3] = p.force
 
 
-def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, what: str, plan: Plan) -> None:
+def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, what: str, plan: Plan,
+                   ahead: Any = None) -> None:
     """One payload event on ``m``/``d``: ``grasp`` (the world's hold off, the weld to the tip
     on with the current relative pose, :func:`quadarm.model.payload.take`), ``capture`` (a
     grasp where it stands if the tip is near enough, :func:`quadarm.model.world.capture`, with
@@ -85,7 +86,8 @@ def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, what: str, plan: Plan) -
     if what == "grasp":
         payload.take(m, d, pl)
     elif what == "capture":
-        capture(m, d, pl, plan.capture_radius, np.asarray(plan.grasp_offset), plan.weld_floor)
+        capture(m, d, pl, plan.capture_radius, np.asarray(plan.grasp_offset), plan.weld_floor,
+                ahead, plan.weld_closed)
     else:
         payload.release(d, pl)
 
@@ -100,7 +102,7 @@ def events(k: int, plan: Plan, xfrc: np.ndarray,
     for at, what in plan.events:
         if at == k:
             m, d = sim()
-            switch_payload(m, d, what, plan)
+            switch_payload(m, d, what, plan, getattr(sim, "ahead", None))
             switched = True
     return switched
 

@@ -27,8 +27,9 @@ from helpers import pick_rows
 from quadarm.api import compose
 from quadarm.config import load_unchecked
 from quadarm.control import tipspace
+from quadarm.model import world
 from quadarm.model.payload import Payload
-from quadarm.model.world import step_growth
+from quadarm.model.world import closed_growth, held_mode, step_growth, weld_grows
 from quadarm.runner import episode, lifecycle
 from quadarm.runner.lifecycle import Prepared
 from quadarm.runner.trials import trial_id
@@ -70,12 +71,62 @@ def test_the_steps_growth_is_the_hand_written_transitions(c):
     assert d.time == before[2]
 
 
+def _welded_slider(negative_damping: float, k: float) -> mujoco.MjModel:
+    """:func:`_slider` with a spring of ``k`` N/m and an inactive weld of the slider to the
+    world (the equality whose relative motion the closed-loop check reads)."""
+    return mujoco.MjModel.from_xml_string(f"""
+<mujoco><option timestep="0.002" integrator="Euler" gravity="0 0 0"/>
+  <worldbody><body name="b"><joint name="x" type="slide" axis="1 0 0"/>
+    <geom type="sphere" size="0.05" mass="1" contype="0" conaffinity="0"/></body></worldbody>
+  <equality><weld body1="world" body2="b" active="false"/></equality>
+  <actuator><general joint="x" biastype="affine" biasprm="0 {-k} {negative_damping}"/>
+  </actuator>
+</mujoco>""")
+
+
+def _feedback_loop(m: mujoco.MjModel, gain: float) -> world.Ahead:
+    """A closed loop of the slider: before each step the command is -``gain`` x velocity
+    (N s/m), held over the step, as the trial's loop computes its commands from the state."""
+    def ahead(d: mujoco.MjData, steps: int) -> tuple[np.ndarray, np.ndarray, bool]:
+        q, v = [d.qpos.copy()], [d.qvel.copy()]
+        for _ in range(steps):
+            d.ctrl[0] = -gain * d.qvel[0]
+            mujoco.mj_step(m, d)
+            q.append(d.qpos.copy())
+            v.append(d.qvel.copy())
+        return np.array(q), np.array(v), False
+    return ahead
+
+
+@pytest.mark.parametrize("gain", [0.0, 0.25, 1.0, 2.0])
+def test_the_closed_growth_is_the_hand_written_closed_loops(gain):
+    """The slider's closed loop, x' = x + h v', v' = v + h (-k x + (c - g) v) / m: its
+    transition's determinant is 1 + h (c - g) / m, so its complex pair has the modulus
+    sqrt(1 + h (c - g) / m) (by hand). With c = 0.5 N s/m the step with its command held
+    grows (1.0005 per step); a loop of gain g > c holds it, one below does not."""
+    c, k, h = 0.5, 1.0e4, 0.002
+    m = _welded_slider(c, k)
+    d = mujoco.MjData(m)
+    d.qpos[0], d.qvel[0] = 0.001, 0.0
+    want = math.sqrt(1.0 + h * (c - gain))
+    held, direction = held_mode(m, d)
+    assert held == pytest.approx(math.sqrt(1.0 + h * c), abs=1e-7)
+    before = (d.qpos.copy(), d.qvel.copy())
+    got = closed_growth(m, d, _feedback_loop(m, gain), direction, 0)
+    # A peak sampled from a 31-step period is up to 1 - cos(pi / 31) = 0.5 % low: the ratio of
+    # two, over 150 steps, up to 7e-5 per step; |want - 1| is at least 2.5e-4.
+    assert got == pytest.approx(want, abs=1e-4)
+    assert weld_grows(m, d, 0, _feedback_loop(m, gain)) == (gain < c)
+    np.testing.assert_array_equal(d.qpos, before[0])  # the check flies copies
+    np.testing.assert_array_equal(d.qvel, before[1])
+
+
 def test_prb12s_default_resolves_to_the_settings_before_the_rules():
     """Unset, the key keeps prb12's legs split on their own (the statics predict 17 degrees
     of tilt that way, 22 with the bend held), and its trial has the id of
     ``keep_grasp_bend=false``, the id from before the key."""
     cfg = load_unchecked(PICK)
-    assert cfg.scenario.keep_grasp_bend is None and cfg.world.payload.grasp_check is False
+    assert cfg.scenario.keep_grasp_bend is None and cfg.world.payload.grasp_check == "closed"
     targets = pick_rows(cfg)
     free, kept = pick_place.predicted_tilts(cfg, targets)
     assert free < kept
@@ -131,7 +182,7 @@ def test_prb12s_flight_is_the_same_with_the_check():
     """The check finds prb12's weld stable (largest |lambda| 0.9993 per step) and leaves it
     as built: the flight is the same, bit for bit, with the check on and off."""
     p_on, on = _fly("arm=prb12", "world.payload.grasp_check=true")
-    p_off, off = _fly("arm=prb12")
+    p_off, off = _fly("arm=prb12", "world.payload.grasp_check=off")
     assert p_on.plan.weld_floor > 0.0 and p_off.plan.weld_floor == 0.0
     weld = Payload.of(p_on.built.model).weld
     np.testing.assert_array_equal(p_on.built.model.eq_solref[weld],
@@ -140,13 +191,48 @@ def test_prb12s_flight_is_the_same_with_the_check():
     np.testing.assert_array_equal(on.log.ctrl, off.log.ctrl)
 
 
+@pytest.mark.slow  # two 9-s flights of prb12 and one look-ahead: about 15 s
+def test_prb12s_flight_is_the_same_with_the_closed_loops_check(monkeypatch):
+    """The default check (``closed``) with its look-ahead forced to run (the held step's
+    growth reported as 1.5, whatever it is): the trial's own loop, flown 0.6 s ahead on
+    copies, holds prb12's weld (``ff_com``, whose held step grows in the suite), the weld is
+    left as built, and the flight is the same, bit for bit, as with the check off: the
+    look-ahead leaves the trial's data, records and model as they were."""
+    growths: list[float] = []
+    held = world.held_mode
+    closed = world.closed_growth
+
+    def forced(model: mujoco.MjModel, data: mujoco.MjData) -> tuple[float, np.ndarray]:
+        return 1.5, held(model, data)[1]
+
+    def spied(*args: object, **kwargs: object) -> float:
+        growths.append(closed(*args, **kwargs))  # type: ignore[arg-type]
+        return growths[-1]
+
+    monkeypatch.setattr(world, "held_mode", forced)
+    monkeypatch.setattr(world, "closed_growth", spied)
+    p_on, on = _fly("arm=prb12", "+baseline=ff_com")
+    monkeypatch.undo()
+    p_off, off = _fly("arm=prb12", "+baseline=ff_com", "world.payload.grasp_check=off")
+    assert p_on.plan.weld_closed and p_off.plan.weld_floor == 0.0
+    assert len(growths) == 1 and growths[0] < 1.0
+    weld = Payload.of(p_on.built.model).weld
+    np.testing.assert_array_equal(p_on.built.model.eq_solref[weld],
+                                  p_off.built.model.eq_solref[weld])
+    np.testing.assert_array_equal(on.log.qpos, off.log.qpos)
+    np.testing.assert_array_equal(on.log.ctrl, off.log.ctrl)
+    np.testing.assert_array_equal(on.log.tip, off.log.tip)
+
+
 @pytest.mark.slow  # one 9-s flight of the calibrated arm: 33-50 s on a shared core
-def test_the_calibrated_arm_places_the_cube_with_the_check():
+@pytest.mark.parametrize("check", ["held", "closed"])
+def test_the_calibrated_arm_places_the_cube_with_the_check(check):
     """Measured: the check finds 1.024 and 1.020 per step at 0.02 and 0.01 s, 0.99995 at
     0.005 s, which it keeps; the flight places the cube 0.24 cm from the place (the bend held:
     the statics predict 35 degrees of tilt otherwise, 4 held). Without the check the same
-    flight diverges at the grasp's weld (tests/model/test_grasp_weld.py)."""
-    p, out = _fly("arm=ftdcr_v4_calibrated", "world.payload.grasp_check=true")
+    flight diverges at the grasp's weld (tests/model/test_grasp_weld.py). ``closed`` (the
+    default) asks the trial's loop, which lets the weld's mode grow too: stiffened, placed."""
+    p, out = _fly("arm=ftdcr_v4_calibrated", f"world.payload.grasp_check={check}")
     assert out.failure is None and not out.error
     tc = float(p.built.model.eq_solref[Payload.of(p.built.model).weld, 0])
     assert 2 * p.cfg.sim.timestep <= tc < 0.02

@@ -23,6 +23,10 @@ WORLD_KINDS = ("plane", "box", "cylinder", "sphere")
 # x and y (0: infinite), a box's three half-extents, a cylinder's radius and half-length along
 # its local z, a sphere's radius.
 WORLD_SIZES = {"plane": 2, "box": 3, "cylinder": 2, "sphere": 1}
+# world.payload.grasp_check's modes (quadarm.model.world.steady_weld) and the spellings of the
+# boolean key it was before them.
+GRASP_CHECKS = ("closed", "held", "off")
+GRASP_CHECK_ALIASES = {"True": "held", "true": "held", "False": "off", "false": "off"}
 MOUNT_KINDS = ("box", "cylinder", "sphere")  # a plane cannot move (MuJoCo: static only)
 
 
@@ -98,12 +102,17 @@ class WorldPayload:
     across the bent calibrated v4 arm the true inverse inertia is 24 times that, the weld acts
     as a hard constraint and, at the 2 ms step, its mode rings up until the trial diverges
     (docs/tipspace.md, "The grasp weld"). A shorter time constant removes it; MuJoCo asks for
-    at least two physics steps. ``grasp_check`` (with ``grasp_timeconst`` 0): the step is
-    linearised 10 ms after the grasp and the weld's time constant halved, down to two steps,
-    while it grows (:func:`quadarm.model.world.steady_weld`); a weld that does not grow is left
-    as built. Off by default: on prb12 the check also stiffens the weld of six of the suite's
-    48 pick-and-place trials (``ff_com``, whose step with its commands held grows by 1.0027),
-    which flew before, so turning it on by default would change prb12's numbers."""
+    at least two physics steps. ``grasp_check`` (with ``grasp_timeconst`` 0), 10 ms after the
+    grasp: while the weld grows, its time constant is halved, down to two steps
+    (:func:`quadarm.model.world.steady_weld`); a weld that does not grow is left as built.
+    Whether it grows: ``held`` (``true``), one physics step linearised with the commands held
+    has a growing oscillatory mode; ``closed`` (the default), that step has one and the
+    trial's own closed loop, flown 0.6 s ahead on copies, lets a perturbation along it grow
+    (:func:`quadarm.model.world.closed_growth`); ``off`` (``false``), never checked. ``held``
+    also stiffens six of prb12's 48 pick-and-place trials (``ff_com``: 1.0027 per step with
+    the commands held), which the closed loop holds (0.980 per step); ``closed`` leaves them,
+    and so every prb12 flight, as before, and stiffens the calibrated v4 arm's (1.015 per
+    step in closed loop)."""
 
     stand: str = ""
     shape: str = "box"
@@ -111,11 +120,11 @@ class WorldPayload:
     mass: float = 0.08  # kg
     offset: list[float] = field(default_factory=lambda: [0.0, 0.0])  # m
     grasp_timeconst: float = 0.0  # s; 0: MuJoCo's default (0.02 s)
-    # With MuJoCo's default weld (grasp_timeconst 0): at the grasp, linearise the physics
-    # step and halve the weld's time constant, down to two steps, while it has a growing mode
-    # (quadarm.model.world.steady_weld). A weld whose step does not grow is left as it is.
-    # Off by default (prb12's numbers unchanged); the calibrated v4 arm needs it on.
-    grasp_check: bool = False
+    # With MuJoCo's default weld (grasp_timeconst 0): 10 ms after the grasp, halve the weld's
+    # time constant, down to two steps, while it grows (quadarm.model.world.steady_weld):
+    # "closed" (its step's growing mode grows in the trial's closed loop), "held" (true: the
+    # step grows with the commands held), "off" (false: never checked).
+    grasp_check: str = "closed"
 
     def check(self, objects: list[WorldObject], names: list[str]) -> None:
         """Range checks (keys ``payload.*``) against the world's ``objects`` and their
@@ -125,6 +134,9 @@ class WorldPayload:
         _positive("payload.mass", self.mass)
         _vector("payload.offset", self.offset, 2)
         _non_negative("payload.grasp_timeconst", self.grasp_timeconst)
+        # true / false: the boolean key of before the modes (OmegaConf gives their text)
+        self.grasp_check = GRASP_CHECK_ALIASES.get(str(self.grasp_check), self.grasp_check)
+        _choice("payload.grasp_check", self.grasp_check, GRASP_CHECKS)
         if self.stand not in names:
             raise ConfigError("payload.stand", self.stand,
                               "must name a stand of world.objects: " + ", ".join(names))
