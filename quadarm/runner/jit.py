@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import mujoco
+import numpy as np
 
 from quadarm import terms
 from quadarm.jitable import ENV, OFF  # the override's one name, shared with the planners
@@ -222,6 +223,30 @@ def kernel_of(fn: Callable[..., Any], compiled: bool) -> Any:
     return _KERNELS[fn]
 
 
+def layout(x: Any) -> Any:
+    """A key that determines numba's type of ``x`` (:func:`entry`'s cache), or None when it
+    might not: for an ``ndarray`` its dtype, dimensions, contiguity (numba's layout ``C``,
+    ``F`` or ``A``), writeability and alignment; for a tuple (a record: a NamedTuple) its class
+    and its fields' keys; for a Python or numpy scalar its class (an int by whether it fits in
+    64 signed bits). Two arguments with equal keys get equal numba types, so one compiled
+    entry serves both; anything else (lists, objects) is None: typed by numba each time."""
+    kind = type(x)
+    if kind is np.ndarray:
+        f = x.flags
+        return (x.dtype.str, x.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+    if isinstance(x, tuple):
+        keys = tuple(layout(v) for v in x)
+        return None if any(k is None for k in keys) else (kind, keys)
+    if kind is int:
+        return (int, -(2 ** 63) <= x < 2 ** 63)
+    if kind in (bool, float) or isinstance(x, np.generic):
+        return kind
+    return None
+
+
+_ENTRIES: dict[tuple[Any, Any], Callable[..., Any]] = {}
+
+
 def entry(fn: Any, *args: Any) -> Callable[..., Any]:
     """What to call for many calls of ``fn`` with arguments of the types of ``args``: the
     compiled kernel's machine-code entry for those types (compiled, or loaded from the cache,
@@ -230,13 +255,27 @@ def entry(fn: Any, *args: Any) -> Callable[..., Any]:
     The entry skips the dispatcher's type resolution, which for the seam's records (some
     seventy arrays) costs about 20 us a call, three times the call itself (measured): the
     batched engine calls a kernel once per sample. Every later call must pass arguments of
-    exactly these types (the records of one flight do)."""
+    exactly these types (the records of one flight do).
+
+    Resolving the types once costs about 3 ms of Python per trial for the one-trial loop's
+    records (some 190 arrays with sensing), holding the GIL while the batched engine's other
+    threads fly: the entry is kept per ``fn`` and :func:`layout` of ``args`` (about 0.1 ms to
+    compute), which fixes numba's types, so every later trial of the same record layout
+    takes it from there (the same machine code)."""
     overloads = getattr(fn, "overloads", None)
     if overloads is None:
         return fn
+    key = layout(args)
+    if key is not None:
+        found = _ENTRIES.get((fn, key))
+        if found is not None:
+            return found
     sig = tuple(fn.typeof_pyval(a) for a in args)
     fn.compile(sig)
-    return overloads[sig].entry_point
+    out: Callable[..., Any] = overloads[sig].entry_point
+    if key is not None:
+        _ENTRIES[(fn, key)] = out
+    return out
 
 
 def use(setting: str = "auto") -> bool:

@@ -580,8 +580,7 @@ def records(preps: Sequence[Prepared], held: bool) -> Sense:
             kind = kinds.pop() if kinds else "along"
             tab = np.stack([_table(p, kind) for p in preps])
         hq = shape.hinge_qpos(m, n_links)
-        hv = np.array([m.jnt_dofadr[m.joint(names.link_joint(k, a)).id]
-                       for k in range(n_links) for a in "xy"], dtype=np.int64)
+        hv = np.asarray(m.jnt_dofadr[shape.hinge_joints(m, n_links)], dtype=np.int64)
     else:
         sp, tab = np.zeros((ns, 1)), np.zeros((ns, 2, 2))
         hq = hv = np.zeros(0, dtype=np.int64)

@@ -84,46 +84,52 @@ def shape_params(model: mujoco.MjModel) -> np.ndarray:
     if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, names.BASE_PIECE) >= 0:
         raise ValueError("the shape estimator supports joint_placement=base only")
     n = _links(model)
-    links = [model.body(names.link_body(k)).id for k in range(n)]
+    links = [_id(model, mujoco.mjtObj.mjOBJ_BODY, names.link_body(k)) for k in range(n)]
     index = {b: k for k, b in enumerate(links)}
+    # The model's arrays read once as lists (each attribute read makes a new numpy view, and
+    # this runs once per trial holding the GIL): the same values, as Python floats and ints.
+    jnt_body = model.jnt_bodyid.tolist()
+    jnt_axis, jnt_pos = model.jnt_axis.tolist(), model.jnt_pos.tolist()
+    body_pos, body_ipos = model.body_pos.tolist(), model.body_ipos.tolist()
+    body_mass, body_quat = model.body_mass.tolist(), model.body_quat.tolist()
     order = []
     for k, b in enumerate(links):
-        joints = [j for j in range(model.njnt) if model.jnt_bodyid[j] == b]
-        axes = [tuple(model.jnt_axis[j]) for j in joints]
-        if any(np.any(model.jnt_pos[j] != 0) for j in joints) or axes not in (
+        joints = [j for j in range(model.njnt) if jnt_body[j] == b]
+        axes = [tuple(jnt_axis[j]) for j in joints]
+        if any(any(v != 0 for v in jnt_pos[j]) for j in joints) or axes not in (
                 [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0)], [(0.0, 1.0, 0.0), (1.0, 0.0, 0.0)]):
             raise ValueError(f"link {k}: expected hinges about x and y at the body origin")
         order.append(0.0 if axes[0] == (1.0, 0.0, 0.0) else 1.0)
-        if np.any(model.body_quat[b] != [1.0, 0.0, 0.0, 0.0]):
+        if body_quat[b] != [1.0, 0.0, 0.0, 0.0]:
             raise ValueError(f"link {k}: expected an unrotated body")
-    tip = model.body(names.TIP_BODY).id
+    tip = _id(model, mujoco.mjtObj.mjOBJ_BODY, names.TIP_BODY)
     origin = model.body_pos[links[0]]
     root = int(model.body_parentid[links[0]])
     out = [float(n), 0.0, float(model.ntendon), 0.0]
     mass = 0.0
     for k, b in enumerate(links):
-        pos = [0.0, 0.0, 0.0] if k == 0 else [float(v) for v in model.body_pos[b]]
-        out += (pos + [float(v) for v in model.body_ipos[b]] + [float(model.body_mass[b])]
-                + [order[k]])
-        mass += float(model.body_mass[b])
-    out += ([float(v) for v in model.body_pos[tip]] + [float(v) for v in model.body_ipos[tip]]
-            + [float(model.body_mass[tip])])
-    mass += float(model.body_mass[tip])
+        pos = [0.0, 0.0, 0.0] if k == 0 else body_pos[b]
+        out += pos + body_ipos[b] + [body_mass[b]] + [order[k]]
+        mass += body_mass[b]
+    out += body_pos[tip] + body_ipos[tip] + [body_mass[tip]]
+    mass += body_mass[tip]
     out[S_MASS] = mass
     out[S_TEN] = float(len(out))
     theta = {int(j): i for i, j in enumerate(hinge_joints(model, n))}
+    wrap_type, wrap_objid = model.wrap_type.tolist(), model.wrap_objid.tolist()
+    site_body, site_pos = model.site_bodyid.tolist(), model.site_pos
     for t in range(model.ntendon):
         adr, num = int(model.tendon_adr[t]), int(model.tendon_num[t])
-        kinds = {int(model.wrap_type[a]) for a in range(adr, adr + num)}
+        kinds = {wrap_type[a] for a in range(adr, adr + num)}
         if kinds == {int(mujoco.mjtWrap.mjWRAP_SITE)}:
             out += [float(K_SPATIAL), float(num)]
             for a in range(adr, adr + num):
-                s = int(model.wrap_objid[a])
-                body = int(model.site_bodyid[s])
+                s = wrap_objid[a]
+                body = site_body[s]
                 if body == root:
-                    out += [-1.0] + [float(v) for v in model.site_pos[s] - origin]
+                    out += [-1.0] + (site_pos[s] - origin).tolist()
                 elif body in index:
-                    out += [float(index[body])] + [float(v) for v in model.site_pos[s]]
+                    out += [float(index[body])] + site_pos[s].tolist()
                 else:
                     raise ValueError(f"tendon {t}: a site on body {model.body(body).name}, "
                                      "neither the vehicle nor a link")
@@ -141,6 +147,15 @@ def shape_params(model: mujoco.MjModel) -> np.ndarray:
     return np.array(out)
 
 
+def _id(model: mujoco.MjModel, kind: mujoco.mjtObj, name: str) -> int:
+    """The id of the object ``name`` of ``kind``, as ``model.body(name).id`` gives it (a
+    KeyError when there is none), without the named view's cost (about 10 us)."""
+    i = mujoco.mj_name2id(model, kind, name)
+    if i < 0:
+        raise KeyError(f"no {kind.name[6:].lower()} named {name!r}")
+    return int(i)
+
+
 def _links(model: mujoco.MjModel) -> int:
     n = 0
     while mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, names.link_body(n)) >= 0:
@@ -150,13 +165,13 @@ def _links(model: mujoco.MjModel) -> int:
 
 def hinge_joints(model: mujoco.MjModel, n: int) -> np.ndarray:
     """The joint ids of (theta_x,0, theta_y,0, theta_x,1, ...), (2 n,)."""
-    return np.array([model.joint(names.link_joint(k, a)).id for k in range(n) for a in "xy"],
-                    dtype=np.int64)
+    return np.array([_id(model, mujoco.mjtObj.mjOBJ_JOINT, names.link_joint(k, a))
+                     for k in range(n) for a in "xy"], dtype=np.int64)
 
 
 def hinge_qpos(model: mujoco.MjModel, n: int) -> np.ndarray:
     """The qpos addresses of (theta_x,0, theta_y,0, theta_x,1, ...), (2 n,)."""
-    return np.array([model.jnt_qposadr[j] for j in hinge_joints(model, n)], dtype=np.int64)
+    return np.asarray(model.jnt_qposadr[hinge_joints(model, n)], dtype=np.int64)
 
 
 def uncovered_arm_joints(model: mujoco.MjModel, n: int) -> list[str]:
@@ -167,9 +182,13 @@ def uncovered_arm_joints(model: mujoco.MjModel, n: int) -> list[str]:
     estimators treat them as an unmodelled load (see :func:`initial_estimate`)."""
     root = int(model.body_rootid[model.jnt_bodyid[0]])
     hinges = {names.link_joint(k, a) for k in range(n) for a in "xy"}
-    return [model.joint(j).name or str(j) for j in range(1, model.njnt)
-            if int(model.body_rootid[model.jnt_bodyid[j]]) == root
-            and model.joint(j).name not in hinges]
+    rootid, jnt_body = model.body_rootid.tolist(), model.jnt_bodyid.tolist()
+    out = []
+    for j in range(1, model.njnt):
+        name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or ""
+        if rootid[jnt_body[j]] == root and name not in hinges:
+            out.append(name or str(j))
+    return out
 
 
 def initial_estimate(model: mujoco.MjModel, n: int) -> np.ndarray:

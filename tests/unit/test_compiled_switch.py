@@ -90,3 +90,53 @@ def test_an_older_versions_kernel_folder_is_kept_while_written_into(tmp_path):
     assert [p.name for p in removed] == ["numba-stale"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "numba-current", "numba-old-dir-new-file", "numba-running"]
+
+
+def _args() -> list[object]:
+    """Arguments of distinct and of equal numba types: layouts, dtypes, write flags, records."""
+    import collections
+
+    import numpy as np
+
+    rec = collections.namedtuple("rec", "a b")
+    c = np.zeros((3, 4))
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    return [c, np.zeros((5, 2)), np.asfortranarray(c), c[:, ::2], np.zeros(3), ro,
+            np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int32), 1, 2 ** 40, 2.5, True,
+            np.float64(1.0), rec(np.zeros(2), 1), rec(np.zeros(4), 7), rec(np.zeros(2), 1.0),
+            (np.zeros(2), 1)]
+
+
+@pytest.mark.skipif(not jit.AVAILABLE, reason="needs numba")
+def test_the_entry_cache_key_never_joins_two_numba_types():
+    """jit.entry reuses a compiled entry for arguments of equal jit.layout: two arguments whose
+    numba types differ (numba's own typeof, the reference) must never share a key."""
+    from numba import typeof
+
+    args = _args()
+    for x in args:
+        for y in args:
+            kx, ky = jit.layout(x), jit.layout(y)
+            assert kx is not None and ky is not None
+            if kx == ky:
+                assert typeof(x) == typeof(y), (x, y)
+
+
+@pytest.mark.skipif(not jit.AVAILABLE, reason="needs numba")
+def test_the_entry_is_resolved_once_per_layout():
+    """A second call with other arrays of the same types returns the very entry (no type
+    resolution), which computes on its own arguments; another layout gets its own."""
+    import numba
+    import numpy as np
+
+    @numba.njit(nogil=True)
+    def total(x: np.ndarray, k: int) -> float:
+        return x.sum() * k
+
+    a, b = np.arange(6.0).reshape(2, 3), np.ones((4, 5))
+    first = jit.entry(total, a, 2)
+    assert jit.entry(total, b, 3) is first
+    assert first(a, 2) == 30.0 and first(b, 3) == 60.0
+    fortran = jit.entry(total, np.asfortranarray(a), 2)
+    assert fortran is not first and fortran(np.asfortranarray(a), 1) == 15.0
