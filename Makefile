@@ -1,16 +1,17 @@
 # quadarm: thin entry points; the studies' commands come from conf/experiment/ (quadarm.studies).
 # `make help` lists the targets. Variables: PYTHON, OUT (results root), JOBS (processes),
-# RESUME (true: reuse finished trials from the trial store).
+# RESUME (true: reuse finished trials from the trial store), LEARN_TASK (make bench-learn's task).
 
 PYTHON ?= $(shell test -x .venv/bin/python && echo .venv/bin/python || echo python3)
 OUT ?= outputs
 JOBS ?= 2
 RESUME ?= false
+LEARN_TASK ?= task_trace
 export PYTHON OUT JOBS RESUME
 
 .DEFAULT_GOAL := help
 .PHONY: help install test test-all test-fast lint mission paper beyond all readme bench clean \
-	tasks-rl presets
+	tasks-rl presets bench-learn
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -69,6 +70,9 @@ readme: ## `make all`, then refresh every generated block in README.md and docs/
 
 bench: ## cost per step: closed loop vs bare mj_step
 	$(PYTHON) -m quadarm.bench
+
+bench-learn: ## a learned row's training throughput (LEARN_TASK, default task_trace) against its env's raw stepping, the batched engine and bare mj_step
+	$(PYTHON) -m quadarm.bench --learn $(LEARN_TASK) --out $(OUT)/bench_learn.json
 
 clean: ## delete generated results (outputs/) and caches
 	rm -rf outputs .pytest_cache .ruff_cache

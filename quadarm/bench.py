@@ -34,9 +34,10 @@ medians:
   replaying recorded controller actions, observing the exact state and the realistic sensors,
   against ``reach_bare``, the bare loop replaying one reach trial's commands on the same model.
   ``--envs`` measures this part alone.
-- ``--learn TASK`` (alone): the learned row's training throughput (``conf/learn/TASK.yaml``,
-  :func:`measure_learn`) against its environment's raw stepping, physics steps per wall
-  second, and their ratio.
+- ``--learn TASK`` (alone; ``make bench-learn``, ``LEARN_TASK``): the learned row's training
+  throughput (``conf/learn/TASK.yaml``, :func:`measure_learn`) against its environment's raw
+  stepping, physics steps per wall second, and their ratio; beside them the physics alone
+  (the task's trials on the batched engine and a bare ``mj_step`` replay), what bounds both.
 
 The table goes to stdout, everything to ``--out`` as JSON. Timings on a shared machine are noisy:
 the load average before and after is recorded with them.
@@ -480,20 +481,43 @@ def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
     :func:`quadarm.learn.train` of ``steps`` environment steps with the file's algorithm and
     hyperparameters (no evaluation), whose ``physics_steps_per_s`` is ``learn.json``'s (the
     learner's set-up and the first round's resets included, a larger share of a short run
-    than of the file's). The two alternate ``repeat`` times; medians and
-    ``ratio_training_over_raw``. ``extra``: overrides after the file's."""
+    than of the file's). What bounds the raw stepping, measured interleaved with them: ``bare``,
+    the task's first draw flown in closed loop once and its commands replayed by a Python
+    ``mj_step`` loop on one core (:func:`bare_replay`; the same model, its physics alone), and
+    ``engine``, the batched engine flying ``envs`` trials of the task's draw whole on the
+    environment's threads (:func:`quadarm.runner.engine.fly_threads`, one per core: the
+    physics with the closed loop's seam, no environment). They alternate ``repeat`` times;
+    medians, ``ratio_training_over_raw``, ``ratio_raw_over_engine`` and
+    ``ratio_raw_over_bare``. ``extra``: overrides after the file's."""
     import tempfile
 
     from quadarm import learn
+    from quadarm.runner import engine as flights  # the parameter ``engine`` is the env's
 
     st = learn.load_settings(task)
     if engine is not None:  # the vector environment's engine instead of the file's
         st["engine"] = engine
     over = [*st["overrides"], *extra]
-    _, draw = learn.task_overrides(task)
-    samples: dict[str, list[float]] = {"raw": [], "training": []}
+    fixed, draw = learn.task_overrides(task)
+    # The physics' own rates: the task's trials (its draw, the file's overrides), as the
+    # environment's rows fly them but for the learner's actions (their zero: the baseline).
+    preps = []
+    for i in range(st["envs"]):
+        prep = lifecycle.prepare(compose([*fixed, *learn.assign(task, draw[i % len(draw)]),
+                                          *over]))
+        if not isinstance(prep, Prepared):
+            raise RuntimeError(f"{task}'s trial failed: {prep.message}")
+        preps.append(prep)
+    replay = Replay(preps[0], f"{task}'s first trial")
+    nthread = flights.threads(0)  # the vector environment's default: one per core
+    flights.fly_threads(preps[:2], 1)  # warm-up
+    samples: dict[str, list[float]] = {"raw": [], "training": [], "bare": [], "engine": []}
     load = [_load1()]
     for r in range(repeat):
+        n0 = preps[0].plan.steps
+        samples["bare"].append(n0 / bare_replay(preps[0].built.model, preps[0].plan, replay)[0])
+        steps_all = sum(p.plan.steps for p in preps)
+        samples["engine"].append(steps_all / _timed(lambda: flights.fly_threads(preps, nthread)))
         venv, _ = learn.make_env(task, st["observe"], st["envs"], draw, record=True,
                                  extra=over, action_every=st["action_every"],
                                  actions=st["actions"], engine=st["engine"])
@@ -523,7 +547,10 @@ def measure_learn(task: str = "task_reach", steps: int = 2048, repeat: int = 2,
     return {"task": task, "steps": steps, "envs": st["envs"], "action_every":
             st["action_every"], "engine": st["engine"], "physics_steps_per_s": med,
             "samples": samples,
-            "ratio_training_over_raw": med["training"] / med["raw"], "loadavg": load}
+            "ratio_training_over_raw": med["training"] / med["raw"],
+            "ratio_raw_over_engine": med["raw"] / med["engine"],
+            "ratio_raw_over_bare": med["raw"] / med["bare"], "engine_threads": nthread,
+            "loadavg": load}
 
 
 # All three switches of issue 9 on: motor lag, Dryden gusts on a steady wind, rotor downwash.
@@ -870,6 +897,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{learned['action_every']}, engine {learned['engine']}, {learned['steps']} env "
               "steps of training; medians of "
               f"{args.repeat}; load {learned['loadavg'][0]:.1f} / {learned['loadavg'][1]:.1f})")
+        print(f"  what bounds the raw stepping: the batched engine flying the task's trials "
+              f"{med['engine']:.0f} on {learned['engine_threads']} threads (raw / engine "
+              f"{learned['ratio_raw_over_engine']:.3f}), a bare mj_step loop on one core "
+              f"{med['bare']:.0f} (raw / bare {learned['ratio_raw_over_bare']:.3f})")
         return _write(args.out, {"learn": learned})
     if args.sb3:
         sb3 = measure_sb3(max(args.nenv, 1), args.repeat)

@@ -169,13 +169,18 @@ def test_an_incremental_action_integrates_the_policy_output() -> None:
 def test_the_bench_compares_training_with_its_environments_raw_stepping() -> None:
     """``python -m quadarm.bench --learn task_reach``: the file's training environment
     stepped raw and one short training, both in physics steps per wall second; the ratio is
-    their quotient (a shortened reach: the path, not the machine's numbers)."""
+    their quotient; beside them the same trials' physics alone, a bare mj_step replay and the
+    batched engine (a shortened reach: the path, not the machine's numbers)."""
     from quadarm import bench
 
     got = bench.measure_learn("task_reach", steps=1024, repeat=1, extra=tuple(SHORT))
     raw, training = got["physics_steps_per_s"]["raw"], got["physics_steps_per_s"]["training"]
     assert raw > 0 and training > 0
     assert got["ratio_training_over_raw"] == pytest.approx(training / raw)
+    bare, flown = got["physics_steps_per_s"]["bare"], got["physics_steps_per_s"]["engine"]
+    assert bare > 0 and flown > 0
+    assert got["ratio_raw_over_engine"] == pytest.approx(raw / flown)
+    assert got["ratio_raw_over_bare"] == pytest.approx(raw / bare)
     st = learn.load_settings("task_reach")
     assert (got["envs"], got["action_every"]) == (st["envs"], st["action_every"])
 
