@@ -50,7 +50,10 @@ def workspace_trials():
     return cfgs, [episode.run_episode(c) for c in cfgs]
 
 
-@pytest.mark.parametrize("native", [True, False], ids=["numba", "python"])
+# The compiled case compiles the batched loops for its record types (minutes on a 2-core CI
+# machine): slow, so that make test stays in its budget; make test-all runs it.
+@pytest.mark.parametrize("native", [pytest.param(True, id="numba", marks=pytest.mark.slow),
+                                    pytest.param(False, id="python")])
 def test_batched_metrics_equal_the_one_trial_path(workspace_trials, native, monkeypatch):
     if native and not jit.AVAILABLE:
         pytest.skip("numba is not installed")

@@ -295,6 +295,7 @@ def test_vector_controller_action_is_the_single_envs_row_by_row():
     venv.close()
 
 
+@pytest.mark.slow  # compiles the one-trial loop with the air terms (minutes on 2 cores)
 def test_the_compiled_step_is_the_plain_one(monkeypatch):
     """One sample is one call of the one-trial loop (step.fly_chunk), compiled or plain: the
     same observations, rewards, logs and final metrics bit for bit, with the air terms on and

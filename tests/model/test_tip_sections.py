@@ -244,17 +244,26 @@ def test_the_closest_bend_to_a_target_beyond_reach_is_the_nearest_tip(calibrated
         assert abs(np.angle(np.exp(1j * (beta - angle)))) < 0.1  # the bend leans at the target
 
 
+# The reach jobs build the arm's tip map; the trace and pick-and-place jobs add the path's
+# preflight and the loaded maps, minutes in plain Python on a 2-core CI machine: slow.
+_TIP_JOBS = [pytest.param(["scenario=reach"], id="reach"),
+             pytest.param(["scenario=reach", "control.tip_gain=1", "control.tip_bend=true"],
+                          id="reach_tip_bend"),
+             pytest.param(["scenario=trace"], id="trace", marks=pytest.mark.slow),
+             pytest.param(["scenario=trace", "control.tip_gain=1"], id="trace_tip_gain",
+                          marks=pytest.mark.slow),
+             pytest.param(["scenario=pick_place", "world=pedestal"], id="pick_place",
+                          marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("job", _TIP_JOBS)
 @pytest.mark.parametrize("arm", [CALIBRATED, TENSION], ids=["servo", "tension"])
-def test_the_tip_space_jobs_are_accepted_with_any_arm(arm):
+def test_the_tip_space_jobs_are_accepted_with_any_arm(arm, job):
     """What a multi-section arm was refused before ("reads the one-section arm's tip map",
     "written for one section of three tendons"): the tip-space scenarios and the tip feedback
     with its bend correction compose and pass the preflight (nothing flown)."""
-    for job in (["scenario=reach"], ["scenario=trace"],
-                ["scenario=pick_place", "world=pedestal"],
-                ["scenario=reach", "control.tip_gain=1", "control.tip_bend=true"],
-                ["scenario=trace", "control.tip_gain=1"]):
-        cfg = compose([*arm, *job])
-        assert cfg.arm.kind == "sections"
+    cfg = compose([*arm, *job])
+    assert cfg.arm.kind == "sections"
 
 
 @pytest.mark.slow
