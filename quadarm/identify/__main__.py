@@ -24,6 +24,7 @@ import dataclasses
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,29 +222,19 @@ def run(overrides: list[str]) -> dict[str, float]:
           f"val {scores['nominal_val']['rmse_mm']:.2f} mm", flush=True)
     warned += _warn(trust.nominal_lines(scores["nominal_val"]["rmse_mm"],
                                         scores["nominal_val"]["mean_predictor_mm"]))
-    s2: dict[str, Any] = {"values": nominal, "stderr": {k: 0.0 for k in nominal},
-                          "costs": [], "nfev": [], "rows": 0, "at_bound": []}
-    if keys:
-        cached = _cache_path(out, frame, arm, sim, cfg, recs)
-        if cached.is_file():
-            s2 = json.loads(cached.read_text())
-            print(f"stage 2: the same fit is in the trial store ({cached}), not recomputed",
-                  flush=True)
-        else:
-            s2 = fit.stage2(problem, recs["train"].pull, recs["train"].tip, cfg.train_stride,
-                            cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed,
-                            select=cfg.select, held=held, ridge=cfg.ridge,
-                            ridge_grid=list(cfg.ridge_grid), refit_nfev=cfg.refit_nfev,
-                            start_spread=cfg.start_spread, angles=recs["train"].angles)
-            _cache_write(cached, s2)
-        if "select" in s2:
-            sel = s2["select"]
-            print("stage 2: held-out RMSE (mm) per [start, ridge]: " + ", ".join(
-                f"{c} {h:.3f}" for c, h in zip(sel["candidates"], sel["holdout_mm"],
-                                               strict=True))
-                  + f"; chose {sel['candidates'][sel['chosen']]} "
-                  f"(fitted on {sel['fold_rows']} rows, scored on {sel['held_rows']}), "
-                  f"refit {sel['refit_nfev']} evaluations", flush=True)
+    s2 = _stage2(out, frame, arm, sim, cfg, recs, nominal, (lambda: fit.stage2(
+        problem, recs["train"].pull, recs["train"].tip, cfg.train_stride, cfg.starts,
+        cfg.workers, cfg.max_nfev, cfg.seed, select=cfg.select, held=held, ridge=cfg.ridge,
+        ridge_grid=list(cfg.ridge_grid), refit_nfev=cfg.refit_nfev,
+        start_spread=cfg.start_spread, angles=recs["train"].angles)) if keys else None)
+    if "select" in s2:
+        sel = s2["select"]
+        print("stage 2: held-out RMSE (mm) per [start, ridge]: " + ", ".join(
+            f"{c} {h:.3f}" for c, h in zip(sel["candidates"], sel["holdout_mm"],
+                                           strict=True))
+              + f"; chose {sel['candidates'][sel['chosen']]} "
+              f"(fitted on {sel['fold_rows']} rows, scored on {sel['held_rows']}), "
+              f"refit {sel['refit_nfev']} evaluations", flush=True)
     t2 = time.perf_counter()
     for which in ("train", "val"):
         sims[which], scores[which] = fit.evaluate(problem, s2["values"], recs[which].pull,
@@ -356,19 +347,10 @@ def _imus_alone(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
     for which in ("train", "val"):
         scores[f"nominal_{which}"] = fit.orientation_scores(
             problem.angles(nominal, recs[which].pull), recs[which].angles)
-    s2: dict[str, Any] = {"values": nominal, "stderr": {k: 0.0 for k in nominal},
-                          "costs": [], "nfev": [], "rows": 0, "at_bound": []}
-    if keys:
-        cached = _cache_path(out, frame, arm, sim, cfg, recs)
-        if cached.is_file():
-            s2 = json.loads(cached.read_text())
-            print(f"stage 2: the same fit is in the trial store ({cached}), not recomputed",
-                  flush=True)
-        else:
-            s2 = fit.stage2(problem, recs["train"].pull, recs["train"].tip, cfg.train_stride,
-                            cfg.starts, cfg.workers, cfg.max_nfev, cfg.seed, ridge=cfg.ridge,
-                            start_spread=cfg.start_spread, angles=recs["train"].angles)
-            _cache_write(cached, s2)
+    s2 = _stage2(out, frame, arm, sim, cfg, recs, nominal, (lambda: fit.stage2(
+        problem, recs["train"].pull, recs["train"].tip, cfg.train_stride, cfg.starts,
+        cfg.workers, cfg.max_nfev, cfg.seed, ridge=cfg.ridge, start_spread=cfg.start_spread,
+        angles=recs["train"].angles)) if keys else None)
     t2 = time.perf_counter()
     for which in ("train", "val"):
         scores[which] = fit.orientation_scores(
@@ -562,6 +544,25 @@ def _cache_path(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: Si
     for which in ("pulls", "train", "val"):
         h.update(Path(recs[which].path).read_bytes())
     return default_store(out) / "identify" / f"{h.hexdigest()[:16]}.json"
+
+
+def _stage2(out: Path, frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
+            cfg: IdentifyConfig,
+            recs: dict[str, Any], nominal: dict[str, float],
+            run: Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
+    """Stage 2's result: the nominal values with zero errors when nothing is fitted (``run``
+    None), else the same fit from the trial store when it is there, else ``run()`` (stored)."""
+    if run is None:
+        return {"values": nominal, "stderr": {k: 0.0 for k in nominal},
+                "costs": [], "nfev": [], "rows": 0, "at_bound": []}
+    cached = _cache_path(out, frame, arm, sim, cfg, recs)
+    if cached.is_file():
+        print(f"stage 2: the same fit is in the trial store ({cached}), not recomputed",
+              flush=True)
+        return dict(json.loads(cached.read_text()))
+    s2 = run()
+    _cache_write(cached, s2)
+    return s2
 
 
 def _cache_write(path: Path, s2: dict[str, Any]) -> None:
