@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from quadarm.analysis import report
 from quadarm.api import compose
@@ -18,6 +19,7 @@ SEEDS = list(range(16))
 PRESETS = {"exact", "realistic", "vn100", "gnss"}
 
 
+@pytest.mark.slow  # make test's budget (10 min on 2 cores): make test-all runs it
 def test_sensing_study_is_three_scenarios_by_four_presets_by_16_seeds(tmp_path: Path) -> None:
     jobs = plan_beyond(tmp_path, studies=SENSING)
     main = [j for j in jobs if j.study == "sensing"]
@@ -30,6 +32,7 @@ def test_sensing_study_is_three_scenarios_by_four_presets_by_16_seeds(tmp_path: 
     assert len(main) == 12 and len(ff) == 6 and all(j.trials == 16 for j in jobs)
 
 
+@pytest.mark.slow  # make test's budget (10 min on 2 cores): make test-all runs it
 def test_tuned_gains_study_flies_both_sets_under_each_preset_with_and_without_lag(
         tmp_path: Path) -> None:
     jobs = plan_beyond(tmp_path, studies=SENSING_GAINS)

@@ -29,6 +29,7 @@ def test_exact_stays_the_default_of_the_search() -> None:
     assert compose(["sensing=realistic", "+experiment=tune_gains"]).sensing.preset == "realistic"
 
 
+@pytest.mark.slow  # make test's budget (10 min on 2 cores): make test-all runs it
 def test_sensed_search_flies_every_trial_on_the_estimates_and_averages_the_seeds(
         tmp_path: Path) -> None:
     sweep = tmp_path / "sweep"

@@ -203,6 +203,7 @@ def test_inverse_on_the_axis(tipmap: ts.TipMap) -> None:
                                atol=1e-12)
 
 
+@pytest.mark.slow  # compiles the planner's loop (make test's budget; make test-all runs it)
 def test_compiled_plan_runs_the_same_source(tipmap: ts.TipMap) -> None:
     """The planner's loop compiled by numba gives the plain function's numbers, in every mode,
     for tilted hubs under their apparent gravity; each row is :func:`split` of its sample."""

@@ -212,7 +212,9 @@ def test_an_also_reported_metric_counts_its_trials_without_a_value() -> None:
     assert "| 3.50 | 4.00 | n/a (1 of 2 never) |" in tasks.block([tab], "a test", "f")
 
 
-@pytest.mark.parametrize("name", ["prb12", "ftdcr_v4_calibrated"])
+# The calibrated arm builds its tip maps (make test's budget; make test-all runs it).
+@pytest.mark.parametrize("name", ["prb12", pytest.param("ftdcr_v4_calibrated",
+                                                        marks=pytest.mark.slow)])
 def test_an_arm_is_named_by_its_columns(name: str) -> None:
     runs = _runs_row(["scenario=reach", f"arm={name}"])
     assert tasks.arm(runs).tolist() == [name]
