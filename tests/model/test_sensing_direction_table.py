@@ -134,6 +134,7 @@ SHORT = ("scenario=disturbance", "scenario.duration=1.2", "scenario.start=0.3",
          "sensing=realistic")
 
 
+@pytest.mark.slow  # a sensed flight twice (make test's budget; make test-all runs it)
 def test_the_default_leaves_a_sensed_flight_and_its_id_unchanged(monkeypatch) -> None:
     # ``along`` (the default) is the table the estimator always used: a flight naming it is the
     # flight without the key, bit for bit, under the same run id; ``direction`` changes the
