@@ -265,21 +265,6 @@ def run(overrides: list[str]) -> dict[str, float]:
         print(f"IMUs: val {metrics['val_orientation_rmse_rad']:.5f} rad RMS (nominal "
               f"{metrics['nominal_val_orientation_rmse_rad']:.5f}, straight arm "
               f"{metrics['val_orientation_zero_rad']:.5f})", flush=True)
-    from quadarm.results.io import METRICS, provenance, write_table, write_text
-
-    table = pd.DataFrame({"run_id": cfg.name, "phase": "identify",
-                          "metric": list(metrics), "value": [float(v) for v in
-                                                             metrics.values()]})
-    fitted_values = s2["values"]
-    if dyn is not None:
-        # The dynamic stage from the static fit's arm (docs/identify.md, "Dynamics").
-        start = fit.apply(problem.arm, s2["values"])
-        if cfg.dynamic_registered:
-            dyn = _registered(problem, s2["values"], dyn)
-        record_dyn = _dynamic(start, cfg, dyn, out)
-        table = pd.concat([table, _dynamic_table(cfg.name, record_dyn)], ignore_index=True)
-        fitted_values = {**s2["values"], **record_dyn["values"]}
-    write_table(out / METRICS, table, provenance(yaml_text))
     bench = _bench(problem, cfg, sim, s2["values"])
     bench_side = (f"pointing={cfg.pointing}, gravity={cfg.gravity} "
                   f"({[round(g, 5) for g in bench['gravity_arm_frame']]} m/s^2 in the arm's "
@@ -287,23 +272,16 @@ def run(overrides: list[str]) -> dict[str, float]:
                   f"{[round(s2['values'].get(f'registration.r{a}', 0.0), 5) for a in 'xyz']} rad"
                   f" on stage 1's rotation {np.round(problem.rotation, 5).tolist()}, "
                   f"translation {np.round(problem.translation, 6).tolist()} m")
-    write_text(out / f"{cfg.name}.yaml", arm_yaml(
-        problem.arm, fitted_values, "stage 1 angles and stage 2 fit" + (
-            ", then the dynamic stage" if dyn is not None else ""), bench_side))
-    record = {"metrics": metrics, "values": s2["values"], "stderr": s2["stderr"],
-              "costs": s2["costs"], "nfev": s2["nfev"], "fit_rows": s2["rows"],
-              "at_bound": s2["at_bound"],
-              **({"select": s2["select"]} if "select" in s2 else {}),
-              "channel_map": [cfg.channels[c] for c in ch.tendon_channel],
-              "map_from": s1["map_from"], "angles_deg": [list(a) for a in ch.angles_deg],
-              "rotation": problem.rotation.tolist(),
-              "translation_m": problem.translation.tolist(), "nominal": nominal,
-              "bench": bench, "warnings": warned,
-              "stage1": {"sag_mm": s1["sag_m"] * 1e3, "axis_deg": s1["axis_deg"],
-                         "pull_rmse_mm": s1["pull_rmse_m"] * 1e3,
-                         **({"imu_yaw_rad": s1["imu_yaw_rad"]} if cfg.orientation else {})},
-              **({"scan": scanned} if scanned else {})}
-    write_text(out / "fit.json", json.dumps(record, indent=1))
+    record = _write_fit(out, cfg, problem, s1, ch, s2, metrics, dyn, yaml_text,
+                        "stage 1 angles and stage 2 fit", bench_side, {
+                            "rotation": problem.rotation.tolist(),
+                            "translation_m": problem.translation.tolist(), "nominal": nominal,
+                            "bench": bench, "warnings": warned,
+                            "stage1": {"sag_mm": s1["sag_m"] * 1e3, "axis_deg": s1["axis_deg"],
+                                       "pull_rmse_mm": s1["pull_rmse_m"] * 1e3,
+                                       **({"imu_yaw_rad": s1["imu_yaw_rad"]}
+                                          if cfg.orientation else {})},
+                            **({"scan": scanned} if scanned else {})})
     report.write(out, cfg, recs, sims, record)
     print(f"wrote {out} ({t3 - t0:.0f} s in all)")
     return metrics
@@ -320,7 +298,6 @@ def _imus_alone(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
     ``fit.json`` and ``report.md`` (no tip figures: there is no tip), then the dynamic stage
     when asked (``dyn``, as :func:`run`)."""
     from quadarm.identify import fit, report, trust
-    from quadarm.results.io import METRICS, provenance, write_table, write_text
 
     imus = tuple(cfg.orientation_sections) or tuple(range(len(cfg.orientation) // 2))
     t0 = time.perf_counter()
@@ -370,32 +347,54 @@ def _imus_alone(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
     warned += _warn(trust.fit_lines(
         0.0, 0.0, {k: v for k, v in s2["values"].items() if any(k == n for n, _, _ in keys)},
         s2["stderr"], {k: (lo, hi) for k, lo, hi in keys}, s2.get("correlation")))
+    record = _write_fit(out, cfg, problem, s1, ch, s2, metrics, dyn, yaml_text,
+                        "stage 1 angles from the IMUs and stage 2 fit",
+                        f"pointing={cfg.pointing}, gravity={cfg.gravity}, the IMUs alone "
+                        f"(tip=[]) on section ends {list(imus)}: the arm's frame is the IMUs'", {
+                            "imu_sections": list(imus), "nominal": nominal, "warnings": warned,
+                            "stage1": {"sag_mm": s1["sag_m"] * 1e3,
+                                       "pull_orientation_rmse_rad":
+                                           s1["pull_orientation_rmse_rad"]}})
+    report.write_imus(out, cfg, record)
+    print(f"wrote {out} ({t3 - t0:.0f} s in all)")
+    return metrics
+
+
+def _write_fit(out: Path, cfg: IdentifyConfig, problem: Any, s1: dict[str, Any], ch: Any,
+               s2: dict[str, Any], metrics: dict[str, float], dyn: Any, yaml_text: str,
+               stages: str, bench_side: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """The static fit's outputs, for the tracked and the IMU-only paths: the metrics table
+    (with the dynamic stage's rows when ``dyn`` asks for it, run from the fitted arm), the
+    calibrated arm ``<name>.yaml`` (``stages`` and ``bench_side`` describe how it was fitted)
+    and ``fit.json`` (stage 2's record, the channel map, then ``extra``); returns the record."""
+    from quadarm.identify import fit
+    from quadarm.results.io import METRICS, provenance, write_table, write_text
+
     table = pd.DataFrame({"run_id": cfg.name, "phase": "identify",
                           "metric": list(metrics), "value": [float(v) for v in
                                                              metrics.values()]})
     fitted_values = s2["values"]
     if dyn is not None:
-        record_dyn = _dynamic(fit.apply(problem.arm, s2["values"]), cfg, dyn, out)
+        # The dynamic stage from the static fit's arm (docs/identify.md, "Dynamics").
+        start = fit.apply(problem.arm, s2["values"])
+        if cfg.dynamic_registered:
+            dyn = _registered(problem, s2["values"], dyn)
+        record_dyn = _dynamic(start, cfg, dyn, out)
         table = pd.concat([table, _dynamic_table(cfg.name, record_dyn)], ignore_index=True)
         fitted_values = {**s2["values"], **record_dyn["values"]}
     write_table(out / METRICS, table, provenance(yaml_text))
-    bench_side = (f"pointing={cfg.pointing}, gravity={cfg.gravity}, the IMUs alone "
-                  f"(tip=[]) on section ends {list(imus)}: the arm's frame is the IMUs'")
     write_text(out / f"{cfg.name}.yaml", arm_yaml(
-        problem.arm, fitted_values, "stage 1 angles from the IMUs and stage 2 fit" + (
+        problem.arm, fitted_values, stages + (
             ", then the dynamic stage" if dyn is not None else ""), bench_side))
     record = {"metrics": metrics, "values": s2["values"], "stderr": s2["stderr"],
               "costs": s2["costs"], "nfev": s2["nfev"], "fit_rows": s2["rows"],
               "at_bound": s2["at_bound"],
+              **({"select": s2["select"]} if "select" in s2 else {}),
               "channel_map": [cfg.channels[c] for c in ch.tendon_channel],
               "map_from": s1["map_from"], "angles_deg": [list(a) for a in ch.angles_deg],
-              "imu_sections": list(imus), "nominal": nominal, "warnings": warned,
-              "stage1": {"sag_mm": s1["sag_m"] * 1e3,
-                         "pull_orientation_rmse_rad": s1["pull_orientation_rmse_rad"]}}
+              **extra}
     write_text(out / "fit.json", json.dumps(record, indent=1))
-    report.write_imus(out, cfg, record)
-    print(f"wrote {out} ({t3 - t0:.0f} s in all)")
-    return metrics
+    return record
 
 
 def _dynamic(arm: SectionArmConfig, cfg: IdentifyConfig, dyn: Any, out: Path
