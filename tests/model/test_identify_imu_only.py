@@ -13,20 +13,16 @@ import json
 import math
 import time
 
-import mujoco
 import numpy as np
 import pandas as pd
 import pytest
-from test_identify_orientation import IMU_YAW, _single_pulls, wrap_all
+from test_identify_orientation import IMU_YAW, imu_angles, wrap_all
 from test_identify_recovery import (
-    REF_LENGTH,
-    REF_PULL,
-    REF_TENSION,
     SETTING,
     Case,
     bends,
     design,
-    single_tensions,
+    single_pulls,
 )
 from test_identify_robust import arm_yaml
 
@@ -35,40 +31,13 @@ from quadarm.config.checks import ConfigError
 from quadarm.config.identify import IdentifyConfig
 from quadarm.config.sections import SectionArmConfig
 from quadarm.identify import data as identify_data
-from quadarm.identify import fit, register
-from quadarm.identify.replay import Bench
-from quadarm.model import names
+from quadarm.identify import fit
 
 ANGLE_NOISE = math.radians(0.2)  # rad: each logged angle's noise std (a good MEMS IMU's)
 IMU_COLUMNS = [f"s{j}_{a}" for j in range(2) for a in ("roll", "pitch")]
 REFERENCE = Case(2, 0.08, "displacement", False)  # test_identify_robust's arm
 CASES = [REFERENCE, Case(2, 0.08, "tension", False), Case(4, 0.075, "displacement", False),
          Case(2, 0.15, "displacement", True)]
-
-
-def imu_angles(arm: SectionArmConfig, cfg, commands: np.ndarray) -> np.ndarray:
-    """Every section end's roll and pitch (K, n_sections, 2) rad for the tendon commands
-    (K, n_tendons) (m, or N on a tension arm): the rows replayed on the bench from the
-    straight arm, the end link's frame R in the airframe's (MuJoCo's xmat) seen by IMUs
-    whose x axis is IMU_YAW from the arm frame's, Rz(-y) R Rz(y), read as
-    R = Rz Ry(pitch) Rx(roll) (scenario=replay's formula; test_identify_orientation's
-    ``_imu_angles`` for any number of sections)."""
-    bench = Bench(cfg.airframe, arm, cfg.sim, "up", 0.005)
-    m, d = bench.model, bench.data
-    ctrl, way = bench.commands(commands), bench.directions(commands)
-    quad = m.body(names.QUAD_BODY).id
-    ends = [m.body(names.link_body(int(k) - 1)).id
-            for k in np.cumsum([sec.links for sec in arm.sections])]
-    turn = register.rotation(0.0, 0.0, IMU_YAW)
-    d.qpos[:] = m.qpos0
-    out = np.zeros((len(ctrl), len(ends), 2))
-    for i, u in enumerate(ctrl):
-        bench.settle(u, direction=way[i])
-        mujoco.mj_kinematics(m, d)
-        for e, b in enumerate(ends):
-            r = turn.T @ d.xmat[quad].reshape(3, 3).T @ d.xmat[b].reshape(3, 3) @ turn
-            out[i, e] = math.atan2(r[2, 1], r[2, 2]), math.asin(-r[2, 0])
-    return out
 
 
 def recordings(case: Case, rows: tuple[int, int], seed: int = 11) -> dict:
@@ -78,16 +47,8 @@ def recordings(case: Case, rows: tuple[int, int], seed: int = 11) -> dict:
     rad plus N(0, ANGLE_NOISE) from Generator(SeedSequence(``seed``))); ``noise``: the
     draws."""
     true_arm = design(case)
-    s = case.length / REF_LENGTH
     servo, sign, per_section = fit.servo_map(true_arm)
-    if case.actuation == "tension":
-        top = REF_TENSION * s * (case.sections / 2) ** 3
-        pulls, labels = single_tensions(per_section[0], case.sections, top)
-        amplitude = top / 1.5
-    else:
-        pulls, labels = _single_pulls(per_section[0], both_ways=case.pairs,
-                                      sections=case.sections, scale=s)
-        amplitude = REF_PULL * s
+    pulls, labels, amplitude = single_pulls(case, per_section[0])
     cfg = compose(["scenario=statics"])
     rng = np.random.default_rng(np.random.SeedSequence(seed))
     out: dict = {"cfg": cfg, "labels": labels, "noise": {}, "case": case}

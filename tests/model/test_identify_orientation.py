@@ -32,8 +32,9 @@ ROT = register.rotation(0.05, -0.03, 0.4) @ np.diag([-1.0, 1.0, -1.0])  # standi
 MODULI = ["sections.0.youngs_modulus", "sections.1.youngs_modulus"]
 
 
-def _imu_angles(arm: SectionArmConfig, cfg, tendon_pull: np.ndarray) -> np.ndarray:
-    """Each section end's roll and pitch (K, n_sections, 2) rad: the rows replayed on the
+def imu_angles(arm: SectionArmConfig, cfg, tendon_pull: np.ndarray) -> np.ndarray:
+    """Each section end's roll and pitch (K, n_sections, 2) rad for the tendon commands
+    (K, n_tendons) (m, or N on a tension arm), any number of sections: the rows replayed on the
     bench from the straight arm, the end link's frame R in the airframe's (MuJoCo's xmat),
     turned into IMUs whose x axis is IMU_YAW from the arm frame's, Rz(-y) R Rz(y), read as
     R = Rz Ry(pitch) Rx(roll) (scenario=replay's formula)."""
@@ -41,7 +42,8 @@ def _imu_angles(arm: SectionArmConfig, cfg, tendon_pull: np.ndarray) -> np.ndarr
     m, d = bench.model, bench.data
     ctrl, way = bench.commands(tendon_pull), bench.directions(tendon_pull)
     quad = m.body(names.QUAD_BODY).id
-    ends = [m.body(names.link_body(k)).id for k in (4, 9)]
+    ends = [m.body(names.link_body(int(k) - 1)).id
+            for k in np.cumsum([sec.links for sec in arm.sections])]
     turn = register.rotation(0.0, 0.0, IMU_YAW)
     d.qpos[:] = m.qpos0
     out = np.zeros((len(ctrl), len(ends), 2))
@@ -71,7 +73,7 @@ def _recordings(arm: SectionArmConfig, pulls: np.ndarray, bends: tuple[np.ndarra
     for which, pull in (("pulls", pulls), ("train", bends[0]), ("val", bends[1])):
         noise = rng.normal(scale=NOISE / math.sqrt(3), size=(len(pull), 3))
         tip = truth.simulate({}, pull) + noise
-        angles = (_imu_angles(arm, cfg, truth.tendon_pull(pull)) + rng.normal(
+        angles = (imu_angles(arm, cfg, truth.tendon_pull(pull)) + rng.normal(
             scale=ANGLE_NOISE, size=(len(pull), 2, 2))) if imus else None
         out[which] = (pull, tip, angles)
         out.setdefault("noise", {})[which] = noise
@@ -199,7 +201,7 @@ def test_the_replayed_angles_are_scenario_replays():
     problem = fit.Problem(cfg.airframe, cfg.sim, arm, "up", 0.005, tuple(range(6)),
                           np.eye(3), np.zeros(3), imu_sections=(1, 0), imu_yaw=IMU_YAW)
     got = problem.angles({}, pull)
-    want = _imu_angles(arm, cfg, pull)[:, ::-1]
+    want = imu_angles(arm, cfg, pull)[:, ::-1]
     np.testing.assert_allclose(got, want, atol=1e-12, rtol=0)
 
 

@@ -133,23 +133,28 @@ def single_tensions(per_section: int, sections: int, top: float
     return np.array(rows), np.array(labels)
 
 
+def single_pulls(case: Case, per_section: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """``case``'s single pulls (rows (P, n) m or N) with their labels, and the amplitude of its
+    random bends (m or N), in the arm's scale."""
+    s = case.length / REF_LENGTH
+    if case.actuation == "tension":
+        # Forces scale as the bend per force does (s, and the four-section arm's stiffer
+        # backbone); a bend's tensions share its moment out as 1.5 times one tendon's.
+        top = REF_TENSION * s * (case.sections / 2) ** 3
+        pulls, labels = single_tensions(per_section, case.sections, top)
+        return pulls, labels, top / 1.5
+    pulls, labels = _single_pulls(per_section, both_ways=case.pairs, sections=case.sections,
+                                  scale=s)
+    return pulls, labels, REF_PULL * s
+
+
 def recover(case: Case, seed: int = 7) -> dict[str, Any]:
     """Generate ``case``'s recordings, fit them with :data:`SETTING`, and measure: each
     fitted key's error over its standard error, the val RMSE over the noise floor (mm).
     ``seed``: the noise's Generator's."""
     true_arm = design(case)
-    s = case.length / REF_LENGTH
     servo, sign, per_section = fit.servo_map(true_arm)
-    if case.actuation == "tension":
-        # Forces scale as the bend per force does (s, and the four-section arm's stiffer
-        # backbone); a bend's tensions share its moment out as 1.5 times one tendon's.
-        top = REF_TENSION * s * (case.sections / 2) ** 3
-        pulls, labels = single_tensions(per_section[0], case.sections, top)
-        amplitude = top / 1.5
-    else:
-        pulls, labels = _single_pulls(per_section[0], both_ways=case.pairs,
-                                      sections=case.sections, scale=s)
-        amplitude = REF_PULL * s
+    pulls, labels, amplitude = single_pulls(case, per_section[0])
     rec = _recordings(true_arm, pulls,
                       (bends(true_arm, SETTING.train_rows, 1, amplitude),
                        bends(true_arm, SETTING.val_rows, 2, amplitude)), sign,
