@@ -344,12 +344,7 @@ def step_growth(model: mujoco.MjModel, data: mujoco.MjData, settle: int = 0) -> 
     d = copy.copy(data)
     for _ in range(settle):
         mujoco.mj_step(model, d)
-    nx = 2 * model.nv + model.na
-    a = np.zeros((nx, nx))
-    mujoco.mjd_transitionFD(model, d, WELD_FD_EPS, 1, a, None, None, None)
-    ev = np.linalg.eigvals(a)
-    osc = ev[np.abs(np.angle(ev)) > 1e-3]
-    return float(np.abs(osc).max()) if len(osc) else 0.0
+    return held_mode(model, d)[0]
 
 
 def held_mode(model: mujoco.MjModel, data: mujoco.MjData) -> tuple[float, np.ndarray]:
