@@ -58,7 +58,9 @@ shape_points = jit.inline(shape.points)
 jit.inline(ekf.propagate)
 jit.inline(ekf.update_position)
 jit.inline(ekf.align)
+jit.inline(ekf.covariance)
 arm_imu_truth = jit.inline(armfilter.imu_truth)
+arm_imu_posed = jit.inline(armfilter.imu_truth_posed)
 arm_predict = jit.inline(armfilter.predict)
 arm_measure = jit.inline(armfilter.measure)
 arm_update = jit.inline(armfilter.update)
@@ -66,6 +68,7 @@ arm_still = jit.inline(armfilter.still)
 arm_hinges = jit.inline(armfilter.hinge_angles)
 arm_tip_stats = jit.inline(armfilter.tip_stats)
 jit.inline(armfilter.across_nees)
+jit.inline(armfilter.listed_products)
 jit.inline(armfilter.me_features)
 jit.inline(armfilter.me_variances)
 arm_model_error = jit.inline(armfilter.model_error)
@@ -321,7 +324,8 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
     sp, th_true, out, work = sn.sp[i], ss.th_true[i], ss.out[i], ss.swork[i]
     hq, hv = sn.hq, sn.hv
     enc = ss.enc[i]
-    if k % int(sn.ch[i, ENC, sensors.CH_PERIOD]) == 0:
+    posed = k % int(sn.ch[i, ENC, sensors.CH_PERIOD]) == 0
+    if posed:
         shape_forward(sp, th_true, work, out)  # the true tendon lengths
         if record:
             shape_points(sp, work, ss.pts_true[i])
@@ -332,10 +336,16 @@ def arm_dynamic(k: int, sn: Sense, ss: SenseState, i: int, qvel: Any, qpos: Any,
         for j in range(hv.shape[0]):
             thd[j] = qvel[hv[j]]
         g = sn.ekf[i]
-        arm_imu_truth(sp, th_true, thd, sn.alinks, qpos, qvel, g[ekf.E_GX], g[ekf.E_GY],
-                      g[ekf.E_GZ], af[armfilter.F_R0:armfilter.F_R0 + 3], k == 0,
-                      af[armfilter.F_DT], work, out, ss.akin[i], ss.adl[i], ss.atipv[i],
-                      ss.ai_prev[i], ss.ai_t[i], ss.alv[i])
+        if posed:  # work holds the true pose already (read only since the forward above)
+            arm_imu_posed(sp, thd, sn.alinks, qpos, qvel, g[ekf.E_GX], g[ekf.E_GY],
+                          g[ekf.E_GZ], af[armfilter.F_R0:armfilter.F_R0 + 3], k == 0,
+                          af[armfilter.F_DT], work, ss.akin[i], ss.adl[i], ss.atipv[i],
+                          ss.ai_prev[i], ss.ai_t[i], ss.alv[i])
+        else:
+            arm_imu_truth(sp, th_true, thd, sn.alinks, qpos, qvel, g[ekf.E_GX], g[ekf.E_GY],
+                          g[ekf.E_GZ], af[armfilter.F_R0:armfilter.F_R0 + 3], k == 0,
+                          af[armfilter.F_DT], work, out, ss.akin[i], ss.adl[i], ss.atipv[i],
+                          ss.ai_prev[i], ss.ai_t[i], ss.alv[i])
     ka = channel_step(k, ss.ai_t[i], sn.ai_w[i], sn.ai_b[i], ss.ai_r[i], ach, ss.ai[i])
     q, v, th = ss.q[i], ss.v[i], ss.th[i]
     x, p = ss.ax[i], ss.ap[i]

@@ -473,6 +473,16 @@ def imu_truth(sp, th, thd, links, qpos, qvel, gx: float, gy: float, gz: float, r
     rotation at the last sample (written here; ``first``: no period yet, the acceleration is
     taken as zero); ``lv`` (N, 6) scratch (:func:`velocities`)."""
     shape.forward(sp, th, work, out)
+    imu_truth_posed(sp, thd, links, qpos, qvel, gx, gy, gz, r0, first, dt, work, kin, dl, tipv,
+                    prev, truth, lv)
+
+
+@register_jitable
+def imu_truth_posed(sp, thd, links, qpos, qvel, gx: float, gy: float, gz: float, r0,  # noqa: ANN001
+                    first: bool, dt: float, work, kin, dl, tipv, prev, truth, lv) -> None:  # noqa: ANN001
+    """:func:`imu_truth` at the pose already in ``work`` (:func:`shape.forward` of the true
+    hinge angles, which the encoders' channel computed at the same step: the same numbers
+    without a second forward pass)."""
     velocities(sp, work, thd, links, kin, dl, tipv, lv)
     qw, qx, qy, qz = qpos[3], qpos[4], qpos[5], qpos[6]
     b00, b01, b02 = 1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qw * qz), 2 * (qx * qz + qw * qy)
@@ -548,16 +558,34 @@ def predict(x, p, fm, gm, qm, u, tmp) -> None:  # noqa: ANN001
     # order as testing every F[j, k] for zero would (the same numbers), without n_x tests
     # per entry. Every entry of P is written once, from A and F only, so the order in which
     # the entries are filled changes nothing.
+    # Four rows i at a time: four independent sums, each in its own order (the same numbers),
+    # without waiting on one addition's latency per term.
     nz = nx * nx
     for j in range(nx):
         n = nonzero_columns(fm[j], tmp, nz)
-        for i in range(j + 1):
+        i = 0
+        while i + 4 <= j + 1:
+            s0, s1, s2, s3 = qm[i, j], qm[i + 1, j], qm[i + 2, j], qm[i + 3, j]
+            b = i * nx
+            for c in range(n):
+                k = int(tmp[nz + c])
+                f = fm[j, k]
+                s0 += tmp[b + k] * f
+                s1 += tmp[b + nx + k] * f
+                s2 += tmp[b + 2 * nx + k] * f
+                s3 += tmp[b + 3 * nx + k] * f
+            p[i * nx + j], p[(i + 1) * nx + j] = s0, s1
+            p[(i + 2) * nx + j], p[(i + 3) * nx + j] = s2, s3
+            p[j * nx + i], p[j * nx + i + 1], p[j * nx + i + 2], p[j * nx + i + 3] = s0, s1, s2, s3
+            i += 4
+        while i < j + 1:
             s = qm[i, j]
             for c in range(n):
                 k = int(tmp[nz + c])
                 s += tmp[i * nx + k] * fm[j, k]
             p[i * nx + j] = s
             p[j * nx + i] = s
+            i += 1
 
 
 @register_jitable
@@ -691,13 +719,9 @@ def update(x, p, z, hz, hm, af, xbar, pht, still: bool = False) -> None:  # noqa
         s = var
         if listed:  # H_r's non-zero columns once, then the same sums (see the docstring)
             n = nonzero_columns(hm[r], pht, nx)
+            listed_products(p, hm[r], pht, nx, n)
             for i in range(nx):
-                v = 0.0
-                for c in range(n):
-                    j = int(pht[nx + c])
-                    v += p[i * nx + j] * hm[r, j]
-                pht[i] = v
-                s += hm[r, i] * v
+                s += hm[r, i] * pht[i]
         else:
             for i in range(nx):
                 v = 0.0
@@ -720,6 +744,35 @@ def update(x, p, z, hz, hm, af, xbar, pht, still: bool = False) -> None:  # noqa
             v = 0.5 * (p[i * nx + j] + p[j * nx + i])
             p[i * nx + j] = v
             p[j * nx + i] = v
+
+
+@register_jitable
+def listed_products(p, h, out, nx: int, n: int) -> None:  # noqa: ANN001
+    """``out[i]`` = sum of p[i, j] h[j] over the columns j listed in ``out[nx:nx + n]``
+    (:func:`quadarm.sensing.ekf.nonzero_columns`), for every row i < ``nx`` of ``p``
+    (nx * nx,). Four rows at a time: four independent sums, each over the columns in their
+    listed order from 0.0, as one row at a time would add them (the same numbers), without
+    waiting on one addition's latency per term (measured: P H^T was most of an update)."""
+    i = 0
+    while i + 4 <= nx:
+        v0, v1, v2, v3 = 0.0, 0.0, 0.0, 0.0
+        b = i * nx
+        for c in range(n):
+            j = int(out[nx + c])
+            hj = h[j]
+            v0 += p[b + j] * hj
+            v1 += p[b + nx + j] * hj
+            v2 += p[b + 2 * nx + j] * hj
+            v3 += p[b + 3 * nx + j] * hj
+        out[i], out[i + 1], out[i + 2], out[i + 3] = v0, v1, v2, v3
+        i += 4
+    while i < nx:
+        v = 0.0
+        for c in range(n):
+            j = int(out[nx + c])
+            v += p[i * nx + j] * h[j]
+        out[i] = v
+        i += 1
 
 
 @register_jitable
