@@ -21,7 +21,11 @@ Prints, per part, microseconds per simulated step (the median over rounds) and t
     e.g. research/sensing_term_cost.py fast 5 sensing=realistic_arm
 
 PRESET: ``fast`` or ``implicitfast`` (:data:`quadarm.bench.PRESETS`); the trial is the short
-mission of ``python -m quadarm.bench`` (:data:`quadarm.bench.SHORT_MISSION`, 14 s).
+mission of ``python -m quadarm.bench`` (:data:`quadarm.bench.SHORT_MISSION`, 14 s). The
+recorded inputs are kept in ``/tmp/sensing_term_inputs_<PRESET>_<overrides>.npz`` and reused
+(so two trees replay the same inputs; delete it after a change to the flight itself).
+``SENSING_TERM_EST=FILE.npy`` saves the compiled loop's estimate rows, for a byte comparison
+between trees.
 """
 
 from __future__ import annotations
