@@ -32,9 +32,9 @@ from test_identify_recovery import SETTING, design  # noqa: E402
 from quadarm.identify import fit  # noqa: E402
 
 
-def one(case: imu.Case, seed: int, true_angles: bool) -> dict:
+def one(case: imu.Case, seed: int, true_angles: bool, detail: bool = False) -> dict:
     """One seed's fit of ``case``: each key's error over the fit's SE and over the SE with
-    stage 1, val / floor."""
+    stage 1, val / floor; with ``detail`` also the errors and both SE themselves."""
     rec = imu.recordings(case, (SETTING.train_rows, SETTING.val_rows), seed)
     true_arm, nominal = design(case), design(case, modulus_factor=2.0)
     cfg = rec["cfg"]
@@ -68,7 +68,9 @@ def one(case: imu.Case, seed: int, true_angles: bool) -> dict:
     val = fit.orientation_scores(problem.angles(out["values"], rec["val"][0]), rec["val"][1])
     floor = float(np.sqrt(np.mean(rec["noise"]["val"] ** 2)))
     fit_se = out.get("stderr_fit", out["stderr"])
-    return {"fit": {k: (out["values"][k] - v) / fit_se[k] for k, v in want.items()},
+    extra = ({"err": {k: out["values"][k] - v for k, v in want.items()},
+              "se": out["stderr"], "se_fit": fit_se} if detail else {})
+    return {**extra, "fit": {k: (out["values"][k] - v) / fit_se[k] for k, v in want.items()},
             "stage1": {k: (out["values"][k] - v) / out["stderr"][k] for k, v in want.items()},
             "val_floor": val["orientation_rmse_rad"] / floor, "seconds": seconds}
 
