@@ -183,3 +183,54 @@ def test_the_propagated_errors_cover_the_truth_and_what_the_angles_did():
     assert int(np.sum(za > 2)) <= 5, z
     ratio = float(np.mean([diff2[k] / prop[k] for k in diff2]))
     assert 0.4 <= ratio <= 1.6, (ratio, diff2, prop)
+
+
+@pytest.mark.slow
+def test_the_tracked_command_line_reports_both_standard_errors(tmp_path):
+    """``python -m quadarm.identify`` on the tracked point (test_identify_tension's v4 arm
+    driven by tension, 0.3 mm of noise, each section's modulus from 2x too stiff and each
+    section's turn, 3 evaluations), run without and with ``identify.stage1_stderr=true``: the
+    fitted values are the same bit for bit, the default run's fit.json has no
+    ``stderr_fit`` and its ``stderr`` is the switched run's ``stderr_fit``, and every
+    standard error with stage 1 is at least the fit's own (about 15 s)."""
+    import json
+
+    from omegaconf import OmegaConf
+    from test_identify_tension import _job, _pulls, _write
+
+    from quadarm.config import compose
+    from quadarm.identify import register
+    from quadarm.identify.__main__ import compose as identify_compose
+    from quadarm.identify.__main__ import main
+
+    _, arm, _, _, _ = identify_compose(["arm.actuation=tension", "identify.command_unit=N"])
+    cfg = compose(["scenario=statics"])
+    n = arm.n_tendons
+    pulls, labels = _pulls(n)
+    rng = np.random.default_rng(5)
+    train, val = rng.uniform(0.0, 2.0, (16, n)), rng.uniform(0.0, 2.0, (8, n))
+    truth = fit.Problem(OmegaConf.to_object(cfg.airframe), OmegaConf.to_object(cfg.sim),
+                        arm, "up", 0.008, tuple(range(n)),
+                        register.rotation(math.pi + 0.1, -0.05, 0.3),
+                        np.array([0.02, -0.01, 0.15]))
+    for name, t, lab in (("pulls.csv", np.array(pulls), np.array(labels)),
+                         ("train.csv", train, np.array(["bend"] * 16)),
+                         ("val.csv", val, np.array(["bend"] * 8))):
+        tip = truth.simulate({}, t) + rng.normal(scale=3e-4 / math.sqrt(3), size=(len(t), 3))
+        _write(tmp_path, name, t, tip, lab)
+    moduli = [f"sections.{j}.youngs_modulus" for j in range(3)]
+    bounds = ", ".join([f"{k}: [1.0e10, 2.0e11]" for k in moduli]
+                       + [f"sections.{j}.tendons.rotate_deg: [-10.0, 10.0]" for j in range(3)])
+    out = {}
+    for extra in ([], ["identify.stage1_stderr=true"]):
+        over = [*_job(tmp_path), *[f"arm.{k}=1.0e11" for k in moduli],
+                f"++identify.parameters={{{bounds}}}", "identify.starts=1",
+                "identify.workers=1", "identify.train_stride=1", "identify.max_nfev=3",
+                "identify.name=fitted", "identify.position_noise=0.0003", *extra]
+        assert main(over) == 0
+        out[bool(extra)] = json.loads((tmp_path / "run" / "fit.json").read_text())
+    assert out[True]["values"] == out[False]["values"]
+    assert "stderr_fit" not in out[False]
+    assert out[True]["stderr_fit"] == out[False]["stderr"]
+    for k, se in out[True]["stderr"].items():
+        assert se >= out[True]["stderr_fit"][k], k
