@@ -16,6 +16,9 @@
   (:meth:`Problem.angles`) fitted too or instead, each residual over its noise; an arm of
   antagonistic pairs (:func:`servo_map`): one channel per servo, its pair's opposite tendon
   paid out by the channel's travel.
+- :func:`stage1_covariance` (``identify.stage1_stderr``): stage 1's tendon angles'
+  covariance carried into stage 2's standard errors by the delta method (the fitted values
+  unchanged; docs/identify.md, "Standard errors and stage 1").
 - :func:`evaluate`: the metrics of a parameter set on a recording, the aligned RMSE exactly
   as OpenCR-MuJoCo's sysid objective computes it (subtract the mean of simulated minus
   measured, then the root mean square of the pointwise Euclidean error), the unaligned one
