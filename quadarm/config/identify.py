@@ -84,6 +84,9 @@ KEYS = {
     "orientation_sections": "the section whose end each roll/pitch pair is on ([]: 0, 1, ...)",
     "orientation_noise": "rad: each logged angle's noise std (fit_to orientation | both)",
     "position_noise": "m: the tracked point's noise, RMS length of its error (fit_to both)",
+    "stage1_stderr": "true: the standard errors include the uncertainty of stage 1's tendon "
+                     "angles, propagated (the fitted values are the same; fit.json's "
+                     "stderr_fit keeps the fit's own)",
     "dynamic": "true: after the static stages (or alone, static=false) fit dynamic_parameters "
                "to a replayed time series (docs/identify.md, 'Dynamics')",
     "static": "false: skip stages 1-3 (with dynamic=true): the arm as composed is the "
@@ -213,6 +216,7 @@ class IdentifyConfig:
     orientation_sections: List[int] = field(default_factory=list)  # noqa: UP006
     orientation_noise: float = 0.01  # rad, each angle's noise std
     position_noise: float = 0.0005  # m, RMS length of the tracked point's error
+    stage1_stderr: bool = False
     dynamic: bool = False
     static: bool = True
     dynamic_train: str = ""
@@ -270,6 +274,8 @@ class IdentifyConfig:
                               "uniformly in the bounds)")
         if not isinstance(self.robust_start, bool):
             raise ConfigError("robust_start", self.robust_start, "must be true or false")
+        if not isinstance(self.stage1_stderr, bool):
+            raise ConfigError("stage1_stderr", self.stage1_stderr, "must be true or false")
         if not self.scan_scales or not all(
                 isinstance(v, int | float) and math.isfinite(v) and v > 0
                 for v in self.scan_scales):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -222,11 +223,18 @@ def run(overrides: list[str]) -> dict[str, float]:
           f"val {scores['nominal_val']['rmse_mm']:.2f} mm", flush=True)
     warned += _warn(trust.nominal_lines(scores["nominal_val"]["rmse_mm"],
                                         scores["nominal_val"]["mean_predictor_mm"]))
+    # identify.stage1_stderr: the angles' covariance per unit variance of the pulls' points
+    # (bootstrapped at the tracker's stated noise, seeded by identify.seed).
+    stage1 = ((fit.tip_angle_covariance(problem.arm, recs["pulls"].pull, recs["pulls"].tip,
+                                        recs["pulls"].label, s1["section_of_channel"],
+                                        cfg.position_noise / math.sqrt(3.0), seed=cfg.seed),
+               "tip") if cfg.stage1_stderr and keys else None)
     s2 = _stage2(out, frame, arm, sim, cfg, recs, nominal, (lambda: fit.stage2(
         problem, recs["train"].pull, recs["train"].tip, cfg.train_stride, cfg.starts,
         cfg.workers, cfg.max_nfev, cfg.seed, select=cfg.select, held=held, ridge=cfg.ridge,
         ridge_grid=list(cfg.ridge_grid), refit_nfev=cfg.refit_nfev,
-        start_spread=cfg.start_spread, angles=recs["train"].angles)) if keys else None)
+        start_spread=cfg.start_spread, angles=recs["train"].angles,
+        stage1=stage1)) if keys else None)
     if "select" in s2:
         sel = s2["select"]
         print("stage 2: held-out RMSE (mm) per [start, ridge]: " + ", ".join(
@@ -327,7 +335,8 @@ def _imus_alone(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
     s2 = _stage2(out, frame, arm, sim, cfg, recs, nominal, (lambda: fit.stage2(
         problem, recs["train"].pull, recs["train"].tip, cfg.train_stride, cfg.starts,
         cfg.workers, cfg.max_nfev, cfg.seed, ridge=cfg.ridge, start_spread=cfg.start_spread,
-        angles=recs["train"].angles)) if keys else None)
+        angles=recs["train"].angles, stage1=(s1["angle_covariance"], "angles")
+        if cfg.stage1_stderr else None)) if keys else None)
     t2 = time.perf_counter()
     for which in ("train", "val"):
         scores[which] = fit.orientation_scores(
@@ -387,6 +396,7 @@ def _write_fit(out: Path, cfg: IdentifyConfig, problem: Any, s1: dict[str, Any],
         problem.arm, fitted_values, stages + (
             ", then the dynamic stage" if dyn is not None else ""), bench_side))
     record = {"metrics": metrics, "values": s2["values"], "stderr": s2["stderr"],
+              **({"stderr_fit": s2["stderr_fit"]} if "stderr_fit" in s2 else {}),
               "costs": s2["costs"], "nfev": s2["nfev"], "fit_rows": s2["rows"],
               "at_bound": s2["at_bound"],
               **({"select": s2["select"]} if "select" in s2 else {}),
@@ -498,7 +508,8 @@ def _bench(problem: Any, cfg: IdentifyConfig, sim: SimConfig, values: dict[str, 
 # "Fifth round", "Sixth round").
 SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "start_spread",
                   "robust_start", "scan_scales", "scan_gravity", "fit_to", "orientation",
-                  "orientation_sections", "orientation_noise", "position_noise")
+                  "orientation_sections", "orientation_noise", "position_noise",
+                  "stage1_stderr")
 # The dynamic stage's keys, which stage 2 does not read: never in its hash.
 DYNAMIC_KEYS = ("dynamic", "static", "dynamic_train", "dynamic_val", "dynamic_holdout",
                 "dynamic_columns", "dynamic_measured", "dynamic_parameters", "dynamic_max_nfev",

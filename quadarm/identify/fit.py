@@ -16,6 +16,9 @@
   (:meth:`Problem.angles`) fitted too or instead, each residual over its noise; an arm of
   antagonistic pairs (:func:`servo_map`): one channel per servo, its pair's opposite tendon
   paid out by the channel's travel.
+- :func:`stage1_covariance` (``identify.stage1_stderr``): stage 1's tendon angles'
+  covariance carried into stage 2's standard errors by the delta method (the fitted values
+  unchanged; docs/identify.md, "Standard errors and stage 1").
 - :func:`evaluate`: the metrics of a parameter set on a recording, the aligned RMSE exactly
   as OpenCR-MuJoCo's sysid objective computes it (subtract the mean of simulated minus
   measured, then the root mean square of the pointwise Euclidean error), the unaligned one
@@ -574,7 +577,9 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
     of the sum over its rows (pulled alone, either way) and IMUs of measured times the
     conjugate of the model's. Returns the problem (its ``imu_sections`` set), the channels
     (``axes`` the identity) and a summary (``pull_orientation_rmse_rad``: the pulls' wrapped
-    angle RMSE on the measured angles' arm)."""
+    angle RMSE on the measured angles' arm; ``angle_covariance`` (n_servos, n_servos): the
+    servos' angles' covariance per unit variance of each logged angle, g g^T with g their
+    gradients in the logged angles, :func:`_turn_sensitivity`)."""
     tendon_servo, sign, per_section = servo_map(arm)
     tension = arm.actuation == "tension"
     seen = register.tension_as_travel(pull) if tension else pull
@@ -594,6 +599,7 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
     meas = lateral(angles)
     bounds = np.cumsum([0, *per_section])
     out: list[tuple[float, ...]] = []
+    sensitivity: list[np.ndarray] = []  # each servo's angle's gradient in the logged angles
     for j, sec in enumerate(arm.sections):
         nominal = sec.tendons.angles()
         turned = []
@@ -606,6 +612,7 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
                                   "pulls cannot place its tendon")
             total = np.sum(meas[rows] * np.conj(model[rows]))
             turned.append((nominal[i] + math.degrees(float(np.angle(total)))) % 360.0)
+            sensitivity.append(_turn_sensitivity(angles, model, rows, total))
         out.append(tuple(turned))
     sections = [replace(s, tendons=replace(s.tendons, angles_deg=list(a) + (
         [(float(v) + 180.0) % 360.0 for v in a] if s.tendons.pairs else [])))
@@ -618,8 +625,92 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
     summary = {"map_from": "labels", "section_of_channel": [
         int(np.searchsorted(bounds, named.index(c), side="right") - 1)
         for c in range(len(named))],
-        "pull_orientation_rmse_rad": float(np.sqrt(np.mean(err ** 2)))}
+        "pull_orientation_rmse_rad": float(np.sqrt(np.mean(err ** 2))),
+        # Per unit variance of each logged angle (rad^2 / rad^2): the servos' rows are
+        # disjoint, but one servo's gradient spans all of its rows' IMUs.
+        "angle_covariance": np.array(sensitivity) @ np.array(sensitivity).T}
     return problem, ch, summary
+
+
+def _turn_sensitivity(angles: np.ndarray, model: np.ndarray, rows: np.ndarray,
+                      total: complex) -> np.ndarray:
+    """The gradient (K n_imu 2,) of one servo's measured turn, arg ``total`` (rad), in the
+    logged roll and pitch ``angles`` (K, n_imu, 2) rad: total = sum over ``rows`` and IMUs of
+    z conj(m) (z = :func:`lateral` of the logged angles, m ``model``'s), so d arg total =
+    Im(conj(m) dz / total), with dz/droll = i cos(pitch) cos(roll) and dz/dpitch =
+    -cos(pitch) - i sin(pitch) sin(roll) (rows other than ``rows`` do not enter)."""
+    roll, pitch = angles[..., 0], angles[..., 1]
+    w = np.where(rows[:, None], np.conj(model), 0.0) / total
+    d_roll = np.imag(w * 1j * np.cos(pitch) * np.cos(roll))
+    d_pitch = np.imag(w * (-np.cos(pitch) - 1j * np.sin(pitch) * np.sin(roll)))
+    return np.stack([d_roll, d_pitch], axis=-1).ravel()
+
+
+def tip_angles(arm: SectionArmConfig, pull: np.ndarray, tip: np.ndarray,
+               labels: np.ndarray | None, section_of: list[int],
+               x_channel: int | None = None) -> np.ndarray:
+    """:func:`stage1`'s measured tendon angles (n_servos,) rad, one per servo, section-major
+    as the arm's: :func:`register.channels` on the pulls ``pull`` (K, n) and their tracked
+    points ``tip`` (K, 3) m with the sections ``section_of`` stage 1 chose, in ``labels``'
+    order when they name the tendons, as :func:`stage1` calls it (``x_channel``: its)."""
+    _, _, per_section = servo_map(arm)
+    paired = [s.tendons.pairs for s in arm.sections]
+    seen = register.tension_as_travel(pull) if arm.actuation == "tension" else pull
+    named = None if labels is None else labelled_tendons(labels, seen, per_section)
+    ch = register.channels(seen, tip, per_section, section_of, paired=paired,
+                           x_channel=x_channel)
+    flat = [a for sec in ch.angles_deg for a in sec]
+    if named is not None:
+        azimuth = dict(zip(ch.tendon_channel, flat, strict=True))
+        flat = [azimuth[c] for c in named]
+    return np.radians(np.asarray(flat, dtype=float))
+
+
+def tip_angle_covariance(arm: SectionArmConfig, pull: np.ndarray, tip: np.ndarray,
+                         labels: np.ndarray | None, section_of: list[int], noise: float,
+                         draws: int = 400, seed: int = 0) -> np.ndarray:
+    """The covariance (n_servos, n_servos) of :func:`tip_angles` per unit variance of each
+    tracked point's component (rad^2 / m^2), by parametric bootstrap: the angles of ``draws``
+    copies of ``tip`` (K, 3) m plus N(0, ``noise``) m on every component (a seeded Generator),
+    their covariance over ``noise``^2. Not a gradient: stage 1's rest point is a median (of a
+    few rows), whose local derivative is not its spread. The channel that defines x is held
+    (the one at ``tip``): a common turn of every angle is the arm's frame, which the
+    registration undoes and :func:`stage1_covariance` leaves out."""
+    base = tip_angles(arm, pull, tip, labels, section_of)
+    # The x channel register.channels chose at tip: the one whose angle there is 0.
+    x_channel = _x_channel(arm, pull, tip, section_of)
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    dev = np.array([wrap(tip_angles(arm, pull, tip + rng.normal(scale=noise, size=tip.shape),
+                                    labels, section_of, x_channel) - base)
+                    for _ in range(draws)])
+    return np.asarray(np.cov(dev, rowvar=False) / noise ** 2).reshape(len(base), len(base))
+
+
+def _x_channel(arm: SectionArmConfig, pull: np.ndarray, tip: np.ndarray,
+               section_of: list[int]) -> int:
+    """The channel whose deflection :func:`register.channels` takes as x at ``tip``."""
+    per_section = servo_map(arm)[2]
+    ch = register.channels(register.tension_as_travel(pull) if arm.actuation == "tension"
+                           else pull, tip, per_section, section_of,
+                           paired=[s.tendons.pairs for s in arm.sections])
+    angle = dict(zip(ch.tendon_channel, [a for sec in ch.angles_deg for a in sec],
+                     strict=True))
+    return int(min(angle, key=lambda c: abs(math.remainder(angle[c], 360.0))))
+
+
+def turn_servos(arm: SectionArmConfig, delta: np.ndarray) -> SectionArmConfig:
+    """``arm`` with each servo's tendon turned by ``delta`` (n_servos,) rad about the
+    backbone, section-major (an antagonistic pair's opposite tendon with it)."""
+    sections = []
+    k = 0
+    for sec in arm.sections:
+        a = sec.tendons.angles()
+        n = sec.tendons.count // 2 if sec.tendons.pairs else sec.tendons.count
+        d = np.degrees(delta[k:k + n])
+        k += n
+        sections.append(replace(sec, tendons=replace(
+            sec.tendons, angles_deg=[float(a[i]) + float(d[i % n]) for i in range(len(a))])))
+    return replace(arm, sections=sections)
 
 
 def orientation_scores(sim: np.ndarray, angles: np.ndarray) -> dict[str, float]:
@@ -827,7 +918,8 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
            workers: int, max_nfev: int, seed: int, select: str = "cost",
            held: np.ndarray | None = None, ridge: float = 0.0,
            ridge_grid: list[float] | tuple[float, ...] = (), refit_nfev: int = 0,
-           start_spread: float = 0.0, angles: np.ndarray | None = None) -> dict[str, Any]:
+           start_spread: float = 0.0, angles: np.ndarray | None = None,
+           stage1: tuple[np.ndarray, str] | None = None) -> dict[str, Any]:
     """Fit ``problem.keys`` on every ``stride``-th row (see the module docstring); returns
     the chosen start's values, their standard errors from the Jacobian
     (s^2 (J^T J)^-1, s^2 = residual sum of squares / (m - n), the ridge's rows included),
@@ -841,7 +933,12 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
     is the nominal values. ``start_spread``: see :func:`start_points`. ``angles`` (K, n_imu,
     2) rad: the IMUs' roll and pitch of every train row, fitted with ``problem.fit_to``
     orientation or both (:func:`_weighted`; the residuals, the costs and the ridge are then in
-    units of their noise)."""
+    units of their noise). ``stage1`` (``identify.stage1_stderr``): the covariance
+    (n_servos, n_servos) of stage 1's tendon angles per unit variance of the values it
+    measured them from, and what those are (``angles``: the pulls' IMU angles, rad; ``tip``:
+    their tracked points' components, m): the standard errors then include those angles'
+    uncertainty (:func:`stage1_covariance`), and ``stderr_fit`` keeps the fit's own; the
+    fitted values are the same."""
     rows = np.arange(0, len(pull), stride)
     meas: Any = tip[rows]
     fit_to = getattr(problem, "fit_to", "position")
@@ -889,6 +986,7 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
     if select == "holdout":
         pick = select_holdout(results)
         best = results[pick]
+        used_ridge = weights[pick % len(weights)]
         chosen = {"holdout_mm": [r["holdout_mm"] for r in results],
                   "candidates": [[n // len(weights), w] for n, (_, w) in enumerate(cands)],
                   "chosen": pick, "fold_rows": int(len(fold)), "held_rows": int(len(score)),
@@ -903,12 +1001,20 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
             rows = fold
     else:
         best = min(results, key=lambda r: r["cost"])
+        used_ridge = ridge
     m, n = best["fun"].size, len(problem.keys)
     s2 = 2.0 * best["cost"] / max(m - n, 1)
     jac = best["jac"]
     corr = None  # the parameters' correlation matrix (n, n), for the report's warnings
+    se_fit = None  # the fit's own standard errors, when stage 1's are added
     try:
         cov = np.linalg.inv(jac.T @ jac) * s2
+        if stage1 is not None:
+            se_fit = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+            used = (tip[rows] if angles is None or fit_to == "position"
+                    or select == "holdout" else (tip[rows], angles[rows]))
+            cov = cov + stage1_covariance(problem, best, pull, rows, used, stage1, s2,
+                                          used_ridge, x_nom)
         se_norm = np.sqrt(np.clip(np.diag(cov), 0.0, None))
         with np.errstate(divide="ignore", invalid="ignore"):
             corr = (cov / np.outer(se_norm, se_norm)).tolist()
@@ -923,9 +1029,69 @@ def stage2(problem: Problem, pull: np.ndarray, tip: np.ndarray, stride: int, sta
                                                 if v < 1e-3 or v > 1 - 1e-3]}
     if corr is not None:
         out["correlation"] = corr
+    if se_fit is not None:
+        out["stderr_fit"] = dict(zip(names, se_fit * span, strict=True))
     if chosen:
         out["select"] = chosen
     return out
+
+
+def stage1_covariance(problem: Problem, best: dict[str, Any], pull: np.ndarray,
+                      rows: np.ndarray, meas: Any, stage1: tuple[np.ndarray, str], s2: float,
+                      ridge: float, prior: np.ndarray, step_deg: float = 0.05) -> np.ndarray:
+    """The covariance (n, n) of stage 2's normalised values that stage 1's tendon angles add
+    (docs/identify.md, "Standard errors and stage 1"): stage 2 holds them fixed, so the fit
+    x(y, phi) moves with their errors by dx/dphi = -A J_phi, A = (J^T J)^-1 J^T (``best``'s
+    Jacobian J at its values, J_phi the residuals' change with each servo's angle, by central
+    differences of ``step_deg``), and the delta method gives A J_phi C J_phi^T A^T.
+
+    C, the angles' covariance (rad^2): ``stage1`` = (c, kind), c their covariance per unit
+    variance of stage 1's measurements (:func:`stage1_imu`'s ``angle_covariance``,
+    :func:`tip_angle_covariance`), times that variance, the fit's own
+    noise estimate ``s2`` in the measurements' units: s2 orientation_noise^2 for ``angles``;
+    for ``tip`` s2 (mm^2 per component) 1e-6 with fit_to position, else s2 position_noise^2
+    / 3. Where a section's ``rotate_deg`` (or ``sections.*``'s, every section's) is fitted,
+    the section's common turn of its angles is left out of C: the key absorbs it (it moves
+    by exactly that turn and the other keys not at all), and its value is the turn of stage
+    1's angles, so its standard error is about the turn that undoes their mean error. With
+    ``tip`` a turn of every angle is left out too (one of the arm's frame: the registration
+    undoes it). What is left out is the orthogonal projection onto those turns."""
+    unit, kind = stage1
+    if kind == "angles":
+        var = s2 * problem.orientation_noise ** 2
+    elif getattr(problem, "fit_to", "position") == "position":
+        var = s2 * 1e-6
+    else:
+        var = s2 * problem.position_noise ** 2 / 3.0
+    cov_phi = var * np.asarray(unit, dtype=float)
+    _, _, per_section = servo_map(problem.arm)
+    bounds = np.cumsum([0, *per_section])
+    names = [k for k, _, _ in problem.keys]
+    # The turns that move no error: of every angle (the arm's frame, with the tracked
+    # point's registration; every section's turn, sections.*), of a section's (its own turn).
+    common = [np.ones(len(cov_phi))] if kind == "tip" or f"sections.*.{ROTATE}" in names else []
+    for j in range(len(per_section)):
+        if f"sections.{j}.{ROTATE}" in names:
+            common.append(np.isin(np.arange(len(cov_phi)),
+                                  np.arange(bounds[j], bounds[j + 1])).astype(float))
+    proj = np.eye(len(cov_phi))
+    if common:
+        v = np.column_stack(common)
+        proj -= v @ np.linalg.pinv(v)
+    cov_phi = proj @ cov_phi @ proj.T
+    h = math.radians(step_deg)
+    jac_phi = np.zeros((best["fun"].size, len(cov_phi)))
+    for k in range(len(cov_phi)):
+        side = []
+        for sgn in (1.0, -1.0):
+            delta = np.zeros(len(cov_phi))
+            delta[k] = sgn * h
+            turned = replace(problem, arm=turn_servos(problem.arm, delta))
+            side.append(_residuals(best["x"], turned, pull, rows, meas, ridge, prior))
+        jac_phi[:, k] = (side[0] - side[1]) / (2.0 * h)
+    jac = best["jac"]
+    a = np.linalg.solve(jac.T @ jac, jac.T @ jac_phi)  # (n, n_servos): -dx/dphi
+    return np.asarray(a @ cov_phi @ a.T)
 
 
 def holdout_rows(labels: np.ndarray, patterns: list[str] | tuple[str, ...]) -> np.ndarray:

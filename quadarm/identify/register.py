@@ -106,8 +106,8 @@ def active_channel(pull: np.ndarray, lead: float | None = None) -> np.ndarray:
 
 
 def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
-             section_of: list[int] | None = None, paired: list[bool] | None = None
-             ) -> Channels:
+             section_of: list[int] | None = None, paired: list[bool] | None = None,
+             x_channel: int | None = None) -> Channels:
     """Stage 1's channel map and tendon angles from single-tendon pulls (see the module
     docstring). ``pull`` (K, n) m, ``tip`` (K, 3) m; ``per_section`` the tendon counts (the
     servo counts: an antagonistic pair's two tendons are one channel); ``section_of`` (n,):
@@ -120,7 +120,9 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
     way only bends the tip towards one side, which the axis would lean to; each channel's
     mean deflection the other way enters the axis too (the lateral parts cancel), and its
     angle is that of its two mean deflections' difference (``tendon_channel`` and
-    ``angles_deg`` are then per servo, the angle the one its positive command pulls)."""
+    ``angles_deg`` are then per servo, the angle the one its positive command pulls).
+    ``x_channel``: the channel whose deflection defines x (None: the largest's; given, a
+    derivative of the angles in the points does not jump where two are near equal)."""
     n = pull.shape[1]
     if sum(per_section) != n:
         raise ConfigError("identify.channels", n, "must be one per tendon (one per servo of "
@@ -164,7 +166,9 @@ def channels(pull: np.ndarray, tip: np.ndarray, per_section: list[int],
     if section_of is not None:
         by_gain = [c for j in range(len(per_section)) for c in range(n) if section_of[c] == j]
     # The channel with the largest deflection defines x.
-    x0 = lateral(mean_defl[max(range(n), key=lambda c: np.linalg.norm(lateral(mean_defl[c])))])
+    if x_channel is None:
+        x_channel = max(range(n), key=lambda c: float(np.linalg.norm(lateral(mean_defl[c]))))
+    x0 = lateral(mean_defl[x_channel])
     x_axis = x0 / np.linalg.norm(x0)
     y_axis = np.cross(axis_z, x_axis)
     axes = np.column_stack([x_axis, y_axis, axis_z])

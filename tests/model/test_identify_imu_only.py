@@ -260,3 +260,84 @@ def test_the_command_line_fits_the_imus_alone(tmp_path, capsys):
     table = pd.read_parquet(run / "metrics.parquet")
     assert "val_orientation_rmse_rad" in set(table["metric"])
     assert "IMUs alone" in (run / "report.md").read_text()
+
+
+def tilted_angles(arm: SectionArmConfig, cfg, tendon_pull: np.ndarray, down: np.ndarray
+                  ) -> np.ndarray:
+    """As test_identify_orientation's ``imu_angles`` (each section end's roll and pitch
+    (K, n_sections, 2) rad relative to the base, seen by IMUs turned IMU_YAW), on a bench
+    whose gravity points along ``down`` (3,) in the base's frame: a base that is not level."""
+    import mujoco
+
+    from quadarm.identify import register
+    from quadarm.identify.replay import Bench
+    from quadarm.model import names
+
+    bench = Bench(cfg.airframe, arm, cfg.sim, "up", 0.005, down)
+    m, d = bench.model, bench.data
+    ctrl, way = bench.commands(tendon_pull), bench.directions(tendon_pull)
+    quad = m.body(names.QUAD_BODY).id
+    ends = [m.body(names.link_body(int(k) - 1)).id
+            for k in np.cumsum([sec.links for sec in arm.sections])]
+    turn = register.rotation(0.0, 0.0, IMU_YAW)
+    d.qpos[:] = m.qpos0
+    out = np.zeros((len(ctrl), len(ends), 2))
+    for i, u in enumerate(ctrl):
+        bench.settle(u, direction=way[i])
+        mujoco.mj_kinematics(m, d)
+        for e, b in enumerate(ends):
+            r = turn.T @ d.xmat[quad].reshape(3, 3).T @ d.xmat[b].reshape(3, 3) @ turn
+            out[i, e] = math.atan2(r[2, 1], r[2, 2]), math.asin(-r[2, 0])
+    return out
+
+
+@pytest.mark.slow
+def test_the_imus_alone_recover_a_base_tilt_given_the_tendon_angles():
+    """A base that leans (gravity turned by Ry(-0.04) Rx(0.06) in the true arm frame): the
+    reference arm's IMU recordings (48 train rows, 0.2 deg of noise), stage 1's tendon angles
+    replaced by the true ones (in the IMUs' frame), and from moduli 2x too high the fit of
+    both moduli, both turns and ``gravity.tilt_x``/``tilt_y`` (+-0.15 rad) brings the tilt
+    back within 2 SE of the truth: gravity's direction in the IMUs' frame, Rz(-IMU_YAW) down,
+    is Ry(tilt_y) Rx(tilt_x) (0, 0, 1), so tilt_x = -asin(down_y), tilt_y = atan2(down_x,
+    down_z); the moduli too (about 20 s). With stage 1's own angles it does not: stage 1
+    assumes a level base and reads the lean's sag in every single pull as part of the
+    tendon's direction (docs/identify.md, "IMUs alone")."""
+    from dataclasses import replace
+
+    from quadarm.identify import register
+
+    case = REFERENCE
+    true_arm, nominal = design(case), design(case, modulus_factor=2.0)
+    servo, sign, per_section = fit.servo_map(true_arm)
+    pulls, labels, amplitude = single_pulls(case, per_section[0])
+    cfg = compose(["scenario=statics"])
+    level = fit.Problem(cfg.airframe, cfg.sim, true_arm, "up", 0.005,
+                        tuple(range(true_arm.n_tendons)), np.eye(3), np.zeros(3))
+    down = level.down(np.eye(3), (0.06, -0.04))
+    rng = np.random.default_rng(np.random.SeedSequence(11))
+    rec: dict = {"cfg": cfg, "labels": labels}
+    for which, pull in (("pulls", pulls),
+                        ("train", bends(true_arm, SETTING.train_rows, 1, amplitude))):
+        clean = tilted_angles(true_arm, cfg, pull, down)
+        rec[which] = (pull, clean + rng.normal(scale=ANGLE_NOISE, size=clean.shape))
+    problem, _ = _stage1(rec, nominal)
+    turn = math.degrees(IMU_YAW)
+    problem = replace(problem, arm=replace(problem.arm, sections=[
+        replace(s, tendons=replace(s.tendons, angles_deg=[
+            (a - turn) % 360.0 for a in t.tendons.angles()]))
+        for s, t in zip(problem.arm.sections, true_arm.sections, strict=True)]))
+    e_nom = nominal.sections[0].youngs_modulus
+    problem.keys = fit.expand(nominal, {
+        "sections.#.youngs_modulus": [0.1 * e_nom, 5 * e_nom],
+        "sections.#.tendons.rotate_deg": [-10.0, 10.0],
+        "gravity.tilt_x": [-0.15, 0.15], "gravity.tilt_y": [-0.15, 0.15]})
+    pull, angles = rec["train"]
+    out = fit.stage2(problem, pull, np.empty((len(pull), 0)), stride=1, starts=1, workers=1,
+                     max_nfev=SETTING.max_nfev, seed=0, angles=angles)
+    g = register.rotation(0.0, 0.0, -IMU_YAW) @ down
+    want = {"gravity.tilt_x": -math.asin(g[1]), "gravity.tilt_y": math.atan2(g[0], g[2]),
+            "sections.0.youngs_modulus": 60e9, "sections.1.youngs_modulus": 60e9}
+    assert abs(want["gravity.tilt_x"]) > 0.04 and abs(want["gravity.tilt_y"]) > 0.04
+    for k, v in want.items():
+        assert abs(out["values"][k] - v) <= 2 * out["stderr"][k], (k, out["values"][k], v,
+                                                                   out["stderr"][k])
