@@ -64,6 +64,7 @@ from mujoco import rollout
 
 from quadarm import terms
 from quadarm.api import compose
+from quadarm.model.world import WeldCheck
 from quadarm.runner import batch, engine, episode, jit, lifecycle
 from quadarm.runner.lifecycle import Outcome, Prepared
 from quadarm.scenarios import tasks
@@ -113,6 +114,18 @@ class Replay:
             self.xfrc = self.wind = None
 
 
+class _Events:
+    """The bare replay's events' model and data (``sim()``) and its trial's record of the
+    grasp weld's check (``weld``, :func:`quadarm.model.world.capture`), kept over the replay's
+    chunks as the one-trial loop keeps its own (:class:`quadarm.runner.episode.Sim`)."""
+
+    def __init__(self, m: mujoco.MjModel, d: mujoco.MjData) -> None:
+        self.m, self.d, self.weld = m, d, WeldCheck()
+
+    def __call__(self) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        return self.m, self.d
+
+
 def bare_replay(m: mujoco.MjModel, plan: Any, replay: Replay | np.ndarray, timers: bool = False
                 ) -> tuple[float, dict[str, float]]:
     """Seconds of a Python ``mj_step`` loop replaying ``replay`` (a :class:`Replay`, or bare
@@ -137,8 +150,9 @@ def bare_replay(m: mujoco.MjModel, plan: Any, replay: Replay | np.ndarray, timer
     else:
         edges = (lifecycle.chunk_edges(len(ctrl) - 1, plan.pulses, plan.events)
                  if plan.pulses or plan.events else [0, len(ctrl)])
+        sim = _Events(m, d)
         for k0, k1 in zip(edges[:-1], edges[1:], strict=True):
-            tasks.events(k0, plan, xfrc, lambda: (m, d))  # pulses, grasp, release
+            tasks.events(k0, plan, xfrc, sim)  # pulses, grasp, release
             for k in range(k0, min(k1, len(ctrl))):
                 c[:] = ctrl[k]
                 step_fn(m, d)

@@ -289,9 +289,20 @@ def mount_force(obj: WorldObject, displacement: float) -> float:
 Ahead = Callable[[mujoco.MjData, int], tuple[np.ndarray, np.ndarray, bool]]
 
 
+@dataclass
+class WeldCheck:
+    """One trial's record of its grasp weld's check (:func:`capture`): ``pending`` from the
+    capture try that closed the weld (with ``weld_floor`` > 0) until the next try, which
+    checks the weld and clears it. The loop that flies the trial owns it, one per trial (the
+    one-trial loop's :class:`quadarm.runner.episode.Sim`, the benchmark's bare replay), so
+    nothing of it outlives the trial or passes to another."""
+
+    pending: bool = False
+
+
 def capture(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload, radius: float,
             offset: np.ndarray, weld_floor: float = 0.0, ahead: Ahead | None = None,
-            closed: bool = False) -> bool:
+            closed: bool = False, check: WeldCheck | None = None) -> bool:
     """Grasp the payload (:func:`quadarm.model.payload.grasp`: its current relative pose
     written into the weld, then the weld on) if it is not held yet and the tip site is within
     ``radius`` (m) of its grasp point, its centre plus ``offset`` (m, (3,), world). Returns
@@ -301,15 +312,18 @@ def capture(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload, radius
     :func:`steady_weld` checks the weld at that state and stiffens it, not below
     ``weld_floor``, if it grows: with ``closed``, in the trial's closed loop (``ahead``: a
     look-ahead of the loop that flies it; a loop without one leaves the weld as built), else
-    with the commands held; 0: the weld as built, never checked.
+    with the commands held; 0: the weld as built, never checked. ``check``: the trial's
+    record of that pending try (:class:`WeldCheck`); without one (a loop that keeps none, the
+    batched engine's rows, which never fly a checked weld: :func:`quadarm.runner.engine.alone`)
+    the weld is left as built.
 
     Why not at the grasp itself: there the object still rests on its stand and the arm's
     commands are those of the unloaded arm; the calibrated v4 arm's weld mode does not grow
     there, even with the commands held for 100 steps, but it does 10 ms later in the loop
     (docs/tipspace.md, "The grasp weld")."""
     if holding(data, payload):
-        if id(data) in _UNCHECKED:  # the first try after the grasp: the loop has flown it
-            _UNCHECKED.discard(id(data))
+        if check is not None and check.pending:
+            check.pending = False  # the first try after the grasp: the loop has flown it
             if ahead is not None or not closed:
                 steady_weld(model, data, payload, weld_floor, ahead if closed else None)
         return True
@@ -319,16 +333,9 @@ def capture(model: mujoco.MjModel, data: mujoco.MjData, payload: Payload, radius
     if float(np.linalg.norm(tip - point)) > radius:
         return False
     grasp(model, data, payload)
-    if weld_floor > 0.0:
-        _UNCHECKED.add(id(data))
+    if weld_floor > 0.0 and check is not None:
+        check.pending = True
     return True
-
-
-# The trials (their MjData's id) whose weld a capture closed and whose next capture try is to
-# check it (steady_weld). A trial is one MjData; a stale id (a trial that ended before its
-# next try) is harmless: a new MjData at that address holds nothing until its own grasp, which
-# adds its id again.
-_UNCHECKED: set[int] = set()
 
 
 WELD_FD_EPS = 1e-6  # the finite-difference perturbation of mjd_transitionFD (its own units)

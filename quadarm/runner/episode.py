@@ -23,6 +23,7 @@ import mujoco
 import numpy as np
 
 from quadarm.config import Config
+from quadarm.model.world import WeldCheck
 from quadarm.runner import jit, progress, quiet, step
 from quadarm.runner.lifecycle import (
     CHECK_EVERY,
@@ -99,10 +100,12 @@ def hold(p: Prepared) -> Outcome:
 
 
 class Sim:
-    """The events' model and data (``sim()``: the trial's own ``MjModel``, ``MjData``) and a
+    """The events' model and data (``sim()``: the trial's own ``MjModel``, ``MjData``), a
     closed-loop look-ahead on copies of the trial (:meth:`ahead`), for a check that asks what
     the trial's own loop does from a given state (:func:`quadarm.model.world.steady_weld`'s
-    ``closed`` criterion). ``k`` is the sample the events run before (set by the loop)."""
+    ``closed`` criterion), and the trial's record of its grasp weld's check (``weld``: a
+    capture's check pending until its next try, :func:`quadarm.model.world.capture`). ``k``
+    is the sample the events run before (set by the loop)."""
 
     def __init__(self, m: mujoco.MjModel, d: mujoco.MjData, chunk: Any, prm: step.Params,
                  st: step.State, lg: step.Log, box: float, start: np.ndarray, n: int,
@@ -110,6 +113,7 @@ class Sim:
         self.m, self.d, self.chunk, self.prm, self.st, self.lg = m, d, chunk, prm, st, lg
         self.box, self.start, self.n, self.native = box, start, n, native
         self.k = 0
+        self.weld = WeldCheck()
 
     def __call__(self) -> tuple[mujoco.MjModel, mujoco.MjData]:
         return self.m, self.d

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from quadarm.config import Config
     from quadarm.model import BuiltModel
+    from quadarm.model.world import WeldCheck
 
 SWITCHES = ("grasp", "capture", "release")  # the payload events of Plan.events
 
@@ -72,11 +73,12 @@ def apply_pulses(xfrc: np.ndarray, pulses: tuple[Pulse, ...] | list[Pulse], k: i
 
 
 def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, what: str, plan: Plan,
-                   ahead: Any = None) -> None:
+                   ahead: Any = None, check: WeldCheck | None = None) -> None:
     """One payload event on ``m``/``d``: ``grasp`` (the world's hold off, the weld to the tip
     on with the current relative pose, :func:`quadarm.model.payload.take`), ``capture`` (a
     grasp where it stands if the tip is near enough, :func:`quadarm.model.world.capture`, with
-    the plan's radius and grasp offset) or ``release`` (:func:`quadarm.model.payload.release`).
+    the plan's radius and grasp offset, the loop's look-ahead ``ahead`` and the trial's weld
+    record ``check``) or ``release`` (:func:`quadarm.model.payload.release`).
     The grasp writes the weld's ``eq_data`` of ``m`` and both write ``d.eq_active``; grasp and
     capture recompute ``d``'s kinematics (``mj_kinematics``) from its ``qpos``."""
     from quadarm.model import payload
@@ -87,7 +89,7 @@ def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, what: str, plan: Plan,
         payload.take(m, d, pl)
     elif what == "capture":
         capture(m, d, pl, plan.capture_radius, np.asarray(plan.grasp_offset), plan.weld_floor,
-                ahead, plan.weld_closed)
+                ahead, plan.weld_closed, check)
     else:
         payload.release(d, pl)
 
@@ -95,14 +97,17 @@ def switch_payload(m: mujoco.MjModel, d: mujoco.MjData, what: str, plan: Plan,
 def events(k: int, plan: Plan, xfrc: np.ndarray,
            sim: Callable[[], tuple[mujoco.MjModel, mujoco.MjData]], pulses: bool = True) -> bool:
     """:meth:`Task.events` (the pulses only with ``pulses``): the plan's events before step k,
-    for a loop that has a plan but no task (the benchmark's bare replay)."""
+    for a loop that has a plan but no task (the benchmark's bare replay). ``sim`` may carry
+    the loop's closed-loop look-ahead (``sim.ahead``) and the trial's record of its weld's
+    check (``sim.weld``, a :class:`quadarm.model.world.WeldCheck`), which a capture uses."""
     if pulses and plan.pulses:  # a held airframe (grounded): nothing pushes it
         apply_pulses(xfrc, plan.pulses, k)
     switched = False
     for at, what in plan.events:
         if at == k:
             m, d = sim()
-            switch_payload(m, d, what, plan, getattr(sim, "ahead", None))
+            switch_payload(m, d, what, plan, getattr(sim, "ahead", None),
+                           getattr(sim, "weld", None))
             switched = True
     return switched
 

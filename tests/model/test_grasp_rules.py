@@ -13,6 +13,8 @@ matrix is written out by hand; the closed-form tilt against the loaded arm's equ
 directly (research/grasp_bend_tilt.py's method). prb12's default resolves to the settings from
 before the rules (its trial id; slow: its flight, bit for bit, with the check on and off). The
 calibrated v4 arm's default short flight (slow) stiffens its weld and places within 0.5 cm.
+Contract: the check pending after a grasp is the grasping trial's own record, checked once at
+its next try.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from helpers import pick_rows
 from quadarm.api import compose
 from quadarm.config import load_unchecked
 from quadarm.control import tipspace
-from quadarm.model import world
+from quadarm.model import build, world
 from quadarm.model.payload import Payload
 from quadarm.model.world import closed_growth, held_mode, step_growth, weld_grows
 from quadarm.runner import episode, lifecycle
@@ -135,6 +137,41 @@ def test_prb12s_default_resolves_to_the_settings_before_the_rules():
     # A ball has no face to land on: nothing to choose by (decided before any map is read).
     ball = load_unchecked([*PICK, "world.payload.shape=sphere"])
     assert pick_place.keeps_grasp_bend(ball, np.zeros((6, 3))) is False
+
+
+def test_the_welds_pending_check_is_the_trials_own(monkeypatch):
+    """The check after a grasp (:class:`quadarm.model.world.WeldCheck`) belongs to the trial
+    whose capture closed the weld: two trials grasp in turn, and the next try of the first
+    checks the first's weld once (its data, its record cleared) while the second's stays
+    pending; a try without a record (a loop that keeps none) grasps and checks nothing.
+    Each trial's data is its own MjData, so none can take another's place in the record."""
+    cfg = load_unchecked(PICK)
+    built = build(cfg.airframe, cfg.arm, cfg.sim, start=(0.0, 0.0, cfg.scenario.altitude),
+                  fixed_base=True, world=cfg.world)
+    m = built.model
+    pl = Payload.of(m)
+    checked: list[mujoco.MjData] = []
+    monkeypatch.setattr(world, "steady_weld", lambda model, data, *a: checked.append(data))
+    floor = 2.0 * m.opt.timestep
+
+    def trial() -> mujoco.MjData:
+        d = mujoco.MjData(m)
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        return d
+
+    def grasp_try(d: mujoco.MjData, rec: world.WeldCheck | None) -> bool:
+        # radius 1 m: the hanging tip is some 10 cm from the cube, always near enough
+        return world.capture(m, d, pl, 1.0, pick_place.grasp_offset(cfg), floor, None, False,
+                             rec)
+
+    (a, rec_a), (b, rec_b) = (trial(), world.WeldCheck()), (trial(), world.WeldCheck())
+    assert grasp_try(a, rec_a) and rec_a.pending and not checked
+    assert grasp_try(b, rec_b) and rec_b.pending and not checked
+    assert grasp_try(a, rec_a)
+    assert checked == [a] and not rec_a.pending and rec_b.pending
+    assert grasp_try(a, rec_a) and checked == [a]  # checked once per grasp
+    c = trial()
+    assert grasp_try(c, None) and grasp_try(c, None) and checked == [a]
 
 
 def _solved_tilt_deg(cfg, mu: float, beta: float, grasp_row: np.ndarray) -> float:
