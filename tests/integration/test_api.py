@@ -77,7 +77,9 @@ def test_import_quadarm_loads_neither_hydra_nor_mujoco() -> None:
     assert done.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("kind", sorted(TASKS))
+# pick_place's dry run flies the closed weld check's look-ahead: slow (make test's budget)
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.slow) if k == "pick_place"
+                                  else k for k in sorted(TASKS)])
 def test_every_reported_name_is_in_the_names_module(kind: str) -> None:
     """Each scenario of the task registry, its metric function on a dry run: its phases are the
     names module's and each metric has a unit there, so the tables can label every number they

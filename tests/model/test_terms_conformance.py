@@ -98,7 +98,9 @@ def test_the_term_has_its_doc_section_and_is_listed(term):
               f"'Registered terms': add '| `{term.name}` | {term.where} | ... |'")
 
 
-@pytest.mark.parametrize("term", terms.TERMS, ids=IDS)
+# the sensed case compiles the batched sensing kernels: slow (make test's 10-min budget)
+@pytest.mark.parametrize("term", [pytest.param(t, marks=pytest.mark.slow) if t.name == "sensing"
+                                  else t for t in terms.TERMS], ids=IDS)
 def test_batched_equals_one_trial(term, monkeypatch):
     monkeypatch.setenv("QUADARM_NUMBA", "0")
     cfgs = [_load(term.trial), _load((*term.trial, "seed=1"))]
