@@ -81,7 +81,7 @@ def test_below_the_bound_the_damping_settles_above_it_it_chatters(overrides: lis
     assert chatter > 0.05, f"1.25 x bound {bound:.3g}: commands move only {chatter:.2g}"
 
 
-@pytest.mark.slow  # make test's 10-min budget (docs/install.md); runs under make test-all
+@pytest.mark.slow  # make test's 10-min budget (README); runs under make test-all
 def test_the_warning_names_the_key_and_the_bound() -> None:
     cfg = compose(["arm=ftdcr_v4_calibrated", "scenario=hover", "control.tendon_damping=0.1"])
     bound = arm_aware.damping_bound_of(cfg)

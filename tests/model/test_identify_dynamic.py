@@ -112,7 +112,7 @@ def test_the_damping_is_recovered_from_a_noisy_log(tmp_path, monkeypatch):
     assert wall < 60.0, wall
 
 
-@pytest.mark.slow  # make test's 10-min budget (docs/install.md); runs under make test-all
+@pytest.mark.slow  # make test's 10-min budget (README); runs under make test-all
 def test_the_command_line_fits_alone_and_writes_its_arm(tmp_path, monkeypatch):
     """``static=false``: the dynamic stage alone from the composed arm (section 0's damping
     4x high, the others true), with the train log's last quarter held out: ``dynamic.json``,

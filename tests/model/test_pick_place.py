@@ -167,7 +167,7 @@ def test_a_pick_and_place_sets_the_object_down_on_the_shelf(carried):
     assert np.abs(out.log.qvel[-1, -6:-3]).max() < 1e-3
 
 
-@pytest.mark.slow  # make test's 10-min budget (docs/install.md); runs under make test-all
+@pytest.mark.slow  # make test's 10-min budget (README); runs under make test-all
 def test_coordinated_with_tip_feedback_places_on_the_shelf():
     """The default split (``coordinated``, the arm bent): the load bends the arm back towards
     its axis, and the tip feedback (``control.tip_gain``) moves the hub to make up for it."""
@@ -190,7 +190,7 @@ def test_a_missed_capture_is_recorded_and_the_trial_goes_on():
     assert np.abs(out.log.qpos[:, adr:adr + 3] - start).max() < 1e-6  # never touched
 
 
-@pytest.mark.slow  # make test's 10-min budget (docs/install.md); runs under make test-all
+@pytest.mark.slow  # make test's 10-min budget (README); runs under make test-all
 def test_the_same_seed_gives_the_same_parquet(tmp_path: Path):
     import pandas as pd
 

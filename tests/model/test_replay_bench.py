@@ -279,7 +279,7 @@ def test_a_wrapped_heading_is_unwrapped_before_it_is_interpolated(tmp_path):
     np.testing.assert_allclose(np.diff(rec.yaw), [0.1, short, 0.1, 0.1], atol=1e-12)
 
 
-@pytest.mark.slow  # make test's 10-min budget (docs/install.md); runs under make test-all
+@pytest.mark.slow  # make test's 10-min budget (README); runs under make test-all
 def test_a_log_cut_mid_bend_starts_from_its_settled_shape(tmp_path, monkeypatch):
     """``scenario.start_shape=settled``: a bench log that starts with the arm bent (the servo
     step's log, cut 1.9 s after the step, its time restarted at 0) replays from the pose the
