@@ -653,12 +653,8 @@ def tip_angles(arm: SectionArmConfig, pull: np.ndarray, tip: np.ndarray,
     as the arm's: :func:`register.channels` on the pulls ``pull`` (K, n) and their tracked
     points ``tip`` (K, 3) m with the sections ``section_of`` stage 1 chose, in ``labels``'
     order when they name the tendons, as :func:`stage1` calls it (``x_channel``: its)."""
-    _, _, per_section = servo_map(arm)
-    paired = [s.tendons.pairs for s in arm.sections]
-    seen = register.tension_as_travel(pull) if arm.actuation == "tension" else pull
-    named = None if labels is None else labelled_tendons(labels, seen, per_section)
-    ch = register.channels(seen, tip, per_section, section_of, paired=paired,
-                           x_channel=x_channel)
+    seen, ch = _tip_channels(arm, pull, tip, section_of, x_channel)
+    named = None if labels is None else labelled_tendons(labels, seen, servo_map(arm)[2])
     flat = [a for sec in ch.angles_deg for a in sec]
     if named is not None:
         azimuth = dict(zip(ch.tendon_channel, flat, strict=True))
@@ -689,13 +685,20 @@ def tip_angle_covariance(arm: SectionArmConfig, pull: np.ndarray, tip: np.ndarra
 def _x_channel(arm: SectionArmConfig, pull: np.ndarray, tip: np.ndarray,
                section_of: list[int]) -> int:
     """The channel whose deflection :func:`register.channels` takes as x at ``tip``."""
-    per_section = servo_map(arm)[2]
-    ch = register.channels(register.tension_as_travel(pull) if arm.actuation == "tension"
-                           else pull, tip, per_section, section_of,
-                           paired=[s.tendons.pairs for s in arm.sections])
+    ch = _tip_channels(arm, pull, tip, section_of)[1]
     angle = dict(zip(ch.tendon_channel, [a for sec in ch.angles_deg for a in sec],
                      strict=True))
     return int(min(angle, key=lambda c: abs(math.remainder(angle[c], 360.0))))
+
+
+def _tip_channels(arm: SectionArmConfig, pull: np.ndarray, tip: np.ndarray,
+                  section_of: list[int], x_channel: int | None = None) -> tuple[np.ndarray, Any]:
+    """The pulls as travels (a tension arm's through :func:`register.tension_as_travel`) and
+    :func:`register.channels` on them and their tracked points ``tip`` (K, 3) m."""
+    seen = register.tension_as_travel(pull) if arm.actuation == "tension" else pull
+    return seen, register.channels(seen, tip, servo_map(arm)[2], section_of,
+                                   paired=[s.tendons.pairs for s in arm.sections],
+                                   x_channel=x_channel)
 
 
 def turn_servos(arm: SectionArmConfig, delta: np.ndarray) -> SectionArmConfig:
