@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +25,6 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "model")]
 
 import numpy as np  # noqa: E402
 import test_identify_imu_only as imu  # noqa: E402 - the tests' folders first
-from test_identify_orientation import IMU_YAW  # noqa: E402
 from test_identify_recovery import SETTING, design  # noqa: E402
 
 from quadarm.identify import fit  # noqa: E402
@@ -37,22 +35,10 @@ def one(case: imu.Case, seed: int, true_angles: bool, detail: bool = False) -> d
     stage 1, val / floor; with ``detail`` also the errors and both SE themselves."""
     rec = imu.recordings(case, (SETTING.train_rows, SETTING.val_rows), seed)
     true_arm, nominal = design(case), design(case, modulus_factor=2.0)
-    cfg = rec["cfg"]
-    pull, angles = rec["pulls"]
-    problem, _, s1 = fit.stage1_imu(cfg.airframe, cfg.sim, nominal, "up", 0.005, pull, angles,
-                                    tuple(range(case.sections)), rec["labels"])
-    problem.fit_to, problem.orientation_noise = "orientation", imu.ANGLE_NOISE
+    problem, s1 = imu._stage1(rec, nominal)
     if true_angles:
-        turn = math.degrees(IMU_YAW)
-        problem = replace(problem, arm=replace(problem.arm, sections=[
-            replace(s, tendons=replace(s.tendons, angles_deg=[
-                (a - turn) % 360.0 for a in t.tendons.angles()]))
-            for s, t in zip(problem.arm.sections, true_arm.sections, strict=True)]))
-    e_nom = nominal.sections[0].youngs_modulus
-    lo, hi = SETTING.modulus_bounds
-    problem.keys = fit.expand(nominal, {"sections.#.youngs_modulus": [lo * e_nom, hi * e_nom],
-                                        "sections.#.tendons.rotate_deg":
-                                            list(SETTING.rotate_deg)})
+        problem = imu.with_true_angles(problem, true_arm)
+    problem.keys = imu.recovery_keys(nominal)
     train_pull, train_angles = rec["train"]
     start = time.perf_counter()
     out = fit.stage2(problem, train_pull, np.empty((len(train_pull), 0)), stride=SETTING.stride,

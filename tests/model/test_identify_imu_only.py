@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -78,6 +79,25 @@ def _stage1(rec: dict, arm: SectionArmConfig) -> tuple[fit.Problem, dict]:
     return problem, s1
 
 
+def with_true_angles(problem: fit.Problem, true_arm: SectionArmConfig) -> fit.Problem:
+    """``problem`` with stage 1's tendon angles replaced by the true ones in the IMUs' frame
+    (the true arm's less IMU_YAW)."""
+    turn = math.degrees(IMU_YAW)
+    return replace(problem, arm=replace(problem.arm, sections=[
+        replace(s, tendons=replace(s.tendons, angles_deg=[
+            (a - turn) % 360.0 for a in t.tendons.angles()]))
+        for s, t in zip(problem.arm.sections, true_arm.sections, strict=True)]))
+
+
+def recovery_keys(nominal: SectionArmConfig) -> list:
+    """The recovery suite's stage-2 keys for ``nominal``: every section's modulus within
+    SETTING's bounds of the nominal one, and its tendons' common turn."""
+    e_nom = nominal.sections[0].youngs_modulus
+    lo, hi = SETTING.modulus_bounds
+    return fit.expand(nominal, {"sections.#.youngs_modulus": [lo * e_nom, hi * e_nom],
+                                "sections.#.tendons.rotate_deg": list(SETTING.rotate_deg)})
+
+
 def _angle_errors(problem: fit.Problem, true_arm: SectionArmConfig) -> np.ndarray:
     """Stage 1's error in each tendon's angle (n_sections, count) rad against the truth in
     the IMUs' frame (the true arm's angles less IMU_YAW)."""
@@ -113,11 +133,7 @@ def recover(case: Case, seed: int = 11) -> dict:
     true_arm, nominal = design(case), design(case, modulus_factor=2.0)
     start = time.perf_counter()
     problem, _ = _stage1(rec, nominal)
-    e_nom = nominal.sections[0].youngs_modulus
-    lo, hi = SETTING.modulus_bounds
-    problem.keys = fit.expand(nominal, {"sections.#.youngs_modulus": [lo * e_nom, hi * e_nom],
-                                        "sections.#.tendons.rotate_deg":
-                                            list(SETTING.rotate_deg)})
+    problem.keys = recovery_keys(nominal)
     pull, angles = rec["train"]
     out = fit.stage2(problem, pull, np.empty((len(pull), 0)), stride=SETTING.stride,
                      starts=SETTING.starts, workers=1, max_nfev=SETTING.max_nfev, seed=0,
@@ -302,7 +318,6 @@ def test_the_imus_alone_recover_a_base_tilt_given_the_tendon_angles():
     down_z); the moduli too (about 20 s). With stage 1's own angles it does not: stage 1
     assumes a level base and reads the lean's sag in every single pull as part of the
     tendon's direction (docs/identify.md, "IMUs alone")."""
-    from dataclasses import replace
 
     from quadarm.identify import register
 
@@ -321,11 +336,7 @@ def test_the_imus_alone_recover_a_base_tilt_given_the_tendon_angles():
         clean = tilted_angles(true_arm, cfg, pull, down)
         rec[which] = (pull, clean + rng.normal(scale=ANGLE_NOISE, size=clean.shape))
     problem, _ = _stage1(rec, nominal)
-    turn = math.degrees(IMU_YAW)
-    problem = replace(problem, arm=replace(problem.arm, sections=[
-        replace(s, tendons=replace(s.tendons, angles_deg=[
-            (a - turn) % 360.0 for a in t.tendons.angles()]))
-        for s, t in zip(problem.arm.sections, true_arm.sections, strict=True)]))
+    problem = with_true_angles(problem, true_arm)
     e_nom = nominal.sections[0].youngs_modulus
     problem.keys = fit.expand(nominal, {
         "sections.#.youngs_modulus": [0.1 * e_nom, 5 * e_nom],

@@ -8,12 +8,18 @@ seeds on the IMU-only arms of ``test_identify_imu_only``."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
-from test_identify_imu_only import CASES, REFERENCE, _angle_errors, _stage1, recordings
-from test_identify_orientation import IMU_YAW
+from test_identify_imu_only import (
+    CASES,
+    REFERENCE,
+    _angle_errors,
+    _stage1,
+    recordings,
+    recovery_keys,
+    with_true_angles,
+)
 from test_identify_recovery import SETTING, design
 
 from quadarm.identify import fit
@@ -131,16 +137,8 @@ def fit_seed(case, seed: int, true_angles: bool = False) -> dict:
     true_arm, nominal = design(case), design(case, modulus_factor=2.0)
     problem, s1 = _stage1(rec, nominal)
     if true_angles:
-        turn = math.degrees(IMU_YAW)
-        problem = replace(problem, arm=replace(problem.arm, sections=[
-            replace(s, tendons=replace(s.tendons, angles_deg=[
-                (a - turn) % 360.0 for a in t.tendons.angles()]))
-            for s, t in zip(problem.arm.sections, true_arm.sections, strict=True)]))
-    e_nom = nominal.sections[0].youngs_modulus
-    lo, hi = SETTING.modulus_bounds
-    problem.keys = fit.expand(nominal, {"sections.#.youngs_modulus": [lo * e_nom, hi * e_nom],
-                                        "sections.#.tendons.rotate_deg":
-                                            list(SETTING.rotate_deg)})
+        problem = with_true_angles(problem, true_arm)
+    problem.keys = recovery_keys(nominal)
     pull, angles = rec["train"]
     out = fit.stage2(problem, pull, np.empty((len(pull), 0)), stride=SETTING.stride,
                      starts=SETTING.starts, workers=1, max_nfev=SETTING.max_nfev, seed=0,
