@@ -312,6 +312,7 @@ def _imus_alone(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
     pulls = recs["pulls"]
     problem, ch, s1 = fit.stage1_imu(frame, sim, arm, cfg.pointing, cfg.marker_offset,
                                      pulls.pull, pulls.angles, imus, pulls.label,
+                                     rest_reference=cfg.imu_rest_reference,
                                      gravity=cfg.gravity if cfg.gravity != "none"
                                      else "arm_axis")
     out = Path(cfg.out).expanduser()
@@ -509,7 +510,7 @@ def _bench(problem: Any, cfg: IdentifyConfig, sim: SimConfig, values: dict[str, 
 SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "start_spread",
                   "robust_start", "scan_scales", "scan_gravity", "fit_to", "orientation",
                   "orientation_sections", "orientation_noise", "position_noise",
-                  "stage1_stderr")
+                  "stage1_stderr", "imu_rest_reference")
 # The dynamic stage's keys, which stage 2 does not read: never in its hash.
 DYNAMIC_KEYS = ("dynamic", "static", "dynamic_train", "dynamic_val", "dynamic_holdout",
                 "dynamic_columns", "dynamic_measured", "dynamic_parameters", "dynamic_max_nfev",
