@@ -473,8 +473,8 @@ def test_the_imus_alone_recover_a_base_tilt_given_the_tendon_angles():
     back within 2 SE of the truth (:func:`leaning_recordings`); the moduli too (about 20 s).
     With stage 1's own angles and its default it does not: stage 1 assumes a level base and
     reads the lean's sag in every single pull as part of the tendon's direction
-    (docs/identify.md, "IMUs alone"); ``identify.imu_rest_reference`` is the remedy (the next
-    test)."""
+    (docs/identify.md, "IMUs alone"); ``identify.imu_rest_reference`` takes part of it out
+    (the next two tests)."""
     rec = leaning_recordings()
     want = rec["want"]
     out = fit_lean(rec, true_angles=True)
@@ -482,3 +482,37 @@ def test_the_imus_alone_recover_a_base_tilt_given_the_tendon_angles():
     for k, v in want.items():
         assert abs(out["values"][k] - v) <= 2 * out["stderr"][k], (k, out["values"][k], v,
                                                                    out["stderr"][k])
+
+
+@pytest.mark.slow
+def test_the_rest_reference_takes_most_of_the_lean_out_of_stage_1():
+    """The leaning base of the test above, through stage 1 itself: without
+    ``identify.imu_rest_reference`` stage 1's tendon angles come out up to 33 deg off (the
+    lean's sag read as part of each pull); with it, the rest rows' sag is taken out and
+    every angle is within 12 deg and the fitted tilt's error (its length, rad) less than
+    half of the switch-off fit's. What stays is the sag during a pull beyond the rest's
+    (next test): about 20 s."""
+    rec = leaning_recordings()
+    want = np.array([rec["want"]["gravity.tilt_x"], rec["want"]["gravity.tilt_y"]])
+    off, on = fit_lean(rec), fit_lean(rec, rest_reference=True)
+    err = {k: np.hypot(*(np.array([r["values"]["gravity.tilt_x"],
+                                   r["values"]["gravity.tilt_y"]]) - want))
+           for k, r in (("off", off), ("on", on))}
+    assert np.abs(np.degrees(off["angle_errors"])).max() > 20, off["angle_errors"]
+    assert np.abs(np.degrees(on["angle_errors"])).max() < 12, on["angle_errors"]
+    assert err["on"] < 0.5 * err["off"], err
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="the rest rows' sag is not a pull's: with the pulled "
+                   "section's other tendons released the arm sags 1.3-1.9x as far, so "
+                   "stage 1's angles stay up to 11 deg off and the tilt 22 SE "
+                   "(docs/identify.md, 'A base that leans')")
+def test_the_imus_alone_recover_a_base_tilt_through_the_rest_referenced_stage_1():
+    """The tilt test above, stage 1's own angles with ``identify.imu_rest_reference``: the
+    tilt within 2 SE of the truth. Fails today (strict xfail, so that a remedy shows)."""
+    rec = leaning_recordings()
+    out = fit_lean(rec, rest_reference=True)
+    for k in ("gravity.tilt_x", "gravity.tilt_y"):
+        assert abs(out["values"][k] - rec["want"][k]) <= 2 * out["stderr"][k], (
+            k, out["values"][k], rec["want"][k], out["stderr"][k])
