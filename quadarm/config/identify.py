@@ -89,7 +89,8 @@ KEYS = {
                      "stderr_fit keeps the fit's own)",
     "imu_rest_reference": "true (tip=[] only): stage 1 measures each tendon's angle from the "
                           "pulls' IMU readings less the rest rows' (a base that leans sags "
-                          "the arm at rest; docs/identify.md, 'IMUs alone')",
+                          "the arm at rest: record single pulls that hold the other servos "
+                          "at 0; docs/identify.md, 'A base that leans')",
     "dynamic": "true: after the static stages (or alone, static=false) fit dynamic_parameters "
                "to a replayed time series (docs/identify.md, 'Dynamics')",
     "static": "false: skip stages 1-3 (with dynamic=true): the arm as composed is the "

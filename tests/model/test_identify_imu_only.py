@@ -166,10 +166,12 @@ def test_the_rest_reference_on_a_level_base_costs_less_than_the_noise(imu_only):
     assert IdentifyConfig().imu_rest_reference is False
 
 
-def test_the_rest_reference_needs_rest_rows_and_the_imus_alone(imu_only):
-    """Pulls without a row at rest are refused in one line naming the key; so is the switch
-    with a tracked point (whose stage 1 reads the tip's path from its rest point already)
-    and a value that is not a boolean."""
+def test_the_rest_reference_needs_rest_rows_and_the_imus_alone(imu_only, tmp_path, capsys):
+    """Pulls without a row at rest are refused in one line naming the key (on the command
+    line: exit 2, nothing written); so is the switch with a tracked point (whose stage 1
+    reads the tip's path from its rest point already) and a value that is not a boolean."""
+    from quadarm.identify.__main__ import main
+
     cfg = imu_only["cfg"]
     pull, angles = imu_only["pulls"]
     moving = imu_only["labels"] != "rest"
@@ -181,6 +183,12 @@ def test_the_rest_reference_needs_rest_rows_and_the_imus_alone(imu_only):
     msg = str(err.value)
     assert msg.startswith("identify.imu_rest_reference") and "rest rows" in msg
     assert "\n" not in msg
+    rec = dict(imu_only, labels=imu_only["labels"][moving],
+               pulls=(pull[moving], angles[moving]))
+    assert main([*_write(tmp_path, rec), "identify.imu_rest_reference=true"]) == 2
+    err_line = capsys.readouterr().err.strip()
+    assert err_line.startswith("error: identify.imu_rest_reference") and "\n" not in err_line
+    assert not (tmp_path / "run").exists()
     for kwargs, what in (({}, "tip=[]"), ({"tip": [], "orientation": IMU_COLUMNS,
                                             "fit_to": "orientation"}, "true or false")):
         with pytest.raises(ConfigError) as err:
