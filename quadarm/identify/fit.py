@@ -589,8 +589,11 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
     turns are measured. Why: on a base that leans, the arm sags towards the lean at rest, and
     that sag adds to every pull's bend; read as part of the pull, it turns each tendon's angle
     towards the lean. For small bends the sag and the pull's bend add as vectors, so the
-    difference is the pull's alone to first order (docs/identify.md, "IMUs alone", for what it
-    neglects). Off (the default), the values are bit for bit those without the switch."""
+    difference is the pull's alone to first order. It neglects that a pull's sag differs
+    from the rest's: a pull that releases its section's other servos leaves the section soft
+    across the lean (docs/identify.md, "A base that leans": record the single pulls with the
+    other servos held at 0). Off (the default), the values are bit for bit those without
+    the switch."""
     tendon_servo, sign, per_section = servo_map(arm)
     tension = arm.actuation == "tension"
     seen = register.tension_as_travel(pull) if tension else pull

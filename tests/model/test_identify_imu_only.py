@@ -554,6 +554,30 @@ def test_held_pulls_and_the_rest_reference_recover_a_base_tilt():
 
 
 @pytest.mark.slow
+def test_the_command_line_takes_the_rest_reference(tmp_path, capsys, imu_only):
+    """``identify.imu_rest_reference=true`` on the command line: stage 1's angles in
+    ``fit.json`` are those of ``fit.stage1_imu(..., rest_reference=True)`` on the same arm
+    file and recordings, and ``fit.json``'s stage 1 record says so (about 2 s)."""
+    from quadarm.identify.__main__ import main
+
+    args = _write(tmp_path, imu_only)
+    (tmp_path / "conf" / "experiment").mkdir()
+    (tmp_path / "conf" / "experiment" / "syn_rest.yaml").write_text(
+        "# @package _global_\nidentify:\n  parameters:\n"
+        "    sections.#.youngs_modulus: [1.2e10, 6.0e11]\n")
+    assert main([*args, "+experiment=syn_rest", "identify.max_nfev=2", "identify.workers=1",
+                 "identify.imu_rest_reference=true"]) == 0, capsys.readouterr().err
+    record = json.loads((tmp_path / "run" / "fit.json").read_text())
+    assert record["stage1"]["rest_reference"] is True
+    cfg = imu_only["cfg"]
+    pull, angles = imu_only["pulls"]
+    _, ch, _ = fit.stage1_imu(cfg.airframe, cfg.sim, design(REFERENCE, modulus_factor=2.0),
+                              "up", 0.005, pull, angles, (0, 1), imu_only["labels"],
+                              rest_reference=True)
+    np.testing.assert_allclose(record["angles_deg"], ch.angles_deg, rtol=0, atol=1e-9)
+
+
+@pytest.mark.slow
 def test_the_dynamic_stage_runs_after_the_imus_alone(tmp_path, capsys, monkeypatch):
     """``identify.dynamic=true`` after a static fit on the IMUs alone (``tip: []``): the
     time series a lab without a tracker logs, servo steps with each section end's roll and
