@@ -87,6 +87,10 @@ KEYS = {
     "stage1_stderr": "true: the standard errors include the uncertainty of stage 1's tendon "
                      "angles, propagated (the fitted values are the same; fit.json's "
                      "stderr_fit keeps the fit's own)",
+    "imu_rest_reference": "true (tip=[] only): stage 1 measures each tendon's angle from the "
+                          "pulls' IMU readings less the rest rows' (a base that leans sags "
+                          "the arm at rest: record single pulls that hold the other servos "
+                          "at 0; docs/identify.md, 'A base that leans')",
     "dynamic": "true: after the static stages (or alone, static=false) fit dynamic_parameters "
                "to a replayed time series (docs/identify.md, 'Dynamics')",
     "static": "false: skip stages 1-3 (with dynamic=true): the arm as composed is the "
@@ -217,6 +221,7 @@ class IdentifyConfig:
     orientation_noise: float = 0.01  # rad, each angle's noise std
     position_noise: float = 0.0005  # m, RMS length of the tracked point's error
     stage1_stderr: bool = False
+    imu_rest_reference: bool = False
     dynamic: bool = False
     static: bool = True
     dynamic_train: str = ""
@@ -276,6 +281,14 @@ class IdentifyConfig:
             raise ConfigError("robust_start", self.robust_start, "must be true or false")
         if not isinstance(self.stage1_stderr, bool):
             raise ConfigError("stage1_stderr", self.stage1_stderr, "must be true or false")
+        if not isinstance(self.imu_rest_reference, bool):
+            raise ConfigError("imu_rest_reference", self.imu_rest_reference,
+                              "must be true or false")
+        if self.imu_rest_reference and self.tip:
+            # With the tracked point stage 1 reads the tendons' angles from the tip's path
+            # (relative to its rest point already), not from the IMUs.
+            raise ConfigError("imu_rest_reference", True, "applies with tip=[] (the IMUs "
+                              "alone) only: set it false, or identify.tip=[]")
         if not self.scan_scales or not all(
                 isinstance(v, int | float) and math.isfinite(v) and v > 0
                 for v in self.scan_scales):

@@ -312,14 +312,16 @@ def _imus_alone(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
     pulls = recs["pulls"]
     problem, ch, s1 = fit.stage1_imu(frame, sim, arm, cfg.pointing, cfg.marker_offset,
                                      pulls.pull, pulls.angles, imus, pulls.label,
+                                     rest_reference=cfg.imu_rest_reference,
                                      gravity=cfg.gravity if cfg.gravity != "none"
                                      else "arm_axis")
     out = Path(cfg.out).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     problem.fit_to, problem.orientation_noise = cfg.fit_to, cfg.orientation_noise
     t1 = time.perf_counter()
+    rest = ", relative to the rest rows" if cfg.imu_rest_reference else ""
     print(f"stage 1 (IMUs alone): channel map {[cfg.channels[c] for c in ch.tendon_channel]}"
-          f" (from labels), tendon angles (deg, the IMUs' frame) "
+          f" (from labels), tendon angles (deg, the IMUs' frame{rest}) "
           f"{[[round(a, 1) for a in sec] for sec in ch.angles_deg]}, pull angle RMSE "
           f"{s1['pull_orientation_rmse_rad']:.5f} rad ({t1 - t0:.0f} s)", flush=True)
     s1["sag_m"] = trust.sag(problem)
@@ -363,7 +365,10 @@ def _imus_alone(frame: AirframeConfig, arm: SectionArmConfig, sim: SimConfig,
                             "imu_sections": list(imus), "nominal": nominal, "warnings": warned,
                             "stage1": {"sag_mm": s1["sag_m"] * 1e3,
                                        "pull_orientation_rmse_rad":
-                                           s1["pull_orientation_rmse_rad"]}})
+                                           s1["pull_orientation_rmse_rad"],
+                                       # Recorded when set (a default run's record as it was).
+                                       **({"rest_reference": True}
+                                          if cfg.imu_rest_reference else {})}})
     report.write_imus(out, cfg, record)
     print(f"wrote {out} ({t3 - t0:.0f} s in all)")
     return metrics
@@ -509,7 +514,7 @@ def _bench(problem: Any, cfg: IdentifyConfig, sim: SimConfig, values: dict[str, 
 SELECTION_KEYS = ("select", "holdout", "ridge", "ridge_grid", "refit_nfev", "start_spread",
                   "robust_start", "scan_scales", "scan_gravity", "fit_to", "orientation",
                   "orientation_sections", "orientation_noise", "position_noise",
-                  "stage1_stderr")
+                  "stage1_stderr", "imu_rest_reference")
 # The dynamic stage's keys, which stage 2 does not read: never in its hash.
 DYNAMIC_KEYS = ("dynamic", "static", "dynamic_train", "dynamic_val", "dynamic_holdout",
                 "dynamic_columns", "dynamic_measured", "dynamic_parameters", "dynamic_max_nfev",

@@ -561,7 +561,8 @@ def lateral(angles: np.ndarray) -> np.ndarray:
 def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, pointing: str,
                marker_offset: float, pull: np.ndarray, angles: np.ndarray,
                imu_sections: tuple[int, ...], labels: np.ndarray,
-               measure_angles: bool = True, gravity: str = "arm_axis"
+               measure_angles: bool = True, gravity: str = "arm_axis",
+               rest_reference: bool = False
                ) -> tuple[Problem, register.Channels, dict[str, Any]]:
     """Stage 1 without a tracked point (``tip: []``; docs/identify.md, "IMUs alone"): from
     the single-tendon pulls ``pull`` (K, n) m (tensions: N) and the section-end IMUs' roll and
@@ -579,7 +580,20 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
     (``axes`` the identity) and a summary (``pull_orientation_rmse_rad``: the pulls' wrapped
     angle RMSE on the measured angles' arm; ``angle_covariance`` (n_servos, n_servos): the
     servos' angles' covariance per unit variance of each logged angle, g g^T with g their
-    gradients in the logged angles, :func:`_turn_sensitivity`)."""
+    gradients in the logged angles, :func:`_turn_sensitivity`).
+
+    ``rest_reference`` (``identify.imu_rest_reference``): every IMU's :func:`lateral`, measured
+    and modelled, is taken relative to its mean over the rest rows (every command within
+    :data:`register.REST_COMMAND` x :func:`register.command_scale` of 0, as
+    :func:`register.rest_tip` reads them; refused in one line when there are none) before the
+    turns are measured. Why: on a base that leans, the arm sags towards the lean at rest, and
+    that sag adds to every pull's bend; read as part of the pull, it turns each tendon's angle
+    towards the lean. For small bends the sag and the pull's bend add as vectors, so the
+    difference is the pull's alone to first order. It neglects that a pull's sag differs
+    from the rest's: a pull that releases its section's other servos leaves the section soft
+    across the lean (docs/identify.md, "A base that leans": record the single pulls with the
+    other servos held at 0). Off (the default), the values are bit for bit those without
+    the switch."""
     tendon_servo, sign, per_section = servo_map(arm)
     tension = arm.actuation == "tension"
     seen = register.tension_as_travel(pull) if tension else pull
@@ -597,6 +611,18 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
                       imu_sections=tuple(imu_sections))
     model = lateral(problem.angles({}, pull))  # (K, n_imu), the nominal arm's
     meas = lateral(angles)
+    quiet = None
+    if rest_reference:
+        quiet = np.abs(seen).max(axis=1) < small  # register.rest_tip's rest rows
+        if not quiet.any():
+            raise ConfigError("identify.imu_rest_reference", True, "needs rest rows in the "
+                              "pulls (every command within "
+                              f"{small * 1e3:.3g} mm of 0, or a tension arm's at its lowest) "
+                              "to take the IMUs' readings from: add some, or set it false")
+        # Each IMU's reading at rest (the sag of a leaning base; about 0 on a level one),
+        # measured and modelled alike, so that a level nominal arm's rest is its own.
+        meas = meas - meas[quiet].mean(axis=0)
+        model = model - model[quiet].mean(axis=0)
     bounds = np.cumsum([0, *per_section])
     out: list[tuple[float, ...]] = []
     sensitivity: list[np.ndarray] = []  # each servo's angle's gradient in the logged angles
@@ -612,7 +638,7 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
                                   "pulls cannot place its tendon")
             total = np.sum(meas[rows] * np.conj(model[rows]))
             turned.append((nominal[i] + math.degrees(float(np.angle(total)))) % 360.0)
-            sensitivity.append(_turn_sensitivity(angles, model, rows, total))
+            sensitivity.append(_turn_sensitivity(angles, model, rows, total, quiet))
         out.append(tuple(turned))
     sections = [replace(s, tendons=replace(s.tendons, angles_deg=list(a) + (
         [(float(v) + 180.0) % 360.0 for v in a] if s.tendons.pairs else [])))
@@ -633,14 +659,20 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
 
 
 def _turn_sensitivity(angles: np.ndarray, model: np.ndarray, rows: np.ndarray,
-                      total: complex) -> np.ndarray:
+                      total: complex, rest: np.ndarray | None = None) -> np.ndarray:
     """The gradient (K n_imu 2,) of one servo's measured turn, arg ``total`` (rad), in the
     logged roll and pitch ``angles`` (K, n_imu, 2) rad: total = sum over ``rows`` and IMUs of
     z conj(m) (z = :func:`lateral` of the logged angles, m ``model``'s), so d arg total =
     Im(conj(m) dz / total), with dz/droll = i cos(pitch) cos(roll) and dz/dpitch =
-    -cos(pitch) - i sin(pitch) sin(roll) (rows other than ``rows`` do not enter)."""
+    -cos(pitch) - i sin(pitch) sin(roll) (rows other than ``rows`` do not enter). With the
+    rest rows ``rest`` (K,) bool (:func:`stage1_imu`'s ``rest_reference``), z is less each
+    IMU's mean over them, so each rest row's z enters with weight -sum over ``rows`` of
+    conj(m) / (number of rest rows), ``model`` being the rest-referenced one."""
     roll, pitch = angles[..., 0], angles[..., 1]
     w = np.where(rows[:, None], np.conj(model), 0.0) / total
+    if rest is not None:
+        w = w + np.where(rest[:, None], -np.sum(np.conj(model[rows]), axis=0)
+                         / float(rest.sum()), 0.0) / total
     d_roll = np.imag(w * 1j * np.cos(pitch) * np.cos(roll))
     d_pitch = np.imag(w * (-np.cos(pitch) - 1j * np.sin(pitch) * np.sin(roll)))
     return np.stack([d_roll, d_pitch], axis=-1).ravel()
