@@ -25,15 +25,15 @@ install: ## create .venv (if missing), install quadarm with its dev tools, compi
 	.venv/bin/python -m quadarm --warmup  # numba's one-time compile of the loops, now
 
 test: ## the test suite (the CI command), every test not marked slow: two processes, then the timing tests alone
-	$(PYTHON) -m pytest -q -m "not timing and not slow" -n 2 --dist loadgroup
+	$(PYTHON) -m pytest -q -m "not timing and not slow" -n 2 --dist loadfile
 	$(PYTHON) -m pytest -q -m "timing and not slow"
 
 test-all: ## every test, the slow ones too (reproduction, compiled-vs-plain of every term, training): several times longer
-	$(PYTHON) -m pytest -q -m "not timing" -n 2 --dist loadgroup
+	$(PYTHON) -m pytest -q -m "not timing" -n 2 --dist loadfile
 	$(PYTHON) -m pytest -q -m timing
 
 test-fast: ## the unit tests and the paper's headline (one mission), on two processes: budget 60 s
-	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadgroup tests/unit tests/model/test_headline.py
+	$(PYTHON) -m pytest -q -m "not slow" -n 2 --dist loadfile tests/unit tests/model/test_headline.py
 
 lint: ## ruff on everything, mypy on quadarm/
 	$(PYTHON) -m ruff check .

@@ -15,8 +15,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from quadarm.config import (  # noqa: E402 - MUJOCO_GL must be set before mujoco loads
@@ -187,13 +185,3 @@ def pick_rows(cfg: Config) -> Any:
                                   start=(0.0, 0.0, cfg.scenario.altitude),
                                   world=cfg.world).model)
     return pick_place.waypoints(cfg, centre)
-
-
-# The xdist group of every test in make test that flies a compiled loop of the seam (the
-# one-trial loop, the batched engine's, the environments' kernels). On a clean checkout numba
-# compiles each loop for about two minutes of one core; with the loops spread over both workers
-# each worker compiled them again (the same machine code: one signature each). So make test
-# runs these tests as one work unit, handed out first (tests/conftest.py), and fails a test
-# of make test that flies a compiled loop without this mark.
-LOOPS = "loops"
-COMPILED_LOOPS = pytest.mark.xdist_group(LOOPS)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-from helpers import COMPILED_LOOPS, nominal
+from helpers import nominal
 
 from quadarm.config import ControlConfig, DisturbanceScenario, HeldBendScenario
 from quadarm.control.geometric import FF_ON
@@ -77,7 +77,6 @@ def _same(a: Log, b: Log) -> None:
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
 
 
-@COMPILED_LOOPS
 @pytest.mark.parametrize("native", [False, True], ids=["python", "numba"])
 def test_switches_off_are_the_paper_loop_bit_for_bit(native, monkeypatch):
     if native and not jit.AVAILABLE:
@@ -100,7 +99,6 @@ SWITCHED_ON = [
 ]
 
 
-@COMPILED_LOOPS
 @pytest.mark.parametrize("control", SWITCHED_ON, ids=lambda c: "-".join(map(str, c.values())))
 def test_compiled_and_python_loops_agree_exactly(control, monkeypatch):
     if not jit.AVAILABLE:
@@ -136,7 +134,6 @@ def test_batched_engine_is_bit_identical_with_switches_on(native, monkeypatch):
         np.testing.assert_array_equal([v for *_, v in ep.metrics], [v for *_, v in one.metrics])
 
 
-@COMPILED_LOOPS
 def test_com_adds_zero_while_the_arm_hangs_straight(monkeypatch):
     """Hover from the hover keyframe, no tendon command: at the first sample the arm is
     exactly straight and the vehicle level, and com changes nothing; afterwards the arm stays

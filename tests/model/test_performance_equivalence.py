@@ -14,7 +14,7 @@ from dataclasses import replace
 import mujoco
 import numpy as np
 import pytest
-from helpers import COMPILED_LOOPS, nominal
+from helpers import nominal
 from reference_law import control_batch
 
 from quadarm import scenarios
@@ -106,7 +106,6 @@ def _assert_logs_close(a: Log, b: Log) -> None:
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12, err_msg=name)
 
 
-@COMPILED_LOOPS
 @pytest.mark.parametrize("native", [False, True], ids=["python", "numba"])
 def test_optimised_loop_equals_the_reference_loop(mission_window, push, native, monkeypatch):
     if native and not jit.AVAILABLE:
@@ -130,7 +129,6 @@ def test_optimised_loop_equals_the_reference_loop(mission_window, push, native, 
                                atol=1e-12)
 
 
-@COMPILED_LOOPS
 def test_compiled_and_python_loops_agree_exactly(mission_window, push, monkeypatch):
     if not jit.AVAILABLE:
         pytest.skip("numba is not installed")
@@ -142,7 +140,6 @@ def test_compiled_and_python_loops_agree_exactly(mission_window, push, monkeypat
             assert np.array_equal(getattr(a, name), getattr(p, name)), name
 
 
-@COMPILED_LOOPS
 @pytest.mark.parametrize("native", [False, True], ids=["python", "numba"])
 def test_divergence_is_caught_at_the_first_check_and_dated_at_its_onset(push, native, monkeypatch):
     """A box smaller than the push's deviation: the run stops at the first check after the

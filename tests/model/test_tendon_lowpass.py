@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from helpers import COMPILED_LOOPS, first_order_lag, nominal
+from helpers import first_order_lag, nominal
 
 from quadarm.config import ConfigError, ControlConfig, HeldBendScenario
 from quadarm.runner import engine, episode, jit, lifecycle
@@ -34,13 +34,11 @@ def _fly(cfg, native: bool, monkeypatch):
     return out.log, p
 
 
-@COMPILED_LOOPS
 def test_off_passes_the_plan_through_bit_for_bit(monkeypatch):
     log, p = _fly(_bend(0.0), jit.AVAILABLE, monkeypatch)
     assert np.array_equal(log.ctrl[:, log.tendon_ids], p.plan.tensions)
 
 
-@COMPILED_LOOPS
 @pytest.mark.parametrize("native", [False, True], ids=["python", "numba"])
 def test_on_is_the_exact_first_order_lag_of_the_plan(native, monkeypatch):
     if native and not jit.AVAILABLE:
@@ -60,7 +58,6 @@ def test_on_is_the_exact_first_order_lag_of_the_plan(native, monkeypatch):
     assert np.abs(gap0).max() > 0.1  # N: the lag is there to measure (one tendon is slack)
 
 
-@COMPILED_LOOPS
 def test_compiled_plain_and_batched_agree_exactly(monkeypatch):
     if not jit.AVAILABLE:
         pytest.skip("numba is not installed")

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from helpers import COMPILED_LOOPS, cfg_of, nominal
+from helpers import cfg_of, nominal
 
 from quadarm.config import ConfigError, ControlConfig, ReachScenario, load_unchecked
 from quadarm.control import tendons, tipfeedback
@@ -134,7 +134,6 @@ def test_the_arms_share_saturates_on_the_disk_and_the_tensions_stay_in_range():
     assert np.linalg.norm(c) < np.linalg.norm(corr)
 
 
-@COMPILED_LOOPS
 def test_the_switch_alone_and_vehicle_mode_change_nothing(tip_map, monkeypatch):
     native = jit.AVAILABLE
     target = HUB + tip_map.tip(0.3, 0.0) + [0.01, 0.0, 0.0]
@@ -150,7 +149,6 @@ def test_the_switch_alone_and_vehicle_mode_change_nothing(tip_map, monkeypatch):
             assert np.array_equal(getattr(la, f), getattr(lb, f))
 
 
-@COMPILED_LOOPS
 def test_with_the_hub_held_the_bend_takes_out_what_it_can(tip_map, monkeypatch):
     """``arm`` mode with the feedback on the bend, the target on the workspace: the hub holds
     but drifts under the held bend (docs/tipspace.md: the paper's held-bend drift), so the
@@ -174,7 +172,6 @@ def test_with_the_hub_held_the_bend_takes_out_what_it_can(tip_map, monkeypatch):
     assert bias[1] < bias[0], bias
 
 
-@COMPILED_LOOPS
 def test_the_bend_carries_a_lateral_correction_so_the_hub_moves_less(tip_map, monkeypatch):
     """A target 2 cm beside the planned tip, which the plan does not know about (the plan's
     tip target is moved, the bend and hub reference are not): the hub-only feedback moves the
@@ -198,7 +195,6 @@ def test_the_bend_carries_a_lateral_correction_so_the_hub_moves_less(tip_map, mo
     assert moved[1] < 0.5 * moved[0], moved
 
 
-@COMPILED_LOOPS
 def test_compiled_plain_and_batched_agree_with_the_bend_on(tip_map, monkeypatch):
     if not jit.AVAILABLE:
         pytest.skip("numba is not installed")

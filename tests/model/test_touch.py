@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import COMPILED_LOOPS, cfg_of
+from helpers import cfg_of
 
 from quadarm.model.allocation import total_mass
 from quadarm.runner import engine, episode, jit
@@ -90,7 +90,6 @@ def test_steady_push_on_the_wall_balances_the_thrust() -> None:
     assert abs(thrust[2] + contact[2] - weight) < 0.01 * weight
 
 
-@COMPILED_LOOPS
 @pytest.mark.parametrize("native", [True, False], ids=["numba", "python"])
 def test_batched_touch_equals_the_one_trial_path(native: bool, monkeypatch) -> None:
     """Two touches (approach 0.1 and 0.25 m/s) batched give each trial the one-trial log,

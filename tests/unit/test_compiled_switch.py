@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from helpers import COMPILED_LOOPS
 
 from quadarm.api import compose
 from quadarm.config import ConfigError, schemas
@@ -124,7 +123,6 @@ def test_the_entry_cache_key_never_joins_two_numba_types():
                 assert typeof(x) == typeof(y), (x, y)
 
 
-@COMPILED_LOOPS
 @pytest.mark.skipif(not jit.AVAILABLE, reason="needs numba")
 def test_the_entry_is_resolved_once_per_layout():
     """A second call with other arrays of the same types returns the very entry (no type
