@@ -583,9 +583,8 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
     gradients in the logged angles, :func:`_turn_sensitivity`).
 
     ``rest_reference`` (``identify.imu_rest_reference``): every IMU's :func:`lateral`, measured
-    and modelled, is taken relative to its mean over the rest rows (every command within
-    :data:`register.REST_COMMAND` x :func:`register.command_scale` of 0, as
-    :func:`register.rest_tip` reads them; refused in one line when there are none) before the
+    and modelled, is taken relative to its mean over the rest rows (:func:`register.rest_rows`,
+    those :func:`register.rest_tip` reads; refused in one line when there are none) before the
     turns are measured. Why: on a base that leans, the arm sags towards the lean at rest, and
     that sag adds to every pull's bend; read as part of the pull, it turns each tendon's angle
     towards the lean. For small bends the sag and the pull's bend add as vectors, so the
@@ -609,16 +608,16 @@ def stage1_imu(frame: AirframeConfig, sim: SimConfig, arm: SectionArmConfig, poi
     problem = Problem(frame, sim, arm, pointing, marker_offset, tendon_channel, np.eye(3),
                       np.zeros(3), gravity=gravity, tendon_sign=sign,
                       imu_sections=tuple(imu_sections))
+    # The rows register.rest_tip reads, checked before the nominal arm is replayed.
+    quiet = register.rest_rows(seen) if rest_reference else None
+    if quiet is not None and not quiet.any():
+        raise ConfigError("identify.imu_rest_reference", True, "needs rest rows in the "
+                          "pulls (every command within "
+                          f"{small * 1e3:.3g} mm of 0, or a tension arm's at its lowest) "
+                          "to take the IMUs' readings from: add some, or set it false")
     model = lateral(problem.angles({}, pull))  # (K, n_imu), the nominal arm's
     meas = lateral(angles)
-    quiet = None
-    if rest_reference:
-        quiet = np.abs(seen).max(axis=1) < small  # register.rest_tip's rest rows
-        if not quiet.any():
-            raise ConfigError("identify.imu_rest_reference", True, "needs rest rows in the "
-                              "pulls (every command within "
-                              f"{small * 1e3:.3g} mm of 0, or a tension arm's at its lowest) "
-                              "to take the IMUs' readings from: add some, or set it false")
+    if quiet is not None:
         # Each IMU's reading at rest (the sag of a leaning base; about 0 on a level one),
         # measured and modelled alike, so that a level nominal arm's rest is its own.
         meas = meas - meas[quiet].mean(axis=0)

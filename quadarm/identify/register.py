@@ -87,11 +87,16 @@ def tension_as_travel(tension: np.ndarray) -> np.ndarray:
     return excess * (REF_COMMAND / top) if top > 0 else excess
 
 
+def rest_rows(pull: np.ndarray) -> np.ndarray:
+    """The rows at rest (K,) bool: those whose commands ``pull`` (K, n) m are all within
+    :data:`REST_COMMAND` x :func:`command_scale` of 0."""
+    return np.abs(pull).max(axis=1) < REST_COMMAND * command_scale(pull)
+
+
 def rest_tip(pull: np.ndarray, tip: np.ndarray) -> np.ndarray:
-    """The tip at rest (3,) m: the median of ``tip`` (K, 3) over the rows whose commands
-    ``pull`` (K, n) m are all within :data:`REST_COMMAND` x :func:`command_scale` of 0, or the
-    first row when none is."""
-    quiet = np.abs(pull).max(axis=1) < REST_COMMAND * command_scale(pull)
+    """The tip at rest (3,) m: the median of ``tip`` (K, 3) over the :func:`rest_rows` of
+    ``pull`` (K, n) m, or the first row when there is none."""
+    quiet = rest_rows(pull)
     return np.median(tip[quiet], axis=0) if quiet.any() else tip[0]
 
 
